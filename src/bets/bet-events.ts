@@ -1,0 +1,33 @@
+import { formatMultiplier } from '../crash/multiplier';
+import { currencyExponent, minorToDecimal } from '../money/currency';
+import type { DomainEvent } from '../webhooks/events';
+import type { Bet } from './bet';
+
+/** Money as each surface shows it: Surface A plain integers, Surface B decimals in the bet's currency. */
+export function presentAmount(bet: Pick<Bet, 'currency'>, minor: number): number {
+  return bet.currency ? minorToDecimal(minor, currencyExponent(bet.currency)) : minor;
+}
+
+/** The `bet.settled` payload (v1). */
+export function betSettledEvent(bet: Bet, extra: Record<string, unknown> = {}): DomainEvent {
+  return {
+    operatorId: bet.operatorId,
+    type: 'bet.settled',
+    data: {
+      bet_id: bet.id,
+      game: bet.game,
+      round_id: bet.roundId,
+      round_number: bet.roundNumber,
+      player: bet.player,
+      currency: bet.currency,
+      amount: presentAmount(bet, bet.amount),
+      status: bet.status,
+      payout: presentAmount(bet, bet.payout ?? 0),
+      multiplier: bet.cashoutMultiplier === null ? null : formatMultiplier(bet.cashoutMultiplier),
+      cashout_kind: bet.cashoutKind,
+      selections: bet.selections,
+      settled_at: bet.settledAt,
+      ...extra,
+    },
+  };
+}

@@ -1,0 +1,143 @@
+import { randomUUID } from 'node:crypto';
+import type { ComplianceHooks } from '../compliance/hooks';
+import { crashPointOf, cappedPayout, effectiveTarget } from '../crash/crash-rules';
+import { formatMultiplier, multiplierAt } from '../crash/multiplier';
+import { DomainError } from '../errors/codes';
+import type { Operator } from '../operators/operator';
+import type { Round } from '../rounds/round';
+import { roundRepository } from '../rounds/round-repository';
+import { forShare, type SqlExecutor } from '../store/database';
+import { recordEvents } from '../webhooks/events';
+import type { Bet, CashoutKind } from './bet';
+import { betSettledEvent } from './bet-events';
+import { betRepository } from './bet-repository';
+
+export interface CrashRules {
+  salt: string;
+  houseEdgeBp: number;
+}
+
+interface OpenRoundRow {
+  id: string;
+  round_number: number;
+  betting_closes_at: number;
+}
+
+/**
+ * Places a Crash bet in the current betting window. The open round is read with a shared lock so the
+ * engine's move to `running` waits for this bet to commit (PostgreSQL); SQLite has one writer.
+ */
+export async function placeCrashBet(
+  tx: SqlExecutor,
+  compliance: ComplianceHooks,
+  operator: Operator,
+  input: { externalUserId: string; amount: number; autoCashout: number | null },
+  now: number,
+): Promise<Bet> {
+  if (input.amount > operator.settings.crash.max_payout_per_bet) {
+    throw new DomainError('STAKE_OUT_OF_RANGE', `amount exceeds this operator's maximum payout per bet (${operator.settings.crash.max_payout_per_bet})`);
+  }
+  const round = await tx.get<OpenRoundRow>(
+    `SELECT id, round_number, betting_closes_at FROM rounds WHERE game = 'crash' AND status = 'open' ORDER BY round_number DESC LIMIT 1${forShare(tx)}`,
+  );
+  if (!round || now >= Number(round.betting_closes_at)) {
+    throw new DomainError('BETTING_CLOSED', 'no Crash round is taking bets right now; retry when the next betting window opens');
+  }
+  const bet: Bet = {
+    id: randomUUID(),
+    operatorId: operator.id,
+    game: 'crash',
+    roundId: round.id,
+    roundNumber: Number(round.round_number),
+    player: input.externalUserId,
+    sessionId: null,
+    currency: null,
+    amount: input.amount,
+    autoCashout: input.autoCashout,
+    selections: null,
+    status: 'active',
+    payout: null,
+    cashoutMultiplier: null,
+    cashoutKind: null,
+    placedAt: now,
+    settledAt: null,
+  };
+  await betRepository.insert(tx, bet);
+  await compliance.betPlaced(tx, bet, now);
+  return bet;
+}
+
+/**
+ * Cashes out an active bet at the multiplier of this instant. Everything is decided from the round's
+ * stored start time and seed, so any instance can serve it; the conditional UPDATE settles races with
+ * the engine (auto cash-out, crash) in favour of whichever commits first.
+ */
+export async function cashoutCrashBet(
+  tx: SqlExecutor,
+  compliance: ComplianceHooks,
+  rules: CrashRules,
+  operator: Operator,
+  betId: string,
+  now: number,
+): Promise<Bet> {
+  const bet = await betRepository.byIdForUpdate(tx, betId);
+  if (!bet || bet.operatorId !== operator.id || bet.game !== 'crash') {
+    throw new DomainError('BET_NOT_FOUND', `no Crash bet ${betId} for this operator`);
+  }
+  if (bet.status !== 'active') throw notActive(bet);
+  const round = (await roundRepository.byId(tx, bet.roundId))!;
+  if (round.status === 'open') {
+    throw new DomainError('ROUND_NOT_RUNNING', `round ${round.roundNumber} has not started yet; cash-out opens when the multiplier starts climbing`);
+  }
+  if (round.status !== 'running' || round.runningAt === null) throw new DomainError('BET_NOT_ACTIVE', `round ${round.roundNumber} is over`);
+  const crash = crashPointOf(round.seed, rules.salt, rules.houseEdgeBp);
+  const now_m = multiplierAt(Math.max(0, now - round.runningAt));
+  const target = effectiveTarget(bet, operator.settings.crash.max_payout_per_bet);
+  let multiplier: number;
+  let kind: CashoutKind;
+  if (target.at <= crash && target.at <= now_m) {
+    // The bet already left the round at its target; the engine has simply not written it yet.
+    multiplier = target.at;
+    kind = target.kind;
+  } else if (now_m >= crash) {
+    throw new DomainError('BET_NOT_ACTIVE', `round ${round.roundNumber} crashed at ${formatMultiplier(crash)}x before this cash-out`);
+  } else {
+    multiplier = now_m;
+    kind = 'manual';
+  }
+  return settleCashout(tx, compliance, bet, multiplier, kind, operator.settings.crash.max_payout_per_bet, now);
+}
+
+export async function settleCashout(
+  tx: SqlExecutor,
+  compliance: ComplianceHooks,
+  bet: Bet,
+  multiplier: number,
+  kind: CashoutKind,
+  maxPayoutPerBet: number,
+  now: number,
+): Promise<Bet> {
+  const payout = cappedPayout(bet.amount, multiplier, maxPayoutPerBet);
+  const won = await betRepository.settle(tx, bet, { status: 'cashed_out', payout, multiplier, kind, at: now });
+  if (!won) {
+    const fresh = (await betRepository.byId(tx, bet.id))!;
+    throw notActive(fresh);
+  }
+  const settled: Bet = { ...bet, status: 'cashed_out', payout, cashoutMultiplier: multiplier, cashoutKind: kind, settledAt: now };
+  await recordEvents(tx, [betSettledEvent(settled)], now);
+  await compliance.betSettled(tx, settled, now);
+  return settled;
+}
+
+function notActive(bet: Bet): DomainError {
+  const why =
+    bet.status === 'cashed_out'
+      ? `it was already cashed out at ${formatMultiplier(bet.cashoutMultiplier ?? 0)}x`
+      : bet.status === 'lost'
+        ? 'the round crashed before it was cashed out'
+        : bet.status === 'void'
+          ? 'its round was voided and the stake returned'
+          : `its status is ${bet.status}`;
+  return new DomainError('BET_NOT_ACTIVE', `bet ${bet.id} cannot be cashed out: ${why}`, { status: bet.status });
+}
+

@@ -1,0 +1,41 @@
+import { parseArgs } from 'node:util';
+import type { App } from '../app';
+
+/**
+ * The admin CLI's contract with scripts and tests: each command prints exactly one JSON document on
+ * stdout (logs go to stderr) and exits 0; a failure prints `{"error": CODE, "message": …}` on stderr
+ * and exits non-zero.
+ */
+export interface CliCommand {
+  /** e.g. ['operator', 'create'] */
+  path: [string, string];
+  summary: string;
+  options: Record<string, { type: 'string' | 'boolean'; required?: boolean; description: string }>;
+  run(app: App, values: Record<string, string | boolean | undefined>): Promise<unknown>;
+}
+
+export class UsageError extends Error {}
+
+export function parseCommand(command: CliCommand, argv: string[]): Record<string, string | boolean | undefined> {
+  const { values } = parseArgs({
+    args: argv,
+    options: Object.fromEntries(Object.entries(command.options).map(([k, v]) => [k, { type: v.type }])),
+    strict: true,
+    allowPositionals: false,
+  });
+  for (const [name, spec] of Object.entries(command.options)) {
+    if (spec.required && (values[name] === undefined || values[name] === '')) throw new UsageError(`--${name} is required`);
+  }
+  return values as Record<string, string | boolean | undefined>;
+}
+
+export function usage(commands: CliCommand[]): string {
+  const lines = ['usage: npm run -s admin -- <group> <command> [options]', ''];
+  for (const c of commands) {
+    const opts = Object.entries(c.options)
+      .map(([k, v]) => (v.required ? `--${k} ${v.type === 'string' ? '<value>' : ''}`.trim() : `[--${k}${v.type === 'string' ? ' <value>' : ''}]`))
+      .join(' ');
+    lines.push(`  ${c.path.join(' ')} ${opts}`.trimEnd(), `      ${c.summary}`);
+  }
+  return lines.join('\n');
+}

@@ -1,0 +1,94 @@
+import { DomainError } from '../../errors/codes';
+import type { Operator, OperatorSettings } from '../../operators/operator';
+import type { CliCommand } from '../cli-kit';
+
+export function presentOperator(o: Operator): Record<string, unknown> {
+  return {
+    operator_id: o.id,
+    name: o.name,
+    api_key: o.apiKey,
+    wallet_url: o.walletUrl,
+    status: o.status,
+    previous_secret_expires_at: o.previousSecretExpiresAt,
+    settings: o.settings,
+    created_at: o.createdAt,
+  };
+}
+
+const id = { type: 'string', required: true, description: 'the operator id (op_…)' } as const;
+
+export const operatorCommands: CliCommand[] = [
+  {
+    path: ['operator', 'create'],
+    summary: 'Create an operator; prints its API key and secret (the secret is shown only here).',
+    options: {
+      name: { type: 'string', required: true, description: 'display name' },
+      'wallet-url': { type: 'string', description: 'base URL of the operator wallet (Stock Race settlements)' },
+    },
+    async run(app, v) {
+      const created = await app.services.operators.create({ name: String(v.name), walletUrl: (v['wallet-url'] as string) ?? null });
+      return { ...presentOperator(created), api_secret: created.apiSecret };
+    },
+  },
+  {
+    path: ['operator', 'list'],
+    summary: 'List operators (never their secrets).',
+    options: {},
+    async run(app) {
+      return { operators: (await app.services.operators.list()).map(presentOperator) };
+    },
+  },
+  {
+    path: ['operator', 'rotate-secret'],
+    summary: 'Issue a new API secret; the old one keeps working for the overlap (SECRET_ROTATION_OVERLAP_MS or --overlap-ms).',
+    options: { id, 'overlap-ms': { type: 'string', description: 'override the overlap in milliseconds' } },
+    async run(app, v) {
+      const overlap = v['overlap-ms'] === undefined ? undefined : Number(v['overlap-ms']);
+      if (overlap !== undefined && (!Number.isSafeInteger(overlap) || overlap < 0)) {
+        throw new DomainError('VALIDATION_FAILED', '--overlap-ms must be a non-negative integer');
+      }
+      const r = await app.services.operators.rotateSecret(String(v.id), overlap);
+      return { operator_id: v.id, api_secret: r.apiSecret, previous_secret_expires_at: r.previousSecretExpiresAt };
+    },
+  },
+  {
+    path: ['operator', 'disable'],
+    summary: 'Refuse every request signed with this operator\'s key.',
+    options: { id },
+    async run(app, v) {
+      return presentOperator(await app.services.operators.setStatus(String(v.id), 'disabled'));
+    },
+  },
+  {
+    path: ['operator', 'enable'],
+    summary: 'Re-enable a disabled operator.',
+    options: { id },
+    async run(app, v) {
+      return presentOperator(await app.services.operators.setStatus(String(v.id), 'active'));
+    },
+  },
+  {
+    path: ['operator', 'set-wallet'],
+    summary: 'Set (or with --clear remove) the wallet base URL settlements are sent to.',
+    options: { id, url: { type: 'string', description: 'wallet base URL' }, clear: { type: 'boolean', description: 'remove the wallet URL' } },
+    async run(app, v) {
+      if (!v.clear && !v.url) throw new DomainError('VALIDATION_FAILED', 'give --url or --clear');
+      return presentOperator(await app.services.operators.setWalletUrl(String(v.id), v.clear ? null : String(v.url)));
+    },
+  },
+  {
+    path: ['operator', 'settings'],
+    summary: 'Change product settings: --json with a partial settings object (currencies, stake_limits, crash, stock_race, rate_limit, compliance).',
+    options: { id, json: { type: 'string', required: true, description: 'partial settings as JSON' } },
+    async run(app, v) {
+      let patch: Partial<OperatorSettings>;
+      try {
+        patch = JSON.parse(String(v.json)) as Partial<OperatorSettings>;
+      } catch {
+        throw new DomainError('MALFORMED_JSON', '--json is not valid JSON');
+      }
+      if (typeof patch !== 'object' || patch === null || Array.isArray(patch)) throw new DomainError('VALIDATION_FAILED', '--json must be an object');
+      return presentOperator(await app.services.operators.updateSettings(String(v.id), patch));
+    },
+  },
+];

@@ -1,0 +1,186 @@
+/**
+ * The service's whole configuration, read from the environment once at boot by `loadConfig` and
+ * passed down as a typed value: nothing else in the code reads `process.env`. Every variable is
+ * documented in `.env.example`; a bad value stops the boot with a message naming the variable.
+ */
+import { resolve } from 'node:path';
+import { DEFAULT_BUSTABIT_SALT } from '../crash/fairness';
+
+export type AppEnv = 'development' | 'production' | 'test';
+
+export interface Config {
+  env: AppEnv;
+  host: string;
+  port: number;
+  /** Base URL players and operators reach the service at (launch URLs, docs). */
+  publicBaseUrl: string;
+  dataDir: string;
+  databaseUrl: string | null;
+  /** 32-byte key that encrypts operator and endpoint secrets at rest; hex or base64. */
+  masterKey: string | null;
+  tls: { certFile: string; keyFile: string } | null;
+  /** Plain HTTP is served only behind a TLS-terminating proxy the deployer vouches for, or in development. */
+  trustProxyTls: boolean;
+  logLevel: string;
+  bodyLimitBytes: number;
+  signatureToleranceMs: number;
+  secretRotationOverlapMs: number;
+  idempotencyRetentionMs: number;
+  rateLimit: { refillPerSecond: number; burst: number };
+  crash: {
+    bettingWindowMs: number;
+    pauseMs: number;
+    tickMs: number;
+    salt: string;
+    houseEdgeBp: number;
+    chainLength: number;
+  };
+  stockRace: {
+    bettingWindowMs: number;
+    raceMs: number;
+    pauseMs: number;
+    tickMs: number;
+    symbols: string[];
+    chainLength: number;
+  };
+  sessionTtlMs: number;
+  webhooks: {
+    retryScheduleMs: number[];
+    timeoutMs: number;
+    allowPrivateTargets: boolean;
+    pollIntervalMs: number;
+  };
+  wallet: { retryScheduleMs: number[]; timeoutMs: number; pollIntervalMs: number };
+  /** Whether this process runs the round engines and outbox workers (API-only replicas can opt out). */
+  runEngines: boolean;
+  shutdownGraceMs: number;
+}
+
+export class ConfigError extends Error {
+  override readonly name = 'ConfigError';
+}
+
+type Env = Record<string, string | undefined>;
+
+const int = (env: Env, name: string, fallback: number, min = 0, max = Number.MAX_SAFE_INTEGER): number => {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (!/^-?\d+$/.test(raw.trim())) throw new ConfigError(`${name} must be an integer, got "${raw}"`);
+  const value = Number(raw);
+  if (value < min || value > max) throw new ConfigError(`${name} must be between ${min} and ${max}, got ${value}`);
+  return value;
+};
+
+const bool = (env: Env, name: string, fallback: boolean): boolean => {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (/^(1|true|yes|on)$/i.test(raw)) return true;
+  if (/^(0|false|no|off)$/i.test(raw)) return false;
+  throw new ConfigError(`${name} must be true or false, got "${raw}"`);
+};
+
+const list = (env: Env, name: string, fallback: string[]): string[] => {
+  const raw = env[name];
+  if (raw === undefined || raw.trim() === '') return fallback;
+  return raw.split(',').map((s) => s.trim()).filter(Boolean);
+};
+
+const msList = (env: Env, name: string, fallback: number[]): number[] => {
+  const items = list(env, name, fallback.map(String));
+  return items.map((s) => {
+    if (!/^\d+$/.test(s)) throw new ConfigError(`${name} must be a comma-separated list of milliseconds, got "${s}"`);
+    return Number(s);
+  });
+};
+
+export const DEFAULT_SYMBOLS = ['AAPL', 'AMZN', 'GOOG', 'META', 'MSFT', 'NFLX', 'NVDA', 'TSLA'];
+
+/** `serving: false` (the admin CLI) skips the checks that only matter to a process that listens. */
+export function loadConfig(env: Env = process.env, options: { serving?: boolean } = {}): Config {
+  const serving = options.serving ?? true;
+  const appEnv = (env.APP_ENV ?? 'production') as AppEnv;
+  if (!['development', 'production', 'test'].includes(appEnv)) {
+    throw new ConfigError(`APP_ENV must be development, production or test, got "${env.APP_ENV}"`);
+  }
+  const port = int(env, 'PORT', 3000, 0, 65535);
+  const host = env.HOST || '127.0.0.1';
+  const certFile = env.TLS_CERT_FILE || '';
+  const keyFile = env.TLS_KEY_FILE || '';
+  if (Boolean(certFile) !== Boolean(keyFile)) throw new ConfigError('TLS_CERT_FILE and TLS_KEY_FILE must be set together');
+  const tls = certFile ? { certFile, keyFile } : null;
+  const trustProxyTls = bool(env, 'TRUST_PROXY_TLS', false);
+  if (serving && appEnv === 'production' && !tls && !trustProxyTls) {
+    throw new ConfigError(
+      'refusing to serve plain HTTP in production: set TLS_CERT_FILE and TLS_KEY_FILE, or TRUST_PROXY_TLS=true behind a TLS proxy, or APP_ENV=development on a laptop',
+    );
+  }
+  const databaseUrl = env.DATABASE_URL || null;
+  if (databaseUrl && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
+    throw new ConfigError('DATABASE_URL must be a postgres:// or postgresql:// URL (leave it empty for the embedded SQLite store)');
+  }
+  const masterKey = env.MASTER_KEY || null;
+  if (appEnv === 'production' && !masterKey) throw new ConfigError('MASTER_KEY is required in production (32 bytes, hex or base64)');
+  const symbols = list(env, 'STOCK_SYMBOLS', DEFAULT_SYMBOLS).map((s) => s.toUpperCase());
+  if (symbols.length < 2) throw new ConfigError('STOCK_SYMBOLS needs at least two symbols');
+  if (new Set(symbols).size !== symbols.length) throw new ConfigError('STOCK_SYMBOLS has a duplicate symbol');
+  for (const s of symbols) if (!/^[A-Z0-9.]{1,12}$/.test(s)) throw new ConfigError(`STOCK_SYMBOLS: "${s}" is not a ticker symbol`);
+  const salt = env.CRASH_SALT || DEFAULT_BUSTABIT_SALT;
+  const scheme = tls || trustProxyTls ? 'https' : 'http';
+  const publicBaseUrl = (env.PUBLIC_BASE_URL || `${scheme}://${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}`).replace(/\/+$/, '');
+  try {
+    new URL(publicBaseUrl);
+  } catch {
+    throw new ConfigError(`PUBLIC_BASE_URL must be an absolute URL, got "${publicBaseUrl}"`);
+  }
+
+  return {
+    env: appEnv,
+    host,
+    port,
+    publicBaseUrl,
+    dataDir: resolve(env.DATA_DIR || './data'),
+    databaseUrl,
+    masterKey,
+    tls,
+    trustProxyTls,
+    logLevel: env.LOG_LEVEL || (appEnv === 'test' ? 'silent' : 'info'),
+    bodyLimitBytes: int(env, 'BODY_LIMIT_BYTES', 16 * 1024, 256, 10 * 1024 * 1024),
+    signatureToleranceMs: int(env, 'SIGNATURE_TOLERANCE_MS', 300_000, 1000),
+    secretRotationOverlapMs: int(env, 'SECRET_ROTATION_OVERLAP_MS', 24 * 3600_000, 0),
+    idempotencyRetentionMs: int(env, 'IDEMPOTENCY_RETENTION_MS', 48 * 3600_000, 24 * 3600_000),
+    rateLimit: {
+      refillPerSecond: int(env, 'RATE_LIMIT_PER_SECOND', 200, 1),
+      burst: int(env, 'RATE_LIMIT_BURST', 500, 1),
+    },
+    crash: {
+      bettingWindowMs: int(env, 'CRASH_BETTING_WINDOW_MS', 10_000, 100),
+      pauseMs: int(env, 'CRASH_PAUSE_MS', 3_000, 0),
+      tickMs: int(env, 'CRASH_TICK_MS', 100, 10, 5000),
+      salt,
+      houseEdgeBp: int(env, 'CRASH_HOUSE_EDGE_BP', 100, 0, 5000),
+      chainLength: int(env, 'FAIR_CHAIN_LENGTH', 10_000, 10, 10_000_000),
+    },
+    stockRace: {
+      bettingWindowMs: int(env, 'STOCK_RACE_BETTING_WINDOW_MS', 15_000, 100),
+      raceMs: int(env, 'STOCK_RACE_DURATION_MS', 10_000, 100),
+      pauseMs: int(env, 'STOCK_RACE_PAUSE_MS', 3_000, 0),
+      tickMs: int(env, 'STOCK_RACE_TICK_MS', 500, 10, 10_000),
+      symbols,
+      chainLength: int(env, 'FAIR_CHAIN_LENGTH', 10_000, 10, 10_000_000),
+    },
+    sessionTtlMs: int(env, 'SESSION_TTL_MS', 4 * 3600_000, 1000),
+    webhooks: {
+      retryScheduleMs: msList(env, 'WEBHOOK_RETRY_SCHEDULE_MS', [0, 10_000, 60_000, 600_000, 3_600_000]),
+      timeoutMs: int(env, 'WEBHOOK_TIMEOUT_MS', 10_000, 100),
+      allowPrivateTargets: bool(env, 'WEBHOOK_ALLOW_PRIVATE_TARGETS', appEnv !== 'production'),
+      pollIntervalMs: int(env, 'OUTBOX_POLL_MS', 250, 10),
+    },
+    wallet: {
+      retryScheduleMs: msList(env, 'WALLET_RETRY_SCHEDULE_MS', [0, 2_000, 10_000, 60_000, 300_000]),
+      timeoutMs: int(env, 'WALLET_TIMEOUT_MS', 10_000, 100),
+      pollIntervalMs: int(env, 'OUTBOX_POLL_MS', 250, 10),
+    },
+    runEngines: bool(env, 'RUN_ENGINES', true),
+    shutdownGraceMs: int(env, 'SHUTDOWN_GRACE_MS', 10_000, 0),
+  };
+}

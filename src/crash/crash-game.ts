@@ -1,0 +1,194 @@
+import type { Logger } from 'pino';
+import type { Bet } from '../bets/bet';
+import { betSettledEvent } from '../bets/bet-events';
+import { betRepository } from '../bets/bet-repository';
+import type { ComplianceHooks } from '../compliance/hooks';
+import type { OperatorSettings } from '../operators/operator';
+import type { GameDriver } from '../rounds/engine';
+import type { Round } from '../rounds/round';
+import type { Database, SqlExecutor } from '../store/database';
+import { recordEvents, type DomainEvent } from '../webhooks/events';
+import { cappedPayout, crashPointOf, effectiveTarget, liveMultiplier } from './crash-rules';
+import { crashElapsedMs, formatMultiplier, GROWTH_PER_MS } from './multiplier';
+
+export interface CrashGameOptions {
+  db: Database;
+  logger: Logger;
+  compliance: ComplianceHooks;
+  settingsOf: (operatorId: string) => Promise<OperatorSettings>;
+  bettingWindowMs: number;
+  pauseMs: number;
+  tickMs: number;
+  salt: string;
+  houseEdgeBp: number;
+}
+
+interface Exit {
+  bet: Bet;
+  at: number;
+  kind: 'auto' | 'forced';
+}
+
+/**
+ * Crash on the shared engine. While a round runs, bets that leave on their own (auto cash-out or the
+ * per-bet cap) wait in a list sorted by exit multiplier: each tick pops the due prefix, so a tick
+ * costs what it pays out, not what the round holds. Each is paid at exactly its target.
+ */
+export class CrashGame implements GameDriver {
+  readonly game = 'crash' as const;
+  readonly recoverRunning = 'void' as const;
+  readonly bettingWindowMs: number;
+  readonly pauseMs: number;
+  readonly tickMs: number;
+  private exits: Exit[] = [];
+  private nextExit = 0;
+  private exposure = new Map<string, number>();
+  private active = new Map<string, Bet>();
+  private settings = new Map<string, OperatorSettings>();
+  private roundId: string | null = null;
+
+  constructor(private readonly o: CrashGameOptions) {
+    this.bettingWindowMs = o.bettingWindowMs;
+    this.pauseMs = o.pauseMs;
+    this.tickMs = o.tickMs;
+  }
+
+  roundSettings(): Record<string, unknown> {
+    return { salt: this.o.salt, house_edge_bp: this.o.houseEdgeBp, growth_per_ms: GROWTH_PER_MS };
+  }
+
+  crashPoint(round: Round): number {
+    return crashPointOf(round.seed, String(round.settings.salt ?? this.o.salt), Number(round.settings.house_edge_bp ?? this.o.houseEdgeBp));
+  }
+
+  runningDurationMs(round: Round): number {
+    return crashElapsedMs(this.crashPoint(round));
+  }
+
+  async onRunning(round: Round): Promise<void> {
+    this.roundId = round.id;
+    this.exits = [];
+    this.nextExit = 0;
+    this.exposure.clear();
+    this.active.clear();
+    this.settings.clear();
+    const bets = await betRepository.byRound(this.o.db, round.id, ['active']);
+    for (const bet of bets) {
+      const s = await this.settingsFor(bet.operatorId);
+      const target = effectiveTarget(bet, s.crash.max_payout_per_bet);
+      this.exits.push({ bet, at: target.at, kind: target.kind });
+      this.active.set(bet.id, bet);
+      this.exposure.set(bet.operatorId, (this.exposure.get(bet.operatorId) ?? 0) + bet.amount);
+    }
+    this.exits.sort((a, b) => a.at - b.at);
+  }
+
+  async onTick(round: Round, now: number): Promise<Record<string, unknown>> {
+    const crash = this.crashPoint(round);
+    const m = liveMultiplier(now - (round.runningAt ?? now), crash);
+    const due: { bet: Bet; at: number; kind: 'auto' | 'forced' }[] = [];
+    while (this.nextExit < this.exits.length && this.exits[this.nextExit]!.at <= m) {
+      const exit = this.exits[this.nextExit++]!;
+      if (exit.at <= crash && this.active.has(exit.bet.id)) due.push(exit);
+    }
+    // Per-round cap: once an operator's open exposure at this multiplier reaches its limit, every
+    // bet of that operator still in the round is cashed out here.
+    for (const [operatorId, stake] of this.exposure) {
+      const s = this.settings.get(operatorId);
+      if (!s || stake === 0 || Math.floor((stake * m) / 100) < s.crash.max_payout_per_round) continue;
+      for (const bet of this.active.values()) {
+        if (bet.operatorId === operatorId && !due.some((d) => d.bet.id === bet.id)) due.push({ bet, at: m, kind: 'forced' });
+      }
+    }
+    let paid = 0;
+    if (due.length > 0 && this.roundId === round.id) {
+      paid = await this.o.db.transaction(async (tx) => {
+        let count = 0;
+        const events: DomainEvent[] = [];
+        for (const exit of due) {
+          const settled = await this.settle(tx, exit.bet, exit.at, exit.kind, now);
+          if (settled) {
+            events.push(betSettledEvent(settled));
+            count++;
+          }
+        }
+        await recordEvents(tx, events, now);
+        return count;
+      });
+      for (const exit of due) this.forget(exit.bet);
+    }
+    return { multiplier: formatMultiplier(m), elapsed_ms: Math.max(0, now - (round.runningAt ?? now)), cashed_out: paid };
+  }
+
+  /** A manual cash-out served by this process: stop tracking the bet. */
+  noteSettled(betId: string): void {
+    const bet = this.active.get(betId);
+    if (bet) this.forget(bet);
+  }
+
+  async close(tx: SqlExecutor, round: Round, now: number): Promise<{ outcome: unknown; events: DomainEvent[] }> {
+    const crash = this.crashPoint(round);
+    const events: DomainEvent[] = [];
+    // Decided from the store, not from memory: a bet whose exit was due at or below the crash point
+    // is paid at it even if a tick never got to it, and everything else in the round loses.
+    for (const bet of await betRepository.byRound(tx, round.id, ['active'])) {
+      const s = await this.settingsFor(bet.operatorId);
+      const target = effectiveTarget(bet, s.crash.max_payout_per_bet);
+      const settled =
+        target.at <= crash
+          ? await this.settle(tx, bet, target.at, target.kind, now)
+          : await this.finish(tx, bet, { status: 'lost', payout: 0 }, now);
+      if (settled) events.push(betSettledEvent(settled));
+    }
+    this.roundId = null;
+    this.active.clear();
+    this.exits = [];
+    return { outcome: { crash_point: crash }, events };
+  }
+
+  async voidBets(tx: SqlExecutor, round: Round, now: number): Promise<DomainEvent[]> {
+    const events: DomainEvent[] = [];
+    for (const bet of await betRepository.byRound(tx, round.id, ['active'])) {
+      const settled = await this.finish(tx, bet, { status: 'void', payout: bet.amount }, now);
+      if (settled) events.push(betSettledEvent(settled));
+    }
+    if (this.roundId === round.id) {
+      this.roundId = null;
+      this.active.clear();
+      this.exits = [];
+    }
+    return events;
+  }
+
+  private async settle(tx: SqlExecutor, bet: Bet, multiplier: number, kind: 'auto' | 'forced', now: number): Promise<Bet | null> {
+    const s = await this.settingsFor(bet.operatorId);
+    const payout = cappedPayout(bet.amount, multiplier, s.crash.max_payout_per_bet);
+    const ok = await betRepository.settle(tx, bet, { status: 'cashed_out', payout, multiplier, kind, at: now });
+    if (!ok) return null;
+    const settled: Bet = { ...bet, status: 'cashed_out', payout, cashoutMultiplier: multiplier, cashoutKind: kind, settledAt: now };
+    await this.o.compliance.betSettled(tx, settled, now);
+    return settled;
+  }
+
+  private async finish(tx: SqlExecutor, bet: Bet, result: { status: 'lost' | 'void'; payout: number }, now: number): Promise<Bet | null> {
+    const ok = await betRepository.settle(tx, bet, { status: result.status, payout: result.payout, multiplier: null, kind: null, at: now });
+    if (!ok) return null;
+    const settled: Bet = { ...bet, status: result.status, payout: result.payout, settledAt: now };
+    await this.o.compliance.betSettled(tx, settled, now);
+    return settled;
+  }
+
+  private forget(bet: Bet): void {
+    if (!this.active.delete(bet.id)) return;
+    this.exposure.set(bet.operatorId, (this.exposure.get(bet.operatorId) ?? 0) - bet.amount);
+  }
+
+  private async settingsFor(operatorId: string): Promise<OperatorSettings> {
+    let s = this.settings.get(operatorId);
+    if (!s) {
+      s = await this.o.settingsOf(operatorId);
+      this.settings.set(operatorId, s);
+    }
+    return s;
+  }
+}

@@ -1,0 +1,102 @@
+import Fastify, { LogController, type FastifyInstance } from 'fastify';
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
+import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import type { AppServices } from '../services';
+import { parseJsonBody } from './json-body';
+import { closeAllStreams } from './sse';
+import { surfaceARoutes } from './surface-a/routes';
+import { publicRoutes } from './public-routes';
+
+export type RouteModule = (app: FastifyInstance, services: AppServices) => Promise<void>;
+
+export interface HttpOptions {
+  /** Extra route modules mounted by the composition root: prefix → module. */
+  modules?: { prefix: string; register: RouteModule }[];
+}
+
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/** Builds the HTTP server: parsing, validation settings, OpenAPI, and the surfaces. */
+export async function buildHttpServer(s: AppServices, options: HttpOptions = {}): Promise<FastifyInstance> {
+  const https = s.config.tls ? { key: readFileSync(s.config.tls.keyFile), cert: readFileSync(s.config.tls.certFile) } : null;
+  const app = Fastify({
+    loggerInstance: s.logger,
+    ...(https ? { https } : {}),
+    bodyLimit: s.config.bodyLimitBytes,
+    // Per-request info logs would cost a third of the throughput; completions are logged below
+    // at debug, failures at warn/error.
+    logController: new LogController({ disableRequestLogging: true }),
+    trustProxy: s.config.trustProxyTls,
+    // Clients may pass their own correlation id; otherwise each request gets one, echoed back and
+    // used as the trace_id of any 5xx body.
+    genReqId: (req) => {
+      const given = req.headers['x-request-id'];
+      return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
+    },
+    ajv: {
+      customOptions: {
+        // Unknown fields are refused, not silently dropped; a "5" is not the number 5.
+        removeAdditional: false,
+        coerceTypes: false,
+        useDefaults: false,
+        allErrors: false,
+        verbose: true,
+      },
+    },
+    routerOptions: { ignoreTrailingSlash: true },
+  });
+
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (req, body, done) => {
+    req.rawBody = body as Buffer;
+    try {
+      done(null, parseJsonBody(body as Buffer));
+    } catch (error) {
+      done(error as Error, undefined);
+    }
+  });
+
+  app.addHook('onSend', async (req, reply) => {
+    reply.header('x-request-id', String(req.id));
+  });
+  app.addHook('onResponse', async (req, reply) => {
+    const entry = { reqId: req.id, method: req.method, url: req.url, status: reply.statusCode, ms: Math.round(reply.elapsedTime) };
+    if (reply.statusCode >= 500) req.log.error(entry, 'request failed');
+    else req.log.debug(entry, 'request completed');
+  });
+  app.addHook('onClose', async () => closeAllStreams());
+  app.addHook('preClose', async () => closeAllStreams());
+
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: {
+        title: 'Round-based betting service',
+        version: '1.0.0',
+        description:
+          'Surface A (`/api/public/v1`, partner API): Crash. Surface B (`/v1`, seamless-wallet operator API): Stock Race. ' +
+          'Every request is signed: hex HMAC-SHA256 over METHOD\\nPATH\\nTIMESTAMP\\nBODY with the operator secret. See docs/ in the repository.',
+      },
+      tags: [
+        { name: 'Crash', description: 'Surface A: Crash game' },
+        { name: 'Stock Race', description: 'Surface B: Stock Race and the seamless wallet' },
+        { name: 'Webhooks', description: 'Webhook endpoints and signature verification' },
+        { name: 'Fairness', description: 'Recompute any round from its revealed seed' },
+      ],
+    },
+  });
+  await app.register(swaggerUi, { routePrefix: '/docs' });
+
+  app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+  app.get('/healthz', { schema: { hide: true } }, async () => ({ ok: true }));
+
+  await app.register(async (scope) => publicRoutes(scope, s));
+  await app.register(async (scope) => surfaceARoutes(scope, s), { prefix: '/api/public/v1' });
+  for (const m of options.modules ?? []) {
+    await app.register(async (scope) => m.register(scope, s), { prefix: m.prefix });
+  }
+  // A pino Logger instance narrows the logger type; callers only need the base instance.
+  return app as unknown as FastifyInstance;
+}

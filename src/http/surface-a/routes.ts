@@ -1,0 +1,208 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { Type, type Static } from 'typebox';
+import type { Bet } from '../../bets/bet';
+import { betRepository } from '../../bets/bet-repository';
+import { cashoutCrashBet, placeCrashBet } from '../../bets/crash-bets';
+import { formatMultiplier, parseMultiplier } from '../../crash/multiplier';
+import { liveMultiplier } from '../../crash/crash-rules';
+import { DomainError } from '../../errors/codes';
+import type { IdempotentResult } from '../../idempotency/idempotency';
+import { presentRound } from '../../rounds/round-presenter';
+import { roundRepository } from '../../rounds/round-repository';
+import type { Round } from '../../rounds/round';
+import type { AppServices } from '../../services';
+import { SURFACE_A_STATUS } from '../error-maps';
+import { streamFeed } from '../sse';
+import { authenticator, errorHandler, type Surface } from '../surface';
+import {
+  AuthHeaders,
+  BetIdParams,
+  CashoutBody,
+  CashoutResult,
+  CrashBetView,
+  ErrorA,
+  IdempotentHeaders,
+  PlaceBetBody,
+  PlacedBet,
+  RoundNumberParams,
+  RoundView,
+} from './schemas';
+
+export const surfaceA: Surface = {
+  name: 'A',
+  headers: { apiKey: 'x-api-key', signature: 'x-signature', timestamp: 'x-timestamp' },
+  status: SURFACE_A_STATUS,
+  errorBody: (code, message, traceId) => (code === 'INTERNAL' ? { error: message, code, trace_id: traceId } : { error: message, code }),
+};
+
+const errors = { 400: ErrorA, 401: ErrorA, 403: ErrorA, 404: ErrorA, 409: ErrorA, 413: ErrorA, 429: ErrorA, 500: ErrorA };
+
+export function presentCrashBet(bet: Bet): Static<typeof CrashBetView> {
+  return {
+    bet_id: bet.id,
+    external_user_id: bet.player,
+    round_id: bet.roundId,
+    round_number: bet.roundNumber,
+    amount: bet.amount,
+    auto_cashout: bet.autoCashout === null ? null : formatMultiplier(bet.autoCashout),
+    status: bet.status,
+    payout: bet.payout,
+    multiplier: bet.cashoutMultiplier === null ? null : formatMultiplier(bet.cashoutMultiplier),
+    cashout_kind: bet.cashoutKind,
+    placed_at: bet.placedAt,
+    settled_at: bet.settledAt,
+  };
+}
+
+/** Surface A, the partner API: Crash. Routes are thin: schema → authenticate → domain → present. */
+export async function surfaceARoutes(app: FastifyInstance, s: AppServices): Promise<void> {
+  const r = app.withTypeProvider<TypeBoxTypeProvider>();
+  const authenticate = authenticator(surfaceA, {
+    operators: s.operators,
+    clock: s.clock,
+    limiter: s.limiter,
+    signatureToleranceMs: s.config.signatureToleranceMs,
+    defaultRateLimit: s.config.rateLimit,
+  });
+  app.addHook('preValidation', authenticate);
+  app.setErrorHandler(errorHandler(surfaceA));
+  app.setNotFoundHandler((req, reply) => {
+    void reply.status(404).send(surfaceA.errorBody('NOT_FOUND', `no route ${req.method} ${req.url.split('?')[0]}`, String(req.id)));
+  });
+  const crashRules = { salt: s.config.crash.salt, houseEdgeBp: s.config.crash.houseEdgeBp };
+
+  const idempotent = async (
+    req: FastifyRequest,
+    reply: FastifyReply,
+    effect: Parameters<AppServices['idempotency']['execute']>[2],
+  ): Promise<never> => {
+    const key = req.headers['idempotency-key'];
+    if (typeof key !== 'string' || key.length === 0) {
+      throw new DomainError('IDEMPOTENCY_KEY_MISSING', 'the Idempotency-Key header is required on this POST');
+    }
+    const result: IdempotentResult = await s.idempotency.execute(
+      { operatorId: req.operator!.id, key, route: `${req.method} ${req.routeOptions.url}`, body: req.body },
+      (error) => ({ statusCode: surfaceA.status[error.code], body: surfaceA.errorBody(error.code, error.message, String(req.id)) }),
+      effect,
+    );
+    if (result.replayed) reply.header('idempotent-replay', 'true');
+    // The stored response is replayed byte-for-byte; its shape was checked when it was first sent.
+    return reply.status(result.statusCode).send(result.body) as never;
+  };
+
+  r.post(
+    '/place-bet',
+    {
+      schema: {
+        summary: 'Place a Crash bet in the current betting window',
+        tags: ['Crash'],
+        headers: IdempotentHeaders,
+        body: PlaceBetBody,
+        response: { 200: PlacedBet, ...errors },
+      },
+    },
+    async (req, reply) => {
+      const body = req.body;
+      let autoCashout: number | null = null;
+      if (body.auto_cashout !== undefined && body.auto_cashout !== null) {
+        autoCashout = parseMultiplier(body.auto_cashout);
+        if (autoCashout === null) throw new DomainError('VALIDATION_FAILED', 'field "auto_cashout" must have at most 2 decimals');
+      }
+      return idempotent(req, reply, async (tx) => {
+        const bet = await placeCrashBet(
+          tx,
+          s.compliance,
+          req.operator!,
+          { externalUserId: body.external_user_id, amount: body.amount, autoCashout },
+          s.clock.now(),
+        );
+        return {
+          statusCode: 200,
+          body: {
+            bet_id: bet.id,
+            external_user_id: bet.player,
+            round_number: bet.roundNumber,
+            amount: bet.amount,
+            auto_cashout: body.auto_cashout ?? null,
+          },
+        };
+      });
+    },
+  );
+
+  r.post(
+    '/cashout',
+    {
+      schema: {
+        summary: 'Cash out an active Crash bet at the current multiplier',
+        tags: ['Crash'],
+        headers: IdempotentHeaders,
+        body: CashoutBody,
+        response: { 200: CashoutResult, ...errors },
+      },
+    },
+    async (req, reply) =>
+      idempotent(req, reply, async (tx) => {
+        const bet = await cashoutCrashBet(tx, s.compliance, crashRules, req.operator!, req.body.bet_id, s.clock.now());
+        s.crashGame.noteSettled(bet.id);
+        return { statusCode: 200, body: { bet_id: bet.id, payout: bet.payout, multiplier: formatMultiplier(bet.cashoutMultiplier!) } };
+      }),
+  );
+
+  const presentLive = (round: Round): Static<typeof RoundView> => {
+    const view: Static<typeof RoundView> = presentRound(round);
+    if (round.status === 'running' && round.runningAt !== null) {
+      view.multiplier = formatMultiplier(liveMultiplier(s.clock.now() - round.runningAt, s.crashGame.crashPoint(round)));
+    }
+    return view;
+  };
+
+  r.get(
+    '/rounds/current',
+    { schema: { summary: 'The current Crash round', tags: ['Crash'], headers: AuthHeaders, response: { 200: RoundView, ...errors } } },
+    async () => {
+      const round = await roundRepository.latest(s.db, 'crash');
+      if (!round) throw new DomainError('ROUND_NOT_FOUND', 'no Crash round has been played yet');
+      return presentLive(round);
+    },
+  );
+
+  r.get(
+    '/rounds/:round_number',
+    {
+      schema: { summary: 'A Crash round by number', tags: ['Crash'], headers: AuthHeaders, params: RoundNumberParams, response: { 200: RoundView, ...errors } },
+    },
+    async (req) => {
+      const round = await roundRepository.byNumber(s.db, 'crash', req.params.round_number);
+      if (!round) throw new DomainError('ROUND_NOT_FOUND', `no Crash round number ${req.params.round_number}`);
+      return presentLive(round);
+    },
+  );
+
+  r.get(
+    '/bets/:bet_id',
+    { schema: { summary: 'One of your Crash bets', tags: ['Crash'], headers: AuthHeaders, params: BetIdParams, response: { 200: CrashBetView, ...errors } } },
+    async (req) => {
+      const bet = await betRepository.byId(s.db, req.params.bet_id);
+      if (!bet || bet.operatorId !== req.operator!.id || bet.game !== 'crash') {
+        throw new DomainError('BET_NOT_FOUND', `no Crash bet ${req.params.bet_id} for this operator`);
+      }
+      return presentCrashBet(bet);
+    },
+  );
+
+  r.get(
+    '/rounds/stream',
+    {
+      schema: {
+        summary: 'Live feed of Crash rounds and multiplier ticks (Server-Sent Events)',
+        description: 'Events: `round` (the round object on every transition) and `tick` ({round_number, multiplier, elapsed_ms}).',
+        tags: ['Crash'],
+        headers: AuthHeaders,
+        response: { 200: Type.String({ description: 'text/event-stream' }), ...errors },
+      },
+    },
+    async (req, reply) => streamFeed(req, reply, s.feed, 'crash'),
+  );
+}

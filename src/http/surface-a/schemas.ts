@@ -1,0 +1,97 @@
+import { Type, type Static } from 'typebox';
+
+/** Surface A request and response schemas: validation, TypeScript types and OpenAPI from one place. */
+export const AuthHeaders = Type.Object(
+  {
+    'x-api-key': Type.String({ description: 'the partner API key' }),
+    'x-signature': Type.String({ description: 'lowercase hex HMAC-SHA256 of METHOD\\nPATH\\nTIMESTAMP\\nBODY keyed with the API secret' }),
+    'x-timestamp': Type.String({ description: 'milliseconds since epoch; within 5 minutes of the server clock' }),
+  },
+  { additionalProperties: true },
+);
+
+export const IdempotentHeaders = Type.Object(
+  {
+    ...AuthHeaders.properties,
+    'idempotency-key': Type.Optional(Type.String({ description: 'required on POST: 1 to 255 characters, unique per operation' })),
+  },
+  { additionalProperties: true },
+);
+
+export const PlaceBetBody = Type.Object(
+  {
+    external_user_id: Type.String({ minLength: 1, maxLength: 120, description: 'must be a string of 1 to 120 characters' }),
+    amount: Type.Integer({ minimum: 1, maximum: 1_000_000, description: 'must be an integer from 1 to 1000000' }),
+    auto_cashout: Type.Optional(
+      Type.Union([Type.Number({ minimum: 1.01, maximum: 1_000_000 }), Type.Null()], {
+        description: 'must be null or a number from 1.01 to 1000000 with at most 2 decimals',
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
+export type PlaceBetBody = Static<typeof PlaceBetBody>;
+
+export const PlacedBet = Type.Object({
+  bet_id: Type.String({ format: 'uuid' }),
+  external_user_id: Type.String(),
+  round_number: Type.Integer(),
+  amount: Type.Integer(),
+  auto_cashout: Type.Union([Type.Number(), Type.Null()]),
+});
+
+export const CashoutBody = Type.Object(
+  { bet_id: Type.String({ format: 'uuid', description: 'must be the UUID of a bet this operator placed' }) },
+  { additionalProperties: false },
+);
+export type CashoutBody = Static<typeof CashoutBody>;
+
+export const CashoutResult = Type.Object({
+  bet_id: Type.String({ format: 'uuid' }),
+  payout: Type.Integer(),
+  multiplier: Type.Number(),
+});
+
+export const ErrorA = Type.Object({
+  error: Type.String({ description: 'what went wrong, in words' }),
+  code: Type.String({ description: 'stable error code from the catalogue' }),
+  trace_id: Type.Optional(Type.String()),
+});
+
+export const RoundView = Type.Object(
+  {
+    round_id: Type.String(),
+    round_number: Type.Integer(),
+    game: Type.String(),
+    status: Type.String({ description: 'open | running | closed | void' }),
+    seed_hash: Type.String({ description: 'sha256 of the seed, published when the round opens' }),
+    seed: Type.Union([Type.String(), Type.Null()], { description: 'revealed once the round is closed or void' }),
+    opened_at: Type.Integer(),
+    betting_closes_at: Type.Integer(),
+    running_at: Type.Union([Type.Integer(), Type.Null()]),
+    closed_at: Type.Union([Type.Integer(), Type.Null()]),
+    voided_at: Type.Union([Type.Integer(), Type.Null()]),
+    void_reason: Type.Union([Type.String(), Type.Null()]),
+    outcome: Type.Union([Type.Object({}, { additionalProperties: true }), Type.Null()]),
+    multiplier: Type.Optional(Type.Number({ description: 'while running: the multiplier now' })),
+  },
+  { additionalProperties: true },
+);
+
+export const CrashBetView = Type.Object({
+  bet_id: Type.String(),
+  external_user_id: Type.String(),
+  round_id: Type.String(),
+  round_number: Type.Integer(),
+  amount: Type.Integer(),
+  auto_cashout: Type.Union([Type.Number(), Type.Null()]),
+  status: Type.String({ description: 'active | cashed_out | lost | void' }),
+  payout: Type.Union([Type.Integer(), Type.Null()]),
+  multiplier: Type.Union([Type.Number(), Type.Null()]),
+  cashout_kind: Type.Union([Type.String(), Type.Null()]),
+  placed_at: Type.Integer(),
+  settled_at: Type.Union([Type.Integer(), Type.Null()]),
+});
+
+export const RoundNumberParams = Type.Object({ round_number: Type.Integer({ minimum: 1, description: 'must be a round number (a positive integer)' }) });
+export const BetIdParams = Type.Object({ bet_id: Type.String({ format: 'uuid', description: 'must be a bet UUID' }) });

@@ -1,0 +1,154 @@
+import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import type { Clock } from '../clock/clock';
+import { DomainError, isDomainError, type ErrorCode } from '../errors/codes';
+import type { OperatorCredentials } from '../operators/operator';
+import type { OperatorService } from '../operators/operators';
+import { verifyRequest } from '../signing/request-signature';
+import type { TokenBucketLimiter } from './rate-limit';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    operator?: OperatorCredentials;
+  }
+}
+
+/** What distinguishes the two API surfaces: header names and how an error is written. */
+export interface Surface {
+  name: 'A' | 'B';
+  headers: { apiKey: string; signature: string; timestamp: string };
+  status: Record<ErrorCode, number>;
+  errorBody(code: ErrorCode, message: string, traceId: string): Record<string, unknown>;
+}
+
+export interface AuthDeps {
+  operators: OperatorService;
+  clock: Clock;
+  limiter: TokenBucketLimiter;
+  signatureToleranceMs: number;
+  defaultRateLimit: { refillPerSecond: number; burst: number };
+}
+
+export class HttpProblem extends DomainError {
+  constructor(
+    code: ErrorCode,
+    message: string,
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(code, message);
+  }
+}
+
+const header = (req: FastifyRequest, name: string): string | undefined => {
+  const v = req.headers[name];
+  return Array.isArray(v) ? v[0] : v;
+};
+
+/**
+ * Authenticates a request (API key, HMAC over the raw bytes, timestamp window), then spends one
+ * token of the operator's rate-limit bucket. Runs before schema validation, so an unauthenticated
+ * caller learns nothing about the request's shape.
+ */
+export function authenticator(surface: Surface, deps: AuthDeps) {
+  return async (req: FastifyRequest, reply: FastifyReply): Promise<void> => {
+    const apiKey = header(req, surface.headers.apiKey);
+    if (!apiKey) throw new DomainError('MISSING_CREDENTIALS', `the ${surface.headers.apiKey} header is missing`);
+    const operator = await deps.operators.byApiKey(apiKey);
+    if (!operator) throw new DomainError('UNKNOWN_API_KEY', `no operator has the API key given in ${surface.headers.apiKey}`);
+    const check = verifyRequest({
+      secrets: operator.secrets,
+      method: req.method,
+      path: req.raw.url ?? req.url,
+      timestamp: header(req, surface.headers.timestamp),
+      signature: header(req, surface.headers.signature),
+      body: req.rawBody ?? '',
+      now: deps.clock.now(),
+      toleranceMs: deps.signatureToleranceMs,
+    });
+    if (!check.ok) throw new DomainError(check.code, renameHeaders(check.message, surface));
+    if (operator.status !== 'active') throw new DomainError('OPERATOR_DISABLED', 'this operator account is disabled');
+    const limits = operator.settings.rate_limit
+      ? { refillPerSecond: operator.settings.rate_limit.refill_per_second, burst: operator.settings.rate_limit.burst }
+      : deps.defaultRateLimit;
+    const decision = deps.limiter.take(operator.id, limits);
+    reply.header('ratelimit-limit', String(decision.limit));
+    reply.header('ratelimit-reset', String(decision.resetSeconds));
+    if (!decision.allowed) {
+      reply.header('ratelimit-remaining', '0');
+      throw new HttpProblem('RATE_LIMITED', `rate limit exceeded: ${limits.burst} burst, ${limits.refillPerSecond} requests per second`, {
+        'retry-after': String(decision.retryAfterSeconds),
+      });
+    }
+    reply.header('ratelimit-remaining', String(decision.remaining));
+    req.operator = operator;
+  };
+}
+
+function renameHeaders(message: string, surface: Surface): string {
+  return message.replace(/\bx-timestamp\b/gi, surface.headers.timestamp).replace(/\bx-signature\b/gi, surface.headers.signature);
+}
+
+/** Translates anything thrown in a surface into that surface's error body and status. */
+export function errorHandler(surface: Surface) {
+  return (error: FastifyError | Error, req: FastifyRequest, reply: FastifyReply): void => {
+    const { code, message, headers } = classify(error);
+    const status = surface.status[code];
+    if (status >= 500) req.log.error({ err: error }, 'request failed');
+    for (const [k, v] of Object.entries(headers)) reply.header(k, v);
+    const safeMessage = status >= 500 ? 'internal error' : message;
+    void reply.status(status).send(surface.errorBody(code, safeMessage, String(req.id)));
+  };
+}
+
+function classify(error: FastifyError | Error): { code: ErrorCode; message: string; headers: Record<string, string> } {
+  if (error instanceof HttpProblem) return { code: error.code, message: error.message, headers: error.headers };
+  if (isDomainError(error)) return { code: error.code, message: error.message, headers: {} };
+  const fe = error as FastifyError & { validation?: ValidationIssue[]; validationContext?: string };
+  if (fe.validation && fe.validation.length > 0) return { ...describeValidation(fe.validation, fe.validationContext ?? 'body'), headers: {} };
+  switch (fe.code) {
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return { code: 'BODY_TOO_LARGE', message: 'the request body is larger than the limit for this endpoint', headers: {} };
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return { code: 'UNSUPPORTED_MEDIA_TYPE', message: 'send the body as Content-Type: application/json', headers: {} };
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return { code: 'MALFORMED_JSON', message: 'the request body is empty; send a JSON object', headers: {} };
+    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+      return { code: 'MALFORMED_JSON', message: 'Content-Length does not match the body', headers: {} };
+    default:
+      break;
+  }
+  if (typeof fe.statusCode === 'number' && fe.statusCode >= 400 && fe.statusCode < 500) {
+    return { code: 'VALIDATION_FAILED', message: fe.message, headers: {} };
+  }
+  return { code: 'INTERNAL', message: 'internal error', headers: {} };
+}
+
+interface ValidationIssue {
+  keyword: string;
+  instancePath: string;
+  message?: string;
+  params: Record<string, unknown>;
+  parentSchema?: { description?: string };
+}
+
+/** Turns the first schema violation into a sentence that names the field and what it must be. */
+export function describeValidation(issues: ValidationIssue[], context: string): { code: ErrorCode; message: string } {
+  const issue = issues.find((i) => i.keyword === 'additionalProperties') ?? issues.find((i) => i.keyword === 'required') ?? issues[0]!;
+  const path = issue.instancePath.replace(/^\//, '').replace(/\//g, '.');
+  const where = context === 'body' ? '' : `${context} `;
+  if (issue.keyword === 'additionalProperties') {
+    const extra = String(issue.params.additionalProperty);
+    const field = path ? `${path}.${extra}` : extra;
+    return { code: 'UNKNOWN_FIELD', message: `unknown ${where}field "${field}": this endpoint does not accept it` };
+  }
+  if (issue.keyword === 'required') {
+    const missing = String(issue.params.missingProperty);
+    const field = path ? `${path}.${missing}` : missing;
+    return { code: 'VALIDATION_FAILED', message: `${where}field "${field}" is required` };
+  }
+  const field = path || (context === 'body' ? 'body' : context);
+  const rule = issue.parentSchema?.description ?? issue.message ?? 'is invalid';
+  if (issue.keyword === 'type' && !path && context === 'body') {
+    return { code: 'VALIDATION_FAILED', message: 'the body must be a JSON object' };
+  }
+  return { code: 'VALIDATION_FAILED', message: `${where}field "${field}" ${rule.startsWith('must') ? rule : `must be ${rule}`}` };
+}

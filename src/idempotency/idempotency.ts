@@ -1,0 +1,173 @@
+import canonicalize from 'canonicalize';
+import { createHash } from 'node:crypto';
+import { DomainError, isDomainError } from '../errors/codes';
+import type { Database, SqlExecutor } from '../store/database';
+
+export interface StoredResponse {
+  statusCode: number;
+  body: unknown;
+}
+
+export interface IdempotentResult extends StoredResponse {
+  replayed: boolean;
+}
+
+export interface IdempotencyScope {
+  operatorId: string;
+  key: string;
+  /** The route the key was used on: the same key on another route is a different request. */
+  route: string;
+  body: unknown;
+}
+
+export const MAX_KEY_LENGTH = 255;
+
+/**
+ * RFC 8785 canonical JSON, hashed with the route: a reordered or reformatted body with the same
+ * content is the same request; anything else under the same key is a conflict.
+ */
+export function requestHash(route: string, body: unknown): string {
+  return createHash('sha256')
+    .update(route)
+    .update('\n')
+    .update(canonicalize(body ?? null) ?? 'null')
+    .digest('hex');
+}
+
+interface KeyRow {
+  request_hash: string;
+  status_code: number | null;
+  response: string | null;
+}
+
+/**
+ * Exactly-once monetary writes. The key row is inserted first in the same transaction as the side
+ * effect and completed with the response before COMMIT, so:
+ * - a retry after success finds the stored response and replays it without running anything;
+ * - a concurrent duplicate in this process waits for the first one (in-flight map) and replays it;
+ * - a concurrent duplicate on another instance blocks on the key's unique index until the first
+ *   commits (PostgreSQL), then replays it; if the first rolled back, it runs instead.
+ * Domain refusals (betting closed, say) are stored too, so a retry cannot turn into a different bet
+ * in a later round.
+ */
+export class IdempotencyService {
+  private readonly inFlight = new Map<string, Promise<IdempotentResult>>();
+
+  constructor(
+    private readonly db: Database,
+    private readonly now: () => number,
+  ) {}
+
+  async execute(
+    scope: IdempotencyScope,
+    present: (error: DomainError) => StoredResponse,
+    effect: (tx: SqlExecutor) => Promise<StoredResponse>,
+  ): Promise<IdempotentResult> {
+    if (scope.key.length === 0 || scope.key.length > MAX_KEY_LENGTH) {
+      throw new DomainError('VALIDATION_FAILED', `idempotency key must be 1 to ${MAX_KEY_LENGTH} characters`);
+    }
+    const hash = requestHash(scope.route, scope.body);
+    const flightKey = `${scope.operatorId}\u0000${scope.key}`;
+    const pending = this.inFlight.get(flightKey);
+    if (pending) {
+      await pending.catch(() => undefined);
+      return this.replay(scope, hash);
+    }
+    const run = this.run(scope, hash, present, effect);
+    this.inFlight.set(flightKey, run);
+    try {
+      return await run;
+    } finally {
+      this.inFlight.delete(flightKey);
+    }
+  }
+
+  private async run(
+    scope: IdempotencyScope,
+    hash: string,
+    present: (error: DomainError) => StoredResponse,
+    effect: (tx: SqlExecutor) => Promise<StoredResponse>,
+  ): Promise<IdempotentResult> {
+    const existing = await this.lookup(scope);
+    if (existing) return this.fromRow(existing, hash);
+    try {
+      return await this.db.transaction(async (tx) => {
+        const claimed = await tx.run(
+          `INSERT INTO idempotency_keys (operator_id, idem_key, request_hash, created_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING`,
+          [scope.operatorId, scope.key, hash, this.now()],
+        );
+        if (claimed.changes === 0) {
+          const row = await tx.get<KeyRow>('SELECT request_hash, status_code, response FROM idempotency_keys WHERE operator_id = ? AND idem_key = ?', [
+            scope.operatorId,
+            scope.key,
+          ]);
+          return this.fromRow(row!, hash);
+        }
+        const response = await effect(tx);
+        await this.complete(tx, scope, response);
+        return { ...response, replayed: false };
+      });
+    } catch (error) {
+      if (!isDomainError(error) || error.code === 'IDEMPOTENCY_KEY_REUSED' || error.code === 'IDEMPOTENCY_KEY_IN_FLIGHT') throw error;
+      // The effect refused: nothing changed. Remember the refusal under the key, unless a
+      // concurrent request already stored something for it.
+      const response = present(error);
+      await this.db.transaction(async (tx) => {
+        const r = await tx.run(
+          `INSERT INTO idempotency_keys (operator_id, idem_key, request_hash, status_code, response, created_at) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
+          [scope.operatorId, scope.key, hash, response.statusCode, JSON.stringify(response.body), this.now()],
+        );
+        return r.changes;
+      });
+      return this.replayAfterRefusal(scope, hash, response);
+    }
+  }
+
+  private async replayAfterRefusal(scope: IdempotencyScope, hash: string, response: StoredResponse): Promise<IdempotentResult> {
+    const row = await this.lookup(scope);
+    if (row && row.response !== null && (row.status_code !== response.statusCode || row.response !== JSON.stringify(response.body))) {
+      return this.fromRow(row, hash);
+    }
+    return { ...response, replayed: false };
+  }
+
+  private async replay(scope: IdempotencyScope, hash: string): Promise<IdempotentResult> {
+    const row = await this.lookup(scope);
+    if (!row) {
+      throw new DomainError('IDEMPOTENCY_KEY_IN_FLIGHT', 'a request with this idempotency key is still being processed; retry shortly');
+    }
+    return this.fromRow(row, hash);
+  }
+
+  private lookup(scope: IdempotencyScope): Promise<KeyRow | undefined> {
+    return this.db.get<KeyRow>('SELECT request_hash, status_code, response FROM idempotency_keys WHERE operator_id = ? AND idem_key = ?', [
+      scope.operatorId,
+      scope.key,
+    ]);
+  }
+
+  private fromRow(row: KeyRow, hash: string): IdempotentResult {
+    if (row.request_hash !== hash) {
+      throw new DomainError('IDEMPOTENCY_KEY_REUSED', 'idempotency key reused with different body');
+    }
+    if (row.status_code === null || row.response === null) {
+      throw new DomainError('IDEMPOTENCY_KEY_IN_FLIGHT', 'a request with this idempotency key is still being processed; retry shortly');
+    }
+    return { statusCode: Number(row.status_code), body: JSON.parse(row.response), replayed: true };
+  }
+
+  private async complete(tx: SqlExecutor, scope: IdempotencyScope, response: StoredResponse): Promise<void> {
+    await tx.run('UPDATE idempotency_keys SET status_code = ?, response = ? WHERE operator_id = ? AND idem_key = ?', [
+      response.statusCode,
+      JSON.stringify(response.body),
+      scope.operatorId,
+      scope.key,
+    ]);
+  }
+
+  /** Forgets keys older than the retention period (at least 24 h, see config). */
+  async purge(olderThan: number): Promise<number> {
+    const r = await this.db.transaction((tx) => tx.run('DELETE FROM idempotency_keys WHERE created_at < ?', [olderThan]));
+    return r.changes;
+  }
+}

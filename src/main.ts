@@ -1,0 +1,47 @@
+import { createApp } from './app';
+import { ConfigError, loadConfig } from './config/config';
+
+async function main(): Promise<void> {
+  let config;
+  try {
+    config = loadConfig();
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      process.stderr.write(`configuration error: ${error.message}\n`);
+      process.exit(78);
+    }
+    throw error;
+  }
+  const app = await createApp(config);
+  const { logger } = app.services;
+  if (config.env === 'development' && !config.tls) logger.warn('development mode: serving plain HTTP; production requires TLS');
+  await app.http.listen({ host: config.host, port: config.port });
+  await app.startBackground();
+  logger.info({ url: config.publicBaseUrl, docs: `${config.publicBaseUrl}/docs`, store: config.databaseUrl ? 'postgresql' : 'sqlite' }, 'service ready');
+
+  let stopping = false;
+  const shutdown = (signal: string): void => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, 'shutting down: finishing in-flight requests');
+    const force = setTimeout(() => {
+      logger.error('graceful shutdown took too long; exiting');
+      process.exit(1);
+    }, config.shutdownGraceMs);
+    force.unref();
+    app.stop().then(
+      () => process.exit(0),
+      (err) => {
+        logger.error({ err }, 'error during shutdown');
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGTERM', () => shutdown('SIGTERM'));
+  process.on('SIGINT', () => shutdown('SIGINT'));
+}
+
+main().catch((error) => {
+  process.stderr.write(`failed to start: ${error instanceof Error ? error.stack : String(error)}\n`);
+  process.exit(1);
+});

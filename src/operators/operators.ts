@@ -1,0 +1,165 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import type { Clock } from '../clock/clock';
+import { DomainError } from '../errors/codes';
+import type { Database, SqlExecutor } from '../store/database';
+import { mergeSettings, type Operator, type OperatorCredentials, type OperatorSettings, type OperatorStatus } from './operator';
+import type { SecretBox } from './secret-box';
+
+interface OperatorRow {
+  id: string;
+  name: string;
+  api_key: string;
+  secret_enc: string;
+  previous_secret_enc: string | null;
+  previous_secret_expires_at: number | null;
+  wallet_url: string | null;
+  status: OperatorStatus;
+  settings: string;
+  created_at: number;
+}
+
+export interface CreatedOperator extends Operator {
+  apiSecret: string;
+}
+
+const CACHE_TTL_MS = 2_000;
+
+/**
+ * Operators and their credentials. Lookups by API key sit on every request's path, so they are
+ * cached briefly; changes made by another process (the admin CLI, another instance) show up within
+ * CACHE_TTL_MS, and changes made here are visible at once.
+ */
+export class OperatorService {
+  private readonly cache = new Map<string, { at: number; value: OperatorCredentials | null }>();
+
+  constructor(
+    private readonly db: Database,
+    private readonly box: SecretBox,
+    private readonly clock: Clock,
+    private readonly rotationOverlapMs: number,
+  ) {}
+
+  async create(input: { name: string; walletUrl?: string | null; settings?: Partial<OperatorSettings> }): Promise<CreatedOperator> {
+    const name = input.name.trim();
+    if (!name) throw new DomainError('VALIDATION_FAILED', 'name must not be empty');
+    const walletUrl = input.walletUrl ? normaliseWalletUrl(input.walletUrl) : null;
+    const id = `op_${randomUUID().replace(/-/g, '').slice(0, 20)}`;
+    const apiKey = `pk_${randomBytes(18).toString('base64url')}`;
+    const apiSecret = `sk_${randomBytes(32).toString('base64url')}`;
+    const settings = mergeSettings(input.settings);
+    const now = this.clock.now();
+    await this.db.transaction((tx) =>
+      tx.run(
+        `INSERT INTO operators (id, name, api_key, secret_enc, wallet_url, status, settings, created_at, updated_at)
+         VALUES (?, ?, ?, ?, ?, 'active', ?, ?, ?)`,
+        [id, name, apiKey, this.box.seal(apiSecret), walletUrl, JSON.stringify(settings), now, now],
+      ),
+    );
+    return { id, name, apiKey, apiSecret, walletUrl, status: 'active', settings, createdAt: now, previousSecretExpiresAt: null };
+  }
+
+  async list(): Promise<Operator[]> {
+    const rows = await this.db.all<OperatorRow>('SELECT * FROM operators ORDER BY created_at, id');
+    return rows.map((r) => this.toOperator(r));
+  }
+
+  async get(id: string, executor: SqlExecutor = this.db): Promise<Operator> {
+    const row = await executor.get<OperatorRow>('SELECT * FROM operators WHERE id = ?', [id]);
+    if (!row) throw new DomainError('NOT_FOUND', `no operator with id ${id}`);
+    return this.toOperator(row);
+  }
+
+  /** Resolves an API key to the operator and every secret that may sign for it right now. */
+  async byApiKey(apiKey: string): Promise<OperatorCredentials | null> {
+    const now = this.clock.now();
+    const hit = this.cache.get(apiKey);
+    if (hit && now - hit.at < CACHE_TTL_MS) return hit.value;
+    const row = await this.db.get<OperatorRow>('SELECT * FROM operators WHERE api_key = ?', [apiKey]);
+    const value = row ? this.withSecrets(row, now) : null;
+    if (this.cache.size > 10_000) this.cache.clear();
+    this.cache.set(apiKey, { at: now, value });
+    return value;
+  }
+
+  async credentialsById(id: string): Promise<OperatorCredentials> {
+    const row = await this.db.get<OperatorRow>('SELECT * FROM operators WHERE id = ?', [id]);
+    if (!row) throw new DomainError('NOT_FOUND', `no operator with id ${id}`);
+    return this.withSecrets(row, this.clock.now());
+  }
+
+  /** New secret now; the old one keeps verifying (and the wallet keeps accepting it) for the overlap. */
+  async rotateSecret(id: string, overlapMs = this.rotationOverlapMs): Promise<{ apiSecret: string; previousSecretExpiresAt: number }> {
+    const apiSecret = `sk_${randomBytes(32).toString('base64url')}`;
+    const now = this.clock.now();
+    const expiresAt = now + overlapMs;
+    const changed = await this.db.transaction(async (tx) => {
+      const row = await tx.get<OperatorRow>('SELECT * FROM operators WHERE id = ?', [id]);
+      if (!row) return false;
+      await tx.run(
+        `UPDATE operators SET secret_enc = ?, previous_secret_enc = ?, previous_secret_expires_at = ?, updated_at = ? WHERE id = ?`,
+        [this.box.seal(apiSecret), row.secret_enc, expiresAt, now, id],
+      );
+      return true;
+    });
+    if (!changed) throw new DomainError('NOT_FOUND', `no operator with id ${id}`);
+    this.cache.clear();
+    return { apiSecret, previousSecretExpiresAt: expiresAt };
+  }
+
+  async setStatus(id: string, status: OperatorStatus): Promise<Operator> {
+    await this.update(id, 'status = ?', [status]);
+    return this.get(id);
+  }
+
+  async setWalletUrl(id: string, walletUrl: string | null): Promise<Operator> {
+    await this.update(id, 'wallet_url = ?', [walletUrl ? normaliseWalletUrl(walletUrl) : null]);
+    return this.get(id);
+  }
+
+  async updateSettings(id: string, patch: Partial<OperatorSettings>): Promise<Operator> {
+    const current = await this.get(id);
+    const merged = mergeSettings({ ...current.settings, ...patch } as Partial<OperatorSettings>);
+    await this.update(id, 'settings = ?', [JSON.stringify(merged)]);
+    return this.get(id);
+  }
+
+  private async update(id: string, assignment: string, params: (string | null)[]): Promise<void> {
+    const r = await this.db.transaction((tx) =>
+      tx.run(`UPDATE operators SET ${assignment}, updated_at = ? WHERE id = ?`, [...params, this.clock.now(), id]),
+    );
+    if (r.changes === 0) throw new DomainError('NOT_FOUND', `no operator with id ${id}`);
+    this.cache.clear();
+  }
+
+  private toOperator(row: OperatorRow): Operator {
+    return {
+      id: row.id,
+      name: row.name,
+      apiKey: row.api_key,
+      walletUrl: row.wallet_url,
+      status: row.status,
+      settings: mergeSettings(JSON.parse(row.settings) as Partial<OperatorSettings>),
+      createdAt: Number(row.created_at),
+      previousSecretExpiresAt: row.previous_secret_expires_at === null ? null : Number(row.previous_secret_expires_at),
+    };
+  }
+
+  private withSecrets(row: OperatorRow, now: number): OperatorCredentials {
+    const secrets = [this.box.open(row.secret_enc)];
+    if (row.previous_secret_enc && row.previous_secret_expires_at !== null && Number(row.previous_secret_expires_at) > now) {
+      secrets.push(this.box.open(row.previous_secret_enc));
+    }
+    return { ...this.toOperator(row), secrets };
+  }
+}
+
+function normaliseWalletUrl(raw: string): string {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new DomainError('INVALID_URL', `wallet URL "${raw}" is not an absolute URL`);
+  }
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new DomainError('INVALID_URL', 'wallet URL must be http(s)');
+  return url.toString().replace(/\/+$/, '');
+}

@@ -1,0 +1,51 @@
+import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+/**
+ * Operator and endpoint secrets must be usable (we sign and verify with them) yet not readable from
+ * a stolen database file, so they are sealed with AES-256-GCM under a master key kept outside it.
+ */
+export class SecretBox {
+  private readonly key: Buffer;
+
+  constructor(key: Buffer) {
+    if (key.length !== 32) throw new Error('the master key must be exactly 32 bytes');
+    this.key = key;
+  }
+
+  static fromString(value: string): SecretBox {
+    const trimmed = value.trim();
+    const key = /^[0-9a-f]{64}$/i.test(trimmed) ? Buffer.from(trimmed, 'hex') : Buffer.from(trimmed, 'base64');
+    if (key.length !== 32) throw new Error('MASTER_KEY must decode to 32 bytes (64 hex characters or 44 base64 characters)');
+    return new SecretBox(key);
+  }
+
+  /**
+   * Development convenience: a key file beside (not inside) the database, created on first start.
+   * Production refuses to boot without MASTER_KEY (see config).
+   */
+  static fromDataDir(dataDir: string): SecretBox {
+    const file = join(dataDir, 'master.key');
+    if (!existsSync(file)) {
+      mkdirSync(dataDir, { recursive: true });
+      writeFileSync(file, randomBytes(32).toString('hex'), { mode: 0o600, flag: 'wx' });
+    }
+    return SecretBox.fromString(readFileSync(file, 'utf8'));
+  }
+
+  seal(plaintext: string): string {
+    const iv = randomBytes(12);
+    const cipher = createCipheriv('aes-256-gcm', this.key, iv);
+    const body = Buffer.concat([cipher.update(plaintext, 'utf8'), cipher.final()]);
+    return `v1.${iv.toString('base64url')}.${body.toString('base64url')}.${cipher.getAuthTag().toString('base64url')}`;
+  }
+
+  open(sealed: string): string {
+    const [version, iv, body, tag] = sealed.split('.');
+    if (version !== 'v1' || !iv || body === undefined || !tag) throw new Error('sealed secret has an unknown format');
+    const decipher = createDecipheriv('aes-256-gcm', this.key, Buffer.from(iv, 'base64url'));
+    decipher.setAuthTag(Buffer.from(tag, 'base64url'));
+    return Buffer.concat([decipher.update(Buffer.from(body, 'base64url')), decipher.final()]).toString('utf8');
+  }
+}

@@ -1,0 +1,294 @@
+import { EventEmitter } from 'node:events';
+import type { Logger } from 'pino';
+import type { Clock, TimerHandle } from '../clock/clock';
+import type { Database, Lease, SqlExecutor } from '../store/database';
+import { recordEvents, type DomainEvent } from '../webhooks/events';
+import type { FairChainService } from './fair-chain';
+import type { Game, Round } from './round';
+import { roundRepository } from './round-repository';
+import { presentRoundEvent } from './round-presenter';
+
+/** What a game plugs into the shared engine. */
+export interface GameDriver {
+  readonly game: Game;
+  readonly bettingWindowMs: number;
+  readonly pauseMs: number;
+  readonly tickMs: number;
+  /** What happens to a round found running by a process that just took the lease. */
+  readonly recoverRunning: 'void' | 'finish';
+  /** Game settings frozen into each round when it opens. */
+  roundSettings(): Record<string, unknown>;
+  /** Length of the running phase, which the seed fixes in advance (the crash instant, the race length). */
+  runningDurationMs(round: Round): number;
+  /** Prepares in-memory state for a running round (also after a takeover with recoverRunning 'finish'). */
+  onRunning(round: Round): Promise<void>;
+  /** Work due at `now` while running (auto cash-outs); returns the live-feed payload. */
+  onTick(round: Round, now: number): Promise<Record<string, unknown>>;
+  /** Inside the closing transaction: settle every open bet, return the outcome and the events to record. */
+  close(tx: SqlExecutor, round: Round, now: number): Promise<{ outcome: unknown; events: DomainEvent[] }>;
+  /** Inside the voiding transaction: return every stake not already paid. */
+  voidBets(tx: SqlExecutor, round: Round, now: number): Promise<DomainEvent[]>;
+}
+
+export type EngineEvent =
+  | { type: 'round.opened'; round: Round }
+  | { type: 'round.running'; round: Round }
+  | { type: 'round.tick'; round: Round; at: number; data: Record<string, unknown> }
+  | { type: 'round.closed'; round: Round }
+  | { type: 'round.voided'; round: Round }
+  | { type: 'engine.error'; error: unknown };
+
+export interface RoundEngineOptions {
+  db: Database;
+  clock: Clock;
+  chain: FairChainService;
+  driver: GameDriver;
+  logger: Logger;
+  /** How often a standby process tries to take the lease, and the leader checks it still holds it. */
+  leaseCheckMs?: number;
+  /** Back-off after a failed step (the store was unreachable, say). */
+  retryMs?: number;
+}
+
+/**
+ * Runs one game's rounds forever: open → running → closed → pause → open… Only the process holding
+ * the game's lease runs it; state lives in the store, so a process that takes the lease over picks
+ * up from there. Steps run one at a time (a serial chain) so a slow tick never overlaps a close.
+ */
+export class RoundEngine {
+  private readonly emitter = new EventEmitter();
+  private lease: Lease | null = null;
+  private timers = new Set<TimerHandle>();
+  private chainTail: Promise<void> = Promise.resolve();
+  private stopped = true;
+  private current: Round | null = null;
+  private readonly leaseCheckMs: number;
+  private readonly retryMs: number;
+
+  constructor(private readonly o: RoundEngineOptions) {
+    this.emitter.setMaxListeners(0);
+    this.leaseCheckMs = o.leaseCheckMs ?? 2_000;
+    this.retryMs = o.retryMs ?? 1_000;
+  }
+
+  get game(): Game {
+    return this.o.driver.game;
+  }
+
+  get isLeader(): boolean {
+    return this.lease !== null;
+  }
+
+  /** The round this process is driving, if it is the leader. */
+  get currentRound(): Round | null {
+    return this.current;
+  }
+
+  on(listener: (event: EngineEvent) => void): () => void {
+    this.emitter.on('event', listener);
+    return () => this.emitter.off('event', listener);
+  }
+
+  async start(): Promise<void> {
+    this.stopped = false;
+    await this.tryLead();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    for (const t of this.timers) t.cancel();
+    this.timers.clear();
+    await this.chainTail;
+    if (this.lease) await this.lease.release().catch(() => {});
+    this.lease = null;
+  }
+
+  /** Voids a round on request (operations), returning every stake not already paid. */
+  voidRound(roundId: string, reason: string): Promise<void> {
+    return this.serial(async () => {
+      const round = await roundRepository.byId(this.o.db, roundId);
+      if (!round) return;
+      await this.doVoid(round, reason);
+    });
+  }
+
+  private async tryLead(): Promise<void> {
+    if (this.stopped) return;
+    try {
+      this.lease = await this.o.db.tryAcquireLease(`engine:${this.game}`);
+    } catch (error) {
+      this.o.logger.warn({ err: error, game: this.game }, 'could not reach the store to take the engine lease');
+    }
+    if (!this.lease) {
+      this.later(this.leaseCheckMs, () => void this.tryLead());
+      return;
+    }
+    this.o.logger.info({ game: this.game }, 'took the engine lease; this process runs the rounds');
+    this.later(this.leaseCheckMs, () => void this.watchLease());
+    this.serial(() => this.recover());
+  }
+
+  private async watchLease(): Promise<void> {
+    if (this.stopped || !this.lease) return;
+    if (await this.lease.isHeld()) {
+      this.later(this.leaseCheckMs, () => void this.watchLease());
+      return;
+    }
+    // Another process may already be running the rounds: stop touching them at once.
+    this.o.logger.error({ game: this.game }, 'lost the engine lease; standing by');
+    for (const t of this.timers) t.cancel();
+    this.timers.clear();
+    this.lease = null;
+    this.current = null;
+    this.later(this.leaseCheckMs, () => void this.tryLead());
+  }
+
+  private async recover(): Promise<void> {
+    const unfinished = await roundRepository.unfinished(this.o.db, this.game);
+    const now = this.o.clock.now();
+    for (const round of unfinished.slice(0, -1)) await this.doVoid(round, 'superseded by a newer round');
+    const round = unfinished.at(-1);
+    if (!round) return this.openRound();
+    this.current = round;
+    if (round.status === 'open') {
+      this.o.logger.info({ game: this.game, round: round.roundNumber }, 'resuming the betting window of an open round');
+      this.emit({ type: 'round.opened', round });
+      this.at(round.bettingClosesAt, () => this.startRunning(round.id));
+      return;
+    }
+    if (this.o.driver.recoverRunning === 'void') {
+      this.o.logger.warn({ game: this.game, round: round.roundNumber }, 'voiding a round left running by a previous process');
+      await this.doVoid(round, 'the service restarted while the round was running');
+      this.later(this.o.driver.pauseMs, () => this.serial(() => this.openRound()));
+      return;
+    }
+    this.o.logger.info({ game: this.game, round: round.roundNumber }, 'finishing a round left running by a previous process');
+    await this.o.driver.onRunning(round);
+    this.emit({ type: 'round.running', round });
+    this.scheduleTicks(round);
+    this.at(round.endsAt ?? now, () => this.closeRound(round.id));
+  }
+
+  private async openRound(): Promise<void> {
+    if (this.stopped || !this.lease) return;
+    await this.o.chain.ensureChain(this.game);
+    const now = this.o.clock.now();
+    const round = await this.o.db.transaction(async (tx) => {
+      const seed = await this.o.chain.takeSeed(tx, this.game);
+      const created = await roundRepository.insert(tx, {
+        game: this.game,
+        seedHash: seed.seedHash,
+        seed: seed.seed,
+        chainId: seed.chainId,
+        chainIdx: seed.idx,
+        openedAt: now,
+        bettingClosesAt: now + this.o.driver.bettingWindowMs,
+        settings: this.o.driver.roundSettings(),
+      });
+      await recordEvents(tx, [{ operatorId: null, type: 'round.opened', data: presentRoundEvent(created) }], now);
+      return created;
+    });
+    this.current = round;
+    this.emit({ type: 'round.opened', round });
+    this.at(round.bettingClosesAt, () => this.startRunning(round.id));
+  }
+
+  private async startRunning(roundId: string): Promise<void> {
+    const now = this.o.clock.now();
+    const round = await this.o.db.transaction(async (tx) => {
+      const r = await roundRepository.byIdForUpdate(tx, roundId);
+      if (!r) throw new Error(`round ${roundId} vanished`);
+      const endsAt = now + this.o.driver.runningDurationMs(r);
+      await roundRepository.transition(tx, r, 'running', { running_at: now, ends_at: endsAt });
+      return { ...r, status: 'running' as const, runningAt: now, endsAt };
+    });
+    this.current = round;
+    await this.o.driver.onRunning(round);
+    this.emit({ type: 'round.running', round });
+    this.scheduleTicks(round);
+    this.at(round.endsAt!, () => this.closeRound(round.id));
+  }
+
+  private scheduleTicks(round: Round): void {
+    const tick = (): void => {
+      if (this.stopped || this.current?.id !== round.id || this.current.status !== 'running') return;
+      const now = this.o.clock.now();
+      if (round.endsAt !== null && now >= round.endsAt) return;
+      this.serial(async () => {
+        if (this.current?.id !== round.id || this.current.status !== 'running') return;
+        const data = await this.o.driver.onTick(round, this.o.clock.now());
+        this.emit({ type: 'round.tick', round, at: this.o.clock.now(), data });
+      });
+      this.later(this.o.driver.tickMs, tick);
+    };
+    this.later(this.o.driver.tickMs, tick);
+  }
+
+  private async closeRound(roundId: string): Promise<void> {
+    const now = this.o.clock.now();
+    const closed = await this.o.db.transaction(async (tx) => {
+      const r = await roundRepository.byIdForUpdate(tx, roundId);
+      if (!r) throw new Error(`round ${roundId} vanished`);
+      if (r.status !== 'running') return null;
+      const { outcome, events } = await this.o.driver.close(tx, r, now);
+      await roundRepository.transition(tx, r, 'closed', { closed_at: now, outcome: JSON.stringify(outcome) });
+      const final: Round = { ...r, status: 'closed', closedAt: now, outcome: outcome as Round['outcome'] };
+      await recordEvents(tx, [{ operatorId: null, type: 'round.closed', data: presentRoundEvent(final) }, ...events], now);
+      return final;
+    });
+    if (closed) {
+      this.current = closed;
+      this.emit({ type: 'round.closed', round: closed });
+    }
+    this.later(this.o.driver.pauseMs, () => this.serial(() => this.openRound()));
+  }
+
+  private async doVoid(round: Round, reason: string): Promise<void> {
+    const now = this.o.clock.now();
+    const voided = await this.o.db.transaction(async (tx) => {
+      const r = await roundRepository.byIdForUpdate(tx, round.id);
+      if (!r || (r.status !== 'open' && r.status !== 'running')) return null;
+      const events = await this.o.driver.voidBets(tx, r, now);
+      await roundRepository.transition(tx, r, 'void', { voided_at: now, void_reason: reason });
+      const final: Round = { ...r, status: 'void', voidedAt: now, voidReason: reason };
+      await recordEvents(tx, [{ operatorId: null, type: 'round.closed', data: presentRoundEvent(final) }, ...events], now);
+      return final;
+    });
+    if (voided) {
+      if (this.current?.id === voided.id) this.current = voided;
+      this.emit({ type: 'round.voided', round: voided });
+    }
+  }
+
+  /** Runs `fn` after every step queued before it; a failed step is logged and retried later. */
+  private serial(fn: () => Promise<void>): Promise<void> {
+    const run = async (): Promise<void> => {
+      if (this.stopped || !this.lease) return;
+      try {
+        await fn();
+      } catch (error) {
+        this.o.logger.error({ err: error, game: this.game }, 'round engine step failed; retrying');
+        this.emit({ type: 'engine.error', error });
+        this.later(this.retryMs, () => void this.serial(fn));
+      }
+    };
+    this.chainTail = this.chainTail.then(run);
+    return this.chainTail;
+  }
+
+  private at(when: number, fn: () => Promise<void>): void {
+    this.later(Math.max(0, when - this.o.clock.now()), () => void this.serial(fn));
+  }
+
+  private later(ms: number, fn: () => void): void {
+    const handle = this.o.clock.schedule(ms, () => {
+      this.timers.delete(handle);
+      fn();
+    });
+    this.timers.add(handle);
+  }
+
+  private emit(event: EngineEvent): void {
+    this.emitter.emit('event', event);
+  }
+}

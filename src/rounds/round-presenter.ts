@@ -1,0 +1,59 @@
+import { formatMultiplier } from '../crash/multiplier';
+import { pctFromBp } from '../stock-race/outcome';
+import { isFinal, type CrashOutcome, type Round, type StockRaceOutcome } from './round';
+
+/**
+ * The public shape of a round (v1), the same in API responses, the live feed and webhook payloads.
+ * The seed and the outcome appear only once the round is final: before that only the commitment.
+ */
+export interface RoundJson {
+  round_id: string;
+  round_number: number;
+  game: string;
+  status: string;
+  seed_hash: string;
+  seed: string | null;
+  opened_at: number;
+  betting_closes_at: number;
+  running_at: number | null;
+  closed_at: number | null;
+  voided_at: number | null;
+  void_reason: string | null;
+  outcome: Record<string, unknown> | null;
+  multiplier?: number;
+}
+
+export function presentRound(round: Round): RoundJson {
+  const final = isFinal(round.status);
+  return {
+    round_id: round.id,
+    round_number: round.roundNumber,
+    game: round.game,
+    status: round.status,
+    seed_hash: round.seedHash,
+    seed: final ? round.seed : null,
+    opened_at: round.openedAt,
+    betting_closes_at: round.bettingClosesAt,
+    running_at: round.runningAt,
+    closed_at: round.closedAt,
+    voided_at: round.voidedAt,
+    void_reason: round.voidReason,
+    outcome: round.status === 'closed' ? presentOutcome(round) : null,
+  };
+}
+
+export function presentOutcome(round: Round): Record<string, unknown> | null {
+  if (!round.outcome) return null;
+  if (round.game === 'crash') {
+    return { crash_point: formatMultiplier((round.outcome as CrashOutcome).crash_point) };
+  }
+  const o = round.outcome as StockRaceOutcome;
+  return {
+    winner: o.winner,
+    pct: pctFromBp(o.winner_pct_bp),
+    stocks: o.moves.map((m) => ({ symbol: m.symbol, pct: pctFromBp(m.pct_bp) })),
+  };
+}
+
+/** round.opened / round.closed payload (v1). */
+export const presentRoundEvent = (round: Round): Record<string, unknown> => ({ ...presentRound(round) });

@@ -1,0 +1,50 @@
+/**
+ * The storage seam. Repositories are written once against `SqlExecutor` with `?` placeholders and a
+ * SQL subset both engines share; each adapter (SQLite, PostgreSQL) decides how a transaction is run
+ * and made durable. The SQLite adapter group-commits: many concurrent transactions share one COMMIT
+ * (one fsync), each isolated by a savepoint, and every caller is answered only after that COMMIT.
+ */
+export type Dialect = 'sqlite' | 'postgres';
+export type SqlParam = string | number | bigint | null | Buffer;
+
+export interface RunResult {
+  changes: number;
+}
+
+export interface SqlExecutor {
+  readonly dialect: Dialect;
+  all<T = Record<string, unknown>>(sql: string, params?: readonly SqlParam[]): Promise<T[]>;
+  get<T = Record<string, unknown>>(sql: string, params?: readonly SqlParam[]): Promise<T | undefined>;
+  run(sql: string, params?: readonly SqlParam[]): Promise<RunResult>;
+}
+
+export interface TransactionOptions {
+  /** Serialise against other writers from the start (PostgreSQL: a row lock is still up to the caller). */
+  label?: string;
+}
+
+export interface Database extends SqlExecutor {
+  /**
+   * Runs `fn` atomically. Resolves only once the transaction is durable. `fn` must touch nothing but
+   * `tx` (no network, no timers): the SQLite adapter runs many such functions inside one COMMIT.
+   */
+  transaction<T>(fn: (tx: SqlExecutor) => Promise<T>, options?: TransactionOptions): Promise<T>;
+  /**
+   * Takes a named lease that only one process holds at a time (PostgreSQL advisory lock on a
+   * dedicated connection). Resolves to a release function, or null when another process holds it.
+   */
+  tryAcquireLease(name: string): Promise<Lease | null>;
+  close(): Promise<void>;
+}
+
+export interface Lease {
+  /** Resolves false once the lease has been lost (its connection died). */
+  isHeld(): Promise<boolean>;
+  release(): Promise<void>;
+}
+
+/** `FOR UPDATE SKIP LOCKED` where the engine has row locks; SQLite's single writer needs none. */
+export const skipLocked = (db: SqlExecutor): string => (db.dialect === 'postgres' ? ' FOR UPDATE SKIP LOCKED' : '');
+/** Holds a shared row lock so a concurrent state change waits for this transaction (PostgreSQL). */
+export const forShare = (db: SqlExecutor): string => (db.dialect === 'postgres' ? ' FOR SHARE' : '');
+export const forUpdate = (db: SqlExecutor): string => (db.dialect === 'postgres' ? ' FOR UPDATE' : '');

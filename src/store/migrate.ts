@@ -1,0 +1,27 @@
+import { Kysely, Migrator, PostgresDialect, SqliteDialect, type Migration, type MigrationProvider } from 'kysely';
+import * as m001 from './migrations/001_initial';
+import type { PostgresDatabase } from './postgres';
+import type { SqliteDatabase } from './sqlite';
+
+/**
+ * Migrations are TypeScript modules in ./migrations, listed here so they ship inside the bundle
+ * and run in a fixed order. Kysely's Migrator records applied ones in `kysely_migration` and holds
+ * a lock while migrating, so several instances starting together apply each migration once.
+ */
+const MIGRATIONS: Record<string, Migration> = {
+  '001_initial': m001,
+};
+
+const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };
+
+export async function migrate(db: SqliteDatabase | PostgresDatabase): Promise<string[]> {
+  const kysely =
+    db.dialect === 'sqlite'
+      ? new Kysely<unknown>({ dialect: new SqliteDialect({ database: db.raw }) })
+      : new Kysely<unknown>({ dialect: new PostgresDialect({ pool: db.pool }) });
+  const migrator = new Migrator({ db: kysely, provider });
+  const { error, results } = await migrator.migrateToLatest();
+  if (error) throw error instanceof Error ? error : new Error(String(error));
+  // Kysely's destroy would close the connection we still use; nothing else holds resources.
+  return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
+}

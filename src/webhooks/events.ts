@@ -1,0 +1,77 @@
+import { randomUUID } from 'node:crypto';
+import type { SqlExecutor } from '../store/database';
+
+/** The four event kinds both surfaces deliver. Payloads are versioned by the envelope's `type`. */
+export const EVENT_TYPES = ['round.opened', 'round.closed', 'bet.settled', 'compliance.flag'] as const;
+export type EventType = (typeof EVENT_TYPES)[number];
+
+export interface DomainEvent {
+  /** null = a round event every operator may subscribe to. */
+  operatorId: string | null;
+  type: EventType;
+  data: Record<string, unknown>;
+}
+
+export interface EventEnvelope {
+  id: string;
+  type: EventType;
+  created_at: number;
+  data: Record<string, unknown>;
+}
+
+let seqCounter = 0;
+
+/**
+ * Transactional outbox: the event row and one delivery row per subscribed endpoint are written with
+ * the caller's transaction, so an event exists exactly when the change that caused it committed.
+ */
+export async function recordEvents(tx: SqlExecutor, events: readonly DomainEvent[], now: number): Promise<EventEnvelope[]> {
+  if (events.length === 0) return [];
+  const endpoints = await subscribedEndpoints(tx, events);
+  const envelopes: EventEnvelope[] = [];
+  for (const event of events) {
+    const id = `evt_${randomUUID()}`;
+    // seq orders events that share a millisecond; it only needs to grow within this process.
+    const seq = now * 1000 + (seqCounter++ % 1000);
+    await tx.run('INSERT INTO events (id, seq, operator_id, type, created_at, data) VALUES (?, ?, ?, ?, ?, ?)', [
+      id,
+      seq,
+      event.operatorId,
+      event.type,
+      now,
+      JSON.stringify(event.data),
+    ]);
+    for (const endpoint of endpoints) {
+      if (event.operatorId !== null && endpoint.operator_id !== event.operatorId) continue;
+      if (!endpoint.types.has(event.type)) continue;
+      await tx.run(
+        `INSERT INTO webhook_deliveries (id, event_id, endpoint_id, operator_id, status, attempts, next_attempt_at, created_at)
+         VALUES (?, ?, ?, ?, 'pending', 0, ?, ?)`,
+        [`dlv_${randomUUID()}`, id, endpoint.id, endpoint.operator_id, now, now],
+      );
+    }
+    envelopes.push({ id, type: event.type, created_at: now, data: event.data });
+  }
+  return envelopes;
+}
+
+interface EndpointRow {
+  id: string;
+  operator_id: string;
+  events: string;
+  types: Set<string>;
+}
+
+async function subscribedEndpoints(tx: SqlExecutor, events: readonly DomainEvent[]): Promise<EndpointRow[]> {
+  const operatorIds = new Set(events.map((e) => e.operatorId));
+  const rows = operatorIds.has(null)
+    ? await tx.all<Omit<EndpointRow, 'types'>>('SELECT id, operator_id, events FROM webhook_endpoints WHERE enabled = 1')
+    : operatorIds.size === 1
+      ? await tx.all<Omit<EndpointRow, 'types'>>('SELECT id, operator_id, events FROM webhook_endpoints WHERE enabled = 1 AND operator_id = ?', [
+          [...operatorIds][0] as string,
+        ])
+      : (await tx.all<Omit<EndpointRow, 'types'>>('SELECT id, operator_id, events FROM webhook_endpoints WHERE enabled = 1')).filter((r) =>
+          operatorIds.has(r.operator_id),
+        );
+  return rows.map((r) => ({ ...r, types: new Set(JSON.parse(r.events) as string[]) }));
+}

@@ -1,0 +1,162 @@
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import { request } from 'undici';
+import { createApp, type App } from '../../src/app';
+import type { Clock } from '../../src/clock/clock';
+import { loadConfig, type Config } from '../../src/config/config';
+import { signRequest } from '../../src/signing/request-signature';
+import type { Database } from '../../src/store/database';
+import { migrate } from '../../src/store/migrate';
+import { PostgresDatabase } from '../../src/store/postgres';
+import { SqliteDatabase } from '../../src/store/sqlite';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+export type StoreKind = 'sqlite' | 'postgres';
+export const PG_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+
+/**
+ * Which stores the suites run against. Both by default; CI must not lose PostgreSQL silently, so
+ * when it is unreachable the PostgreSQL suites fail rather than skip (see pgAvailable()).
+ */
+export const STORES: StoreKind[] = (process.env.TEST_STORES?.split(',') as StoreKind[] | undefined) ?? ['sqlite', 'postgres'];
+
+/** A fresh, migrated database: a temp SQLite file, or a throwaway schema in the test PostgreSQL. */
+export async function freshDatabase(kind: StoreKind): Promise<{ db: Database; dispose(): Promise<void>; url: string | null; dataDir: string; schema?: string }> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'rbs-test-'));
+  if (kind === 'sqlite') {
+    const db = new SqliteDatabase({ filename: join(dataDir, 'service.db') });
+    await migrate(db);
+    return { db, url: null, dataDir, dispose: () => db.close() };
+  }
+  const schema = `t_${randomBytes(6).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: PG_URL });
+  await admin.connect();
+  await admin.query(`CREATE SCHEMA ${schema}`);
+  await admin.end();
+  const db = new PostgresDatabase({ connectionString: PG_URL, schema });
+  await migrate(db);
+  return {
+    db,
+    url: PG_URL,
+    dataDir,
+    schema,
+    dispose: async () => {
+      await db.close();
+      const c = new pg.Client({ connectionString: PG_URL });
+      await c.connect();
+      await c.query(`DROP SCHEMA ${schema} CASCADE`);
+      await c.end();
+    },
+  };
+}
+
+export function testConfig(overrides: Record<string, string> = {}): Config {
+  return loadConfig({
+    APP_ENV: 'test',
+    PORT: '0',
+    LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
+    MASTER_KEY: randomBytes(32).toString('hex'),
+    FAIR_CHAIN_LENGTH: '200',
+    ...overrides,
+  });
+}
+
+export interface TestApp {
+  app: App;
+  baseUrl: string;
+  config: Config;
+  close(): Promise<void>;
+  createOperator(input?: { name?: string; walletUrl?: string | null }): Promise<TestOperator>;
+}
+
+export interface TestOperator {
+  id: string;
+  apiKey: string;
+  apiSecret: string;
+}
+
+/** Starts the whole service on an ephemeral port against a fresh store, as the real entry point does. */
+export async function startTestApp(options: { store?: StoreKind; env?: Record<string, string>; clock?: Clock; engines?: boolean } = {}): Promise<TestApp> {
+  const fresh = await freshDatabase(options.store ?? 'sqlite');
+  const config = { ...testConfig({ DATA_DIR: fresh.dataDir, ...(options.env ?? {}) }), runEngines: options.engines ?? true };
+  const app = await createApp(config, { db: fresh.db, clock: options.clock });
+  await app.http.listen({ host: '127.0.0.1', port: 0 });
+  await app.startBackground();
+  const address = app.http.server.address();
+  const port = typeof address === 'object' && address ? address.port : 0;
+  return {
+    app,
+    config,
+    baseUrl: `http://127.0.0.1:${port}`,
+    async close() {
+      await app.stop();
+      if (fresh.schema) await fresh.dispose().catch(() => {});
+    },
+    async createOperator(input = {}) {
+      const o = await app.services.operators.create({ name: input.name ?? 'Test operator', walletUrl: input.walletUrl ?? null });
+      return { id: o.id, apiKey: o.apiKey, apiSecret: o.apiSecret };
+    },
+  };
+}
+
+export interface SignedResponse {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  body: any;
+  text: string;
+}
+
+export type SurfaceName = 'A' | 'B';
+const HEADER_NAMES = {
+  A: { key: 'x-api-key', signature: 'x-signature', timestamp: 'x-timestamp' },
+  B: { key: 'X-Operator-Key', signature: 'X-Signature', timestamp: 'X-Timestamp' },
+} as const;
+
+/** An operator's HTTP client that signs like an integrator would: over the exact bytes it sends. */
+export function client(baseUrl: string, operator: TestOperator, surface: SurfaceName = 'A') {
+  const names = HEADER_NAMES[surface];
+  return async function call(
+    method: string,
+    path: string,
+    body?: unknown,
+    extra: { headers?: Record<string, string>; rawBody?: string; timestamp?: number; secret?: string; idempotencyKey?: string } = {},
+  ): Promise<SignedResponse> {
+    const raw = extra.rawBody ?? (body === undefined ? '' : JSON.stringify(body));
+    const timestamp = String(extra.timestamp ?? Date.now());
+    const headers: Record<string, string> = {
+      [names.key]: operator.apiKey,
+      [names.timestamp]: timestamp,
+      [names.signature]: signRequest(extra.secret ?? operator.apiSecret, method, path, timestamp, raw),
+      ...(raw ? { 'content-type': 'application/json' } : {}),
+      ...(extra.idempotencyKey ? { 'idempotency-key': extra.idempotencyKey } : {}),
+      ...(extra.headers ?? {}),
+    };
+    const res = await request(`${baseUrl}${path}`, { method: method as 'GET', headers, body: raw || undefined });
+    const text = await res.body.text();
+    let parsed: unknown = undefined;
+    try {
+      parsed = text ? JSON.parse(text) : undefined;
+    } catch {
+      parsed = undefined;
+    }
+    return { status: res.statusCode, headers: res.headers as SignedResponse['headers'], body: parsed, text };
+  };
+}
+
+/** Polls until `check` returns a value (not undefined/false), or fails after `timeoutMs`. */
+export async function eventually<T>(check: () => Promise<T | undefined | false>, timeoutMs = 10_000, everyMs = 50): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let lastError: unknown;
+  for (;;) {
+    try {
+      const v = await check();
+      if (v !== undefined && v !== false) return v as T;
+    } catch (error) {
+      lastError = error;
+    }
+    if (Date.now() > deadline) throw lastError instanceof Error ? lastError : new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+}
