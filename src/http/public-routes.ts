@@ -38,7 +38,7 @@ export async function publicRoutes(app: FastifyInstance, s: AppServices): Promis
           {
             seed: Seed,
             salt: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
-            house_edge_bp: Type.Optional(Type.Integer({ minimum: 0, maximum: 9999 })),
+            house_edge_bp: Type.Optional(Type.String({ pattern: '^[0-9]{1,4}$', description: 'must be basis points, 0 to 9999' })),
           },
           { additionalProperties: false },
         ),
@@ -48,7 +48,7 @@ export async function publicRoutes(app: FastifyInstance, s: AppServices): Promis
       const { seed } = req.query;
       if (!isGameHash(seed)) throw new DomainError('VALIDATION_FAILED', 'seed must be 64 lowercase hex characters');
       const salt = req.query.salt ?? s.config.crash.salt;
-      const edge = req.query.house_edge_bp ?? s.config.crash.houseEdgeBp;
+      const edge = req.query.house_edge_bp === undefined ? s.config.crash.houseEdgeBp : Number(req.query.house_edge_bp);
       const crash = crashPointFromHash(seed, salt, edge);
       return {
         seed,

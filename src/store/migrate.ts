@@ -1,5 +1,6 @@
 import { Kysely, Migrator, PostgresDialect, SqliteDialect, type Migration, type MigrationProvider } from 'kysely';
 import * as m001 from './migrations/001_initial';
+import * as m002webhooks from './migrations/002_webhook_pipeline';
 import type { PostgresDatabase } from './postgres';
 import type { SqliteDatabase } from './sqlite';
 
@@ -10,6 +11,7 @@ import type { SqliteDatabase } from './sqlite';
  */
 const MIGRATIONS: Record<string, Migration> = {
   '001_initial': m001,
+  '002_webhook_pipeline': m002webhooks,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };
@@ -19,7 +21,13 @@ export async function migrate(db: SqliteDatabase | PostgresDatabase): Promise<st
     db.dialect === 'sqlite'
       ? new Kysely<unknown>({ dialect: new SqliteDialect({ database: db.raw }) })
       : new Kysely<unknown>({ dialect: new PostgresDialect({ pool: db.pool }) });
-  const migrator = new Migrator({ db: kysely, provider });
+  // Kysely finds its bookkeeping tables by introspection across schemas: name ours explicitly so
+  // databases holding several schemas (one per test run, say) never mistake another's for ours.
+  const migrator = new Migrator({
+    db: kysely,
+    provider,
+    ...(db.dialect === 'postgres' ? { migrationTableSchema: db.options.schema ?? 'public' } : {}),
+  });
   const { error, results } = await migrator.migrateToLatest();
   if (error) throw error instanceof Error ? error : new Error(String(error));
   // Kysely's destroy would close the connection we still use; nothing else holds resources.

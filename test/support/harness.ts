@@ -78,8 +78,11 @@ export interface TestOperator {
 }
 
 /** Starts the whole service on an ephemeral port against a fresh store, as the real entry point does. */
-export async function startTestApp(options: { store?: StoreKind; env?: Record<string, string>; clock?: Clock; engines?: boolean } = {}): Promise<TestApp> {
+export async function startTestApp(
+  options: { store?: StoreKind; env?: Record<string, string>; clock?: Clock; engines?: boolean; beforeStart?: (db: Database) => Promise<void> } = {},
+): Promise<TestApp> {
   const fresh = await freshDatabase(options.store ?? 'sqlite');
+  await options.beforeStart?.(fresh.db);
   const config = { ...testConfig({ DATA_DIR: fresh.dataDir, ...(options.env ?? {}) }), runEngines: options.engines ?? true };
   const app = await createApp(config, { db: fresh.db, clock: options.clock });
   await app.http.listen({ host: '127.0.0.1', port: 0 });
@@ -160,3 +163,22 @@ export async function eventually<T>(check: () => Promise<T | undefined | false>,
     await new Promise((r) => setTimeout(r, everyMs));
   }
 }
+
+/** Makes the next rounds of `game` play these seeds, in order, so tests know each outcome in advance. */
+export function withSeeds(game: 'crash' | 'stock_race', seeds: string[]) {
+  return async (db: Database): Promise<void> => {
+    await db.transaction(async (tx) => {
+      for (const [i, seed] of seeds.entries()) {
+        await tx.run('INSERT INTO fair_chains (game, chain_id, idx, hash) VALUES (?, ?, ?, ?)', [game, 'test-chain', i, seed]);
+      }
+      await tx.run('INSERT INTO fair_chain_cursor (game, chain_id, next_idx, length) VALUES (?, ?, 0, ?)', [game, 'test-chain', seeds.length]);
+    });
+  };
+}
+
+/** bustabit v2 games with published results (see src/crash/fairness.test.ts). */
+export const KNOWN_CRASH_SEEDS = {
+  x126: 'b2acd37fbdb5509926ab5d7329704c840f8467266c90019682f3b260a029bdba',
+  x118: '82886b71b3b26e4b162bbdf4e7024f50f6a7250c207fb9ce497ad56a3e7e700a',
+  x377: 'b459e199bac1342bf22d7aa6d19180aff35ab69f453d809949aab3e8d5e545aa',
+};

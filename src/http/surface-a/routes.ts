@@ -174,7 +174,7 @@ export async function surfaceARoutes(app: FastifyInstance, s: AppServices): Prom
       schema: { summary: 'A Crash round by number', tags: ['Crash'], headers: AuthHeaders, params: RoundNumberParams, response: { 200: RoundView, ...errors } },
     },
     async (req) => {
-      const round = await roundRepository.byNumber(s.db, 'crash', req.params.round_number);
+      const round = await roundRepository.byNumber(s.db, 'crash', Number(req.params.round_number));
       if (!round) throw new DomainError('ROUND_NOT_FOUND', `no Crash round number ${req.params.round_number}`);
       return presentLive(round);
     },

@@ -93,5 +93,7 @@ export const CrashBetView = Type.Object({
   settled_at: Type.Union([Type.Integer(), Type.Null()]),
 });
 
-export const RoundNumberParams = Type.Object({ round_number: Type.Integer({ minimum: 1, description: 'must be a round number (a positive integer)' }) });
+// Path and query parameters arrive as text and the validator does not coerce (bodies must not be
+// coerced), so numbers in paths are validated as digit strings and converted by the route.
+export const RoundNumberParams = Type.Object({ round_number: Type.String({ pattern: '^[1-9][0-9]{0,14}$', description: 'must be a round number (a positive integer)' }) });
 export const BetIdParams = Type.Object({ bet_id: Type.String({ format: 'uuid', description: 'must be a bet UUID' }) });

@@ -1,0 +1,159 @@
+import BetterSqlite3 from 'better-sqlite3';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { freshDatabase, STORES } from '../../test/support/harness';
+import { DomainError } from '../errors/codes';
+import { IdempotencyService } from '../idempotency/idempotency';
+import type { Database } from './database';
+import { migrate } from './migrate';
+import type { PostgresDatabase } from './postgres';
+import type { SqliteDatabase } from './sqlite';
+
+/** The same suite runs against both adapters: what the domain relies on must hold on each. */
+describe.each(STORES)('store contract on %s', (kind) => {
+  let db: Database;
+  let dispose: () => Promise<void>;
+  let dataDir: string;
+
+  beforeEach(async () => {
+    const fresh = await freshDatabase(kind);
+    db = fresh.db;
+    dispose = fresh.dispose;
+    dataDir = fresh.dataDir;
+  });
+  afterEach(async () => dispose());
+
+  const insertOperator = (id: string) =>
+    db.transaction((tx) =>
+      tx.run(
+        `INSERT INTO operators (id, name, api_key, secret_enc, status, settings, created_at, updated_at) VALUES (?, 'n', ?, 'x', 'active', '{}', 1, 1)`,
+        [id, `key-${id}`],
+      ),
+    );
+
+  it('commits a transaction atomically and rolls back one that throws', async () => {
+    await insertOperator('a');
+    await expect(
+      db.transaction(async (tx) => {
+        await tx.run(`UPDATE operators SET name = 'changed' WHERE id = 'a'`);
+        throw new Error('boom');
+      }),
+    ).rejects.toThrow('boom');
+    expect(await db.get<{ name: string }>(`SELECT name FROM operators WHERE id = 'a'`)).toEqual({ name: 'n' });
+  });
+
+  it('isolates concurrent transactions: a failing one does not take the others down', async () => {
+    const results = await Promise.allSettled(
+      Array.from({ length: 20 }, (_, i) =>
+        i === 7
+          ? db.transaction(async (tx) => {
+              await tx.run(
+                `INSERT INTO operators (id, name, api_key, secret_enc, status, settings, created_at, updated_at) VALUES ('bad', 'n', 'k-bad', 'x', 'active', '{}', 1, 1)`,
+              );
+              throw new DomainError('BETTING_CLOSED', 'refused');
+            })
+          : insertOperator(`op${i}`),
+      ),
+    );
+    expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(19);
+    expect(results[7]).toMatchObject({ status: 'rejected', reason: { code: 'BETTING_CLOSED' } });
+    const count = await db.get<{ n: number }>('SELECT COUNT(*) AS n FROM operators');
+    expect(Number(count!.n)).toBe(19);
+  });
+
+  it('rejects a unique violation inside one transaction without losing the batch', async () => {
+    await insertOperator('dup');
+    const [again, other] = await Promise.allSettled([insertOperator('dup'), insertOperator('fine')]);
+    expect(again.status).toBe('rejected');
+    expect(other.status).toBe('fulfilled');
+  });
+
+  it('settles a row exactly once when two writers race with a conditional update', async () => {
+    await insertOperator('o');
+    await db.transaction(async (tx) => {
+      await tx.run(
+        `INSERT INTO rounds (id, game, round_number, status, seed_hash, seed, chain_id, chain_idx, opened_at, betting_closes_at, settings) VALUES ('r', 'crash', 1, 'running', 'h', 's', 'c', 0, 1, 2, '{}')`,
+      );
+      await tx.run(
+        `INSERT INTO bets (id, operator_id, game, round_id, round_number, player, amount, status, placed_at) VALUES ('b', 'o', 'crash', 'r', 1, 'p', 100, 'active', 1)`,
+      );
+    });
+    const outcomes = await Promise.all(
+      Array.from({ length: 10 }, (_, i) =>
+        db.transaction(async (tx) => (await tx.run(`UPDATE bets SET status = 'cashed_out', payout = ? WHERE id = 'b' AND status = 'active'`, [i])).changes),
+      ),
+    );
+    expect(outcomes.reduce((a, b) => a + b, 0)).toBe(1);
+  });
+
+  it('runs concurrent duplicates of one idempotency key exactly once', async () => {
+    await insertOperator('o');
+    const svc = new IdempotencyService(db, () => 1);
+    let effects = 0;
+    const scope = { operatorId: 'o', key: 'k1', route: 'POST /x', body: { a: 1, b: [1, 2] } };
+    const results = await Promise.all(
+      Array.from({ length: 10 }, () =>
+        svc.execute(scope, () => ({ statusCode: 409, body: {} }), async (tx) => {
+          effects++;
+          await tx.run(`UPDATE operators SET name = 'touched' WHERE id = 'o'`);
+          return { statusCode: 200, body: { ok: true } };
+        }),
+      ),
+    );
+    expect(effects).toBe(1);
+    expect(results.filter((r) => !r.replayed)).toHaveLength(1);
+    expect(results.every((r) => r.statusCode === 200)).toBe(true);
+    // Same content, other key order: a replay. Other content: a conflict.
+    const replay = await svc.execute({ ...scope, body: { b: [1, 2], a: 1 } }, () => ({ statusCode: 409, body: {} }), async () => {
+      throw new Error('must not run');
+    });
+    expect(replay).toEqual({ statusCode: 200, body: { ok: true }, replayed: true });
+    await expect(
+      svc.execute({ ...scope, body: { a: 2 } }, () => ({ statusCode: 409, body: {} }), async () => ({ statusCode: 200, body: {} })),
+    ).rejects.toMatchObject({ code: 'IDEMPOTENCY_KEY_REUSED', message: 'idempotency key reused with different body' });
+  });
+
+  it('keeps idempotency keys per operator', async () => {
+    await insertOperator('o1');
+    await insertOperator('o2');
+    const svc = new IdempotencyService(db, () => 1);
+    const run = (operatorId: string) =>
+      svc.execute({ operatorId, key: 'same', route: 'POST /x', body: { operatorId } }, () => ({ statusCode: 409, body: {} }), async () => ({
+        statusCode: 200,
+        body: { operatorId },
+      }));
+    expect(await run('o1')).toMatchObject({ replayed: false, body: { operatorId: 'o1' } });
+    expect(await run('o2')).toMatchObject({ replayed: false, body: { operatorId: 'o2' } });
+  });
+
+  it('applies migrations once: a second run changes nothing', async () => {
+    expect(await migrate(db as SqliteDatabase | PostgresDatabase)).toEqual([]);
+  });
+
+  if (kind === 'postgres') {
+    it('grants a lease to one holder at a time and hands it over when released', async () => {
+      const first = await db.tryAcquireLease('engine:test');
+      expect(first).not.toBeNull();
+      expect(await db.tryAcquireLease('engine:test')).toBeNull();
+      expect(await first!.isHeld()).toBe(true);
+      await first!.release();
+      const second = await db.tryAcquireLease('engine:test');
+      expect(second).not.toBeNull();
+      await second!.release();
+    });
+  }
+
+  if (kind === 'sqlite') {
+    it('answers a transaction only once it is committed to the file', async () => {
+      const reader = new BetterSqlite3(join(dataDir, 'service.db'), { readonly: true });
+      try {
+        await insertOperator('durable');
+        // Another connection sees it: the COMMIT happened before the promise resolved.
+        expect(reader.prepare(`SELECT id FROM operators WHERE id = 'durable'`).get()).toEqual({ id: 'durable' });
+        expect((db as SqliteDatabase).raw.pragma('synchronous', { simple: true })).toBe(2); // FULL
+      } finally {
+        reader.close();
+      }
+    });
+  }
+});
