@@ -1,0 +1,137 @@
+import BetterSqlite3 from 'better-sqlite3';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ChildService } from './support/child-service';
+import { client, eventually, type TestOperator } from './support/harness';
+
+interface BetRow {
+  id: string;
+  status: string;
+  amount: number;
+  payout: number | null;
+  round_number: number;
+}
+
+/**
+ * The real service is killed with SIGKILL while bets are in flight, then started again on the same
+ * data directory. Every bet it acknowledged must still exist and end settled exactly once.
+ */
+describe('Crash survives kill -9', () => {
+  const svc = new ChildService({ CRASH_BETTING_WINDOW_MS: '2500', CRASH_PAUSE_MS: '300', CRASH_TICK_MS: '50' });
+  let op: TestOperator;
+  let call: ReturnType<typeof client>;
+
+  beforeAll(async () => {
+    await svc.start();
+    const created = await svc.admin('operator', 'create', '--name', 'kill9');
+    op = { id: created.operator_id, apiKey: created.api_key, apiSecret: created.api_secret };
+    call = client(svc.baseUrl, op);
+  }, 60_000);
+  afterAll(async () => svc.stop());
+
+  const readBets = (): BetRow[] => {
+    const db = new BetterSqlite3(join(svc.dataDir, 'service.db'), { readonly: true });
+    try {
+      return db.prepare('SELECT id, status, amount, payout, round_number FROM bets').all() as BetRow[];
+    } finally {
+      db.close();
+    }
+  };
+  const settledEvents = (): Map<string, number> => {
+    const db = new BetterSqlite3(join(svc.dataDir, 'service.db'), { readonly: true });
+    try {
+      const counts = new Map<string, number>();
+      for (const row of db.prepare(`SELECT data FROM events WHERE type = 'bet.settled'`).all() as { data: string }[]) {
+        const id = JSON.parse(row.data).bet_id as string;
+        counts.set(id, (counts.get(id) ?? 0) + 1);
+      }
+      return counts;
+    } finally {
+      db.close();
+    }
+  };
+
+  const currentStatus = async (): Promise<{ status: string; round_number: number } | undefined> => (await call('GET', '/api/public/v1/rounds/current')).body;
+
+  it('keeps every acknowledged bet when killed in the betting window mid-burst, and settles each once', async () => {
+    const round = await eventually(async () => {
+      const r = await currentStatus();
+      return r?.status === 'open' ? r : undefined;
+    }, 15_000);
+    const acknowledged = new Map<string, number>();
+    const requestOf = new Map<string, { i: number; body: Record<string, unknown> }>();
+    let killed = false;
+    const burst = Array.from({ length: 120 }, async (_, i) => {
+      try {
+        // Every bet leaves by 1.50x at the latest, so the round settles them all within seconds.
+        const body = { external_user_id: `p${i % 7}`, amount: 100 + i, auto_cashout: 1.01 + (i % 50) / 100 };
+        const r = await call('POST', '/api/public/v1/place-bet', body, { idempotencyKey: `burst-${i}` });
+        if (r.status === 200) {
+          acknowledged.set(r.body.bet_id, 100 + i);
+          requestOf.set(r.body.bet_id, { i, body });
+        }
+      } catch {
+        // the connection died with the process: not acknowledged, may or may not exist
+      }
+    });
+    // Kill once some, but not all, bets have been answered.
+    await eventually(async () => acknowledged.size >= 20, 10_000, 1);
+    await svc.kill9();
+    killed = true;
+    await Promise.all(burst);
+    expect(killed).toBe(true);
+    expect(acknowledged.size).toBeGreaterThanOrEqual(20);
+
+    const afterCrash = new Map(readBets().map((b) => [b.id, b]));
+    for (const [id, amount] of acknowledged) expect(afterCrash.get(id)?.amount).toBe(amount);
+
+    await svc.start();
+    // The resumed round runs and closes; every bet in it ends settled.
+    await eventually(async () => readBets().filter((b) => b.round_number === round.round_number).every((b) => !['active'].includes(b.status)), 60_000, 200);
+    const settled = settledEvents();
+    for (const b of readBets().filter((x) => x.round_number === round.round_number)) {
+      expect(['cashed_out', 'lost', 'void']).toContain(b.status);
+      expect(settled.get(b.id)).toBe(1);
+      if (b.status === 'void') expect(b.payout).toBe(b.amount);
+      if (b.status === 'lost') expect(b.payout).toBe(0);
+    }
+    // Retrying an acknowledged bet after the restart replays it; it does not place another.
+    const [someId, req] = [...requestOf.entries()][0]!;
+    const replay = await call('POST', '/api/public/v1/place-bet', req.body, { idempotencyKey: `burst-${req.i}` });
+    expect(replay.status).toBe(200);
+    expect(replay.headers['idempotent-replay']).toBe('true');
+    expect(replay.body.bet_id).toBe(someId);
+    expect(readBets().filter((b) => b.round_number === round.round_number)).toHaveLength(afterCrash.size);
+  }, 120_000);
+
+  it('voids a round killed while running, refunding each open bet exactly once', async () => {
+    const round = await eventually(async () => {
+      const r = await currentStatus();
+      return r?.status === 'open' ? r : undefined;
+    }, 30_000);
+    const ids: string[] = [];
+    for (let i = 0; i < 10; i++) {
+      const r = await call('POST', '/api/public/v1/place-bet', { external_user_id: `q${i}`, amount: 1_000 + i }, { idempotencyKey: `run-${i}` });
+      expect(r.status).toBe(200);
+      ids.push(r.body.bet_id);
+    }
+    await eventually(async () => (await currentStatus())?.status === 'running', 10_000, 20);
+    await svc.kill9();
+    const before = readBets().filter((b) => ids.includes(b.id));
+    expect(before).toHaveLength(10);
+
+    await svc.start();
+    await eventually(async () => readBets().filter((b) => ids.includes(b.id)).every((b) => b.status !== 'active'), 30_000, 100);
+    const after = readBets().filter((b) => ids.includes(b.id));
+    const settled = settledEvents();
+    for (const b of after) {
+      // A bet the crash closed before the kill stays lost; otherwise the restart voided the round.
+      expect(['void', 'lost']).toContain(b.status);
+      expect(b.payout).toBe(b.status === 'void' ? b.amount : 0);
+      expect(settled.get(b.id)).toBe(1);
+    }
+    const r = await call('GET', `/api/public/v1/rounds/${round.round_number}`);
+    expect(['void', 'closed']).toContain(r.body.status);
+    if (r.body.status === 'void') expect(r.body.void_reason).toMatch(/restarted/);
+  }, 120_000);
+});
