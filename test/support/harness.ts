@@ -52,6 +52,13 @@ export async function freshDatabase(kind: StoreKind): Promise<{ db: Database; di
   };
 }
 
+async function replicaDatabase(primary: TestApp): Promise<{ db: Database; dispose(): Promise<void>; url: string | null; dataDir: string; schema?: string }> {
+  if (!primary.schema) throw new Error('replicas share a PostgreSQL schema; start the primary with store: postgres');
+  const db = new PostgresDatabase({ connectionString: PG_URL, schema: primary.schema });
+  await migrate(db);
+  return { db, url: PG_URL, dataDir: primary.config.dataDir, schema: primary.schema, dispose: () => db.close() };
+}
+
 export function testConfig(overrides: Record<string, string> = {}): Config {
   return loadConfig({
     APP_ENV: 'test',
@@ -65,6 +72,7 @@ export function testConfig(overrides: Record<string, string> = {}): Config {
 
 export interface TestApp {
   app: App;
+  schema?: string;
   baseUrl: string;
   config: Config;
   close(): Promise<void>;
@@ -79,11 +87,25 @@ export interface TestOperator {
 
 /** Starts the whole service on an ephemeral port against a fresh store, as the real entry point does. */
 export async function startTestApp(
-  options: { store?: StoreKind; env?: Record<string, string>; clock?: Clock; engines?: boolean; beforeStart?: (db: Database) => Promise<void> } = {},
+  options: {
+    store?: StoreKind;
+    env?: Record<string, string>;
+    clock?: Clock;
+    engines?: boolean;
+    beforeStart?: (db: Database) => Promise<void>;
+    /** Another instance to share a PostgreSQL schema (and master key) with: a second replica. */
+    replicaOf?: TestApp;
+  } = {},
 ): Promise<TestApp> {
-  const fresh = await freshDatabase(options.store ?? 'sqlite');
+  const fresh = options.replicaOf
+    ? await replicaDatabase(options.replicaOf)
+    : await freshDatabase(options.store ?? 'sqlite');
   await options.beforeStart?.(fresh.db);
-  const config = { ...testConfig({ DATA_DIR: fresh.dataDir, ...(options.env ?? {}) }), runEngines: options.engines ?? true };
+  const base = options.replicaOf?.config;
+  const config = {
+    ...testConfig({ DATA_DIR: fresh.dataDir, ...(base?.masterKey ? { MASTER_KEY: base.masterKey } : {}), ...(options.env ?? {}) }),
+    runEngines: options.engines ?? true,
+  };
   const app = await createApp(config, { db: fresh.db, clock: options.clock });
   await app.http.listen({ host: '127.0.0.1', port: 0 });
   await app.startBackground();
@@ -92,10 +114,11 @@ export async function startTestApp(
   return {
     app,
     config,
+    schema: fresh.schema,
     baseUrl: `http://127.0.0.1:${port}`,
     async close() {
       await app.stop();
-      if (fresh.schema) await fresh.dispose().catch(() => {});
+      if (fresh.schema && !options.replicaOf) await fresh.dispose().catch(() => {});
     },
     async createOperator(input = {}) {
       const o = await app.services.operators.create({ name: input.name ?? 'Test operator', walletUrl: input.walletUrl ?? null });
@@ -149,7 +172,7 @@ export function client(baseUrl: string, operator: TestOperator, surface: Surface
 }
 
 /** Polls until `check` returns a value (not undefined/false), or fails after `timeoutMs`. */
-export async function eventually<T>(check: () => Promise<T | undefined | false>, timeoutMs = 10_000, everyMs = 50): Promise<T> {
+export async function eventually<T>(check: () => Promise<T | undefined | false>, timeoutMs = 10_000, everyMs = 50, label = ''): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let lastError: unknown;
   for (;;) {
@@ -159,7 +182,7 @@ export async function eventually<T>(check: () => Promise<T | undefined | false>,
     } catch (error) {
       lastError = error;
     }
-    if (Date.now() > deadline) throw lastError instanceof Error ? lastError : new Error('condition not met in time');
+    if (Date.now() > deadline) throw lastError instanceof Error ? lastError : new Error(`condition not met in time${label ? `: ${label}` : ''} (${check.toString().slice(0, 200)})`);
     await new Promise((r) => setTimeout(r, everyMs));
   }
 }
