@@ -5,9 +5,11 @@ import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { AppServices } from '../services';
 import { parseJsonBody } from './json-body';
+import { announceDeprecations } from './deprecation';
 import { closeAllStreams } from './sse';
 import { surfaceARoutes } from './surface-a/routes';
 import { publicRoutes } from './public-routes';
+import { openApiWebhooks } from '../webhooks/payloads';
 
 export type RouteModule = (app: FastifyInstance, services: AppServices) => Promise<void>;
 
@@ -21,6 +23,7 @@ const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 /** Builds the HTTP server: parsing, validation settings, OpenAPI, and the surfaces. */
 export async function buildHttpServer(s: AppServices, options: HttpOptions = {}): Promise<FastifyInstance> {
   const https = s.config.tls ? { key: readFileSync(s.config.tls.keyFile), cert: readFileSync(s.config.tls.certFile) } : null;
+  // A pino Logger instance narrows the logger type; everything here needs only the base instance.
   const app = Fastify({
     loggerInstance: s.logger,
     ...(https ? { https } : {}),
@@ -46,7 +49,7 @@ export async function buildHttpServer(s: AppServices, options: HttpOptions = {})
       },
     },
     routerOptions: { ignoreTrailingSlash: true },
-  });
+  }) as unknown as FastifyInstance;
 
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (req, body, done) => {
@@ -66,6 +69,7 @@ export async function buildHttpServer(s: AppServices, options: HttpOptions = {})
     if (reply.statusCode >= 500) req.log.error(entry, 'request failed');
     else req.log.debug(entry, 'request completed');
   });
+  announceDeprecations(app);
   app.addHook('onClose', async () => closeAllStreams());
   app.addHook('preClose', async () => closeAllStreams());
 
@@ -84,7 +88,10 @@ export async function buildHttpServer(s: AppServices, options: HttpOptions = {})
         { name: 'Stock Race', description: 'Surface B: Stock Race and the seamless wallet' },
         { name: 'Webhooks', description: 'Webhook endpoints and signature verification' },
         { name: 'Fairness', description: 'Recompute any round from its revealed seed' },
+        { name: 'Compliance', description: 'Flags raised by the per-operator compliance rules' },
       ],
+      // OpenAPI 3.1 outbound webhooks: the signed payload of every event type.
+      webhooks: openApiWebhooks(),
     },
   });
   await app.register(swaggerUi, { routePrefix: '/docs' });
@@ -97,6 +104,5 @@ export async function buildHttpServer(s: AppServices, options: HttpOptions = {})
   for (const m of options.modules ?? []) {
     await app.register(async (scope) => m.register(scope, s), { prefix: m.prefix });
   }
-  // A pino Logger instance narrows the logger type; callers only need the base instance.
-  return app as unknown as FastifyInstance;
+  return app;
 }
