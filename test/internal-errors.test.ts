@@ -1,0 +1,23 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { client, startTestApp, type TestApp } from './support/harness';
+
+describe('server faults', () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await startTestApp({ engines: false });
+  });
+  afterAll(async () => {
+    await t?.app.http.close();
+  });
+
+  it('answer 500 with a trace id and nothing internal', async () => {
+    const op = await t.createOperator();
+    const raw = t.app.services.db as unknown as { raw: { close(): void } };
+    raw.raw.close(); // the store becomes unusable: every query now throws
+    const r = await client(t.baseUrl, op)('GET', '/api/public/v1/rounds/current', undefined, { headers: { 'x-request-id': 'trace-abc-123' } });
+    expect(r.status).toBe(500);
+    expect(r.body).toEqual({ error: 'internal error', code: 'INTERNAL', trace_id: 'trace-abc-123' });
+    expect(r.headers['x-request-id']).toBe('trace-abc-123');
+    expect(r.text).not.toMatch(/sqlite|database|stack|\.ts/i);
+  });
+});
