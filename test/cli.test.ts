@@ -1,0 +1,59 @@
+import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { promisify } from 'node:util';
+import { describe, expect, it } from 'vitest';
+
+const run = promisify(execFile);
+const ROOT = resolve(import.meta.dirname, '..');
+
+/** The admin CLI is a contract outside scripts rely on: exactly one JSON object on stdout. */
+describe('admin CLI', () => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'rbs-cli-'));
+  const env = { ...process.env, DATA_DIR: dataDir, MASTER_KEY: randomBytes(32).toString('hex'), LOG_LEVEL: 'silent' };
+  const admin = async (...args: string[]) => {
+    const { stdout } = await run('npm', ['run', '-s', 'admin', '--', ...args], { cwd: ROOT, env });
+    return JSON.parse(stdout);
+  };
+
+  it('creates, lists, rotates, disables operators, printing one JSON object each time', async () => {
+    const created = await admin('operator', 'create', '--name', 'Casino One', '--wallet-url', 'https://wallet.casino.test/api');
+    expect(created).toMatchObject({ name: 'Casino One', wallet_url: 'https://wallet.casino.test/api', status: 'active' });
+    expect(created.operator_id).toMatch(/^op_/);
+    expect(created.api_key).toMatch(/^pk_/);
+    expect(created.api_secret).toMatch(/^sk_/);
+
+    const listed = await admin('operator', 'list');
+    expect(listed.operators).toHaveLength(1);
+    expect(listed.operators[0].api_key).toBe(created.api_key);
+    expect(JSON.stringify(listed)).not.toContain(created.api_secret);
+
+    const rotated = await admin('operator', 'rotate-secret', '--id', created.operator_id, '--overlap-ms', '60000');
+    expect(rotated.api_secret).toMatch(/^sk_/);
+    expect(rotated.api_secret).not.toBe(created.api_secret);
+    expect(rotated.previous_secret_expires_at).toBeGreaterThan(Date.now());
+
+    const disabled = await admin('operator', 'disable', '--id', created.operator_id);
+    expect(disabled.status).toBe('disabled');
+
+    // Secrets are sealed with the master key: the database files alone do not contain them.
+    for (const file of readdirSync(dataDir).filter((f) => f.startsWith('service.db'))) {
+      const bytes = readFileSync(join(dataDir, file));
+      expect(bytes.includes(Buffer.from(created.api_secret))).toBe(false);
+      expect(bytes.includes(Buffer.from(rotated.api_secret))).toBe(false);
+    }
+  }, 60_000);
+
+  it('fails with a JSON error and a non-zero exit for bad input', async () => {
+    await expect(run('npm', ['run', '-s', 'admin', '--', 'operator', 'create'], { cwd: ROOT, env })).rejects.toMatchObject({
+      code: 64,
+      stderr: expect.stringContaining('--name is required'),
+    });
+    await expect(run('npm', ['run', '-s', 'admin', '--', 'operator', 'disable', '--id', 'op_missing'], { cwd: ROOT, env })).rejects.toMatchObject({
+      code: 1,
+      stderr: expect.stringContaining('"error":"NOT_FOUND"'),
+    });
+  }, 60_000);
+});
