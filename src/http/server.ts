@@ -49,6 +49,7 @@ export async function buildHttpServer(s: AppServices, options: HttpOptions = {})
       },
     },
     routerOptions: { ignoreTrailingSlash: true },
+    return503OnClosing: false,
   }) as unknown as FastifyInstance;
 
   app.removeAllContentTypeParsers();
@@ -61,8 +62,12 @@ export async function buildHttpServer(s: AppServices, options: HttpOptions = {})
     }
   });
 
+  // During shutdown, responses to requests already in flight close their keep-alive connection,
+  // so the server is not left waiting for clients to hang up.
+  let closing = false;
   app.addHook('onSend', async (req, reply) => {
     reply.header('x-request-id', String(req.id));
+    if (closing) reply.header('connection', 'close');
   });
   app.addHook('onResponse', async (req, reply) => {
     const entry = { reqId: req.id, method: req.method, url: req.url, status: reply.statusCode, ms: Math.round(reply.elapsedTime) };
@@ -71,7 +76,18 @@ export async function buildHttpServer(s: AppServices, options: HttpOptions = {})
   });
   announceDeprecations(app);
   app.addHook('onClose', async () => closeAllStreams());
-  app.addHook('preClose', async () => closeAllStreams());
+  // Requests that arrive on open connections after shutdown began are refused in the surface's
+  // own error shape (Fastify's built-in 503 would not carry our codes).
+  app.addHook('onRequest', async (req, reply) => {
+    if (!closing) return;
+    const message = 'the service is restarting; retry shortly';
+    const body = req.url.startsWith('/api/public/') ? { error: message, code: 'SERVICE_UNAVAILABLE' } : { error: 'SERVICE_UNAVAILABLE', message };
+    return reply.code(503).header('retry-after', '1').header('connection', 'close').send(body);
+  });
+  app.addHook('preClose', async () => {
+    closing = true;
+    closeAllStreams();
+  });
 
   await app.register(swagger, {
     openapi: {

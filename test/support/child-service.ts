@@ -84,13 +84,15 @@ export class ChildService {
     this.child = null;
   }
 
-  async stop(): Promise<void> {
+  /** SIGTERM: a graceful stop. Resolves with the exit code. */
+  async stop(): Promise<number | null> {
     const child = this.child;
-    if (!child || child.exitCode !== null) return;
-    const exited = new Promise((r) => child.once('exit', r));
+    if (!child || child.exitCode !== null) return child?.exitCode ?? null;
+    const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
     child.kill('SIGTERM');
-    await exited;
+    const code = await exited;
     this.child = null;
+    return code;
   }
 
   logs(): string {
