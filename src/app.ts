@@ -1,13 +1,24 @@
 import pino, { type Logger } from 'pino';
 import type { FastifyInstance } from 'fastify';
 import { systemClock, type Clock } from './clock/clock';
-import { noCompliance, type ComplianceHooks } from './compliance/hooks';
+import type { ComplianceHooks } from './compliance/hooks';
+import { ComplianceService } from './compliance/compliance-service';
+import { complianceRoutes } from './compliance/routes';
+import { surfaceA } from './http/surface-a/routes';
+import { surfaceB } from './http/surface-b/routes';
+import { webhookRoutes } from './webhooks/routes';
+import { WebhookService } from './webhooks/service';
 import type { Config } from './config/config';
 import { CrashGame } from './crash/crash-game';
 import { TokenBucketLimiter } from './http/rate-limit';
 import { buildHttpServer } from './http/server';
 import { IdempotencyService } from './idempotency/idempotency';
 import { OperatorService } from './operators/operators';
+import { playerRoutes } from './http/player/player-routes';
+import { surfaceBRoutes } from './http/surface-b/routes';
+import { SessionService } from './sessions/session-service';
+import { StockRaceGame } from './stock-race/stock-race-game';
+import { WalletSettlementWorker } from './wallet/wallet-worker';
 import { SecretBox } from './operators/secret-box';
 import { RoundEngine } from './rounds/engine';
 import { FairChainService } from './rounds/fair-chain';
@@ -15,6 +26,8 @@ import { LiveFeed } from './rounds/live-feed';
 import type { AppServices } from './services';
 import type { Database } from './store/database';
 import { openDatabase } from './store/open';
+import { dashboardRoutes } from './dashboard/plugin';
+import { playerUiRoutes } from './dashboard/player/player-ui-routes';
 
 export interface AppOverrides {
   clock?: Clock;
@@ -52,7 +65,9 @@ export async function createApp(config: Config, overrides: AppOverrides = {}): P
   const logger = overrides.logger ?? createLogger(config);
   const db = overrides.db ?? (await openDatabase(config));
   const operators = new OperatorService(db, secretBoxFor(config), clock, config.secretRotationOverlapMs);
-  const compliance: ComplianceHooks = noCompliance;
+  const complianceFlags = new ComplianceService(logger.child({ part: 'compliance' }));
+  const compliance: ComplianceHooks = complianceFlags;
+  const webhooks = new WebhookService({ db, box: secretBoxFor(config), clock, logger, operators, config });
   const chain = new FairChainService(db, (game) => (game === 'crash' ? config.crash.chainLength : config.stockRace.chainLength));
   const crashGame = new CrashGame({
     db,
@@ -66,7 +81,28 @@ export async function createApp(config: Config, overrides: AppOverrides = {}): P
     houseEdgeBp: config.crash.houseEdgeBp,
   });
   const crashEngine = new RoundEngine({ db, clock, chain, driver: crashGame, logger: logger.child({ engine: 'crash' }) });
-  const feed = new LiveFeed(db, clock, [crashEngine]);
+  const stockRaceGame = new StockRaceGame({
+    logger: logger.child({ game: 'stock_race' }),
+    compliance,
+    operatorOf: (tx, id) => operators.get(id, tx),
+    symbols: config.stockRace.symbols,
+    bettingWindowMs: config.stockRace.bettingWindowMs,
+    raceMs: config.stockRace.raceMs,
+    pauseMs: config.stockRace.pauseMs,
+    tickMs: config.stockRace.tickMs,
+    firstSettleDelayMs: config.wallet.retryScheduleMs[0] ?? 0,
+  });
+  const stockRaceEngine = new RoundEngine({ db, clock, chain, driver: stockRaceGame, logger: logger.child({ engine: 'stock_race' }) });
+  const walletWorker = new WalletSettlementWorker({
+    db,
+    clock,
+    logger: logger.child({ worker: 'wallet' }),
+    credentialsOf: (id) => operators.credentialsById(id),
+    retryScheduleMs: config.wallet.retryScheduleMs,
+    timeoutMs: config.wallet.timeoutMs,
+    pollIntervalMs: config.wallet.pollIntervalMs,
+  });
+  const feed = new LiveFeed(db, clock, [crashEngine, stockRaceEngine]);
   const services: AppServices = {
     config,
     clock,
@@ -77,10 +113,30 @@ export async function createApp(config: Config, overrides: AppOverrides = {}): P
     compliance,
     limiter: new TokenBucketLimiter(clock),
     crashGame,
-    engines: { crash: crashEngine },
+    engines: { crash: crashEngine, stockRace: stockRaceEngine },
+    stockRaceGame,
+    sessions: new SessionService(db, clock, {
+      publicBaseUrl: config.publicBaseUrl,
+      ttlMs: config.sessionTtlMs,
+      allowLoopbackHttp: config.env !== 'production',
+    }),
+    walletWorker,
     feed,
+    webhooks,
+    complianceFlags,
   };
-  const http = await buildHttpServer(services);
+  const http = await buildHttpServer(services, {
+    modules: [
+      { prefix: '/v1', register: surfaceBRoutes },
+      { prefix: '', register: playerRoutes },
+      { prefix: '/api/public/v1', register: webhookRoutes(surfaceA) },
+      { prefix: '/v1', register: webhookRoutes(surfaceB) },
+      { prefix: '/api/public/v1', register: complianceRoutes(surfaceA) },
+      { prefix: '/v1', register: complianceRoutes(surfaceB) },
+      { prefix: '/dashboard', register: dashboardRoutes },
+      { prefix: '', register: playerUiRoutes },
+    ],
+  });
   let purgeTimer: NodeJS.Timeout | null = null;
 
   return {
@@ -90,6 +146,9 @@ export async function createApp(config: Config, overrides: AppOverrides = {}): P
       feed.start();
       if (!config.runEngines) return;
       await crashEngine.start();
+      await stockRaceEngine.start();
+      walletWorker.start();
+      await webhooks.dispatcher.start();
       purgeTimer = setInterval(() => {
         void services.idempotency.purge(clock.now() - config.idempotencyRetentionMs).catch((err) => logger.warn({ err }, 'idempotency purge failed'));
       }, 3600_000);
@@ -99,6 +158,9 @@ export async function createApp(config: Config, overrides: AppOverrides = {}): P
       if (purgeTimer) clearInterval(purgeTimer);
       await http.close();
       await crashEngine.stop();
+      await stockRaceEngine.stop();
+      await walletWorker.stop();
+      await webhooks.dispatcher.stop();
       feed.stop();
       await db.close();
     },

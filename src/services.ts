@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import type { Clock } from './clock/clock';
 import type { ComplianceHooks } from './compliance/hooks';
+import type { ComplianceService } from './compliance/compliance-service';
 import type { Config } from './config/config';
 import type { CrashGame } from './crash/crash-game';
 import type { TokenBucketLimiter } from './http/rate-limit';
@@ -8,7 +9,11 @@ import type { IdempotencyService } from './idempotency/idempotency';
 import type { OperatorService } from './operators/operators';
 import type { RoundEngine } from './rounds/engine';
 import type { LiveFeed } from './rounds/live-feed';
+import type { SessionService } from './sessions/session-service';
+import type { StockRaceGame } from './stock-race/stock-race-game';
 import type { Database } from './store/database';
+import type { WalletSettlementWorker } from './wallet/wallet-worker';
+import type { WebhookService } from './webhooks/service';
 
 /** Everything the HTTP layer may call, built once by the composition root (src/app.ts). */
 export interface AppServices {
@@ -21,6 +26,13 @@ export interface AppServices {
   compliance: ComplianceHooks;
   limiter: TokenBucketLimiter;
   crashGame: CrashGame;
-  engines: { crash: RoundEngine };
+  engines: { crash: RoundEngine; stockRace: RoundEngine };
+  stockRaceGame: StockRaceGame;
+  sessions: SessionService;
+  walletWorker: WalletSettlementWorker;
   feed: LiveFeed;
+  /** Webhook endpoints, deliveries, re-sends, test events, signature checks (API, CLI, dashboard). */
+  webhooks: WebhookService;
+  /** The same object as `compliance`, with flag listing and session-place tracking. */
+  complianceFlags: ComplianceService;
 }
