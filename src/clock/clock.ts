@@ -51,13 +51,7 @@ export class FakeClock implements Clock {
   /** Moves time forward by `ms`, running every timer that falls due, each at its own instant. */
   advance(ms: number): void {
     const target = this.current + ms;
-    for (;;) {
-      const next = this.nextDue(target);
-      if (!next) break;
-      this.current = next.at;
-      this.timers = this.timers.filter((t) => t !== next);
-      next.fn();
-    }
+    for (let next = this.popDue(target); next; next = this.popDue(target)) next.fn();
     this.current = target;
   }
 
@@ -65,11 +59,7 @@ export class FakeClock implements Clock {
   async advanceAsync(ms: number, settle: () => Promise<void> = flushMicrotasks): Promise<void> {
     const target = this.current + ms;
     await settle();
-    for (;;) {
-      const next = this.nextDue(target);
-      if (!next) break;
-      this.current = next.at;
-      this.timers = this.timers.filter((t) => t !== next);
+    for (let next = this.popDue(target); next; next = this.popDue(target)) {
       next.fn();
       await settle();
     }
@@ -78,6 +68,15 @@ export class FakeClock implements Clock {
 
   pendingTimers(): number {
     return this.timers.filter((t) => !t.cancelled).length;
+  }
+
+  /** Removes the earliest timer due by `limit` and moves the clock to its instant. */
+  private popDue(limit: number): PendingTimer | undefined {
+    const next = this.nextDue(limit);
+    if (!next) return undefined;
+    this.current = next.at;
+    this.timers = this.timers.filter((t) => t !== next);
+    return next;
   }
 
   private nextDue(limit: number): PendingTimer | undefined {
