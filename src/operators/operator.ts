@@ -25,6 +25,9 @@ export interface OperatorSettings {
     /** Cash-outs this close (ms) to the same offset after the start, in a row, look automated. */
     machine_timing_window_ms: number;
     machine_timing_streak: number;
+    /** Distinct places (hashed client addresses) one player session may be used from within the window. */
+    max_session_places: number;
+    session_places_window_ms: number;
   };
 }
 
@@ -40,6 +43,8 @@ export const DEFAULT_OPERATOR_SETTINGS: OperatorSettings = {
     bets_per_minute_per_player: 120,
     machine_timing_window_ms: 15,
     machine_timing_streak: 5,
+    max_session_places: 1,
+    session_places_window_ms: 600_000,
   },
 };
 

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { SqlExecutor } from '../store/database';
+import type { SqlExecutor, SqlParam } from '../store/database';
 
 /** The four event kinds both surfaces deliver. Payloads are versioned by the envelope's `type`. */
 export const EVENT_TYPES = ['round.opened', 'round.closed', 'bet.settled', 'compliance.flag'] as const;
@@ -29,30 +29,38 @@ export async function recordEvents(tx: SqlExecutor, events: readonly DomainEvent
   if (events.length === 0) return [];
   const endpoints = await subscribedEndpoints(tx, events);
   const envelopes: EventEnvelope[] = [];
+  const eventRows: SqlParam[][] = [];
+  const deliveryRows: SqlParam[][] = [];
   for (const event of events) {
     const id = `evt_${randomUUID()}`;
     // seq orders events that share a millisecond; it only needs to grow within this process.
     const seq = now * 1000 + (seqCounter++ % 1000);
-    await tx.run('INSERT INTO events (id, seq, operator_id, type, created_at, data) VALUES (?, ?, ?, ?, ?, ?)', [
-      id,
-      seq,
-      event.operatorId,
-      event.type,
-      now,
-      JSON.stringify(event.data),
-    ]);
+    eventRows.push([id, seq, event.operatorId, event.type, now, JSON.stringify(event.data)]);
     for (const endpoint of endpoints) {
       if (event.operatorId !== null && endpoint.operator_id !== event.operatorId) continue;
       if (!endpoint.types.has(event.type)) continue;
-      await tx.run(
-        `INSERT INTO webhook_deliveries (id, event_id, endpoint_id, operator_id, status, attempts, next_attempt_at, created_at)
-         VALUES (?, ?, ?, ?, 'pending', 0, ?, ?)`,
-        [`dlv_${randomUUID()}`, id, endpoint.id, endpoint.operator_id, now, now],
-      );
+      deliveryRows.push([`dlv_${randomUUID()}`, id, endpoint.id, endpoint.operator_id, now, now]);
     }
     envelopes.push({ id, type: event.type, created_at: now, data: event.data });
   }
+  // Multi-row inserts: a round that settles thousands of bets costs a few statements, not thousands.
+  await insertRows(tx, 'INSERT INTO events (id, seq, operator_id, type, created_at, data) VALUES', '(?, ?, ?, ?, ?, ?)', eventRows);
+  await insertRows(
+    tx,
+    `INSERT INTO webhook_deliveries (id, event_id, endpoint_id, operator_id, status, attempts, next_attempt_at, created_at) VALUES`,
+    "(?, ?, ?, ?, 'pending', 0, ?, ?)",
+    deliveryRows,
+  );
   return envelopes;
+}
+
+const ROWS_PER_STATEMENT = 250;
+
+async function insertRows(tx: SqlExecutor, head: string, tuple: string, rows: SqlParam[][]): Promise<void> {
+  for (let i = 0; i < rows.length; i += ROWS_PER_STATEMENT) {
+    const part = rows.slice(i, i + ROWS_PER_STATEMENT);
+    await tx.run(`${head} ${part.map(() => tuple).join(', ')}`, part.flat());
+  }
 }
 
 interface EndpointRow {

@@ -1,0 +1,65 @@
+import type { FastifyInstance } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { Type } from 'typebox';
+import { DomainError } from '../errors/codes';
+import { authenticator, errorHandler, type Surface } from '../http/surface';
+import type { AppServices } from '../services';
+import { ComplianceFlagData, RuleSchema } from '../webhooks/payloads';
+import { authHeadersFor, ErrorBody } from '../webhooks/schemas';
+
+const FlagQuery = Type.Object(
+  {
+    rule: Type.Optional(RuleSchema),
+    player: Type.Optional(Type.String({ minLength: 1, maxLength: 120, description: 'external_user_id or player_ref' })),
+    before: Type.Optional(Type.String({ pattern: '^\\d{1,15}$', description: 'must be milliseconds since epoch: flags raised before it' })),
+    limit: Type.Optional(Type.String({ pattern: '^\\d{1,4}$', description: 'must be an integer from 1 to 1000' })),
+  },
+  { additionalProperties: false },
+);
+
+const FlagList = Type.Object({ flags: Type.Array(ComplianceFlagData) });
+
+const errors = { 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 429: ErrorBody, 500: ErrorBody };
+
+/** Read access to this operator's compliance flags, mounted on both surfaces. */
+export function complianceRoutes(surface: Surface) {
+  return async function register(app: FastifyInstance, s: AppServices): Promise<void> {
+    const r = app.withTypeProvider<TypeBoxTypeProvider>();
+    app.addHook(
+      'preValidation',
+      authenticator(surface, {
+        operators: s.operators,
+        clock: s.clock,
+        limiter: s.limiter,
+        signatureToleranceMs: s.config.signatureToleranceMs,
+        defaultRateLimit: s.config.rateLimit,
+      }),
+    );
+    app.setErrorHandler(errorHandler(surface));
+
+    r.get(
+      '/compliance/flags',
+      {
+        schema: {
+          summary: 'Compliance flags raised for your players, newest first',
+          description: 'The same objects are sent as the data of compliance.flag webhooks. A flag never refuses a bet.',
+          tags: ['Compliance'],
+          headers: authHeadersFor(surface),
+          querystring: FlagQuery,
+          response: { 200: FlagList, ...errors },
+        },
+      },
+      async (req) => {
+        const q = req.query;
+        const limit = q.limit === undefined ? 100 : Number(q.limit);
+        if (limit < 1 || limit > 1000) throw new DomainError('VALIDATION_FAILED', 'querystring field "limit" must be an integer from 1 to 1000');
+        const flags = await s.complianceFlags.listFlags(
+          req.operator!.id,
+          { rule: q.rule, player: q.player, before: q.before === undefined ? undefined : Number(q.before), limit },
+          s.db,
+        );
+        return { flags: flags.map(({ operator_id: _o, ...f }) => f) };
+      },
+    );
+  };
+}

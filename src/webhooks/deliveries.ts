@@ -1,0 +1,196 @@
+import { randomUUID } from 'node:crypto';
+import type { Clock } from '../clock/clock';
+import { DomainError } from '../errors/codes';
+import type { Database, SqlParam } from '../store/database';
+import type { Scope, WebhookEndpointService } from './endpoints';
+
+export const DELIVERY_STATUSES = ['pending', 'delivered', 'dead', 'cancelled'] as const;
+export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
+
+export interface DeliveryView {
+  delivery_id: string;
+  event_id: string;
+  event_type: string;
+  endpoint_id: string;
+  status: DeliveryStatus;
+  attempts: number;
+  next_attempt_at: number | null;
+  last_status_code: number | null;
+  last_error: string | null;
+  created_at: number;
+  delivered_at: number | null;
+  dead_at: number | null;
+  resend_of: string | null;
+}
+
+export interface AttemptView {
+  attempt: number;
+  started_at: number;
+  latency_ms: number;
+  status_code: number | null;
+  error: string | null;
+  response_excerpt: string | null;
+}
+
+interface DeliveryRow {
+  id: string;
+  event_id: string;
+  type: string;
+  endpoint_id: string;
+  operator_id: string;
+  status: DeliveryStatus;
+  attempts: number;
+  next_attempt_at: number | null;
+  last_status_code: number | null;
+  last_error: string | null;
+  created_at: number;
+  delivered_at: number | null;
+  dead_at: number | null;
+  resend_of: string | null;
+}
+
+const num = (v: number | null): number | null => (v === null ? null : Number(v));
+
+function present(r: DeliveryRow): DeliveryView {
+  return {
+    delivery_id: r.id,
+    event_id: r.event_id,
+    event_type: r.type,
+    endpoint_id: r.endpoint_id,
+    status: r.status,
+    attempts: Number(r.attempts),
+    next_attempt_at: r.status === 'pending' ? num(r.next_attempt_at) : null,
+    last_status_code: num(r.last_status_code),
+    last_error: r.last_error,
+    created_at: Number(r.created_at),
+    delivered_at: num(r.delivered_at),
+    dead_at: num(r.dead_at),
+    resend_of: r.resend_of,
+  };
+}
+
+const SELECT = `SELECT d.id, d.event_id, e.type, d.endpoint_id, d.operator_id, d.status, d.attempts, d.next_attempt_at, d.last_status_code,
+  d.last_error, d.created_at, d.delivered_at, d.dead_at, d.resend_of FROM webhook_deliveries d JOIN events e ON e.id = d.event_id`;
+
+export interface DeliveryFilter {
+  endpointId?: string;
+  status?: DeliveryStatus;
+  /** Only deliveries created strictly before this instant (ms): the page cursor. */
+  before?: number;
+  limit?: number;
+}
+
+let testSeq = 0;
+
+/** Reading the delivery log, re-sending dead letters, and test pings: what the dashboard, API and CLI share. */
+export class WebhookDeliveryService {
+  constructor(
+    private readonly db: Database,
+    private readonly clock: Clock,
+    private readonly endpoints: WebhookEndpointService,
+  ) {}
+
+  async list(scope: Scope, filter: DeliveryFilter = {}): Promise<DeliveryView[]> {
+    const where: string[] = [];
+    const params: SqlParam[] = [];
+    if (scope !== null) (where.push('d.operator_id = ?'), params.push(scope));
+    if (filter.endpointId) {
+      await this.endpoints.row(scope, filter.endpointId);
+      where.push('d.endpoint_id = ?');
+      params.push(filter.endpointId);
+    }
+    if (filter.status) {
+      if (!(DELIVERY_STATUSES as readonly string[]).includes(filter.status)) {
+        throw new DomainError('VALIDATION_FAILED', `status must be one of ${DELIVERY_STATUSES.join(', ')}`);
+      }
+      where.push('d.status = ?');
+      params.push(filter.status);
+    }
+    if (filter.before !== undefined) (where.push('d.created_at < ?'), params.push(filter.before));
+    const limit = Math.min(Math.max(filter.limit ?? 50, 1), 500);
+    params.push(limit);
+    const rows = await this.db.all<DeliveryRow>(
+      `${SELECT}${where.length ? ` WHERE ${where.join(' AND ')}` : ''} ORDER BY d.created_at DESC, d.id LIMIT ?`,
+      params,
+    );
+    return rows.map(present);
+  }
+
+  async get(scope: Scope, id: string): Promise<DeliveryView & { attempt_log: AttemptView[] }> {
+    const row = await this.row(scope, id);
+    const attempts = await this.db.all<AttemptView>(
+      'SELECT attempt, started_at, latency_ms, status_code, error, response_excerpt FROM webhook_attempts WHERE delivery_id = ? ORDER BY attempt',
+      [id],
+    );
+    return {
+      ...present(row),
+      attempt_log: attempts.map((a) => ({
+        attempt: Number(a.attempt),
+        started_at: Number(a.started_at),
+        latency_ms: Number(a.latency_ms),
+        status_code: num(a.status_code),
+        error: a.error,
+        response_excerpt: a.response_excerpt,
+      })),
+    };
+  }
+
+  /**
+   * Queues the same event for the same endpoint again as a new delivery with a fresh budget of
+   * attempts; the old one stays as it was, for the record. A delivery still being retried is left
+   * to its schedule.
+   */
+  async resend(scope: Scope, id: string): Promise<DeliveryView> {
+    const old = await this.row(scope, id);
+    if (old.status === 'pending') {
+      throw new DomainError('ILLEGAL_TRANSITION', `delivery ${id} is still pending (attempt ${old.attempts} made); it cannot be re-sent until it is delivered or dead`);
+    }
+    const endpoint = await this.endpoints.get(scope, old.endpoint_id);
+    if (!endpoint.enabled) throw new DomainError('ILLEGAL_TRANSITION', `endpoint ${endpoint.id} is disabled; enable it before re-sending`);
+    const now = this.clock.now();
+    const newId = `dlv_${randomUUID()}`;
+    await this.db.transaction((tx) =>
+      tx.run(
+        `INSERT INTO webhook_deliveries (id, event_id, endpoint_id, operator_id, status, attempts, next_attempt_at, created_at, resend_of)
+         VALUES (?, ?, ?, ?, 'pending', 0, ?, ?, ?)`,
+        [newId, old.event_id, old.endpoint_id, old.operator_id, now, now, old.id],
+      ),
+    );
+    return present(await this.row(scope, newId));
+  }
+
+  /** A `webhook.test` event for one endpoint, signed and retried like any other. */
+  async sendTest(scope: Scope, endpointId: string): Promise<DeliveryView> {
+    const endpoint = await this.endpoints.get(scope, endpointId);
+    if (!endpoint.enabled) throw new DomainError('ILLEGAL_TRANSITION', `endpoint ${endpoint.id} is disabled; enable it first`);
+    const now = this.clock.now();
+    const eventId = `evt_${randomUUID()}`;
+    const deliveryId = `dlv_${randomUUID()}`;
+    const data = { endpoint_id: endpoint.id, message: 'test event: signatures and reachability check' };
+    await this.db.transaction(async (tx) => {
+      await tx.run('INSERT INTO events (id, seq, operator_id, type, created_at, data) VALUES (?, ?, ?, ?, ?, ?)', [
+        eventId,
+        now * 1000 + (testSeq++ % 1000),
+        endpoint.operatorId,
+        'webhook.test',
+        now,
+        JSON.stringify(data),
+      ]);
+      await tx.run(
+        `INSERT INTO webhook_deliveries (id, event_id, endpoint_id, operator_id, status, attempts, next_attempt_at, created_at)
+         VALUES (?, ?, ?, ?, 'pending', 0, ?, ?)`,
+        [deliveryId, eventId, endpoint.id, endpoint.operatorId, now, now],
+      );
+    });
+    return present(await this.row(scope, deliveryId));
+  }
+
+  private async row(scope: Scope, id: string): Promise<DeliveryRow> {
+    const row =
+      scope === null
+        ? await this.db.get<DeliveryRow>(`${SELECT} WHERE d.id = ?`, [id])
+        : await this.db.get<DeliveryRow>(`${SELECT} WHERE d.id = ? AND d.operator_id = ?`, [id, scope]);
+    if (!row) throw new DomainError('DELIVERY_NOT_FOUND', `no webhook delivery ${id}${scope === null ? '' : ' for this operator'}`);
+    return row;
+  }
+}

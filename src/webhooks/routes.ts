@@ -1,0 +1,224 @@
+import type { FastifyInstance } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { Type } from 'typebox';
+import { DomainError } from '../errors/codes';
+import { authenticator, errorHandler, type Surface } from '../http/surface';
+import type { AppServices } from '../services';
+import type { DeliveryStatus } from './deliveries';
+import { webhookSchemaDocument } from './payloads';
+import {
+  authHeadersFor,
+  DeliveryDetail,
+  DeliveryIdParams,
+  DeliveryList,
+  DeliveryQuery,
+  DeliveryView,
+  EndpointCreateBody,
+  EndpointIdParams,
+  EndpointList,
+  EndpointPatchBody,
+  EndpointView,
+  EndpointWithSecret,
+  ErrorBody,
+  RotateBody,
+  VerifyBody,
+  VerifyResult,
+} from './schemas';
+
+const errors = { 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody, 409: ErrorBody, 413: ErrorBody, 415: ErrorBody, 429: ErrorBody, 500: ErrorBody };
+
+/**
+ * The webhook management API, mounted once per surface (`/api/public/v1` and `/v1`) with that
+ * surface's authentication and error format. Routes only translate HTTP to WebhookService calls.
+ * None of these writes is idempotency-keyed: creating or rotating returns a secret, which must not
+ * sit in the replay cache, and the rest are naturally repeatable or harmless to repeat.
+ */
+export function webhookRoutes(surface: Surface) {
+  return async function register(app: FastifyInstance, s: AppServices): Promise<void> {
+    const r = app.withTypeProvider<TypeBoxTypeProvider>();
+    app.addHook(
+      'preValidation',
+      authenticator(surface, {
+        operators: s.operators,
+        clock: s.clock,
+        limiter: s.limiter,
+        signatureToleranceMs: s.config.signatureToleranceMs,
+        defaultRateLimit: s.config.rateLimit,
+      }),
+    );
+    app.setErrorHandler(errorHandler(surface));
+    const headers = authHeadersFor(surface);
+    const tags = ['Webhooks'];
+    const w = s.webhooks;
+
+    r.post(
+      '/webhook-endpoints',
+      {
+        schema: {
+          summary: 'Create a webhook endpoint (the secret is returned only here)',
+          tags,
+          headers,
+          body: EndpointCreateBody,
+          response: { 201: EndpointWithSecret, ...errors },
+        },
+      },
+      async (req, reply) => {
+        const created = await w.createEndpoint(req.operator!.id, { ...req.body, surface: req.body.surface ?? surface.name });
+        return reply.status(201).send(created);
+      },
+    );
+
+    r.get(
+      '/webhook-endpoints',
+      { schema: { summary: 'List your webhook endpoints', tags, headers, response: { 200: EndpointList, ...errors } } },
+      async (req) => ({ endpoints: await w.listEndpoints(req.operator!.id) }),
+    );
+
+    r.get(
+      '/webhook-endpoints/:endpoint_id',
+      { schema: { summary: 'One webhook endpoint', tags, headers, params: EndpointIdParams, response: { 200: EndpointView, ...errors } } },
+      async (req) => w.getEndpoint(req.operator!.id, req.params.endpoint_id),
+    );
+
+    r.patch(
+      '/webhook-endpoints/:endpoint_id',
+      {
+        schema: {
+          summary: 'Change an endpoint: URL, event kinds, enabled (disabling cancels what is queued for it)',
+          tags,
+          headers,
+          params: EndpointIdParams,
+          body: EndpointPatchBody,
+          response: { 200: EndpointView, ...errors },
+        },
+      },
+      async (req) => w.updateEndpoint(req.operator!.id, req.params.endpoint_id, req.body),
+    );
+
+    r.delete(
+      '/webhook-endpoints/:endpoint_id',
+      {
+        schema: {
+          summary: 'Delete an endpoint; deliveries still queued for it are cancelled',
+          tags,
+          headers,
+          params: EndpointIdParams,
+          response: { 204: Type.Null(), ...errors },
+        },
+      },
+      async (req, reply) => {
+        await w.deleteEndpoint(req.operator!.id, req.params.endpoint_id);
+        return reply.status(204).send(null);
+      },
+    );
+
+    r.post(
+      '/webhook-endpoints/:endpoint_id/rotate-secret',
+      {
+        schema: {
+          summary: 'Issue a new endpoint secret; the previous one keeps signing alongside it for the overlap',
+          description: 'During the overlap every delivery carries one signature per secret, so receivers holding either accept it.',
+          tags,
+          headers,
+          params: EndpointIdParams,
+          body: Type.Optional(RotateBody),
+          response: { 200: EndpointWithSecret, ...errors },
+        },
+      },
+      async (req) => w.rotateSecret(req.operator!.id, req.params.endpoint_id, req.body?.overlap_ms),
+    );
+
+    r.post(
+      '/webhook-endpoints/:endpoint_id/test',
+      {
+        schema: {
+          summary: 'Queue a webhook.test event for this endpoint',
+          tags,
+          headers,
+          params: EndpointIdParams,
+          response: { 202: DeliveryView, ...errors },
+        },
+      },
+      async (req, reply) => reply.status(202).send(await w.sendTestEvent(req.operator!.id, req.params.endpoint_id)),
+    );
+
+    r.get(
+      '/webhook-deliveries',
+      {
+        schema: {
+          summary: 'Your webhook deliveries, newest first (status=dead lists dead letters)',
+          tags,
+          headers,
+          querystring: DeliveryQuery,
+          response: { 200: DeliveryList, ...errors },
+        },
+      },
+      async (req) => {
+        const q = req.query;
+        const limit = q.limit === undefined ? 50 : Number(q.limit);
+        if (limit < 1 || limit > 500) throw new DomainError('VALIDATION_FAILED', 'querystring field "limit" must be an integer from 1 to 500');
+        const deliveries = await w.listDeliveries(req.operator!.id, {
+          status: q.status as DeliveryStatus | undefined,
+          endpointId: q.endpoint_id,
+          before: q.before === undefined ? undefined : Number(q.before),
+          limit,
+        });
+        return { deliveries };
+      },
+    );
+
+    r.get(
+      '/webhook-deliveries/:delivery_id',
+      {
+        schema: { summary: 'One delivery with every attempt', tags, headers, params: DeliveryIdParams, response: { 200: DeliveryDetail, ...errors } },
+      },
+      async (req) => w.getDelivery(req.operator!.id, req.params.delivery_id),
+    );
+
+    r.post(
+      '/webhook-deliveries/:delivery_id/resend',
+      {
+        schema: {
+          summary: 'Re-send a dead (or delivered) delivery as a new delivery with a fresh set of attempts',
+          tags,
+          headers,
+          params: DeliveryIdParams,
+          response: { 202: DeliveryView, ...errors },
+        },
+      },
+      async (req, reply) => reply.status(202).send(await w.resend(req.operator!.id, req.params.delivery_id)),
+    );
+
+    r.post(
+      '/webhooks/verify-signature',
+      {
+        bodyLimit: 1_100_000,
+        schema: {
+          summary: 'Check an x-service-signature against an endpoint secret and body',
+          description:
+            'Reproduces the check a receiver makes: HMAC-SHA256(endpoint_secret, "<t>.<body>") against each v1= of the header, and ' +
+            '|now - t| within 5 minutes. No side effect, so no Idempotency-Key is needed.',
+          tags,
+          headers,
+          body: VerifyBody,
+          response: { 200: VerifyResult, ...errors },
+        },
+      },
+      async (req) => w.verifySignature({ endpointSecret: req.body.endpoint_secret, body: req.body.body, signature: req.body.signature }),
+    );
+
+    r.get(
+      '/webhooks/schema',
+      {
+        schema: {
+          summary: 'JSON Schema of every webhook payload (version v1)',
+          description: 'The same schemas appear in this document under `webhooks`.',
+          tags,
+          headers,
+          response: { 200: Type.Object({}, { additionalProperties: true }), ...errors },
+        },
+      },
+      async () => webhookSchemaDocument(),
+    );
+  };
+}
