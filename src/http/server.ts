@@ -70,7 +70,9 @@ export async function buildHttpServer(s: AppServices, options: HttpOptions = {})
     if (closing) reply.header('connection', 'close');
   });
   app.addHook('onResponse', async (req, reply) => {
-    const entry = { reqId: req.id, method: req.method, url: req.url, status: reply.statusCode, ms: Math.round(reply.elapsedTime) };
+    // Player launch tokens travel in the query string: never let them reach the logs.
+    const url = req.url.replace(/([?&]token=)[^&]*/g, '$1[redacted]');
+    const entry = { reqId: req.id, method: req.method, url, status: reply.statusCode, ms: Math.round(reply.elapsedTime) };
     if (reply.statusCode >= 500) req.log.error(entry, 'request failed');
     else req.log.debug(entry, 'request completed');
   });

@@ -216,4 +216,18 @@ describe('round engine driving Crash on a fake clock', () => {
       db.transaction((tx) => roundRepository.transition(tx, { id: round.id, status: 'running' }, 'closed', {})),
     ).rejects.toMatchObject({ code: 'ILLEGAL_TRANSITION' });
   });
+
+  it('goes on to the next round when the open one is voided during its betting window', async () => {
+    const op = await operators.create({ name: 'o' });
+    await engine.start();
+    await settle();
+    const b = await bet(op.id, 400, null);
+    const round = (await roundRepository.latest(db, 'crash'))!;
+    await engine.voidRound(round.id, 'operations');
+    expect(await roundRepository.byId(db, round.id)).toMatchObject({ status: 'void', voidReason: 'operations' });
+    expect(await betRepository.byId(db, b.id)).toMatchObject({ status: 'void', payout: 400 });
+    await clock.advanceAsync(WINDOW + PAUSE);
+    expect(await roundRepository.latest(db, 'crash')).toMatchObject({ roundNumber: 2, status: 'open' });
+    expect(events.filter((e) => e.type === 'engine.error')).toEqual([]);
+  });
 });

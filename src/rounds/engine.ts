@@ -198,10 +198,16 @@ export class RoundEngine {
     const round = await this.o.db.transaction(async (tx) => {
       const r = await roundRepository.byIdForUpdate(tx, roundId);
       if (!r) throw new Error(`round ${roundId} vanished`);
+      // Voided during its betting window (operations): nothing to run, go on to the next round.
+      if (r.status !== 'open') return null;
       const endsAt = now + this.o.driver.runningDurationMs(r);
       await roundRepository.transition(tx, r, 'running', { running_at: now, ends_at: endsAt });
       return { ...r, status: 'running' as const, runningAt: now, endsAt };
     });
+    if (!round) {
+      this.later(this.o.driver.pauseMs, () => this.serial(() => this.openRound()));
+      return;
+    }
     this.current = round;
     await this.o.driver.onRunning(round);
     this.emit({ type: 'round.running', round });

@@ -1,0 +1,37 @@
+import { DomainError } from '../../errors/codes';
+import { presentSettlement, settlementRepository, type SettlementStatus } from '../../wallet/settlements';
+import type { CliCommand } from '../cli-kit';
+
+const STATUSES: SettlementStatus[] = ['pending', 'delivered'];
+
+/** Wallet settlements (settle calls to operators' wallets): inspect them, and send one again now. */
+export const settlementCommands: CliCommand[] = [
+  {
+    path: ['settlements', 'list'],
+    summary: 'List wallet settlements, oldest first (--status pending: not yet confirmed by the wallet).',
+    options: {
+      status: { type: 'string', description: 'pending | delivered' },
+      operator: { type: 'string', description: 'only this operator (op_…)' },
+      limit: { type: 'string', description: 'at most this many (default 100)' },
+    },
+    async run(app, v) {
+      const status = v.status as SettlementStatus | undefined;
+      if (status !== undefined && !STATUSES.includes(status)) throw new DomainError('VALIDATION_FAILED', '--status must be pending or delivered');
+      const limit = v.limit === undefined ? 100 : Number(v.limit);
+      if (!Number.isSafeInteger(limit) || limit < 1) throw new DomainError('VALIDATION_FAILED', '--limit must be a positive integer');
+      const rows = await settlementRepository.list(app.services.db, { status, operatorId: v.operator as string | undefined, limit });
+      return { settlements: rows.map(presentSettlement) };
+    },
+  },
+  {
+    path: ['settlements', 'retry'],
+    summary: 'Make a settlement due now (a delivered one is re-sent with the same idempotency_key); shows its attempts.',
+    options: { bet: { type: 'string', required: true, description: 'the bet id' } },
+    async run(app, v) {
+      const betId = String(v.bet);
+      const s = await settlementRepository.retryNow(app.services.db, betId, app.services.clock.now());
+      const attempts = await settlementRepository.attempts(app.services.db, betId);
+      return { ...presentSettlement(s), attempt_log: attempts };
+    },
+  },
+];

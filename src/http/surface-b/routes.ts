@@ -1,0 +1,231 @@
+import type { FastifyInstance } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { Type, type Static } from 'typebox';
+import type { Bet } from '../../bets/bet';
+import { presentAmount } from '../../bets/bet-events';
+import { betRepository } from '../../bets/bet-repository';
+import { reserveStockRaceBet } from '../../bets/stock-race-bets';
+import { DomainError } from '../../errors/codes';
+import { presentRound } from '../../rounds/round-presenter';
+import { roundRepository } from '../../rounds/round-repository';
+import type { Round } from '../../rounds/round';
+import type { AppServices } from '../../services';
+import { presentSettlement, settlementRepository, type Settlement } from '../../wallet/settlements';
+import { SURFACE_B_STATUS } from '../error-maps';
+import { streamFeed } from '../sse';
+import { authenticator, errorHandler, type Surface } from '../surface';
+import {
+  AuthHeadersB,
+  BetIdParamsB,
+  ErrorB,
+  LaunchBody,
+  LaunchResult,
+  ReserveBody,
+  ReservedBetView,
+  RoundIdParams,
+  SettlementQuery,
+  SettlementView,
+  StockRaceBetView,
+  StockRaceRoundView,
+} from './schemas';
+
+export const surfaceB: Surface = {
+  name: 'B',
+  headers: { apiKey: 'x-operator-key', signature: 'x-signature', timestamp: 'x-timestamp' },
+  status: SURFACE_B_STATUS,
+  // 5xx bodies carry only the code and a trace id: nothing about the fault leaves the service.
+  errorBody: (code, message, traceId) => (code === 'INTERNAL' ? { error: 'INTERNAL', trace_id: traceId } : { error: code, message }),
+};
+
+const errors = { 400: ErrorB, 401: ErrorB, 403: ErrorB, 404: ErrorB, 409: ErrorB, 413: ErrorB, 415: ErrorB, 429: ErrorB, 500: ErrorB };
+
+export function presentStockRaceBet(bet: Bet, settlement: Settlement | undefined): Static<typeof StockRaceBetView> {
+  return {
+    bet_id: bet.id,
+    round_id: bet.roundId,
+    round_number: bet.roundNumber,
+    session_id: bet.sessionId,
+    player_ref: bet.player,
+    status: bet.status,
+    stake: presentAmount(bet, bet.amount),
+    currency: bet.currency!,
+    selected_stocks: bet.selections ?? [],
+    payout: bet.payout === null ? null : presentAmount(bet, bet.payout),
+    placed_at: bet.placedAt,
+    settled_at: bet.settledAt,
+    settlement: settlement
+      ? { status: settlement.status, attempts: settlement.attempts, next_attempt_at: settlement.nextAttemptAt, delivered_at: settlement.deliveredAt }
+      : null,
+  };
+}
+
+/** Surface B, the seamless-wallet operator API: Stock Race. Thin routes: schema → authenticate → domain → present. */
+export async function surfaceBRoutes(app: FastifyInstance, s: AppServices): Promise<void> {
+  const r = app.withTypeProvider<TypeBoxTypeProvider>();
+  app.addHook(
+    'preValidation',
+    authenticator(surfaceB, {
+      operators: s.operators,
+      clock: s.clock,
+      limiter: s.limiter,
+      signatureToleranceMs: s.config.signatureToleranceMs,
+      defaultRateLimit: s.config.rateLimit,
+    }),
+  );
+  app.setErrorHandler(errorHandler(surfaceB));
+  app.setNotFoundHandler((req, reply) => {
+    void reply.status(404).send(surfaceB.errorBody('NOT_FOUND', `no route ${req.method} ${req.url.split('?')[0]}`, String(req.id)));
+  });
+
+  const presentLive = (round: Round): Static<typeof StockRaceRoundView> => {
+    const view: Static<typeof StockRaceRoundView> = {
+      ...presentRound(round),
+      symbols: s.stockRaceGame.symbolsOf(round),
+      race_ms: s.stockRaceGame.runningDurationMs(round),
+    };
+    const frame = s.stockRaceGame.frame(round, s.clock.now());
+    if (frame) Object.assign(view, { progress_permille: frame.progress_permille, stocks: frame.stocks });
+    return view;
+  };
+
+  r.post(
+    '/sessions/launch',
+    {
+      schema: {
+        summary: 'Create a play session for a player logged in on the operator side',
+        tags: ['Stock Race'],
+        headers: AuthHeadersB,
+        body: LaunchBody,
+        response: { 200: LaunchResult, ...errors },
+      },
+    },
+    async (req) => {
+      const { session, launchUrl } = await s.sessions.launch(req.operator!, {
+        playerRef: req.body.player_ref,
+        currency: req.body.currency,
+        returnUrl: req.body.return_url,
+      });
+      return { session_id: session.id, launch_url: launchUrl, expires_at: session.expiresAt };
+    },
+  );
+
+  r.post(
+    '/bets/reserve',
+    {
+      schema: {
+        summary: 'Record a Stock Race bet whose stake the operator has reserved in its wallet',
+        description:
+          'Idempotent by the body field `idempotency_key`: the same key with the same body replays the stored response with ' +
+          '`idempotent-replay: true`; the same key with another body is 409 IDEMPOTENCY_KEY_REUSED.',
+        tags: ['Stock Race'],
+        headers: AuthHeadersB,
+        body: ReserveBody,
+        response: { 200: ReservedBetView, ...errors },
+      },
+    },
+    async (req, reply) => {
+      const body = req.body;
+      if (body.idempotency_key === undefined) {
+        throw new DomainError('IDEMPOTENCY_KEY_MISSING', 'field "idempotency_key" is required: reserve is a monetary write');
+      }
+      const result = await s.idempotency.execute(
+        { operatorId: req.operator!.id, key: body.idempotency_key, route: 'POST /v1/bets/reserve', body },
+        (error) => ({ statusCode: surfaceB.status[error.code], body: surfaceB.errorBody(error.code, error.message, String(req.id)) }),
+        async (tx) => {
+          const { bet, potentialPayout } = await reserveStockRaceBet(
+            tx,
+            s.compliance,
+            req.operator!,
+            { sessionId: body.session_id, roundId: body.round_id, selectedStocks: body.selected_stocks, stake: body.stake },
+            s.clock.now(),
+          );
+          const view: Static<typeof ReservedBetView> = {
+            bet_id: bet.id,
+            round_id: bet.roundId,
+            round_number: bet.roundNumber,
+            session_id: bet.sessionId!,
+            player_ref: bet.player,
+            status: bet.status,
+            stake: presentAmount(bet, bet.amount),
+            currency: bet.currency!,
+            selected_stocks: bet.selections!,
+            potential_payout: presentAmount(bet, potentialPayout),
+            placed_at: bet.placedAt,
+          };
+          return { statusCode: 200, body: view };
+        },
+      );
+      if (result.replayed) reply.header('idempotent-replay', 'true');
+      // The stored response is replayed byte-for-byte; its shape was checked when it was first sent.
+      return reply.status(result.statusCode).send(result.body as never);
+    },
+  );
+
+  r.get(
+    '/rounds/current',
+    { schema: { summary: 'The current Stock Race round', tags: ['Stock Race'], headers: AuthHeadersB, response: { 200: StockRaceRoundView, ...errors } } },
+    async () => {
+      const round = await roundRepository.latest(s.db, 'stock_race');
+      if (!round) throw new DomainError('ROUND_NOT_FOUND', 'no Stock Race round has been played yet');
+      return presentLive(round);
+    },
+  );
+
+  r.get(
+    '/rounds/stream',
+    {
+      schema: {
+        summary: 'Live feed of Stock Race rounds and race frames (Server-Sent Events)',
+        description:
+          'Events: `round` (the round object on every transition) and `tick` ({round_id, round_number, at, progress_permille, elapsed_ms, stocks[{symbol, pct}]}).',
+        tags: ['Stock Race'],
+        headers: AuthHeadersB,
+        response: { 200: Type.String({ description: 'text/event-stream' }), ...errors },
+      },
+    },
+    async (req, reply) => streamFeed(req, reply, s.feed, 'stock_race'),
+  );
+
+  r.get(
+    '/rounds/:round_id',
+    {
+      schema: { summary: 'A Stock Race round by id', tags: ['Stock Race'], headers: AuthHeadersB, params: RoundIdParams, response: { 200: StockRaceRoundView, ...errors } },
+    },
+    async (req) => {
+      const round = await roundRepository.byId(s.db, req.params.round_id);
+      if (!round || round.game !== 'stock_race') throw new DomainError('ROUND_NOT_FOUND', `no Stock Race round ${req.params.round_id}`);
+      return presentLive(round);
+    },
+  );
+
+  r.get(
+    '/bets/:bet_id',
+    { schema: { summary: 'One of your Stock Race bets', tags: ['Stock Race'], headers: AuthHeadersB, params: BetIdParamsB, response: { 200: StockRaceBetView, ...errors } } },
+    async (req) => {
+      const bet = await betRepository.byId(s.db, req.params.bet_id);
+      if (!bet || bet.operatorId !== req.operator!.id || bet.game !== 'stock_race') {
+        throw new DomainError('BET_NOT_FOUND', `no Stock Race bet ${req.params.bet_id} for this operator`);
+      }
+      return presentStockRaceBet(bet, await settlementRepository.byBet(s.db, bet.id));
+    },
+  );
+
+  r.get(
+    '/settlements',
+    {
+      schema: {
+        summary: "Settle calls to your wallet, oldest first (e.g. ?status=pending: not yet confirmed by your wallet)",
+        tags: ['Stock Race'],
+        headers: AuthHeadersB,
+        querystring: SettlementQuery,
+        response: { 200: Type.Object({ settlements: Type.Array(SettlementView) }), ...errors },
+      },
+    },
+    async (req) => {
+      const limit = req.query.limit === undefined ? 100 : Number(req.query.limit);
+      if (limit < 1 || limit > 1000) throw new DomainError('VALIDATION_FAILED', 'querystring field "limit" must be an integer from 1 to 1000');
+      const rows = await settlementRepository.list(s.db, { operatorId: req.operator!.id, status: req.query.status, limit });
+      return { settlements: rows.map((x) => presentSettlement(x) as Static<typeof SettlementView>) };
+    },
+  );
+}

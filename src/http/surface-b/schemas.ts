@@ -1,0 +1,146 @@
+import { Type, type Static } from 'typebox';
+
+/** Surface B request and response schemas: validation, TypeScript types and OpenAPI from one place. */
+export const AuthHeadersB = Type.Object(
+  {
+    'x-operator-key': Type.String({ description: 'the operator API key' }),
+    'x-signature': Type.String({ description: 'lowercase hex HMAC-SHA256 of METHOD\\nPATH\\nTIMESTAMP\\nBODY keyed with the API secret' }),
+    'x-timestamp': Type.String({ description: 'milliseconds since epoch; within 5 minutes of the server clock' }),
+  },
+  { additionalProperties: true },
+);
+
+export const ErrorB = Type.Object({
+  error: Type.String({ description: 'stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …)' }),
+  message: Type.Optional(Type.String({ description: 'what went wrong, in words (absent on 5xx)' })),
+  trace_id: Type.Optional(Type.String({ description: 'on 5xx only: quote it to support' })),
+});
+
+export const LaunchBody = Type.Object(
+  {
+    player_ref: Type.String({ minLength: 1, maxLength: 120, description: 'must be a string of 1 to 120 characters' }),
+    currency: Type.String({ pattern: '^[A-Z]{3}$', description: 'must be an uppercase ISO 4217 code such as EUR' }),
+    return_url: Type.String({ minLength: 1, maxLength: 2048, description: 'must be an absolute https URL of at most 2048 characters' }),
+  },
+  { additionalProperties: false },
+);
+export type LaunchBody = Static<typeof LaunchBody>;
+
+export const LaunchResult = Type.Object({
+  session_id: Type.String(),
+  launch_url: Type.String({ description: 'the player page, carrying the session token as `token`' }),
+  expires_at: Type.Integer({ description: 'milliseconds since epoch' }),
+});
+
+export const ReserveBody = Type.Object(
+  {
+    session_id: Type.String({ minLength: 1, maxLength: 100, description: 'must be a session_id from /v1/sessions/launch' }),
+    round_id: Type.String({ minLength: 1, maxLength: 100, description: 'must be the round_id of the open Stock Race round' }),
+    selected_stocks: Type.Array(Type.String({ minLength: 1, maxLength: 32 }), {
+      maxItems: 64,
+      description: 'must be an array of stock symbols (strings)',
+    }),
+    stake: Type.Number({ description: 'must be a decimal amount in the session currency' }),
+    idempotency_key: Type.Optional(Type.String({ minLength: 1, maxLength: 255, description: 'required: 1 to 255 characters, unique per reservation' })),
+  },
+  { additionalProperties: false },
+);
+export type ReserveBody = Static<typeof ReserveBody>;
+
+export const ReservedBetView = Type.Object({
+  bet_id: Type.String({ format: 'uuid' }),
+  round_id: Type.String(),
+  round_number: Type.Integer(),
+  session_id: Type.String(),
+  player_ref: Type.String(),
+  status: Type.String({ description: 'reserved' }),
+  stake: Type.Number(),
+  currency: Type.String(),
+  selected_stocks: Type.Array(Type.String()),
+  potential_payout: Type.Number({ description: 'what the bet pays if one of its stocks wins (floored to the minor unit, capped)' }),
+  placed_at: Type.Integer(),
+});
+
+export const StockRaceBetView = Type.Object({
+  bet_id: Type.String(),
+  round_id: Type.String(),
+  round_number: Type.Integer(),
+  session_id: Type.Union([Type.String(), Type.Null()]),
+  player_ref: Type.String(),
+  status: Type.String({ description: 'reserved | won | lost | void' }),
+  stake: Type.Number(),
+  currency: Type.String(),
+  selected_stocks: Type.Array(Type.String()),
+  payout: Type.Union([Type.Number(), Type.Null()], { description: 'null until settled' }),
+  placed_at: Type.Integer(),
+  settled_at: Type.Union([Type.Integer(), Type.Null()]),
+  settlement: Type.Union(
+    [
+      Type.Object({
+        status: Type.String({ description: 'pending | delivered' }),
+        attempts: Type.Integer(),
+        next_attempt_at: Type.Union([Type.Integer(), Type.Null()]),
+        delivered_at: Type.Union([Type.Integer(), Type.Null()]),
+      }),
+      Type.Null(),
+    ],
+    { description: "the settle call to the operator's wallet; null before settlement or without a wallet_url" },
+  ),
+});
+
+export const StockRaceRoundView = Type.Object(
+  {
+    round_id: Type.String(),
+    round_number: Type.Integer(),
+    game: Type.String(),
+    status: Type.String({ description: 'open | running | closed | void' }),
+    seed_hash: Type.String({ description: 'sha256 of the seed, published when the round opens' }),
+    seed: Type.Union([Type.String(), Type.Null()], { description: 'revealed once the round is closed or void' }),
+    opened_at: Type.Integer(),
+    betting_closes_at: Type.Integer(),
+    running_at: Type.Union([Type.Integer(), Type.Null()]),
+    closed_at: Type.Union([Type.Integer(), Type.Null()]),
+    voided_at: Type.Union([Type.Integer(), Type.Null()]),
+    void_reason: Type.Union([Type.String(), Type.Null()]),
+    outcome: Type.Union([Type.Object({}, { additionalProperties: true }), Type.Null()], { description: 'closed: {winner, pct, stocks[{symbol, pct}]}' }),
+    symbols: Type.Array(Type.String(), { description: 'the stocks racing in this round' }),
+    race_ms: Type.Integer({ description: 'length of the running phase' }),
+    progress_permille: Type.Optional(Type.Integer({ description: 'while running: how far the race is, 0..1000' })),
+    stocks: Type.Optional(Type.Array(Type.Object({ symbol: Type.String(), pct: Type.Number() }), { description: 'while running: each stock now' })),
+  },
+  { additionalProperties: true },
+);
+
+export const SettlementView = Type.Object({
+  bet_id: Type.String(),
+  operator_id: Type.String(),
+  idempotency_key: Type.String(),
+  status: Type.String({ description: 'pending | delivered' }),
+  attempts: Type.Integer(),
+  next_attempt_at: Type.Union([Type.Integer(), Type.Null()]),
+  last_status_code: Type.Union([Type.Integer(), Type.Null()]),
+  last_error: Type.Union([Type.String(), Type.Null()]),
+  created_at: Type.Integer(),
+  delivered_at: Type.Union([Type.Integer(), Type.Null()]),
+  body: Type.Object(
+    {
+      bet_id: Type.String(),
+      winner: Type.Union([Type.String(), Type.Null()]),
+      pct: Type.Union([Type.Number(), Type.Null()]),
+      payout: Type.Number(),
+      idempotency_key: Type.String(),
+    },
+    { description: 'the exact body POSTed to {wallet_url}/v1/bets/settle' },
+  ),
+});
+
+export const SettlementQuery = Type.Object(
+  {
+    status: Type.Optional(Type.Union([Type.Literal('pending'), Type.Literal('delivered')], { description: 'must be pending or delivered' })),
+    limit: Type.Optional(Type.String({ pattern: '^[0-9]{1,4}$', description: 'must be an integer from 1 to 1000' })),
+  },
+  { additionalProperties: false },
+);
+
+export const RoundIdParams = Type.Object({ round_id: Type.String({ minLength: 1, maxLength: 100, description: 'must be a round id' }) });
+export const BetIdParamsB = Type.Object({ bet_id: Type.String({ format: 'uuid', description: 'must be a bet UUID' }) });

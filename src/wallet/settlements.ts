@@ -1,0 +1,223 @@
+import { randomUUID } from 'node:crypto';
+import { DomainError } from '../errors/codes';
+import { skipLocked, type Database, type SqlExecutor } from '../store/database';
+
+/**
+ * The wallet settlement outbox. A row is written in the transaction that settles the bet, so a
+ * settle call exists exactly when the settlement does; the body is fixed then (the same bytes on
+ * every attempt) and the row stays `pending` until the operator's wallet answers 2xx. There is no
+ * failed or dead state: a timeout means "unknown", and unknown is retried, with the same
+ * idempotency_key, until the wallet confirms.
+ */
+export type SettlementStatus = 'pending' | 'delivered';
+
+export interface SettleBody {
+  bet_id: string;
+  /** null when the round was voided: there was no race, the stake comes back as the payout. */
+  winner: string | null;
+  pct: number | null;
+  payout: number;
+  idempotency_key: string;
+}
+
+export interface Settlement {
+  betId: string;
+  operatorId: string;
+  idempotencyKey: string;
+  /** The exact JSON text POSTed (and signed) on every attempt. */
+  body: string;
+  status: SettlementStatus;
+  attempts: number;
+  nextAttemptAt: number | null;
+  claimedUntil: number | null;
+  lastStatusCode: number | null;
+  lastError: string | null;
+  createdAt: number;
+  deliveredAt: number | null;
+}
+
+interface SettlementRow {
+  bet_id: string;
+  operator_id: string;
+  idempotency_key: string;
+  body: string;
+  status: SettlementStatus;
+  attempts: number;
+  next_attempt_at: number | null;
+  claimed_until: number | null;
+  last_status_code: number | null;
+  last_error: string | null;
+  created_at: number;
+  delivered_at: number | null;
+}
+
+const n = (v: number | null): number | null => (v === null || v === undefined ? null : Number(v));
+
+function toSettlement(r: SettlementRow): Settlement {
+  return {
+    betId: r.bet_id,
+    operatorId: r.operator_id,
+    idempotencyKey: r.idempotency_key,
+    body: r.body,
+    status: r.status,
+    attempts: Number(r.attempts),
+    nextAttemptAt: n(r.next_attempt_at),
+    claimedUntil: n(r.claimed_until),
+    lastStatusCode: n(r.last_status_code),
+    lastError: r.last_error,
+    createdAt: Number(r.created_at),
+    deliveredAt: n(r.delivered_at),
+  };
+}
+
+/** Stable for the bet: every retry, after any restart, carries the same key. */
+export const settleIdempotencyKey = (betId: string): string => `settle_${betId}`;
+
+export interface AttemptResult {
+  startedAt: number;
+  latencyMs: number;
+  statusCode: number | null;
+  error: string | null;
+  responseExcerpt: string | null;
+  delivered: boolean;
+}
+
+/** Delay before attempt `attempt + 1`: the schedule's entry, then its last entry forever. */
+export function retryDelayMs(schedule: readonly number[], attempt: number): number {
+  if (schedule.length === 0) return 0;
+  return schedule[Math.min(attempt, schedule.length - 1)]!;
+}
+
+export const settlementRepository = {
+  /** Inside the settling transaction. A second call for the same bet changes nothing. */
+  async enqueue(tx: SqlExecutor, input: { operatorId: string; body: SettleBody; now: number; firstDelayMs: number }): Promise<void> {
+    await tx.run(
+      `INSERT INTO wallet_settlements (bet_id, operator_id, idempotency_key, body, status, attempts, next_attempt_at, created_at)
+       VALUES (?, ?, ?, ?, 'pending', 0, ?, ?) ON CONFLICT DO NOTHING`,
+      [input.body.bet_id, input.operatorId, input.body.idempotency_key, JSON.stringify(input.body), input.now + input.firstDelayMs, input.now],
+    );
+  },
+
+  /**
+   * Claims due rows for one delivery attempt each. The claim is a lease (claimed_until): a worker
+   * that dies mid-call leaves a claim that simply runs out, and the row becomes due again.
+   * PostgreSQL: SKIP LOCKED lets several instances claim disjoint rows without waiting on each other.
+   */
+  async claimDue(db: Database, now: number, leaseMs: number, limit: number): Promise<Settlement[]> {
+    return db.transaction(async (tx) => {
+      const rows = await tx.all<SettlementRow>(
+        `SELECT * FROM wallet_settlements
+         WHERE status = 'pending' AND next_attempt_at <= ? AND (claimed_until IS NULL OR claimed_until <= ?)
+         ORDER BY next_attempt_at, bet_id LIMIT ?${skipLocked(tx)}`,
+        [now, now, limit],
+      );
+      const claimed: Settlement[] = [];
+      for (const row of rows) {
+        const r = await tx.run(
+          `UPDATE wallet_settlements SET claimed_until = ? WHERE bet_id = ? AND status = 'pending' AND (claimed_until IS NULL OR claimed_until <= ?)`,
+          [now + leaseMs, row.bet_id, now],
+        );
+        if (r.changes === 1) claimed.push({ ...toSettlement(row), claimedUntil: now + leaseMs });
+      }
+      return claimed;
+    });
+  },
+
+  /** Logs the attempt and moves the row on: delivered, or due again after the schedule's delay. */
+  async recordAttempt(db: Database, s: Settlement, result: AttemptResult, schedule: readonly number[], now: number): Promise<void> {
+    await db.transaction(async (tx) => {
+      const current = await tx.get<{ attempts: number; next_attempt_at: number | null }>(
+        'SELECT attempts, next_attempt_at FROM wallet_settlements WHERE bet_id = ?',
+        [s.betId],
+      );
+      if (!current) return;
+      const attempt = Number(current.attempts) + 1;
+      await tx.run(
+        `INSERT INTO wallet_attempts (id, bet_id, attempt, started_at, latency_ms, status_code, error, response_excerpt) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+        [`wat_${randomUUID()}`, s.betId, attempt, result.startedAt, result.latencyMs, result.statusCode, result.error, result.responseExcerpt],
+      );
+      if (result.delivered) {
+        await tx.run(
+          `UPDATE wallet_settlements SET status = 'delivered', attempts = ?, claimed_until = NULL, next_attempt_at = NULL,
+             last_status_code = ?, last_error = NULL, delivered_at = ? WHERE bet_id = ?`,
+          [attempt, result.statusCode, now, s.betId],
+        );
+        return;
+      }
+      // A manual retry requested while this attempt was in flight moved next_attempt_at: honour it.
+      const retried = n(current.next_attempt_at) !== s.nextAttemptAt;
+      const next = retried ? n(current.next_attempt_at) ?? now : now + retryDelayMs(schedule, attempt);
+      await tx.run(
+        `UPDATE wallet_settlements SET attempts = ?, claimed_until = NULL, last_status_code = ?, last_error = ?, next_attempt_at = ?
+         WHERE bet_id = ? AND status = 'pending'`,
+        [attempt, result.statusCode, result.error, next, s.betId],
+      );
+    });
+  },
+
+  async byBet(db: SqlExecutor, betId: string): Promise<Settlement | undefined> {
+    const row = await db.get<SettlementRow>('SELECT * FROM wallet_settlements WHERE bet_id = ?', [betId]);
+    return row ? toSettlement(row) : undefined;
+  },
+
+  async list(db: SqlExecutor, filter: { operatorId?: string; status?: SettlementStatus; limit: number }): Promise<Settlement[]> {
+    const where: string[] = [];
+    const params: (string | number)[] = [];
+    if (filter.operatorId) (where.push('operator_id = ?'), params.push(filter.operatorId));
+    if (filter.status) (where.push('status = ?'), params.push(filter.status));
+    params.push(filter.limit);
+    const rows = await db.all<SettlementRow>(
+      `SELECT * FROM wallet_settlements${where.length ? ` WHERE ${where.join(' AND ')}` : ''} ORDER BY created_at, bet_id LIMIT ?`,
+      params,
+    );
+    return rows.map(toSettlement);
+  },
+
+  async attempts(db: SqlExecutor, betId: string): Promise<AttemptRow[]> {
+    const rows = await db.all<AttemptRow>('SELECT * FROM wallet_attempts WHERE bet_id = ? ORDER BY attempt', [betId]);
+    return rows.map((r) => ({ ...r, attempt: Number(r.attempt), started_at: Number(r.started_at), latency_ms: Number(r.latency_ms), status_code: n(r.status_code) }));
+  },
+
+  /**
+   * Makes a settlement due now. A delivered one goes back to pending and is sent again with its
+   * original idempotency_key, which the wallet answers without crediting twice.
+   */
+  async retryNow(db: Database, betId: string, now: number): Promise<Settlement> {
+    return db.transaction(async (tx) => {
+      const r = await tx.run(
+        `UPDATE wallet_settlements SET status = 'pending', next_attempt_at = ?, delivered_at = NULL WHERE bet_id = ?`,
+        [now, betId],
+      );
+      if (r.changes === 0) throw new DomainError('NOT_FOUND', `no wallet settlement for bet ${betId}`);
+      return toSettlement((await tx.get<SettlementRow>('SELECT * FROM wallet_settlements WHERE bet_id = ?', [betId]))!);
+    });
+  },
+};
+
+export interface AttemptRow {
+  id: string;
+  bet_id: string;
+  attempt: number;
+  started_at: number;
+  latency_ms: number;
+  status_code: number | null;
+  error: string | null;
+  response_excerpt: string | null;
+}
+
+/** The read model shown by the API and the admin CLI. */
+export function presentSettlement(s: Settlement): Record<string, unknown> {
+  return {
+    bet_id: s.betId,
+    operator_id: s.operatorId,
+    idempotency_key: s.idempotencyKey,
+    status: s.status,
+    attempts: s.attempts,
+    next_attempt_at: s.nextAttemptAt,
+    last_status_code: s.lastStatusCode,
+    last_error: s.lastError,
+    created_at: s.createdAt,
+    delivered_at: s.deliveredAt,
+    body: JSON.parse(s.body) as SettleBody,
+  };
+}
