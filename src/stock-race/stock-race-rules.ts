@@ -7,7 +7,7 @@ import { stockRacePayoutMinor } from './outcome';
  * Default stake bounds for a currency without an operator entry, in minor units: at least 1 major
  * unit and never below 100 minor units (payouts are floored to the minor unit, and at 1-cent stakes
  * that floor costs a 95% game over 20 points of RTP; from 100 minor units up it costs under 0.2; see
- * docs/simulations-stock-race.md), and up to 1000 times the minimum (1.00 .. 1000.00 EUR, 100 .. 100000 JPY).
+ * docs/simulations.md), and up to 1000 times the minimum (1.00 .. 1000.00 EUR, 100 .. 100000 JPY).
  */
 export function defaultStakeLimits(currency: string): { min: number; max: number } {
   const min = Math.max(10 ** currencyExponent(currency), 100);
