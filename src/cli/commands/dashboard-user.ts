@@ -1,0 +1,40 @@
+import { DashboardAuth, type DashboardUser } from '../../dashboard/auth';
+import type { CliCommand } from '../cli-kit';
+
+const present = (u: DashboardUser): Record<string, unknown> => ({ user_id: u.id, operator_id: u.operatorId, email: u.email, created_at: u.createdAt });
+
+/** Partner dashboard sign-ins: one user belongs to one operator and sees only that operator's data. */
+export const dashboardUserCommands: CliCommand[] = [
+  {
+    path: ['dashboard-user', 'create'],
+    summary: 'Create a partner dashboard user for an operator (the password is stored as an Argon2id hash).',
+    options: {
+      operator: { type: 'string', required: true, description: 'the operator id (op_…)' },
+      email: { type: 'string', required: true, description: 'sign-in email, unique across operators' },
+      password: { type: 'string', required: true, description: 'at least 12 characters' },
+    },
+    async run(app, v) {
+      const auth = new DashboardAuth(app.services.db, app.services.clock);
+      await app.services.operators.get(String(v.operator));
+      return present(await auth.createUser({ operatorId: String(v.operator), email: String(v.email), password: String(v.password) }));
+    },
+  },
+  {
+    path: ['dashboard-user', 'list'],
+    summary: 'List dashboard users (optionally of one operator).',
+    options: { operator: { type: 'string', description: 'only this operator (op_…)' } },
+    async run(app, v) {
+      const auth = new DashboardAuth(app.services.db, app.services.clock);
+      return { users: (await auth.listUsers(v.operator as string | undefined)).map(present) };
+    },
+  },
+  {
+    path: ['dashboard-user', 'delete'],
+    summary: 'Delete a dashboard user and end its sessions.',
+    options: { email: { type: 'string', required: true, description: 'the user\'s email' } },
+    async run(app, v) {
+      const auth = new DashboardAuth(app.services.db, app.services.clock);
+      return { deleted: present(await auth.deleteUser(String(v.email))) };
+    },
+  },
+];

@@ -1,0 +1,178 @@
+import { hash, verify } from '@node-rs/argon2';
+import { createHash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
+import type { Clock } from '../clock/clock';
+import { DomainError } from '../errors/codes';
+import type { Database } from '../store/database';
+
+/** A person who signs in to the partner dashboard; each belongs to exactly one operator. */
+export interface DashboardUser {
+  id: string;
+  operatorId: string;
+  email: string;
+  createdAt: number;
+}
+
+export interface DashboardSession {
+  user: DashboardUser;
+  csrfToken: string;
+  expiresAt: number;
+}
+
+interface UserRow {
+  id: string;
+  operator_id: string;
+  email: string;
+  password_hash: string;
+  created_at: number;
+}
+
+/** Sessions end this long after sign-in, whatever the activity: a stolen cookie does not live forever. */
+export const DASHBOARD_SESSION_TTL_MS = 8 * 3600_000;
+export const MIN_PASSWORD_LENGTH = 12;
+const MAX_PASSWORD_LENGTH = 1024;
+/** Failed sign-ins per email before further tries are refused for LOCKOUT_MS. */
+const MAX_FAILURES = 5;
+const LOCKOUT_MS = 15 * 60_000;
+const EMAIL = /^[^\s@]{1,64}@[^\s@]{1,255}$/;
+
+/** The cookie carries the session id; the table holds only its hash, so a read of the table opens nothing. */
+export const hashSessionId = (id: string): string => createHash('sha256').update(id).digest('hex');
+
+export function normaliseEmail(raw: string): string {
+  const email = raw.trim().toLowerCase();
+  if (!EMAIL.test(email)) throw new DomainError('VALIDATION_FAILED', `"${raw.slice(0, 100)}" is not an email address`);
+  return email;
+}
+
+export function sameToken(a: string, b: string): boolean {
+  const x = Buffer.from(a);
+  const y = Buffer.from(b);
+  return x.length === y.length && timingSafeEqual(x, y);
+}
+
+const toUser = (r: UserRow): DashboardUser => ({ id: r.id, operatorId: r.operator_id, email: r.email, createdAt: Number(r.created_at) });
+
+/**
+ * Dashboard users and their sessions. Passwords are hashed with Argon2id (the @node-rs/argon2
+ * defaults: 19 MiB, 2 passes, 1 lane, the OWASP baseline); session ids and CSRF tokens are 256-bit
+ * random values.
+ */
+export class DashboardAuth {
+  private readonly failures = new Map<string, { count: number; since: number }>();
+  /** Verified against when the email is unknown, so a miss costs as much time as a wrong password. */
+  private decoyHash: Promise<string> | null = null;
+
+  constructor(
+    private readonly db: Database,
+    private readonly clock: Clock,
+  ) {}
+
+  async createUser(input: { operatorId: string; email: string; password: string }): Promise<DashboardUser> {
+    const email = normaliseEmail(input.email);
+    if (input.password.length < MIN_PASSWORD_LENGTH || input.password.length > MAX_PASSWORD_LENGTH) {
+      throw new DomainError('VALIDATION_FAILED', `the password must be ${MIN_PASSWORD_LENGTH} to ${MAX_PASSWORD_LENGTH} characters long`);
+    }
+    const passwordHash = await hash(input.password);
+    const user: DashboardUser = { id: `du_${randomUUID()}`, operatorId: input.operatorId, email, createdAt: this.clock.now() };
+    await this.db.transaction(async (tx) => {
+      const operator = await tx.get('SELECT id FROM operators WHERE id = ?', [input.operatorId]);
+      if (!operator) throw new DomainError('NOT_FOUND', `no operator with id ${input.operatorId}`);
+      const taken = await tx.get('SELECT id FROM dashboard_users WHERE email = ?', [email]);
+      if (taken) throw new DomainError('VALIDATION_FAILED', `a dashboard user with email ${email} already exists`);
+      await tx.run('INSERT INTO dashboard_users (id, operator_id, email, password_hash, created_at) VALUES (?, ?, ?, ?, ?)', [
+        user.id,
+        user.operatorId,
+        email,
+        passwordHash,
+        user.createdAt,
+      ]);
+    });
+    return user;
+  }
+
+  async listUsers(operatorId?: string): Promise<DashboardUser[]> {
+    const rows = operatorId
+      ? await this.db.all<UserRow>('SELECT * FROM dashboard_users WHERE operator_id = ? ORDER BY created_at, id', [operatorId])
+      : await this.db.all<UserRow>('SELECT * FROM dashboard_users ORDER BY created_at, id');
+    return rows.map(toUser);
+  }
+
+  /** Removes the user and signs out every session it had. */
+  async deleteUser(email: string): Promise<DashboardUser> {
+    const row = await this.db.get<UserRow>('SELECT * FROM dashboard_users WHERE email = ?', [normaliseEmail(email)]);
+    if (!row) throw new DomainError('NOT_FOUND', `no dashboard user with email ${email}`);
+    await this.db.transaction(async (tx) => {
+      await tx.run('DELETE FROM dashboard_sessions WHERE user_id = ?', [row.id]);
+      await tx.run('DELETE FROM dashboard_users WHERE id = ?', [row.id]);
+    });
+    return toUser(row);
+  }
+
+  /**
+   * Checks the credentials and opens a session. One message for every failure (unknown email,
+   * wrong password, locked out) so the form does not tell which emails exist.
+   */
+  async signIn(emailRaw: string, password: string): Promise<{ sessionId: string; session: DashboardSession }> {
+    const refused = new DomainError('MISSING_CREDENTIALS', 'wrong email or password (or too many failed attempts: wait 15 minutes)');
+    const email = emailRaw.trim().toLowerCase().slice(0, 320);
+    const now = this.clock.now();
+    const f = this.failures.get(email);
+    if (f && now - f.since > LOCKOUT_MS) this.failures.delete(email);
+    const locked = (this.failures.get(email)?.count ?? 0) >= MAX_FAILURES;
+    const row = await this.db.get<UserRow>('SELECT * FROM dashboard_users WHERE email = ?', [email]);
+    const ok = password.length <= MAX_PASSWORD_LENGTH && (await this.check(row?.password_hash, password));
+    if (!row || !ok || locked) {
+      if (!locked) this.noteFailure(email, now);
+      throw refused;
+    }
+    this.failures.delete(email);
+    const sessionId = randomBytes(32).toString('base64url');
+    const csrfToken = randomBytes(32).toString('base64url');
+    const expiresAt = now + DASHBOARD_SESSION_TTL_MS;
+    await this.db.transaction(async (tx) => {
+      // Expired sessions of this user are cleared on the way in; nothing else needs a sweeper.
+      await tx.run('DELETE FROM dashboard_sessions WHERE user_id = ? AND expires_at <= ?', [row.id, now]);
+      await tx.run('INSERT INTO dashboard_sessions (id_hash, user_id, csrf_token, created_at, expires_at) VALUES (?, ?, ?, ?, ?)', [
+        hashSessionId(sessionId),
+        row.id,
+        csrfToken,
+        now,
+        expiresAt,
+      ]);
+    });
+    return { sessionId, session: { user: toUser(row), csrfToken, expiresAt } };
+  }
+
+  /** The live session a cookie value opens, or null. */
+  async session(sessionId: string | undefined): Promise<DashboardSession | null> {
+    if (!sessionId || !/^[A-Za-z0-9_-]{43}$/.test(sessionId)) return null;
+    const row = await this.db.get<UserRow & { csrf_token: string; expires_at: number }>(
+      `SELECT u.id, u.operator_id, u.email, u.password_hash, u.created_at, s.csrf_token, s.expires_at
+       FROM dashboard_sessions s JOIN dashboard_users u ON u.id = s.user_id WHERE s.id_hash = ?`,
+      [hashSessionId(sessionId)],
+    );
+    if (!row || Number(row.expires_at) <= this.clock.now()) return null;
+    return { user: toUser(row), csrfToken: row.csrf_token, expiresAt: Number(row.expires_at) };
+  }
+
+  async signOut(sessionId: string | undefined): Promise<void> {
+    if (!sessionId) return;
+    await this.db.transaction((tx) => tx.run('DELETE FROM dashboard_sessions WHERE id_hash = ?', [hashSessionId(sessionId)]));
+  }
+
+  private async check(stored: string | undefined, password: string): Promise<boolean> {
+    if (stored) return verify(stored, password).catch(() => false);
+    this.decoyHash ??= hash(randomBytes(16).toString('hex'));
+    await verify(await this.decoyHash, password).catch(() => false);
+    return false;
+  }
+
+  private noteFailure(email: string, now: number): void {
+    const f = this.failures.get(email);
+    if (f) f.count++;
+    else {
+      if (this.failures.size > 10_000) this.failures.clear();
+      this.failures.set(email, { count: 1, since: now });
+    }
+  }
+}

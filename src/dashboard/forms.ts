@@ -1,0 +1,36 @@
+import { DomainError } from '../errors/codes';
+
+/** A parsed application/x-www-form-urlencoded body: repeated names become arrays. */
+export type FormBody = Record<string, string | string[] | undefined>;
+
+/** The first value of a form field, as sent ('' when absent). */
+export function field(body: FormBody, name: string): string {
+  const v = body[name];
+  return (Array.isArray(v) ? v[0] : v) ?? '';
+}
+
+/** Every value of a repeated field (checkbox groups). */
+export function fields(body: FormBody, name: string): string[] {
+  const v = body[name];
+  return v === undefined ? [] : Array.isArray(v) ? v : [v];
+}
+
+/** Outcome messages shown after a redirect; the query string carries only the key. */
+export const NOTICES = {
+  'endpoint-updated': 'Endpoint saved.',
+  'endpoint-deleted': 'Endpoint deleted. Deliveries still queued for it were cancelled.',
+  'test-sent': 'Test event queued: it appears in the delivery log below within a moment.',
+  resent: 'Delivery queued again as a new delivery.',
+  'settlement-retry': 'Settlement made due now: the wallet worker sends it on its next pass.',
+} as const;
+export type NoticeKey = keyof typeof NOTICES;
+
+export const notice = (key: unknown): string | null => (typeof key === 'string' && key in NOTICES ? NOTICES[key as NoticeKey] : null);
+
+/** Query-string filters are optional strings; anything else (arrays, oversize values) is refused. */
+export function queryField(query: Record<string, unknown>, name: string, max = 200): string | undefined {
+  const v = query[name];
+  if (v === undefined || v === '') return undefined;
+  if (typeof v !== 'string' || v.length > max) throw new DomainError('VALIDATION_FAILED', `filter "${name}" must be a single value of at most ${max} characters`);
+  return v.trim() || undefined;
+}

@@ -1,0 +1,146 @@
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { randomBytes } from 'node:crypto';
+import type { Bet } from '../../bets/bet';
+import { toBet } from '../../bets/bet-repository';
+import { formatMultiplier } from '../../crash/multiplier';
+import { isDomainError, type ErrorCode } from '../../errors/codes';
+import { SURFACE_B_STATUS } from '../../http/error-maps';
+import { streamFeed } from '../../http/sse';
+import { currencyExponent, formatMinor } from '../../money/currency';
+import type { CrashOutcome } from '../../rounds/round';
+import { presentRound } from '../../rounds/round-presenter';
+import { roundRepository } from '../../rounds/round-repository';
+import type { AppServices } from '../../services';
+import { hashToken, type PlayerSession } from '../../sessions/session-service';
+import type { SqlExecutor } from '../../store/database';
+import { PLAYER_ASSETS, serveAssets } from '../assets';
+import { crashPlayerPage, playerRefusalPage } from './player-view';
+
+type TokenReq = FastifyRequest<{ Querystring: { token?: string } }>;
+
+/** The player-page response headers: the token is a bearer credential in the URL, so no caching and no Referer. */
+export function playerPageHeaders(reply: FastifyReply, nonce: string): void {
+  reply.header('cache-control', 'no-store');
+  reply.header('referrer-policy', 'no-referrer');
+  reply.header('x-content-type-options', 'nosniff');
+  reply.header(
+    'content-security-policy',
+    `default-src 'none'; script-src 'nonce-${nonce}'; style-src 'nonce-${nonce}'; img-src 'self'; connect-src 'self'; base-uri 'none'; form-action 'none'`,
+  );
+}
+
+export const newNonce = (): string => randomBytes(16).toString('base64');
+
+/**
+ * The page for a token that opens no game: 404 for an unknown one, 410 for an expired one. An
+ * expired session is still on file, so its page links back to the operator's return_url.
+ */
+export async function playerRefusal(s: AppServices, token: string | undefined, code: ErrorCode, nonce: string): Promise<{ status: number; html: string }> {
+  const expired = code === 'SESSION_EXPIRED';
+  const row =
+    expired && token ? await s.db.get<{ return_url: string }>('SELECT return_url FROM sessions WHERE token_hash = ?', [hashToken(token)]) : undefined;
+  const html = expired
+    ? playerRefusalPage({
+        title: 'Session expired',
+        message: 'This game session has ended. Go back to the operator site to start a new one.',
+        returnUrl: row?.return_url ?? null,
+        nonce,
+      })
+    : playerRefusalPage({ title: 'Session not found', message: 'This link does not open a game session.', returnUrl: null, nonce });
+  return { status: expired ? 410 : 404, html };
+}
+
+export interface SessionBetJson {
+  bet_id: string;
+  round_id: string;
+  round_number: number;
+  selected_stocks: string[];
+  stake: string;
+  currency: string;
+  status: string;
+  payout: string | null;
+  placed_at: number;
+  settled_at: number | null;
+}
+
+function presentSessionBet(b: Bet): SessionBetJson {
+  const exp = currencyExponent(b.currency!);
+  return {
+    bet_id: b.id,
+    round_id: b.roundId,
+    round_number: b.roundNumber,
+    selected_stocks: b.selections ?? [],
+    stake: formatMinor(b.amount, exp),
+    currency: b.currency!,
+    status: b.status,
+    payout: b.payout === null ? null : formatMinor(b.payout, exp),
+    placed_at: b.placedAt,
+    settled_at: b.settledAt,
+  };
+}
+
+export async function sessionBets(db: SqlExecutor, session: PlayerSession, limit = 50): Promise<SessionBetJson[]> {
+  const rows = await db.all<Parameters<typeof toBet>[0]>('SELECT * FROM bets WHERE session_id = ? ORDER BY placed_at DESC, id LIMIT ?', [session.id, limit]);
+  return rows.map(toBet).map(presentSessionBet);
+}
+
+async function recentCrashPoints(db: SqlExecutor, limit: number): Promise<{ round_number: number; crash_point: number }[]> {
+  const rows = await db.all<{ round_number: number; outcome: string }>(
+    `SELECT round_number, outcome FROM rounds WHERE game = 'crash' AND status = 'closed' ORDER BY round_number DESC LIMIT ?`,
+    [limit],
+  );
+  return rows.map((r) => ({ round_number: Number(r.round_number), crash_point: formatMultiplier((JSON.parse(r.outcome) as CrashOutcome).crash_point) }));
+}
+
+/**
+ * What the player page needs beyond /play itself: its static files, the session's bets, and the
+ * Crash view with its feed. Every route but the assets opens only with a live session token.
+ */
+export async function playerUiRoutes(app: FastifyInstance, s: AppServices): Promise<void> {
+  app.setErrorHandler((error: FastifyError | Error, req, reply) => {
+    const code: ErrorCode = isDomainError(error) ? error.code : (error as FastifyError).validation ? 'VALIDATION_FAILED' : 'INTERNAL';
+    const status = SURFACE_B_STATUS[code];
+    if (status >= 500) req.log.error({ err: error }, 'player page request failed');
+    void reply.status(status).send(status >= 500 ? { error: 'INTERNAL', trace_id: String(req.id) } : { error: code, message: error.message });
+  });
+
+  serveAssets(app, '/play/assets', PLAYER_ASSETS);
+
+  app.get('/play/bets', async (req: TokenReq, reply) => {
+    const session = await s.sessions.byToken(req.query.token);
+    reply.header('cache-control', 'no-store');
+    return { bets: await sessionBets(s.db, session) };
+  });
+
+  app.get('/play/crash', async (req: TokenReq, reply) => {
+    const nonce = newNonce();
+    let session: PlayerSession;
+    try {
+      session = await s.sessions.byToken(req.query.token);
+    } catch (error) {
+      if (!isDomainError(error)) throw error;
+      playerPageHeaders(reply, nonce);
+      const refusal = await playerRefusal(s, req.query.token, error.code, nonce);
+      return reply.status(refusal.status).type('text/html; charset=utf-8').send(refusal.html);
+    }
+    const latest = await roundRepository.latest(s.db, 'crash');
+    playerPageHeaders(reply, nonce);
+    const html = crashPlayerPage({
+      session,
+      token: req.query.token!,
+      nonce,
+      serverNow: s.clock.now(),
+      round: latest ? presentRound(latest) : null,
+      recent: await recentCrashPoints(s.db, 12),
+    });
+    return reply.type('text/html; charset=utf-8').send(html);
+  });
+
+  app.get('/play/crash/feed', async (req: TokenReq, reply) => {
+    const session = await s.sessions.byToken(req.query.token);
+    await streamFeed(req, reply, s.feed, 'crash');
+    const timer = setTimeout(() => reply.raw.end(), Math.min(Math.max(0, session.expiresAt - s.clock.now()), 2 ** 31 - 1));
+    timer.unref();
+    reply.raw.on('close', () => clearTimeout(timer));
+  });
+}

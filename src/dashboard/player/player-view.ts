@@ -1,0 +1,124 @@
+import type { RoundJson } from '../../rounds/round-presenter';
+import type { PlayerSession } from '../../sessions/session-service';
+import { html, jsonScript, type SafeHtml } from '../html';
+
+export const PLAYER_ASSET_PATH = '/play/assets';
+
+interface Shell {
+  title: string;
+  nonce: string;
+  body: SafeHtml;
+  script?: string;
+}
+
+/**
+ * Player pages are embeddable (operators may frame them), so they allow framing but nothing
+ * else: one stylesheet and one module script, both admitted by the response's CSP nonce.
+ */
+function shell(o: Shell): string {
+  return html`<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>${o.title}</title>
+<link rel="icon" href="${PLAYER_ASSET_PATH}/icon.svg" type="image/svg+xml">
+<link rel="stylesheet" href="${PLAYER_ASSET_PATH}/player.css" nonce="${o.nonce}">
+</head>
+<body>
+${o.body}
+${o.script ? html`<script type="module" src="${PLAYER_ASSET_PATH}/${o.script}" nonce="${o.nonce}"></script>` : ''}
+</body>
+</html>`.value;
+}
+
+export interface PlayerViewModel {
+  session: PlayerSession;
+  /** The session token from the launch URL: the page's links and calls carry it. */
+  token: string;
+  nonce: string;
+  serverNow: number;
+}
+
+function header(m: PlayerViewModel, current: 'stock_race' | 'crash'): SafeHtml {
+  const q = `?token=${encodeURIComponent(m.token)}`;
+  const link = (game: 'stock_race' | 'crash', href: string, label: string) =>
+    html`<li><a href="${href}${q}"${game === current ? html` aria-current="page"` : ''}>${label}</a></li>`;
+  return html`<header class="bar">
+<p class="who">Player <strong>${m.session.playerRef}</strong> · ${m.session.currency}</p>
+<nav aria-label="Games"><ul>${link('stock_race', '/play', 'Stock Race')}${link('crash', '/play/crash', 'Crash')}</ul></nav>
+</header>`;
+}
+
+const back = (m: PlayerViewModel): SafeHtml => html`<p class="back"><a id="back" href="${m.session.returnUrl}">Back to the operator</a></p>`;
+
+/** The Stock Race player page: the live round, the race, and this session's bets. */
+export function stockRacePlayerPage(m: PlayerViewModel & { round: (RoundJson & { symbols: string[] }) | null; feedPath: string }): string {
+  const symbols = m.round?.symbols ?? [];
+  const body = html`${header(m, 'stock_race')}
+<main id="player" data-session="${m.session.id}">
+<h1>Stock Race</h1>
+<section class="panel" aria-labelledby="round-title">
+<h2 id="round-title">Round <span id="round-number">${m.round ? `#${m.round.round_number}` : '–'}</span></h2>
+<p class="phase" id="phase" role="status" aria-live="polite">${m.round?.status ?? 'Waiting for the first round'}</p>
+<progress id="progress" max="1000" value="0" aria-label="Round progress"></progress>
+<ol class="board" id="board" aria-label="Stocks, leader first">${symbols.map(
+    (sym) => html`<li data-symbol="${sym}"><span class="sym">${sym}</span><span class="track"><span class="bar"></span></span><span class="pct">0.00%</span></li>`,
+  )}</ol>
+</section>
+<section class="panel" aria-labelledby="bets-title">
+<h2 id="bets-title">Your bets this session</h2>
+<div class="table-wrap" role="region" aria-labelledby="bets-title" tabindex="0">
+<table id="bets"><thead><tr><th scope="col">Round</th><th scope="col">Stocks</th><th scope="col" class="num">Stake (${m.session.currency})</th><th scope="col">Result</th><th scope="col" class="num">Payout (${m.session.currency})</th></tr></thead>
+<tbody></tbody></table></div>
+<p id="bets-empty" class="hint">No bets in this session yet. Bets are placed from the operator's site; they appear here as soon as they are made.</p>
+</section>
+${back(m)}
+</main>
+${jsonScript('player-data', {
+    game: 'stock_race',
+    feed: m.feedPath,
+    bets: `/play/bets?token=${encodeURIComponent(m.token)}`,
+    round: m.round,
+    server_now: m.serverNow,
+  })}`;
+  return shell({ title: 'Stock Race', nonce: m.nonce, body, script: 'player.js' });
+}
+
+/** The Crash view for partners who embed ours: the multiplier climbing live, and the last results. */
+export function crashPlayerPage(m: PlayerViewModel & { round: RoundJson | null; recent: { round_number: number; crash_point: number }[] }): string {
+  const body = html`${header(m, 'crash')}
+<main id="player" data-session="${m.session.id}">
+<h1>Crash</h1>
+<section class="panel" aria-labelledby="round-title">
+<h2 id="round-title">Round <span id="round-number">${m.round ? `#${m.round.round_number}` : '–'}</span></h2>
+<p class="phase" id="phase" role="status" aria-live="polite">${m.round?.status ?? 'Waiting for the first round'}</p>
+<p class="multiplier" id="multiplier" aria-live="off">1.00x</p>
+<svg id="curve" class="curve" viewBox="0 0 320 160" role="img" aria-label="The multiplier curve of the current round"></svg>
+</section>
+<section class="panel" aria-labelledby="recent-title">
+<h2 id="recent-title">Last results</h2>
+<ol id="recent" class="recent" reversed>${m.recent.map(
+    (r) => html`<li class="${r.crash_point >= 2 ? 'high' : 'low'}"><span class="sr-only">Round ${r.round_number}: </span>${r.crash_point.toFixed(2)}x</li>`,
+  )}</ol>
+</section>
+${back(m)}
+</main>
+${jsonScript('player-data', {
+    game: 'crash',
+    feed: `/play/crash/feed?token=${encodeURIComponent(m.token)}`,
+    round: m.round,
+    server_now: m.serverNow,
+  })}`;
+  return shell({ title: 'Crash', nonce: m.nonce, body, script: 'player.js' });
+}
+
+/** A link that opens nothing: what happened, and the way back to the operator when the session is known. */
+export function playerRefusalPage(o: { title: string; message: string; returnUrl: string | null; nonce: string }): string {
+  const body = html`<main id="refusal" class="refusal">
+<h1>${o.title}</h1>
+<p>${o.message}</p>
+${o.returnUrl ? html`<p><a class="button" id="back" href="${o.returnUrl}">Back to the operator</a></p>` : html`<p>Open the game again from the operator's site.</p>`}
+</main>`;
+  return shell({ title: o.title, nonce: o.nonce, body });
+}

@@ -1,0 +1,141 @@
+import cookie from '@fastify/cookie';
+import formbody from '@fastify/formbody';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { randomBytes } from 'node:crypto';
+import { isDomainError } from '../errors/codes';
+import { SURFACE_B_STATUS } from '../http/error-maps';
+import type { AppServices } from '../services';
+import { ASSET_PATH, DASHBOARD_ASSETS, serveAssets } from './assets';
+import { DashboardAuth, sameToken } from './auth';
+import './context';
+import { field, type FormBody } from './forms';
+import { complianceRoutes } from './routes/compliance';
+import { credentialRoutes } from './routes/credentials';
+import { liveRoutes } from './routes/live';
+import { roundRoutes } from './routes/rounds';
+import { webhookRoutes } from './routes/webhooks';
+import { errorPage, loginPage } from './views/login';
+
+const SESSION_COOKIE = 'dash_session';
+const LOGIN_COOKIE = 'dash_login';
+const NEXT = /^\/dashboard(?:[/?][^\s\\]*)?$/;
+
+/** Where to go after signing in: only somewhere inside the dashboard, never another site. */
+const safeNext = (raw: unknown): string => (typeof raw === 'string' && NEXT.test(raw) && !raw.includes('//') ? raw : '/dashboard');
+
+/**
+ * The partner dashboard, under /dashboard: server-rendered pages, one small script per page, a
+ * cookie session per signed-in user, a CSRF token on every state change. Everything it shows or
+ * changes is scoped to the signed-in user's operator.
+ */
+export async function dashboardRoutes(app: FastifyInstance, s: AppServices): Promise<void> {
+  const auth = new DashboardAuth(s.db, s.clock);
+  // Plain HTTP is only ever served in development and tests; everywhere else the cookie needs TLS.
+  const secure = s.config.env !== 'development' && s.config.env !== 'test';
+  if (!app.hasRequestDecorator('cookies')) await app.register(cookie);
+  // The service's root parser set is JSON only; forms are accepted here and nowhere else.
+  if (!app.hasContentTypeParser('application/x-www-form-urlencoded')) await app.register(formbody, { bodyLimit: 16 * 1024 });
+
+  app.addHook('onSend', async (req, reply) => {
+    reply.header('x-content-type-options', 'nosniff');
+    reply.header('referrer-policy', 'same-origin');
+    reply.header('x-frame-options', 'DENY');
+    reply.header(
+      'content-security-policy',
+      "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+    );
+    if (!req.url.startsWith(ASSET_PATH)) reply.header('cache-control', 'no-store');
+  });
+
+  app.setErrorHandler((error: FastifyError | Error, req, reply) => {
+    const domain = isDomainError(error) ? error : null;
+    const validation = (error as FastifyError).validation ? (error as FastifyError).message : null;
+    const status = domain ? SURFACE_B_STATUS[domain.code] : validation ? 400 : 500;
+    if (status >= 500) req.log.error({ err: error }, 'dashboard request failed');
+    const message = domain ? domain.message : validation ?? `Something went wrong on our side (trace ${String(req.id)}).`;
+    if (req.url.startsWith('/dashboard/api/')) return reply.status(status).send({ error: domain?.code ?? (validation ? 'VALIDATION_FAILED' : 'INTERNAL'), message });
+    const title = status === 404 ? 'Not found' : status >= 500 ? 'Error' : 'That did not work';
+    return reply.status(status).type('text/html; charset=utf-8').send(errorPage({ status, title, message, signedIn: Boolean(req.dashboard), user: req.dashboard?.user }));
+  });
+  app.setNotFoundHandler((req, reply) => {
+    void reply
+      .status(404)
+      .type('text/html; charset=utf-8')
+      .send(errorPage({ status: 404, title: 'Not found', message: `There is no page at ${req.url.split('?')[0]}.`, signedIn: false }));
+  });
+
+  serveAssets(app, '/assets', DASHBOARD_ASSETS);
+
+  const showLogin = (reply: FastifyReply, o: { next: string; email?: string; error?: string | null; notice?: string | null; status?: number }) => {
+    // Login CSRF: a double-submit token ties the form to this browser before any session exists.
+    const csrf = randomBytes(24).toString('base64url');
+    reply.setCookie(LOGIN_COOKIE, csrf, { path: '/dashboard/login', httpOnly: true, secure, sameSite: 'strict' });
+    return reply.status(o.status ?? 200).type('text/html; charset=utf-8').send(loginPage({ ...o, csrf }));
+  };
+
+  app.get('/login', async (req: FastifyRequest<{ Querystring: Record<string, string> }>, reply) => {
+    if (await auth.session(req.cookies[SESSION_COOKIE])) return reply.redirect(safeNext(req.query.next), 303);
+    return showLogin(reply, { next: safeNext(req.query.next), notice: req.query.signed_out ? 'You are signed out.' : null });
+  });
+
+  app.post('/login', async (req, reply) => {
+    const body = (req.body ?? {}) as FormBody;
+    const next = safeNext(field(body, 'next'));
+    const email = field(body, 'email');
+    const expected = req.cookies[LOGIN_COOKIE];
+    if (!expected || !sameToken(field(body, '_csrf'), expected)) {
+      return showLogin(reply, { next, email, status: 403, error: 'The sign-in form expired. Please try again.' });
+    }
+    try {
+      const { sessionId, session } = await auth.signIn(email, field(body, 'password'));
+      reply.clearCookie(LOGIN_COOKIE, { path: '/dashboard/login' });
+      reply.setCookie(SESSION_COOKIE, sessionId, {
+        path: '/dashboard',
+        httpOnly: true,
+        secure,
+        sameSite: 'strict',
+        expires: new Date(session.expiresAt),
+      });
+      return reply.redirect(next, 303);
+    } catch (error) {
+      if (!isDomainError(error)) throw error;
+      return showLogin(reply, { next, email, status: 401, error: 'Wrong email or password (after 5 failures, wait 15 minutes).' });
+    }
+  });
+
+  // Everything below needs a signed-in user; every state change also needs the session's CSRF token.
+  await app.register(async (scope) => {
+    scope.addHook('preHandler', async (req, reply) => {
+      const session = await auth.session(req.cookies[SESSION_COOKIE]);
+      if (!session) {
+        if (req.method === 'GET' && !req.url.startsWith('/dashboard/api/') && !req.url.startsWith('/dashboard/feed/')) {
+          return reply.redirect(`/dashboard/login?next=${encodeURIComponent(req.url)}`, 303);
+        }
+        return reply.status(401).type('text/plain; charset=utf-8').send('sign in first');
+      }
+      if (req.method !== 'GET' && req.method !== 'HEAD') {
+        const given = field((req.body ?? {}) as FormBody, '_csrf') || String(req.headers['x-csrf-token'] ?? '');
+        if (!sameToken(given, session.csrfToken)) {
+          return reply
+            .status(403)
+            .type('text/html; charset=utf-8')
+            .send(errorPage({ status: 403, title: 'Refused', message: 'This form is out of date (its security token does not match). Reload the page and try again.', signedIn: true }));
+        }
+      }
+      const operator = await s.operators.get(session.user.operatorId);
+      req.dashboard = { session, operator, user: { email: session.user.email, operatorName: operator.name, csrfToken: session.csrfToken } };
+    });
+
+    scope.post('/logout', async (req, reply) => {
+      await auth.signOut(req.cookies[SESSION_COOKIE]);
+      reply.clearCookie(SESSION_COOKIE, { path: '/dashboard' });
+      return reply.redirect('/dashboard/login?signed_out=1', 303);
+    });
+
+    await liveRoutes(scope, s);
+    await webhookRoutes(scope, s);
+    await credentialRoutes(scope, s);
+    await roundRoutes(scope, s);
+    await complianceRoutes(scope, s);
+  });
+}

@@ -1,0 +1,41 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { DomainError } from '../../errors/codes';
+import { streamFeed } from '../../http/sse';
+import { GAMES, type Game } from '../../rounds/round';
+import { presentRound } from '../../rounds/round-presenter';
+import { roundRepository } from '../../rounds/round-repository';
+import type { AppServices } from '../../services';
+import { ctx } from '../context';
+import { liveStats, overview } from '../queries';
+import { livePage } from '../views/live';
+
+/** Home: the live games, the charts, and what needs attention. */
+export async function liveRoutes(app: FastifyInstance, s: AppServices): Promise<void> {
+  app.get('/', async (req, reply) => {
+    const c = ctx(req);
+    const [crash, race] = await Promise.all([roundRepository.latest(s.db, 'crash'), roundRepository.latest(s.db, 'stock_race')]);
+    const html = livePage({
+      user: c.user,
+      overview: await overview(s.db, c.operator.id, s.clock.now()),
+      stats: await liveStats(s.db, s.config, c.operator),
+      crash: crash ? presentRound(crash) : null,
+      race: race ? { ...presentRound(race), symbols: s.stockRaceGame.symbolsOf(race) } : null,
+      serverNow: s.clock.now(),
+    });
+    return reply.type('text/html; charset=utf-8').send(html);
+  });
+
+  app.get('/api/stats', async (req) => liveStats(s.db, s.config, ctx(req).operator));
+
+  // The same feed partners get on the API surfaces, authenticated by the dashboard session instead.
+  app.get('/feed/:game', async (req: FastifyRequest<{ Params: { game: string } }>, reply) => {
+    const game = req.params.game as Game;
+    if (!GAMES.includes(game)) throw new DomainError('NOT_FOUND', `no live feed for "${req.params.game}"`);
+    await streamFeed(req, reply, s.feed, game);
+    // A signed-out or expired session must not keep watching: the stream ends with the session.
+    const left = ctx(req).session.expiresAt - s.clock.now();
+    const timer = setTimeout(() => reply.raw.end(), Math.min(Math.max(0, left), 2 ** 31 - 1));
+    timer.unref();
+    reply.raw.on('close', () => clearTimeout(timer));
+  });
+}

@@ -1,0 +1,87 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { BetStatus } from '../../bets/bet';
+import { betRepository } from '../../bets/bet-repository';
+import { DomainError } from '../../errors/codes';
+import { GAMES, type Game } from '../../rounds/round';
+import { presentRound } from '../../rounds/round-presenter';
+import { roundRepository } from '../../rounds/round-repository';
+import type { AppServices } from '../../services';
+import { settlementRepository } from '../../wallet/settlements';
+import { ctx } from '../context';
+import { field, notice, queryField, type FormBody } from '../forms';
+import { betCountsByRound } from '../queries';
+import { betPage, settlementsPage } from '../views/bets';
+import { BET_STATUSES, betsPage, roundsPage } from '../views/rounds';
+
+type QueryReq = FastifyRequest<{ Querystring: Record<string, unknown> }>;
+const ROUNDS_SHOWN = 50;
+const BETS_SHOWN = 200;
+
+function gameFilter(raw: string | undefined): Game | undefined {
+  if (raw === undefined) return undefined;
+  if (!(GAMES as readonly string[]).includes(raw)) throw new DomainError('VALIDATION_FAILED', 'game must be crash or stock_race');
+  return raw as Game;
+}
+
+/** Rounds with their seeds, bets with their audit trails, and the wallet settlements still pending. */
+export async function roundRoutes(app: FastifyInstance, s: AppServices): Promise<void> {
+  app.get('/rounds', async (req: QueryReq, reply) => {
+    const c = ctx(req);
+    const game = gameFilter(queryField(req.query, 'game'));
+    const rounds = await roundRepository.recent(s.db, game ?? null, ROUNDS_SHOWN);
+    const bets = await betCountsByRound(s.db, c.operator.id, rounds.map((r) => r.id));
+    return reply.type('text/html; charset=utf-8').send(roundsPage({ user: c.user, rounds: rounds.map(presentRound), bets, game }));
+  });
+
+  app.get('/bets', async (req: QueryReq, reply) => {
+    const c = ctx(req);
+    const filters = {
+      player: queryField(req.query, 'player', 120),
+      round: queryField(req.query, 'round', 100),
+      status: queryField(req.query, 'status', 20),
+      game: queryField(req.query, 'game', 20),
+    };
+    if (filters.status && !(BET_STATUSES as string[]).includes(filters.status)) {
+      throw new DomainError('VALIDATION_FAILED', `status must be one of ${BET_STATUSES.join(', ')}`);
+    }
+    const bets = await betRepository.find(s.db, {
+      operatorId: c.operator.id,
+      player: filters.player,
+      roundId: filters.round,
+      status: filters.status as BetStatus | undefined,
+      game: gameFilter(filters.game),
+      limit: BETS_SHOWN,
+    });
+    return reply.type('text/html; charset=utf-8').send(betsPage({ user: c.user, bets, filters, limit: BETS_SHOWN }));
+  });
+
+  app.get('/bets/:id', async (req: FastifyRequest<{ Params: { id: string }; Querystring: Record<string, unknown> }>, reply) => {
+    const c = ctx(req);
+    const bet = await betRepository.byId(s.db, req.params.id);
+    if (!bet || bet.operatorId !== c.operator.id) throw new DomainError('BET_NOT_FOUND', `no bet ${req.params.id} for this operator`);
+    const round = await roundRepository.byId(s.db, bet.roundId);
+    const settlement = (await settlementRepository.byBet(s.db, bet.id)) ?? null;
+    const attempts = settlement ? await settlementRepository.attempts(s.db, bet.id) : [];
+    return reply
+      .type('text/html; charset=utf-8')
+      .send(betPage({ user: c.user, bet, round: round ? presentRound(round) : null, settlement, attempts, notice: notice(req.query.notice) }));
+  });
+
+  app.get('/settlements', async (req: QueryReq, reply) => {
+    const c = ctx(req);
+    const pending = await settlementRepository.list(s.db, { operatorId: c.operator.id, status: 'pending', limit: 500 });
+    return reply.type('text/html; charset=utf-8').send(settlementsPage({ user: c.user, pending, notice: notice(req.query.notice) }));
+  });
+
+  // The same retry as the admin CLI's `settlements retry`: due now, same idempotency_key.
+  app.post('/settlements/:bet/retry', async (req: FastifyRequest<{ Params: { bet: string } }>, reply) => {
+    const c = ctx(req);
+    const settlement = await settlementRepository.byBet(s.db, req.params.bet);
+    if (!settlement || settlement.operatorId !== c.operator.id) throw new DomainError('NOT_FOUND', `no wallet settlement for bet ${req.params.bet}`);
+    if (settlement.status !== 'pending') throw new DomainError('ILLEGAL_TRANSITION', 'this settlement is already confirmed by your wallet');
+    await settlementRepository.retryNow(s.db, settlement.betId, s.clock.now());
+    const back = field(req.body as FormBody, 'back');
+    const target = back === `/dashboard/bets/${settlement.betId}` ? back : '/dashboard/settlements';
+    return reply.redirect(`${target}?notice=settlement-retry`, 303);
+  });
+}

@@ -1,0 +1,49 @@
+// Small behaviours for dashboard forms: copy buttons, confirmations, and regions that refresh
+// themselves (the webhook delivery log) without a full page reload.
+
+for (const input of document.querySelectorAll('[data-select-on-focus]')) {
+  input.addEventListener('focus', () => input.select());
+}
+
+for (const button of document.querySelectorAll('[data-copy]')) {
+  button.addEventListener('click', async () => {
+    const input = document.getElementById(button.dataset.copy);
+    if (!input) return;
+    input.focus();
+    input.select();
+    try {
+      await navigator.clipboard.writeText(input.value);
+      button.textContent = 'Copied';
+    } catch {
+      // No clipboard permission (plain HTTP, say): the text is selected for a manual copy.
+      button.textContent = 'Selected: press Ctrl+C';
+    }
+  });
+}
+
+for (const form of document.querySelectorAll('form[data-confirm]')) {
+  form.addEventListener('submit', (e) => {
+    if (!window.confirm(form.dataset.confirm)) e.preventDefault();
+  });
+}
+
+for (const region of document.querySelectorAll('[data-refresh]')) {
+  const every = Number(region.dataset.refreshMs) || 3000;
+  let last = null;
+  const refresh = async () => {
+    // Never pull content out from under a keyboard user, nor poll a hidden tab.
+    if (document.hidden || region.contains(document.activeElement)) return;
+    try {
+      const res = await fetch(region.dataset.refresh, { credentials: 'same-origin' });
+      if (!res.ok) return;
+      const html = await res.text();
+      if (html !== last) {
+        last = html;
+        region.innerHTML = html;
+      }
+    } catch {
+      // The next tick tries again.
+    }
+  };
+  setInterval(refresh, every);
+}

@@ -1,0 +1,95 @@
+import { html, type SafeHtml } from '../html';
+import { ASSET_PATH } from '../assets';
+
+export type NavKey = 'live' | 'webhooks' | 'credentials' | 'rounds' | 'bets' | 'settlements' | 'compliance';
+
+const NAV: { key: NavKey; href: string; label: string }[] = [
+  { key: 'live', href: '/dashboard', label: 'Live' },
+  { key: 'webhooks', href: '/dashboard/webhooks', label: 'Webhooks' },
+  { key: 'credentials', href: '/dashboard/credentials', label: 'Credentials' },
+  { key: 'rounds', href: '/dashboard/rounds', label: 'Rounds' },
+  { key: 'bets', href: '/dashboard/bets', label: 'Bets' },
+  { key: 'settlements', href: '/dashboard/settlements', label: 'Wallet settlements' },
+  { key: 'compliance', href: '/dashboard/compliance', label: 'Compliance' },
+];
+
+export interface PageUser {
+  email: string;
+  operatorName: string;
+  csrfToken: string;
+}
+
+export interface PageOptions {
+  title: string;
+  nav?: NavKey;
+  user?: PageUser;
+  /** One-line outcome of the action that led here (after a redirect). */
+  notice?: string | null;
+  error?: string | null;
+  /** Module scripts from the dashboard assets. */
+  scripts?: string[];
+  body: SafeHtml;
+}
+
+/** Hidden CSRF field for every form of a signed-in page. */
+export const csrfField = (token: string): SafeHtml => html`<input type="hidden" name="_csrf" value="${token}">`;
+
+export function page(o: PageOptions): string {
+  const nav = o.user
+    ? html`<nav aria-label="Dashboard sections"><ul>${NAV.map(
+        (n) => html`<li><a href="${n.href}"${o.nav === n.key ? html` aria-current="page"` : ''}>${n.label}</a></li>`,
+      )}</ul></nav>`
+    : '';
+  const account = o.user
+    ? html`<div class="account"><span>${o.user.email} · <strong>${o.user.operatorName}</strong></span>
+<form method="post" action="/dashboard/logout">${csrfField(o.user.csrfToken)}<button type="submit" class="link">Sign out</button></form></div>`
+    : '';
+  return html`<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>${o.title} · Partner dashboard</title>
+<link rel="icon" href="${ASSET_PATH}/icon.svg" type="image/svg+xml">
+<link rel="stylesheet" href="${ASSET_PATH}/dashboard.css">
+</head>
+<body>
+<a class="skip" href="#main">Skip to content</a>
+<header class="top">
+<p class="brand"><a href="/dashboard">Partner dashboard</a></p>
+${account}
+${nav}
+</header>
+<main id="main" tabindex="-1">
+<h1>${o.title}</h1>
+${o.notice ? html`<p class="notice" role="status">${o.notice}</p>` : ''}
+${o.error ? html`<p class="error" role="alert">${o.error}</p>` : ''}
+${o.body}
+</main>
+<footer><p>Times are UTC. <a href="/docs">API reference</a></p></footer>
+${(o.scripts ?? []).map((s) => html`<script type="module" src="${ASSET_PATH}/${s}"></script>`)}
+</body>
+</html>`.value;
+}
+
+const pad = (n: number): string => String(n).padStart(2, '0');
+
+/** "2025-03-01 14:05:09" (UTC) inside a <time> element. */
+export function time(ms: number | null | undefined): SafeHtml {
+  if (ms === null || ms === undefined) return html`–`;
+  const d = new Date(ms);
+  const text = `${d.getUTCFullYear()}-${pad(d.getUTCMonth() + 1)}-${pad(d.getUTCDate())} ${pad(d.getUTCHours())}:${pad(d.getUTCMinutes())}:${pad(d.getUTCSeconds())}`;
+  return html`<time datetime="${d.toISOString()}">${text}</time>`;
+}
+
+/** A wide table in a scrollable region that keyboard users can focus and scroll. */
+export function tableWrap(label: string, table: SafeHtml): SafeHtml {
+  return html`<div class="table-wrap" role="region" aria-label="${label}" tabindex="0">${table}</div>`;
+}
+
+/** A short status word with a colour class (the word itself carries the meaning). */
+export function badge(status: string): SafeHtml {
+  return html`<span class="badge badge-${status.replace(/[^a-z_]/g, '')}">${status.replace(/_/g, ' ')}</span>`;
+}
+
+export const short = (id: string, keep = 14): string => (id.length > keep ? `${id.slice(0, keep)}…` : id);

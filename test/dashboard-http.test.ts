@@ -1,0 +1,167 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DashboardAuth } from '../src/dashboard/auth';
+import { startTestApp, type TestApp, type TestOperator } from './support/harness';
+
+const PASSWORD = 'long enough password';
+
+/** A browser-like client: keeps cookies, never follows redirects, posts forms. */
+function browser(baseUrl: string) {
+  const jar = new Map<string, string>();
+  const cookies: string[] = [];
+  async function go(method: string, path: string, form?: Record<string, string | string[]>, headers: Record<string, string> = {}) {
+    const body = form ? new URLSearchParams(Object.entries(form).flatMap(([k, v]) => (Array.isArray(v) ? v : [v]).map((x): [string, string] => [k, x]))) : undefined;
+    const res = await fetch(`${baseUrl}${path}`, {
+      method,
+      redirect: 'manual',
+      headers: { cookie: [...jar].map(([k, v]) => `${k}=${v}`).join('; '), ...(body ? { 'content-type': 'application/x-www-form-urlencoded' } : {}), ...headers },
+      body,
+    });
+    for (const c of res.headers.getSetCookie()) {
+      cookies.push(c);
+      const [pair] = c.split(';');
+      const [k, v] = pair!.split('=');
+      if (v) jar.set(k!, v);
+      else jar.delete(k!);
+    }
+    return { status: res.status, headers: res.headers, text: await res.text() };
+  }
+  return { go, jar, cookies };
+}
+
+const csrfOf = (html: string): string => /name="_csrf" value="([^"]+)"/.exec(html)![1]!;
+
+async function signIn(baseUrl: string, email: string) {
+  const b = browser(baseUrl);
+  const form = await b.go('GET', '/dashboard/login');
+  const res = await b.go('POST', '/dashboard/login', { _csrf: csrfOf(form.text), email, password: PASSWORD, next: '/dashboard/credentials' });
+  expect(res.status).toBe(303);
+  expect(res.headers.get('location')).toBe('/dashboard/credentials');
+  const page = await b.go('GET', '/dashboard/credentials');
+  return { ...b, csrf: csrfOf(page.text) };
+}
+
+describe('dashboard over HTTP: sessions, CSRF, scoping, escaping', () => {
+  let t: TestApp;
+  let a: TestOperator;
+  let other: TestOperator;
+
+  beforeAll(async () => {
+    t = await startTestApp({ engines: false });
+    a = await t.createOperator({ name: '<script>alert("op")</script>' });
+    other = await t.createOperator({ name: 'Other' });
+    const auth = new DashboardAuth(t.app.services.db, t.app.services.clock);
+    await auth.createUser({ operatorId: a.id, email: 'a@example.com', password: PASSWORD });
+    await auth.createUser({ operatorId: other.id, email: 'b@example.com', password: PASSWORD });
+  });
+  afterAll(async () => t?.close());
+
+  it('sends a signed-out visitor to the sign-in page, and refuses a sign-in form without its token', async () => {
+    const b = browser(t.baseUrl);
+    const res = await b.go('GET', '/dashboard/bets?player=x');
+    expect(res.status).toBe(303);
+    expect(res.headers.get('location')).toBe('/dashboard/login?next=%2Fdashboard%2Fbets%3Fplayer%3Dx');
+    expect((await b.go('GET', '/dashboard/api/stats')).status).toBe(401);
+    expect((await b.go('GET', '/dashboard/feed/crash')).status).toBe(401);
+    const forged = await b.go('POST', '/dashboard/login', { _csrf: 'x'.repeat(32), email: 'a@example.com', password: PASSWORD });
+    expect(forged.status).toBe(403);
+    expect(b.jar.has('dash_session')).toBe(false);
+    // An open redirect is not possible through ?next.
+    const form = await b.go('GET', '/dashboard/login');
+    const off = await b.go('POST', '/dashboard/login', { _csrf: csrfOf(form.text), email: 'a@example.com', password: PASSWORD, next: '//evil.example/x' });
+    expect(off.headers.get('location')).toBe('/dashboard');
+  });
+
+  it('sets an HttpOnly, SameSite=Strict session cookie scoped to /dashboard, and security headers', async () => {
+    const b = await signIn(t.baseUrl, 'a@example.com');
+    const cookie = b.cookies.find((c) => c.startsWith('dash_session='))!;
+    expect(cookie).toMatch(/; Path=\/dashboard; Expires=[^;]+; HttpOnly; SameSite=Strict$/);
+    expect(cookie).not.toContain('Secure');
+    const page = await b.go('GET', '/dashboard');
+    expect(page.headers.get('content-security-policy')).toBe(
+      "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+    );
+    expect(page.headers.get('x-frame-options')).toBe('DENY');
+    expect(page.headers.get('cache-control')).toBe('no-store');
+    // The operator's name is shown escaped.
+    expect(page.text).toContain('<strong>&lt;script&gt;alert(&quot;op&quot;)&lt;/script&gt;</strong>');
+    expect(page.text).not.toContain('<script>alert');
+  });
+
+  it('refuses every state change without the session\'s CSRF token', async () => {
+    const b = await signIn(t.baseUrl, 'a@example.com');
+    const form = { url: 'http://127.0.0.1:9/hooks', events: ['round.closed'] };
+    expect((await b.go('POST', '/dashboard/webhooks', form)).status).toBe(403);
+    expect((await b.go('POST', '/dashboard/webhooks', { ...form, _csrf: 'A'.repeat(43) })).status).toBe(403);
+    expect((await b.go('POST', '/dashboard/credentials/rotate', { confirm: '1' })).status).toBe(403);
+    expect((await b.go('POST', '/dashboard/logout', {})).status).toBe(403);
+    expect(await t.app.services.webhooks.listEndpoints(a.id)).toEqual([]);
+
+    const created = await b.go('POST', '/dashboard/webhooks', { ...form, _csrf: b.csrf });
+    expect(created.status).toBe(200);
+    expect(created.text).toContain('will not be shown again');
+    const endpoints = await t.app.services.webhooks.listEndpoints(a.id);
+    expect(endpoints.map((e) => [e.url, e.events])).toEqual([['http://127.0.0.1:9/hooks', ['round.closed']]]);
+    // The secret shown is the one deliveries are signed with.
+    const secret = /id="secret" class="mono" readonly value="([^"]+)"/.exec(created.text)![1]!;
+    const row = await t.app.services.webhooks.endpoints.row(a.id, endpoints[0]!.endpoint_id);
+    expect(t.app.services.webhooks.endpoints.signingSecrets(row, Date.now())).toEqual([secret]);
+  });
+
+  it('shows a validation error on the form, keeping what was typed', async () => {
+    const b = await signIn(t.baseUrl, 'a@example.com');
+    const res = await b.go('POST', '/dashboard/webhooks', { _csrf: b.csrf, url: 'ftp://example.com/<x>', events: ['round.closed'] });
+    expect(res.status).toBe(400);
+    expect(res.text).toContain('role="alert"');
+    expect(res.text).toContain('value="ftp://example.com/&lt;x&gt;"');
+  });
+
+  it('keeps each operator to its own endpoints and bets', async () => {
+    const mine = await t.app.services.webhooks.createEndpoint(other.id, { url: 'http://127.0.0.1:9/other', events: ['bet.settled'] });
+    const b = await signIn(t.baseUrl, 'a@example.com');
+    expect((await b.go('GET', `/dashboard/webhooks/${mine.endpoint_id}`)).status).toBe(404);
+    expect((await b.go('POST', `/dashboard/webhooks/${mine.endpoint_id}/delete`, { _csrf: b.csrf })).status).toBe(404);
+    expect((await b.go('POST', `/dashboard/webhooks/${mine.endpoint_id}/rotate`, { _csrf: b.csrf })).status).toBe(404);
+    expect((await t.app.services.webhooks.listEndpoints(other.id)).length).toBe(1);
+    expect((await b.go('GET', '/dashboard/webhooks')).text).not.toContain('/other');
+    expect((await b.go('GET', '/dashboard/bets/bet_of_someone_else')).status).toBe(404);
+    expect((await b.go('POST', '/dashboard/settlements/bet_of_someone_else/retry', { _csrf: b.csrf })).status).toBe(404);
+  });
+
+  it('ends the session on sign-out, on the server too', async () => {
+    const b = await signIn(t.baseUrl, 'a@example.com');
+    const stolen = b.jar.get('dash_session')!;
+    const out = await b.go('POST', '/dashboard/logout', { _csrf: b.csrf });
+    expect(out.status).toBe(303);
+    expect(out.headers.get('location')).toBe('/dashboard/login?signed_out=1');
+    const replay = await fetch(`${t.baseUrl}/dashboard`, { redirect: 'manual', headers: { cookie: `dash_session=${stolen}` } });
+    expect(replay.status).toBe(303);
+  });
+
+  it('streams the live feed to a signed-in user', async () => {
+    const b = await signIn(t.baseUrl, 'a@example.com');
+    const controller = new AbortController();
+    const res = await fetch(`${t.baseUrl}/dashboard/feed/stock_race`, { headers: { cookie: `dash_session=${b.jar.get('dash_session')}` }, signal: controller.signal });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toBe('text/event-stream; charset=utf-8');
+    controller.abort();
+    expect((await b.go('GET', '/dashboard/feed/poker')).status).toBe(404);
+  });
+});
+
+describe('dashboard cookie outside development and test', () => {
+  it('is Secure', async () => {
+    const t = await startTestApp({ engines: false, env: { APP_ENV: 'production', TRUST_PROXY_TLS: 'true' } });
+    try {
+      const op = await t.createOperator();
+      await new DashboardAuth(t.app.services.db, t.app.services.clock).createUser({ operatorId: op.id, email: 'p@example.com', password: PASSWORD });
+      const login = browser(t.baseUrl);
+      const form = await login.go('GET', '/dashboard/login');
+      expect(login.cookies[0]).toMatch(/; Secure; SameSite=Strict$/);
+      const res = await login.go('POST', '/dashboard/login', { _csrf: csrfOf(form.text), email: 'p@example.com', password: PASSWORD });
+      expect(res.status).toBe(303);
+      expect(login.cookies.find((c) => c.startsWith('dash_session='))).toMatch(/; HttpOnly; Secure; SameSite=Strict$/);
+    } finally {
+      await t.close();
+    }
+  });
+});
