@@ -28,6 +28,13 @@ const playerSurface: Surface = {
  */
 export async function playerRoutes(app: FastifyInstance, s: AppServices): Promise<void> {
   const r = app.withTypeProvider<TypeBoxTypeProvider>();
+  // Every use of a session reports where it came from: one session used from several places at
+  // once raises a compliance flag. An observation only: it never blocks the player.
+  const seen = (session: PlayerSession, place: string, log: { warn(o: object, m: string): void }): void => {
+    void s.complianceFlags
+      .sessionSeen(s.db, { operatorId: session.operatorId, sessionId: session.id, player: session.playerRef, place, now: s.clock.now() })
+      .catch((err: unknown) => log.warn({ err }, 'compliance session check failed'));
+  };
   app.setErrorHandler(errorHandler(playerSurface));
 
   r.get('/play', { schema: { hide: true, querystring: TokenQuery } }, async (req, reply) => {
@@ -42,6 +49,7 @@ export async function playerRoutes(app: FastifyInstance, s: AppServices): Promis
       const refusal = await playerRefusal(s, req.query.token, error.code, nonce);
       return reply.status(refusal.status).type('text/html; charset=utf-8').send(refusal.html);
     }
+    seen(session, req.ip, req.log);
     const latest = await roundRepository.latest(s.db, 'stock_race');
     const round = latest ? { ...presentRound(latest), symbols: s.stockRaceGame.symbolsOf(latest) } : null;
     const nonce = newNonce();
@@ -53,6 +61,7 @@ export async function playerRoutes(app: FastifyInstance, s: AppServices): Promis
 
   r.get('/play/feed', { schema: { hide: true, querystring: TokenQuery } }, async (req, reply) => {
     const session = await s.sessions.byToken(req.query.token);
+    seen(session, req.ip, req.log);
     await streamFeed(req, reply, s.feed, 'stock_race');
     // The stream ends with the session; the page's EventSource reconnect is then refused.
     const left = session.expiresAt - s.clock.now();
