@@ -1,4 +1,4 @@
-import { forUpdate, type SqlExecutor } from '../store/database';
+import { forUpdate, type SqlExecutor, nullableNumber } from '../store/database';
 import type { Game } from '../rounds/round';
 import type { Bet, BetStatus, CashoutKind } from './bet';
 
@@ -22,7 +22,6 @@ interface BetRow {
   settled_at: number | null;
 }
 
-const n = (v: number | null): number | null => (v === null ? null : Number(v));
 
 export function toBet(r: BetRow): Bet {
   return {
@@ -35,14 +34,14 @@ export function toBet(r: BetRow): Bet {
     sessionId: r.session_id,
     currency: r.currency,
     amount: Number(r.amount),
-    autoCashout: n(r.auto_cashout),
+    autoCashout: nullableNumber(r.auto_cashout),
     selections: r.selections ? (JSON.parse(r.selections) as string[]) : null,
     status: r.status,
-    payout: n(r.payout),
-    cashoutMultiplier: n(r.cashout_multiplier),
+    payout: nullableNumber(r.payout),
+    cashoutMultiplier: nullableNumber(r.cashout_multiplier),
     cashoutKind: r.cashout_kind,
     placedAt: Number(r.placed_at),
-    settledAt: n(r.settled_at),
+    settledAt: nullableNumber(r.settled_at),
   };
 }
 

@@ -1,9 +1,10 @@
-import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Clock } from '../clock/clock';
 import { DomainError, isDomainError, type ErrorCode } from '../errors/codes';
 import type { OperatorCredentials } from '../operators/operator';
 import type { OperatorService } from '../operators/operators';
 import { verifyRequest } from '../signing/request-signature';
+import type { AppServices } from '../services';
 import type { TokenBucketLimiter } from './rate-limit';
 
 declare module 'fastify' {
@@ -151,4 +152,32 @@ export function describeValidation(issues: ValidationIssue[], context: string): 
     return { code: 'VALIDATION_FAILED', message: 'the body must be a JSON object' };
   }
   return { code: 'VALIDATION_FAILED', message: `${where}field "${field}" ${rule.startsWith('must') ? rule : `must be ${rule}`}` };
+}
+
+/**
+ * Puts a route module behind a surface: its authentication and rate limit, its error format, and
+ * (for the module that owns the prefix) its 404 body. Every authenticated module calls this.
+ */
+export function guardSurface(
+  app: FastifyInstance,
+  surface: Surface,
+  s: Pick<AppServices, 'operators' | 'clock' | 'limiter' | 'config'>,
+  options: { ownsNotFound?: boolean } = {},
+): void {
+  app.addHook(
+    'preValidation',
+    authenticator(surface, {
+      operators: s.operators,
+      clock: s.clock,
+      limiter: s.limiter,
+      signatureToleranceMs: s.config.signatureToleranceMs,
+      defaultRateLimit: s.config.rateLimit,
+    }),
+  );
+  app.setErrorHandler(errorHandler(surface));
+  if (options.ownsNotFound) {
+    app.setNotFoundHandler((req, reply) => {
+      void reply.status(404).send(surface.errorBody('NOT_FOUND', `no route ${req.method} ${req.url.split('?')[0]}`, String(req.id)));
+    });
+  }
 }

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { DomainError } from '../errors/codes';
-import { forUpdate, type SqlExecutor } from '../store/database';
+import { forUpdate, type SqlExecutor, nullableNumber } from '../store/database';
 import { assertTransition, type Game, type Round, type RoundStatus } from './round';
 
 interface RoundRow {
@@ -23,7 +23,6 @@ interface RoundRow {
   settings: string;
 }
 
-const num = (v: number | null): number | null => (v === null || v === undefined ? null : Number(v));
 
 function toRound(r: RoundRow): Round {
   return {
@@ -37,10 +36,10 @@ function toRound(r: RoundRow): Round {
     chainIdx: Number(r.chain_idx),
     openedAt: Number(r.opened_at),
     bettingClosesAt: Number(r.betting_closes_at),
-    runningAt: num(r.running_at),
-    endsAt: num(r.ends_at),
-    closedAt: num(r.closed_at),
-    voidedAt: num(r.voided_at),
+    runningAt: nullableNumber(r.running_at),
+    endsAt: nullableNumber(r.ends_at),
+    closedAt: nullableNumber(r.closed_at),
+    voidedAt: nullableNumber(r.voided_at),
     voidReason: r.void_reason,
     outcome: r.outcome ? JSON.parse(r.outcome) : null,
     settings: JSON.parse(r.settings) as Record<string, unknown>,

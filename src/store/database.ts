@@ -48,3 +48,6 @@ export const skipLocked = (db: SqlExecutor): string => (db.dialect === 'postgres
 /** Holds a shared row lock so a concurrent state change waits for this transaction (PostgreSQL). */
 export const forShare = (db: SqlExecutor): string => (db.dialect === 'postgres' ? ' FOR SHARE' : '');
 export const forUpdate = (db: SqlExecutor): string => (db.dialect === 'postgres' ? ' FOR UPDATE' : '');
+
+/** Nullable numeric columns: PostgreSQL and SQLite both give numbers here, but null must stay null. */
+export const nullableNumber = (v: number | string | null | undefined): number | null => (v === null || v === undefined ? null : Number(v));

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { DomainError } from '../errors/codes';
-import { skipLocked, type Database, type SqlExecutor } from '../store/database';
+import { skipLocked, type Database, type SqlExecutor, nullableNumber } from '../store/database';
 
 /**
  * The wallet settlement outbox. A row is written in the transaction that settles the bet, so a
@@ -51,7 +51,6 @@ interface SettlementRow {
   delivered_at: number | null;
 }
 
-const n = (v: number | null): number | null => (v === null || v === undefined ? null : Number(v));
 
 function toSettlement(r: SettlementRow): Settlement {
   return {
@@ -61,12 +60,12 @@ function toSettlement(r: SettlementRow): Settlement {
     body: r.body,
     status: r.status,
     attempts: Number(r.attempts),
-    nextAttemptAt: n(r.next_attempt_at),
-    claimedUntil: n(r.claimed_until),
-    lastStatusCode: n(r.last_status_code),
+    nextAttemptAt: nullableNumber(r.next_attempt_at),
+    claimedUntil: nullableNumber(r.claimed_until),
+    lastStatusCode: nullableNumber(r.last_status_code),
     lastError: r.last_error,
     createdAt: Number(r.created_at),
-    deliveredAt: n(r.delivered_at),
+    deliveredAt: nullableNumber(r.delivered_at),
   };
 }
 
@@ -145,8 +144,8 @@ export const settlementRepository = {
         return;
       }
       // A manual retry requested while this attempt was in flight moved next_attempt_at: honour it.
-      const retried = n(current.next_attempt_at) !== s.nextAttemptAt;
-      const next = retried ? n(current.next_attempt_at) ?? now : now + retryDelayMs(schedule, attempt);
+      const retried = nullableNumber(current.next_attempt_at) !== s.nextAttemptAt;
+      const next = retried ? nullableNumber(current.next_attempt_at) ?? now : now + retryDelayMs(schedule, attempt);
       await tx.run(
         `UPDATE wallet_settlements SET attempts = ?, claimed_until = NULL, last_status_code = ?, last_error = ?, next_attempt_at = ?
          WHERE bet_id = ? AND status = 'pending'`,
@@ -175,7 +174,7 @@ export const settlementRepository = {
 
   async attempts(db: SqlExecutor, betId: string): Promise<AttemptRow[]> {
     const rows = await db.all<AttemptRow>('SELECT * FROM wallet_attempts WHERE bet_id = ? ORDER BY attempt', [betId]);
-    return rows.map((r) => ({ ...r, attempt: Number(r.attempt), started_at: Number(r.started_at), latency_ms: Number(r.latency_ms), status_code: n(r.status_code) }));
+    return rows.map((r) => ({ ...r, attempt: Number(r.attempt), started_at: Number(r.started_at), latency_ms: Number(r.latency_ms), status_code: nullableNumber(r.status_code) }));
   },
 
   /**

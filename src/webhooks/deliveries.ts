@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Clock } from '../clock/clock';
 import { DomainError } from '../errors/codes';
-import type { Database, SqlParam } from '../store/database';
+import { type Database, type SqlParam, nullableNumber } from '../store/database';
 import type { Scope, WebhookEndpointService } from './endpoints';
 
 export const DELIVERY_STATUSES = ['pending', 'delivered', 'dead', 'cancelled'] as const;
@@ -49,7 +49,6 @@ interface DeliveryRow {
   resend_of: string | null;
 }
 
-const num = (v: number | null): number | null => (v === null ? null : Number(v));
 
 function present(r: DeliveryRow): DeliveryView {
   return {
@@ -59,12 +58,12 @@ function present(r: DeliveryRow): DeliveryView {
     endpoint_id: r.endpoint_id,
     status: r.status,
     attempts: Number(r.attempts),
-    next_attempt_at: r.status === 'pending' ? num(r.next_attempt_at) : null,
-    last_status_code: num(r.last_status_code),
+    next_attempt_at: r.status === 'pending' ? nullableNumber(r.next_attempt_at) : null,
+    last_status_code: nullableNumber(r.last_status_code),
     last_error: r.last_error,
     created_at: Number(r.created_at),
-    delivered_at: num(r.delivered_at),
-    dead_at: num(r.dead_at),
+    delivered_at: nullableNumber(r.delivered_at),
+    dead_at: nullableNumber(r.dead_at),
     resend_of: r.resend_of,
   };
 }
@@ -128,7 +127,7 @@ export class WebhookDeliveryService {
         attempt: Number(a.attempt),
         started_at: Number(a.started_at),
         latency_ms: Number(a.latency_ms),
-        status_code: num(a.status_code),
+        status_code: nullableNumber(a.status_code),
         error: a.error,
         response_excerpt: a.response_excerpt,
       })),

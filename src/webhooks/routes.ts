@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { DomainError } from '../errors/codes';
-import { authenticator, errorHandler, type Surface } from '../http/surface';
+import { guardSurface, type Surface } from '../http/surface';
 import type { AppServices } from '../services';
 import type { DeliveryStatus } from './deliveries';
 import { webhookSchemaDocument } from './payloads';
@@ -36,17 +36,7 @@ const errors = { 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody,
 export function webhookRoutes(surface: Surface) {
   return async function register(app: FastifyInstance, s: AppServices): Promise<void> {
     const r = app.withTypeProvider<TypeBoxTypeProvider>();
-    app.addHook(
-      'preValidation',
-      authenticator(surface, {
-        operators: s.operators,
-        clock: s.clock,
-        limiter: s.limiter,
-        signatureToleranceMs: s.config.signatureToleranceMs,
-        defaultRateLimit: s.config.rateLimit,
-      }),
-    );
-    app.setErrorHandler(errorHandler(surface));
+    guardSurface(app, surface, s);
     const headers = authHeadersFor(surface);
     const tags = ['Webhooks'];
     const w = s.webhooks;

@@ -14,7 +14,7 @@ import type { Round } from '../../rounds/round';
 import type { AppServices } from '../../services';
 import { SURFACE_A_STATUS } from '../error-maps';
 import { streamFeed } from '../sse';
-import { authenticator, errorHandler, type Surface } from '../surface';
+import { guardSurface, type Surface } from '../surface';
 import {
   AuthHeaders,
   BetIdParams,
@@ -58,18 +58,7 @@ export function presentCrashBet(bet: Bet): Static<typeof CrashBetView> {
 /** Surface A, the partner API: Crash. Routes are thin: schema → authenticate → domain → present. */
 export async function surfaceARoutes(app: FastifyInstance, s: AppServices): Promise<void> {
   const r = app.withTypeProvider<TypeBoxTypeProvider>();
-  const authenticate = authenticator(surfaceA, {
-    operators: s.operators,
-    clock: s.clock,
-    limiter: s.limiter,
-    signatureToleranceMs: s.config.signatureToleranceMs,
-    defaultRateLimit: s.config.rateLimit,
-  });
-  app.addHook('preValidation', authenticate);
-  app.setErrorHandler(errorHandler(surfaceA));
-  app.setNotFoundHandler((req, reply) => {
-    void reply.status(404).send(surfaceA.errorBody('NOT_FOUND', `no route ${req.method} ${req.url.split('?')[0]}`, String(req.id)));
-  });
+  guardSurface(app, surfaceA, s, { ownsNotFound: true });
   const crashRules = { salt: s.config.crash.salt, houseEdgeBp: s.config.crash.houseEdgeBp };
 
   const idempotent = async (

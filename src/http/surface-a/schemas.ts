@@ -1,4 +1,5 @@
 import { Type, type Static } from 'typebox';
+import { roundFields } from '../round-schema';
 
 /** Surface A request and response schemas: validation, TypeScript types and OpenAPI from one place. */
 export const AuthHeaders = Type.Object(
@@ -60,19 +61,8 @@ export const ErrorA = Type.Object({
 
 export const RoundView = Type.Object(
   {
-    round_id: Type.String(),
-    round_number: Type.Integer(),
-    game: Type.String(),
-    status: Type.String({ description: 'open | running | closed | void' }),
-    seed_hash: Type.String({ description: 'sha256 of the seed, published when the round opens' }),
-    seed: Type.Union([Type.String(), Type.Null()], { description: 'revealed once the round is closed or void' }),
-    opened_at: Type.Integer(),
-    betting_closes_at: Type.Integer(),
-    running_at: Type.Union([Type.Integer(), Type.Null()]),
-    closed_at: Type.Union([Type.Integer(), Type.Null()]),
-    voided_at: Type.Union([Type.Integer(), Type.Null()]),
-    void_reason: Type.Union([Type.String(), Type.Null()]),
-    outcome: Type.Union([Type.Object({}, { additionalProperties: true }), Type.Null()]),
+    ...roundFields,
+    outcome: Type.Union([Type.Object({}, { additionalProperties: true }), Type.Null()], { description: 'closed: {crash_point}' }),
     multiplier: Type.Optional(Type.Number({ description: 'while running: the multiplier now' })),
   },
   { additionalProperties: true },

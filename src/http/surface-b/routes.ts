@@ -13,7 +13,7 @@ import type { AppServices } from '../../services';
 import { presentSettlement, settlementRepository, type Settlement } from '../../wallet/settlements';
 import { SURFACE_B_STATUS } from '../error-maps';
 import { streamFeed } from '../sse';
-import { authenticator, errorHandler, type Surface } from '../surface';
+import { guardSurface, type Surface } from '../surface';
 import {
   AuthHeadersB,
   BetIdParamsB,
@@ -62,20 +62,7 @@ export function presentStockRaceBet(bet: Bet, settlement: Settlement | undefined
 /** Surface B, the seamless-wallet operator API: Stock Race. Thin routes: schema → authenticate → domain → present. */
 export async function surfaceBRoutes(app: FastifyInstance, s: AppServices): Promise<void> {
   const r = app.withTypeProvider<TypeBoxTypeProvider>();
-  app.addHook(
-    'preValidation',
-    authenticator(surfaceB, {
-      operators: s.operators,
-      clock: s.clock,
-      limiter: s.limiter,
-      signatureToleranceMs: s.config.signatureToleranceMs,
-      defaultRateLimit: s.config.rateLimit,
-    }),
-  );
-  app.setErrorHandler(errorHandler(surfaceB));
-  app.setNotFoundHandler((req, reply) => {
-    void reply.status(404).send(surfaceB.errorBody('NOT_FOUND', `no route ${req.method} ${req.url.split('?')[0]}`, String(req.id)));
-  });
+  guardSurface(app, surfaceB, s, { ownsNotFound: true });
 
   const presentLive = (round: Round): Static<typeof StockRaceRoundView> => {
     const view: Static<typeof StockRaceRoundView> = {

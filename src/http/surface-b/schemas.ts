@@ -1,4 +1,5 @@
 import { Type, type Static } from 'typebox';
+import { roundFields } from '../round-schema';
 
 /** Surface B request and response schemas: validation, TypeScript types and OpenAPI from one place. */
 export const AuthHeadersB = Type.Object(
@@ -90,18 +91,7 @@ export const StockRaceBetView = Type.Object({
 
 export const StockRaceRoundView = Type.Object(
   {
-    round_id: Type.String(),
-    round_number: Type.Integer(),
-    game: Type.String(),
-    status: Type.String({ description: 'open | running | closed | void' }),
-    seed_hash: Type.String({ description: 'sha256 of the seed, published when the round opens' }),
-    seed: Type.Union([Type.String(), Type.Null()], { description: 'revealed once the round is closed or void' }),
-    opened_at: Type.Integer(),
-    betting_closes_at: Type.Integer(),
-    running_at: Type.Union([Type.Integer(), Type.Null()]),
-    closed_at: Type.Union([Type.Integer(), Type.Null()]),
-    voided_at: Type.Union([Type.Integer(), Type.Null()]),
-    void_reason: Type.Union([Type.String(), Type.Null()]),
+    ...roundFields,
     outcome: Type.Union([Type.Object({}, { additionalProperties: true }), Type.Null()], { description: 'closed: {winner, pct, stocks[{symbol, pct}]}' }),
     symbols: Type.Array(Type.String(), { description: 'the stocks racing in this round' }),
     race_ms: Type.Integer({ description: 'length of the running phase' }),
