@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import type { ComplianceHooks } from '../compliance/hooks';
 import { crashPointOf, cappedPayout, effectiveTarget } from '../crash/crash-rules';
 import { formatMultiplier, multiplierAt } from '../crash/multiplier';
@@ -10,6 +9,7 @@ import { forShare, type SqlExecutor } from '../store/database';
 import { recordEvents } from '../webhooks/events';
 import type { Bet, CashoutKind } from './bet';
 import { betSettledEvent } from './bet-events';
+import { newBetId } from './bet-id';
 import { betRepository } from './bet-repository';
 
 export interface CrashRules {
@@ -44,7 +44,7 @@ export async function placeCrashBet(
     throw new DomainError('BETTING_CLOSED', 'no Crash round is taking bets right now; retry when the next betting window opens');
   }
   const bet: Bet = {
-    id: randomUUID(),
+    id: newBetId(now),
     operatorId: operator.id,
     game: 'crash',
     roundId: round.id,

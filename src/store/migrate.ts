@@ -26,10 +26,17 @@ export async function migrate(db: SqliteDatabase | PostgresDatabase): Promise<st
   const migrator = new Migrator({
     db: kysely,
     provider,
-    ...(db.dialect === 'postgres' ? { migrationTableSchema: db.options.schema ?? 'public' } : {}),
+    ...(db.dialect === 'postgres' ? { migrationTableSchema: db.options.schema ?? (await currentSchema(db)) } : {}),
   });
   const { error, results } = await migrator.migrateToLatest();
   if (error) throw error instanceof Error ? error : new Error(String(error));
   // Kysely's destroy would close the connection we still use; nothing else holds resources.
   return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
+}
+
+/** The schema unqualified tables land in: the first of the connection's search_path (URL options included). */
+async function currentSchema(db: PostgresDatabase): Promise<string> {
+  const row = await db.get<{ schema: string | null }>('SELECT current_schema() AS schema');
+  if (!row?.schema) throw new Error('the PostgreSQL search_path names no existing schema to migrate into');
+  return row.schema;
 }

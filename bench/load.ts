@@ -1,0 +1,130 @@
+/**
+ * Drives one case with autocannon. Every request is built just before it is sent: a fresh
+ * timestamp, a unique Idempotency-Key and an HMAC over the exact body bytes, as an integrator's
+ * client would send it. Nothing is replayed, so a 200 is a real write, never an idempotent replay.
+ */
+import autocannon, { type RequestData, type Result } from 'autocannon';
+import { randomUUID } from 'node:crypto';
+import { signRequest } from '../src/signing/request-signature';
+import { cpuSeconds } from './processes';
+
+export interface SigningIdentity {
+  apiKey: string;
+  apiSecret: string;
+  /** Header names of the surface (A: x-api-key…, B: X-Operator-Key…). */
+  headers: { key: string; signature: string; timestamp: string };
+  /** Surface A carries the key in Idempotency-Key; Surface B carries it in the body. */
+  idempotencyHeader: boolean;
+}
+
+export interface LoadSpec {
+  name: string;
+  baseUrl: string;
+  path: string;
+  /** Body for the i-th request; `key` is that request's unique idempotency key. */
+  body: (i: number, key: string) => string;
+  /** Unsigned when absent (the bare baseline still sends the same header bytes, see below). */
+  identity?: SigningIdentity;
+  /** Headers with the same shape and size as a signed request's, for the unsigned baseline. */
+  mimicHeaders?: boolean;
+  connections: number;
+  durationS: number;
+  /** The server process, whose CPU time per response is reported (Linux). */
+  serverPid?: number;
+  /** Non-null once the server process has exited: a run against a dead server is flagged. */
+  serverEnded?: () => string | null;
+  /** Sees every response; used to sample error bodies and to collect created ids. */
+  onResponse?: (status: number, body: string) => void;
+}
+
+export interface CaseResult {
+  name: string;
+  rps: number;
+  p50: number;
+  p99: number;
+  ok2xx: number;
+  non2xx: number;
+  errors: number;
+  timeouts: number;
+  durationS: number;
+  statusCodes: Record<string, number>;
+  /** First few non-2xx bodies, so a failing case explains itself. */
+  errorSamples: string[];
+  /** Server CPU time (user + system) per response, in microseconds; null when unknown. */
+  cpuUsPerReq: number | null;
+  /** Requests built (and therefore possibly sent) = idempotency keys used. */
+  built: number;
+  note?: string;
+}
+
+const SIG_PLACEHOLDER = '0'.repeat(64);
+
+export async function runLoad(spec: LoadSpec): Promise<CaseResult> {
+  let built = 0;
+  const errorSamples: string[] = [];
+  const setupRequest = (req: RequestData): RequestData => {
+    const i = built++;
+    // Random, as integrators' keys usually are: sequential keys would flatter the key index.
+    const key = randomUUID();
+    const body = spec.body(i, key);
+    const timestamp = String(Date.now());
+    const headers: Record<string, string> = { ...req.headers, 'content-type': 'application/json' };
+    if (spec.identity) {
+      const id = spec.identity;
+      headers[id.headers.key] = id.apiKey;
+      headers[id.headers.timestamp] = timestamp;
+      headers[id.headers.signature] = signRequest(id.apiSecret, 'POST', spec.path, timestamp, body);
+      if (id.idempotencyHeader) headers['idempotency-key'] = key;
+    } else if (spec.mimicHeaders) {
+      headers['x-api-key'] = 'pk_' + 'x'.repeat(24);
+      headers['x-timestamp'] = timestamp;
+      headers['x-signature'] = SIG_PLACEHOLDER;
+      headers['idempotency-key'] = key;
+    }
+    req.method = 'POST';
+    req.path = spec.path;
+    req.headers = headers;
+    req.body = body;
+    return req;
+  };
+  const onResponse = (status: number, body: string): void => {
+    if ((status < 200 || status >= 300) && errorSamples.length < 5) errorSamples.push(`${status} ${body.slice(0, 300)}`);
+    spec.onResponse?.(status, body);
+  };
+  const cpuBefore = cpuSeconds(spec.serverPid);
+  const result = await new Promise<Result>((ok, fail) => {
+    autocannon(
+      {
+        url: spec.baseUrl,
+        connections: spec.connections,
+        duration: spec.durationS,
+        timeout: 30,
+        requests: [{ setupRequest, onResponse }],
+        title: spec.name,
+      },
+      (error, res) => (error ? fail(error) : ok(res)),
+    );
+  });
+  const cpuAfter = cpuSeconds(spec.serverPid);
+  const ended = spec.serverEnded?.() ?? null;
+  const responses = result['2xx'] + result.non2xx;
+  const cpuUsPerReq = cpuBefore !== null && cpuAfter !== null && responses > 0 ? ((cpuAfter - cpuBefore) * 1e6) / responses : null;
+  const statusCodes: Record<string, number> = {};
+  for (const [code, v] of Object.entries(result.statusCodeStats ?? {})) statusCodes[code] = v.count;
+  return {
+    name: spec.name,
+    rps: result.requests.average,
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    ok2xx: result['2xx'],
+    non2xx: result.non2xx,
+    errors: result.errors,
+    timeouts: result.timeouts,
+    durationS: result.duration,
+    statusCodes,
+    errorSamples,
+    cpuUsPerReq,
+    built,
+    ...(ended ? { note: `the server process ended during the run (${ended}): these numbers are not valid` } : {}),
+  };
+}

@@ -1,0 +1,258 @@
+/**
+ * `npm run bench`: measures the service against a bare Fastify route in the same run, on the same
+ * machine, with signed traffic. See docs/benchmarks.md for what each case means and a recorded run.
+ *
+ *   npm run bench -- [--duration 10] [--connections 50] [--warmup 2] [--pg] [--only bare,place,…]
+ *                    [--profile] [--cashout-bets N] [--cashout-window-ms MS] [--webhook-deliveries N]
+ *                    [--json out.json]
+ *
+ * BENCH_DATABASE_URL (or --pg for postgres://postgres@127.0.0.1:5432/test) runs every case on PostgreSQL,
+ * each in a database created for the run and dropped after it.
+ */
+import { mkdtempSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { cpus, loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { runCashoutCase } from './cashout';
+import { runLoad, type CaseResult } from './load';
+import { summarizeProfile } from './profile';
+import { DEFAULT_PG_URL, sleep, startChild } from './processes';
+import { runReserveCase } from './reserve';
+import { startService } from './service';
+import { countBets, countIdempotencyKeys, openStore } from './store-peek';
+import { runWebhookBench } from './webhooks';
+
+const { values: flags } = parseArgs({
+  options: {
+    duration: { type: 'string', default: '10' },
+    connections: { type: 'string', default: '50' },
+    warmup: { type: 'string', default: '2' },
+    pg: { type: 'boolean', default: false },
+    only: { type: 'string', default: 'bare,place,cashout,reserve,webhooks' },
+    profile: { type: 'boolean', default: false },
+    'cashout-bets': { type: 'string' },
+    // Crash betting window of the cash-out case's service: long enough to seed the bets.
+    'cashout-window-ms': { type: 'string' },
+    'webhook-deliveries': { type: 'string', default: '2000' },
+    json: { type: 'string' },
+  },
+});
+
+const positive = (name: string, raw: string): number => {
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 0) throw new Error(`--${name} must be a non-negative integer, got ${raw}`);
+  return n;
+};
+const durationS = Math.max(1, positive('duration', flags.duration!));
+const connections = Math.max(1, positive('connections', flags.connections!));
+const warmupS = positive('warmup', flags.warmup!);
+const only = new Set(flags.only!.split(',').map((s) => s.trim()));
+const pgUrl = flags.pg || process.env.BENCH_DATABASE_URL ? (process.env.BENCH_DATABASE_URL ?? DEFAULT_PG_URL) : null;
+const storeName = pgUrl ? 'postgresql' : 'sqlite';
+
+const SURFACE_A = { key: 'x-api-key', signature: 'x-signature', timestamp: 'x-timestamp' };
+// Fixed-width player ids keep every body the same size, in every case.
+const betBody = (i: number): string => `{"external_user_id":"p${String(i % 10_000).padStart(5, '0')}","amount":100}`;
+
+const log = (line: string): void => void process.stderr.write(`${line}\n`);
+const rows: CaseResult[] = [];
+const notes: string[] = [];
+const extraLines: string[] = [];
+
+async function warm<T>(fn: (durationS: number) => Promise<T>): Promise<void> {
+  if (warmupS > 0) await fn(warmupS);
+}
+
+async function bareCase(): Promise<void> {
+  log('bare Fastify baseline…');
+  const child = await startChild('bench/bare-fastify.ts', { ...process.env });
+  try {
+    const spec = { baseUrl: child.baseUrl, path: '/bare', body: betBody, mimicHeaders: true, connections, serverPid: child.proc.pid, serverEnded: child.ended };
+    await warm((d) => runLoad({ ...spec, name: 'warm-up', durationS: d }));
+    rows.push(await runLoad({ ...spec, name: 'bare Fastify POST (baseline)', durationS }));
+  } finally {
+    await child.stop();
+  }
+}
+
+/** With --profile, the service child of a case writes a V8 CPU profile, summarised after the table. */
+function profiler(caseName: string): { nodeArgs: string[]; report(): void } {
+  if (!flags.profile) return { nodeArgs: [], report: () => {} };
+  const dir = mkdtempSync(join(tmpdir(), 'rbs-prof-'));
+  return {
+    nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${dir}`],
+    report() {
+      // One file per thread; the main thread's (the largest) is where requests are served.
+      const files = readdirSync(dir)
+        .filter((f) => f.endsWith('.cpuprofile'))
+        .map((f) => join(dir, f))
+        .sort((a, b) => statSync(b).size - statSync(a).size);
+      if (files.length === 0) extraLines.push(`${caseName}: no CPU profile was written to ${dir}`);
+      else extraLines.push('', `${caseName}:`, ...summarizeProfile(files[0]!));
+    },
+  };
+}
+
+async function placeBetCase(): Promise<number> {
+  log(`place-bet (Surface A, ${storeName})…`);
+  const profile = profiler('place-bet');
+  const service = await startService({ pgUrl, env: { CRASH_BETTING_WINDOW_MS: '600000' }, nodeArgs: profile.nodeArgs });
+  const db = openStore(service.store);
+  let rps = 0;
+  try {
+    const spec = {
+      baseUrl: service.child.baseUrl,
+      path: '/api/public/v1/place-bet',
+      body: betBody,
+      identity: { apiKey: service.operator.apiKey, apiSecret: service.operator.apiSecret, headers: SURFACE_A, idempotencyHeader: true },
+      connections,
+      serverPid: service.child.proc.pid,
+      serverEnded: service.child.ended,
+    };
+    await warm((d) => runLoad({ ...spec, name: 'warm-up', durationS: d }));
+    await sleep(300);
+    const before = await countBets(db, service.operator.id);
+    const keysBefore = await countIdempotencyKeys(db, service.operator.id);
+    const result = await runLoad({ ...spec, name: `place-bet (Surface A, ${storeName})${flags.profile ? ' [profiled]' : ''}`, durationS });
+    await sleep(500);
+    const stored = (await countBets(db, service.operator.id)) - before;
+    const keys = (await countIdempotencyKeys(db, service.operator.id)) - keysBefore;
+    rows.push(result);
+    rps = result.rps;
+    const inFlight = stored - result.ok2xx;
+    notes.push(
+      `place-bet store check: ${stored} bets and ${keys} idempotency keys written during the measured run; ` +
+        `${result.ok2xx} 2xx responses received; difference ${inFlight} ` +
+        (inFlight >= 0 && inFlight <= connections
+          ? `(requests in flight when the load stopped: committed, response not counted; at most ${connections}) -> OK`
+          : '-> MISMATCH'),
+    );
+  } finally {
+    await db.close().catch(() => {});
+    const code = await service.stop();
+    if (code !== 0) notes.push(`place-bet service exited with code ${code}`);
+  }
+  profile.report();
+  return rps;
+}
+
+async function cashoutCase(placeRps: number): Promise<void> {
+  log(`cashout (Surface A, ${storeName})…`);
+  // Enough distinct active bets that no cash-out repeats one, with headroom over the place-bet rate.
+  const auto = Math.max(20_000, Math.ceil(placeRps * (warmupS + durationS) * 1.5));
+  const bets = flags['cashout-bets'] ? positive('cashout-bets', flags['cashout-bets']) : auto;
+  const profile = profiler('cashout');
+  const { result, notes: n } = await runCashoutCase({
+    pgUrl,
+    nodeArgs: profile.nodeArgs,
+    connections,
+    durationS,
+    warmupS,
+    bets,
+    bettingWindowMs: flags['cashout-window-ms'] ? positive('cashout-window-ms', flags['cashout-window-ms']) : pgUrl ? 20_000 : 4_000,
+    log,
+  });
+  rows.push(result);
+  notes.push(...n);
+  profile.report();
+}
+
+async function reserveCase(): Promise<void> {
+  log(`reserve (Surface B, ${storeName})…`);
+  const profile = profiler('reserve');
+  const outcome = await runReserveCase({ pgUrl, connections, durationS, warmupS, log, nodeArgs: profile.nodeArgs });
+  if ('skipped' in outcome) notes.push(`reserve (Surface B): not measured: ${outcome.skipped}`);
+  else {
+    rows.push(outcome.result);
+    notes.push(...outcome.notes);
+    profile.report();
+  }
+}
+
+async function webhooksCase(): Promise<void> {
+  const deliveries = positive('webhook-deliveries', flags['webhook-deliveries']!);
+  log(`webhook dispatcher drain (${deliveries} deliveries, ${storeName})…`);
+  const r = await runWebhookBench({ deliveries, store: pgUrl ? 'postgres' : 'sqlite', ...(pgUrl ? { databaseUrl: pgUrl } : {}) });
+  // Not an HTTP case: its rate is deliveries drained per second and its latencies are per attempt.
+  rows.push({
+    name: `webhook drain (deliveries/s)`,
+    rps: r.deliveriesPerSecond,
+    p50: r.attemptLatencyMs.p50,
+    p99: r.attemptLatencyMs.p99,
+    ok2xx: r.delivered,
+    non2xx: r.deliveries - r.delivered,
+    errors: 0,
+    timeouts: 0,
+    durationS: r.seconds,
+    statusCodes: {},
+    errorSamples: [],
+    cpuUsPerReq: null,
+    built: r.deliveries,
+    note: `webhook drain: ${r.delivered}/${r.deliveries} delivered (receiver counted ${r.receivedByReceiver}) in ${r.seconds} s; enqueue took ${r.enqueueSeconds} s`,
+  });
+}
+
+function table(): string[] {
+  const bare = rows.find((r) => r.name.startsWith('bare'));
+  const head = ['case', 'req/s (mean)', 'p50 ms', 'p99 ms', '2xx', 'non-2xx', 'vs bare', 'server CPU µs/req'];
+  const body = rows.map((r) => [
+    r.name,
+    r.rps.toFixed(0),
+    String(r.p50),
+    String(r.p99),
+    String(r.ok2xx),
+    String(r.non2xx + r.errors),
+    bare && !r.name.startsWith('webhook') ? `${((100 * r.rps) / bare.rps).toFixed(1)}%` : 'n/a',
+    r.cpuUsPerReq === null ? 'n/a' : r.cpuUsPerReq.toFixed(0),
+  ]);
+  const widths = head.map((h, i) => Math.max(h.length, ...body.map((row) => row[i]!.length)));
+  const line = (cells: string[]): string => `| ${cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join(' | ')} |`;
+  return [line(head), `|${widths.map((w, i) => (i === 0 ? ':' : '') + '-'.repeat(w + 1) + (i === 0 ? '' : ':')).join('|')}|`, ...body.map(line)];
+}
+
+async function main(): Promise<void> {
+  const started = new Date();
+  const loadBefore = loadavg()[0]!;
+  log(`bench: ${cpus().length} CPUs, node ${process.version}, store ${storeName}, -c ${connections}, ${durationS} s per case (+${warmupS} s warm-up)`);
+  if (only.has('bare')) await bareCase();
+  let placeRps = 0;
+  if (only.has('place')) placeRps = await placeBetCase();
+  if (only.has('cashout')) await cashoutCase(placeRps);
+  if (only.has('reserve')) await reserveCase();
+  if (only.has('webhooks')) await webhooksCase();
+
+  const out = [
+    '',
+    `machine: ${cpus().length} x ${cpus()[0]?.model ?? 'unknown CPU'}; node ${process.version}; store ${storeName}; ${started.toISOString()}`,
+    `load: autocannon, ${connections} connections, ${durationS} s per case after ${warmupS} s warm-up; load generator and server share the machine`,
+    // Other work on the machine shows up here first: compare runs only when these are low.
+    `1-minute load average: ${loadBefore.toFixed(2)} before, ${loadavg()[0]!.toFixed(2)} after`,
+    '',
+    ...table(),
+    '',
+    ...rows.flatMap((r) => {
+      const codes = Object.entries(r.statusCodes)
+        .map(([c, n]) => `${c}: ${n}`)
+        .join(', ');
+      const lines = codes || r.errors ? [`${r.name}: ${codes || 'no responses'}${r.errors ? `; ${r.errors} connection errors (${r.timeouts} timeouts)` : ''}`] : [];
+      for (const s of r.errorSamples) lines.push(`  e.g. ${s}`);
+      if (r.note) lines.push(`  ${r.note}`);
+      return lines;
+    }),
+    ...notes,
+  ];
+  const bare = rows.find((r) => r.name.startsWith('bare'));
+  const place = rows.find((r) => r.name.startsWith('place-bet'));
+  if (bare && place) {
+    const ratio = place.rps / bare.rps;
+    out.push(`place-bet / bare = ${(100 * ratio).toFixed(1)}% (target >= 60%): ${ratio >= 0.6 ? 'MET' : 'NOT MET'}`);
+  }
+  if (extraLines.length > 0) out.push('', ...extraLines);
+  process.stdout.write(`${out.join('\n')}\n`);
+  if (flags.json) writeFileSync(flags.json, JSON.stringify({ started, connections, durationS, warmupS, store: storeName, rows, notes }, null, 2));
+}
+
+main().catch((error) => {
+  process.stderr.write(`bench failed: ${error instanceof Error ? error.stack : String(error)}\n`);
+  process.exit(1);
+});
