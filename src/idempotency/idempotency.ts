@@ -88,8 +88,8 @@ export class IdempotencyService {
     present: (error: DomainError) => StoredResponse,
     effect: (tx: SqlExecutor) => Promise<StoredResponse>,
   ): Promise<IdempotentResult> {
-    const existing = await this.lookup(scope);
-    if (existing) return this.fromRow(existing, hash);
+    // No lookup before the transaction: claiming the key inside it finds any earlier use anyway, and
+    // a new key (the common case) then costs no extra read.
     try {
       return await this.db.transaction(async (tx) => {
         const claimed = await tx.run(
