@@ -32,21 +32,11 @@ export interface AttemptView {
   response_excerpt: string | null;
 }
 
-interface DeliveryRow {
+/** The stored row: the view's fields under their column names, plus the owning operator. */
+interface DeliveryRow extends Omit<DeliveryView, 'delivery_id' | 'event_type'> {
   id: string;
-  event_id: string;
   type: string;
-  endpoint_id: string;
   operator_id: string;
-  status: DeliveryStatus;
-  attempts: number;
-  next_attempt_at: number | null;
-  last_status_code: number | null;
-  last_error: string | null;
-  created_at: number;
-  delivered_at: number | null;
-  dead_at: number | null;
-  resend_of: string | null;
 }
 
 
