@@ -17,7 +17,8 @@ interface BetRow {
  * data directory. Every bet it acknowledged must still exist and end settled exactly once.
  */
 describe('Crash survives kill -9', () => {
-  const svc = new ChildService({ CRASH_BETTING_WINDOW_MS: '2500', CRASH_PAUSE_MS: '300', CRASH_TICK_MS: '50' });
+  // A betting window long enough that a loaded machine still finds the round open.
+  const svc = new ChildService({ CRASH_BETTING_WINDOW_MS: '6000', CRASH_PAUSE_MS: '300', CRASH_TICK_MS: '50' });
   let op: TestOperator;
   let call: ReturnType<typeof client>;
 
@@ -57,7 +58,7 @@ describe('Crash survives kill -9', () => {
     const round = await eventually(async () => {
       const r = await currentStatus();
       return r?.status === 'open' ? r : undefined;
-    }, 15_000);
+    }, 90_000);
     const acknowledged = new Map<string, number>();
     const requestOf = new Map<string, { i: number; body: Record<string, unknown> }>();
     let killed = false;
@@ -102,20 +103,20 @@ describe('Crash survives kill -9', () => {
     expect(replay.headers['idempotent-replay']).toBe('true');
     expect(replay.body.bet_id).toBe(someId);
     expect(readBets().filter((b) => b.round_number === round.round_number)).toHaveLength(afterCrash.size);
-  }, 120_000);
+  }, 200_000);
 
   it('voids a round killed while running, refunding each open bet exactly once', async () => {
     const round = await eventually(async () => {
       const r = await currentStatus();
       return r?.status === 'open' ? r : undefined;
-    }, 30_000);
+    }, 90_000);
     const ids: string[] = [];
     for (let i = 0; i < 10; i++) {
       const r = await call('POST', '/api/public/v1/place-bet', { external_user_id: `q${i}`, amount: 1_000 + i }, { idempotencyKey: `run-${i}` });
       expect(r.status).toBe(200);
       ids.push(r.body.bet_id);
     }
-    await eventually(async () => (await currentStatus())?.status === 'running', 10_000, 20);
+    await eventually(async () => (await currentStatus())?.status === 'running', 20_000, 20);
     await svc.kill9();
     const before = readBets().filter((b) => ids.includes(b.id));
     expect(before).toHaveLength(10);
@@ -133,5 +134,5 @@ describe('Crash survives kill -9', () => {
     const r = await call('GET', `/api/public/v1/rounds/${round.round_number}`);
     expect(['void', 'closed']).toContain(r.body.status);
     if (r.body.status === 'void') expect(r.body.void_reason).toMatch(/restarted/);
-  }, 120_000);
+  }, 200_000);
 });

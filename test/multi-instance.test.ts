@@ -19,8 +19,9 @@ describe('several instances on PostgreSQL', () => {
     b = await startTestApp({ replicaOf: a, env });
   });
   afterAll(async () => {
+    if (!a?.schema) return;
     await b?.close();
-    if (!aStopped) await a?.app.stop();
+    if (!aStopped) await a.app.stop();
     const c = new pg.Client({ connectionString: PG_URL });
     await c.connect();
     await c.query(`DROP SCHEMA IF EXISTS ${a.schema} CASCADE`);

@@ -28,7 +28,7 @@ export async function migrate(db: SqliteDatabase | PostgresDatabase): Promise<st
     provider,
     ...(db.dialect === 'postgres' ? { migrationTableSchema: db.options.schema ?? (await currentSchema(db)) } : {}),
   });
-  const { error, results } = await migrator.migrateToLatest();
+  const { error, results } = await migrateWithRetry(migrator);
   if (error) throw error instanceof Error ? error : new Error(String(error));
   // Kysely's destroy would close the connection we still use; nothing else holds resources.
   return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
@@ -39,4 +39,18 @@ async function currentSchema(db: PostgresDatabase): Promise<string> {
   const row = await db.get<{ schema: string | null }>('SELECT current_schema() AS schema');
   if (!row?.schema) throw new Error('the PostgreSQL search_path names no existing schema to migrate into');
   return row.schema;
+}
+
+// Kysely checks for its bookkeeping tables by listing every table in the database; a schema dropped
+// by someone else during that query makes it fail (invalid_schema_name / undefined_table) although
+// nothing is wrong with ours. Such a failure is retried; anything else, or a repeat, is real.
+const TRANSIENT_CATALOG_ERRORS = new Set(['3F000', '42P01']);
+
+async function migrateWithRetry(migrator: Migrator): Promise<Awaited<ReturnType<Migrator['migrateToLatest']>>> {
+  for (let attempt = 1; ; attempt++) {
+    const outcome = await migrator.migrateToLatest();
+    const code = (outcome.error as { code?: string } | undefined)?.code;
+    if (!outcome.error || !code || !TRANSIENT_CATALOG_ERRORS.has(code) || attempt >= 5) return outcome;
+    await new Promise((r) => setTimeout(r, 50 * attempt));
+  }
 }
