@@ -106,3 +106,18 @@ describe('Surface A request validation', () => {
     expect(rows.map((r) => Number(r.amount))).toEqual([1, 1_000_000]);
   });
 });
+
+describe('Surface A query strings', () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await startTestApp({ engines: false });
+  });
+  afterAll(async () => t?.close());
+
+  it('refuses a query parameter the route does not declare', async () => {
+    const call = client(t.baseUrl, await t.createOperator());
+    const r = await call('GET', '/api/public/v1/rounds/current?limt=5');
+    expect(r.status).toBe(400);
+    expect(r.body).toEqual({ error: 'unknown querystring field "limt": this endpoint does not accept it', code: 'UNKNOWN_FIELD' });
+  });
+});

@@ -52,6 +52,14 @@ export async function buildHttpServer(s: AppServices, options: HttpOptions = {})
     return503OnClosing: false,
   }) as unknown as FastifyInstance;
 
+  // Unknown request fields are refused, query strings included: an API route that declares no
+  // query parameters accepts none (a typo such as ?limt=5 is an error, not silently ignored).
+  app.addHook('onRoute', (route) => {
+    if (!/^\/(api\/public\/v1|v1)\//.test(route.url)) return;
+    const schema = (route.schema ??= {}) as { querystring?: unknown };
+    schema.querystring ??= { type: 'object', properties: {}, additionalProperties: false };
+  });
+
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (req, body, done) => {
     req.rawBody = body as Buffer;
