@@ -1,10 +1,10 @@
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import { DomainError } from '../errors/codes';
-import { guardSurface, type Surface } from '../http/surface';
-import type { AppServices } from '../services';
-import { ComplianceFlagData, RuleSchema } from '../webhooks/payloads';
+import { DomainError } from '../../errors/codes';
+import { guardSurface, type Surface } from '../surface';
+import type { AppServices } from '../../services';
+import { ComplianceFlagData, RuleSchema } from '../../webhooks/payloads';
 import { authHeadersFor, ErrorBody } from '../webhooks/schemas';
 
 const FlagQuery = Type.Object(

@@ -1,8 +1,8 @@
 import { Type, type Static } from 'typebox';
-import type { Surface } from '../http/surface';
-import { EVENT_TYPES } from './events';
-import { DELIVERY_STATUSES } from './deliveries';
-import { MAX_URL_LENGTH } from './url-safety';
+import type { Surface } from '../surface';
+import { EVENT_TYPES } from '../../webhooks/events';
+import { DELIVERY_STATUSES } from '../../webhooks/deliveries';
+import { MAX_URL_LENGTH } from '../../webhooks/url-safety';
 
 /** Request and response schemas of the webhook management API (both surfaces). */
 

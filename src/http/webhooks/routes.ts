@@ -1,11 +1,11 @@
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import { DomainError } from '../errors/codes';
-import { guardSurface, type Surface } from '../http/surface';
-import type { AppServices } from '../services';
-import type { DeliveryStatus } from './deliveries';
-import { webhookSchemaDocument } from './payloads';
+import { DomainError } from '../../errors/codes';
+import { guardSurface, type Surface } from '../surface';
+import type { AppServices } from '../../services';
+import type { DeliveryStatus } from '../../webhooks/deliveries';
+import { webhookSchemaDocument } from '../../webhooks/payloads';
 import {
   authHeadersFor,
   DeliveryDetail,
