@@ -3,14 +3,13 @@ import { crashPointOf, cappedPayout, effectiveTarget } from '../crash/crash-rule
 import { formatMultiplier, multiplierAt } from '../crash/multiplier';
 import { DomainError } from '../errors/codes';
 import type { Operator } from '../operators/operator';
-import type { Round } from '../rounds/round';
 import { roundRepository } from '../rounds/round-repository';
 import { forShare, type SqlExecutor } from '../store/database';
 import { recordEvents } from '../webhooks/events';
 import type { Bet, CashoutKind } from './bet';
 import { betSettledEvent } from './bet-events';
-import { newBetId } from './bet-id';
 import { betRepository } from './bet-repository';
+import { recordPlacedBet } from './place-bet';
 
 export interface CrashRules {
   salt: string;
@@ -43,28 +42,24 @@ export async function placeCrashBet(
   if (!round || now >= Number(round.betting_closes_at)) {
     throw new DomainError('BETTING_CLOSED', 'no Crash round is taking bets right now; retry when the next betting window opens');
   }
-  const bet: Bet = {
-    id: newBetId(now),
-    operatorId: operator.id,
-    game: 'crash',
-    roundId: round.id,
-    roundNumber: Number(round.round_number),
-    player: input.externalUserId,
-    sessionId: null,
-    currency: null,
-    amount: input.amount,
-    autoCashout: input.autoCashout,
-    selections: null,
-    status: 'active',
-    payout: null,
-    cashoutMultiplier: null,
-    cashoutKind: null,
-    placedAt: now,
-    settledAt: null,
-  };
-  await betRepository.insert(tx, bet);
-  await compliance.betPlaced(tx, bet, now);
-  return bet;
+  return recordPlacedBet(
+    tx,
+    compliance,
+    {
+      operatorId: operator.id,
+      game: 'crash',
+      roundId: round.id,
+      roundNumber: Number(round.round_number),
+      player: input.externalUserId,
+      sessionId: null,
+      currency: null,
+      amount: input.amount,
+      autoCashout: input.autoCashout,
+      selections: null,
+      status: 'active',
+    },
+    now,
+  );
 }
 
 /**

@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import type { ComplianceHooks } from '../compliance/hooks';
 import { DomainError } from '../errors/codes';
 import type { Operator } from '../operators/operator';
@@ -7,7 +6,7 @@ import { assertLive, checkCurrency, sessionById } from '../sessions/session-serv
 import { checkSelection, stakeToMinor, winningPayoutMinor } from '../stock-race/stock-race-rules';
 import { forShare, type SqlExecutor } from '../store/database';
 import type { Bet } from './bet';
-import { betRepository } from './bet-repository';
+import { recordPlacedBet } from './place-bet';
 
 export interface ReserveInput {
   sessionId: string;
@@ -61,26 +60,23 @@ export async function reserveStockRaceBet(
   const stake = stakeToMinor(operator.settings, session.currency, input.stake);
   const potentialPayout = winningPayoutMinor(operator.settings, session.currency, stake, symbols.length, input.selectedStocks.length);
 
-  const bet: Bet = {
-    id: randomUUID(),
-    operatorId: operator.id,
-    game: 'stock_race',
-    roundId: round.id,
-    roundNumber: round.roundNumber,
-    player: session.playerRef,
-    sessionId: session.id,
-    currency: session.currency,
-    amount: stake,
-    autoCashout: null,
-    selections: [...input.selectedStocks],
-    status: 'reserved',
-    payout: null,
-    cashoutMultiplier: null,
-    cashoutKind: null,
-    placedAt: now,
-    settledAt: null,
-  };
-  await betRepository.insert(tx, bet);
-  await compliance.betPlaced(tx, bet, now);
+  const bet = await recordPlacedBet(
+    tx,
+    compliance,
+    {
+      operatorId: operator.id,
+      game: 'stock_race',
+      roundId: round.id,
+      roundNumber: round.roundNumber,
+      player: session.playerRef,
+      sessionId: session.id,
+      currency: session.currency,
+      amount: stake,
+      autoCashout: null,
+      selections: [...input.selectedStocks],
+      status: 'reserved',
+    },
+    now,
+  );
   return { bet, potentialPayout };
 }
