@@ -22,7 +22,6 @@ interface BetRow {
   settled_at: number | null;
 }
 
-
 export function toBet(r: BetRow): Bet {
   return {
     id: r.id,

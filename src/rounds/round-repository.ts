@@ -23,7 +23,6 @@ interface RoundRow {
   settings: string;
 }
 
-
 function toRound(r: RoundRow): Round {
   return {
     id: r.id,

@@ -51,7 +51,6 @@ interface SettlementRow {
   delivered_at: number | null;
 }
 
-
 function toSettlement(r: SettlementRow): Settlement {
   return {
     betId: r.bet_id,

@@ -39,7 +39,6 @@ interface DeliveryRow extends Omit<DeliveryView, 'delivery_id' | 'event_type'> {
   operator_id: string;
 }
 
-
 function present(r: DeliveryRow): DeliveryView {
   return {
     delivery_id: r.id,
