@@ -1,7 +1,9 @@
 import BetterSqlite3 from 'better-sqlite3';
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
+import { Worker } from 'node:worker_threads';
 import type { Database, Lease, RunResult, SqlExecutor, SqlParam } from './database';
+import { WalSync } from './wal-sync';
 
 interface PendingUnit {
   fn: (tx: SqlExecutor) => Promise<unknown>;
@@ -14,16 +16,38 @@ export interface SqliteOptions {
   filename: string;
   /** Upper bound on transactions folded into one COMMIT. */
   maxBatch?: number;
+  /** How often the checkpoint thread copies the write-ahead log into the database file. */
+  checkpointIntervalMs?: number;
+  /**
+   * Commits before the checkpoint thread starts. Until then SQLite checkpoints on this connection as
+   * usual, so a short-lived process (the admin CLI) never pays for starting a thread.
+   */
+  checkpointThreadAfterCommits?: number;
+  /** Tests only: replaces fs.fdatasync for the write-ahead log. */
+  syncFile?: ConstructorParameters<typeof WalSync>[1];
 }
+
+/** What the checkpoint thread last reported: frames in the log, and how many are in the database. */
+export interface CheckpointProgress {
+  log: number;
+  checkpointed: number;
+}
+
+/** Log length (in 4 KiB frames, so about 32 MiB) past which the checkpoint thread starts it over. */
+const RESTART_LOG_ABOVE_FRAMES = 8192;
 
 /** Upper bound on the extra event-loop turns a flush waits for more units (see scheduleFlush). */
 const MAX_GATHER_TURNS = 4;
 
 /**
  * better-sqlite3 is synchronous, so a "transaction" here is a queued unit. Units that arrive while
- * the event loop is busy are folded into one BEGIN IMMEDIATE … COMMIT with synchronous=FULL: one
- * fsync acknowledges the whole batch. Each unit runs inside its own SAVEPOINT, so one failing unit
- * rolls back alone and the others still commit.
+ * the event loop is busy are folded into one BEGIN IMMEDIATE … COMMIT, and one fsync of the
+ * write-ahead log acknowledges the whole batch. Each unit runs inside its own SAVEPOINT, so one
+ * failing unit rolls back alone and the others still commit.
+ *
+ * Only the SQL runs on the event loop. The fsync runs on libuv's thread pool (WalSync) while the
+ * next batch executes, and checkpoints run on a thread of their own with their own connection
+ * (checkpoint-worker.mjs); callers are still answered only once their COMMIT is on disk.
  */
 export class SqliteDatabase implements Database {
   readonly dialect = 'sqlite' as const;
@@ -37,13 +61,21 @@ export class SqliteDatabase implements Database {
   private readonly executor: SqlExecutor;
   // Prepared once: exec() would re-parse these four statements for every unit of every batch.
   private readonly control: Record<'begin' | 'savepoint' | 'release' | 'rollbackTo' | 'commit', BetterSqlite3.Statement>;
+  // Null for ':memory:' databases: nothing to sync, nothing to checkpoint.
+  private readonly walSync: WalSync | null;
+  private checkpointer: Worker | null = null;
+  private checkpointPlan: { filename: string; intervalMs: number; afterCommits: number } | null;
+  private commits = 0;
+  lastCheckpoint: CheckpointProgress | null = null;
 
   constructor(options: SqliteOptions) {
-    if (options.filename !== ':memory:') mkdirSync(dirname(options.filename), { recursive: true });
+    const onDisk = options.filename !== ':memory:';
+    if (onDisk) mkdirSync(dirname(options.filename), { recursive: true });
     this.raw = new BetterSqlite3(options.filename);
     this.raw.pragma('journal_mode = WAL');
-    // FULL: every COMMIT is fsync'd before any caller is answered. Group commit pays for it.
-    this.raw.pragma('synchronous = FULL');
+    // NORMAL: COMMIT writes the log but does not fsync it; WalSync does, off the event loop, before
+    // any caller is answered. Durability is FULL's; only who waits for the disk changes.
+    this.raw.pragma('synchronous = NORMAL');
     this.raw.pragma('foreign_keys = ON');
     // The admin CLI may write while the service runs; wait for the other writer instead of failing.
     this.raw.pragma('busy_timeout = 5000');
@@ -55,6 +87,10 @@ export class SqliteDatabase implements Database {
       rollbackTo: this.raw.prepare('ROLLBACK TO unit'),
       commit: this.raw.prepare('COMMIT'),
     };
+    this.walSync = onDisk ? new WalSync(options.filename, options.syncFile) : null;
+    this.checkpointPlan = onDisk
+      ? { filename: options.filename, intervalMs: options.checkpointIntervalMs ?? 200, afterCommits: options.checkpointThreadAfterCommits ?? 100 }
+      : null;
     const self = this;
     this.executor = {
       dialect: 'sqlite',
@@ -64,18 +100,29 @@ export class SqliteDatabase implements Database {
     };
   }
 
-  all<T>(sql: string, params?: readonly SqlParam[]): Promise<T[]> {
-    return Promise.resolve(this.allSync<T>(sql, params));
+  // Reads outside a transaction may see a batch that is committed but not yet on disk; they answer
+  // only once it is, so nobody learns of a write that a power cut could still take back.
+  async all<T>(sql: string, params?: readonly SqlParam[]): Promise<T[]> {
+    const rows = this.allSync<T>(sql, params);
+    await this.walSync?.whenDurable();
+    return rows;
   }
-  get<T>(sql: string, params?: readonly SqlParam[]): Promise<T | undefined> {
-    return Promise.resolve(this.getSync<T>(sql, params));
+  async get<T>(sql: string, params?: readonly SqlParam[]): Promise<T | undefined> {
+    const row = this.getSync<T>(sql, params);
+    await this.walSync?.whenDurable();
+    return row;
   }
-  run(sql: string, params?: readonly SqlParam[]): Promise<RunResult> {
-    return Promise.resolve(this.runSync(sql, params));
+  async run(sql: string, params?: readonly SqlParam[]): Promise<RunResult> {
+    if (this.walSync?.failure) throw this.walSync.failure;
+    const result = this.runSync(sql, params);
+    await this.committed();
+    return result;
   }
 
   transaction<T>(fn: (tx: SqlExecutor) => Promise<T>): Promise<T> {
     if (this.closed) return Promise.reject(new Error('database is closed'));
+    // After a failed log sync nothing more may commit: it could not be acknowledged anyway.
+    if (this.walSync?.failure) return Promise.reject(this.walSync.failure);
     return new Promise<T>((resolve, reject) => {
       this.queue.push({ fn, resolve: resolve as (v: unknown) => void, reject });
       if (!this.flushScheduled) this.scheduleFlush();
@@ -93,7 +140,52 @@ export class SqliteDatabase implements Database {
       if (this.flushing) await this.flushing;
       else await this.flush();
     }
+    await this.walSync?.close();
+    await this.stopCheckpointer();
     if (this.raw.open) this.raw.close();
+  }
+
+  private committed(): Promise<void> {
+    const plan = this.checkpointPlan;
+    if (plan && ++this.commits >= plan.afterCommits && !this.closed) {
+      this.checkpointPlan = null;
+      this.startCheckpointer(plan.filename, plan.intervalMs);
+    }
+    return this.walSync ? this.walSync.afterCommit() : Promise.resolve();
+  }
+
+  private startCheckpointer(filename: string, intervalMs: number): void {
+    // The worker's connection does the checkpoints; this one must not also try after each COMMIT.
+    this.raw.pragma('wal_autocheckpoint = 0');
+    const worker = new Worker(new URL('./checkpoint-worker.mjs', import.meta.url), {
+      workerData: { filename, intervalMs, restartAboveFrames: RESTART_LOG_ABOVE_FRAMES },
+    });
+    worker.unref();
+    worker.on('message', (m: { type: string; message?: string } & CheckpointProgress) => {
+      if (m.type === 'checkpointed') this.lastCheckpoint = { log: m.log, checkpointed: m.checkpointed };
+      if (m.type === 'error') process.emitWarning(`SQLite checkpoints are failing: ${m.message}`);
+    });
+    worker.on('error', (error) => {
+      // Without checkpoints the log only grows; fall back to checkpointing on this connection.
+      process.emitWarning(`SQLite checkpoint thread stopped (${error.message}); checkpointing on the main connection`);
+      this.checkpointer = null;
+      if (this.raw.open) this.raw.pragma('wal_autocheckpoint = 1000');
+    });
+    this.checkpointer = worker;
+  }
+
+  private async stopCheckpointer(): Promise<void> {
+    const worker = this.checkpointer;
+    if (!worker) return;
+    this.checkpointer = null;
+    await new Promise<void>((resolve) => {
+      const done = (): void => resolve();
+      worker.once('exit', done);
+      worker.on('message', (m: { type: string }) => {
+        if (m.type === 'stopped') void worker.terminate().then(done, done);
+      });
+      worker.postMessage('stop');
+    });
   }
 
   private async flush(): Promise<void> {
@@ -129,11 +221,18 @@ export class SqliteDatabase implements Database {
       this.finishFlush(done);
       return;
     }
-    batch.forEach((unit, i) => {
-      const outcome = outcomes[i]!;
-      if (outcome.ok) unit.resolve(outcome.value);
-      else unit.reject(outcome.value);
-    });
+    const answer = (): void =>
+      batch.forEach((unit, i) => {
+        const outcome = outcomes[i]!;
+        if (outcome.ok) unit.resolve(outcome.value);
+        else unit.reject(outcome.value);
+      });
+    // The next batch may start now; this one is answered when its log frames are on disk.
+    if (this.walSync) {
+      this.committed().then(answer, (error: unknown) => {
+        for (const unit of batch) unit.reject(error);
+      });
+    } else answer();
     this.finishFlush(done);
   }
 

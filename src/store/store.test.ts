@@ -7,7 +7,7 @@ import { IdempotencyService } from '../idempotency/idempotency';
 import type { Database } from './database';
 import { migrate } from './migrate';
 import type { PostgresDatabase } from './postgres';
-import type { SqliteDatabase } from './sqlite';
+import { SqliteDatabase as SqliteDatabaseClass, type SqliteDatabase } from './sqlite';
 
 /** The same suite runs against both adapters: what the domain relies on must hold on each. */
 describe.each(STORES)('store contract on %s', (kind) => {
@@ -113,6 +113,45 @@ describe.each(STORES)('store contract on %s', (kind) => {
     ).rejects.toMatchObject({ code: 'IDEMPOTENCY_KEY_REUSED', message: 'idempotency key reused with different body' });
   });
 
+  it('keeps one effect when two instances race on one key: the other replays the response of the first', async () => {
+    await insertOperator('o');
+    // Two services, two in-flight maps: what two processes behind a load balancer would be.
+    const instances = [new IdempotencyService(db, () => 1), new IdempotencyService(db, () => 1)];
+    const scope = { operatorId: 'o', key: 'race', route: 'POST /x', body: { n: 1 } };
+    // PostgreSQL: hold the first effect until the other instance is certainly inside its own
+    // transaction (both effects started, or 300 ms), so the two really overlap. SQLite runs one
+    // writer at a time: there is no overlap to force, so no wait.
+    let inside = 0;
+    let bothInside!: () => void;
+    const overlap = new Promise<void>((resolve) => {
+      bothInside = resolve;
+      setTimeout(resolve, 300);
+    });
+    const results = await Promise.all(
+      instances.flatMap((svc, i) =>
+        [0, 1, 2].map((j) =>
+          svc.execute(scope, () => ({ statusCode: 409, body: {} }), async (tx) => {
+            if (kind === 'postgres') {
+              if (++inside === 2) bothInside();
+              await overlap;
+            }
+            const id = `effect-${i}-${j}`;
+            await tx.run(
+              `INSERT INTO operators (id, name, api_key, secret_enc, status, settings, created_at, updated_at) VALUES (?, 'n', ?, 'x', 'active', '{}', 1, 1)`,
+              [id, `key-${id}`],
+            );
+            return { statusCode: 200, body: { by: id } };
+          }),
+        ),
+      ),
+    );
+    const rows = await db.all<{ id: string }>(`SELECT id FROM operators WHERE id LIKE 'effect-%'`);
+    expect(rows).toHaveLength(1);
+    expect(results.filter((r) => !r.replayed)).toHaveLength(1);
+    // Everybody was answered with the one effect that stayed.
+    expect(new Set(results.map((r) => (r.body as { by: string }).by))).toEqual(new Set([rows[0]!.id]));
+  });
+
   it('keeps idempotency keys per operator', async () => {
     await insertOperator('o1');
     await insertOperator('o2');
@@ -144,16 +183,84 @@ describe.each(STORES)('store contract on %s', (kind) => {
   }
 
   if (kind === 'sqlite') {
-    it('answers a transaction only once it is committed to the file', async () => {
-      const reader = new BetterSqlite3(join(dataDir, 'service.db'), { readonly: true });
+    it('answers a transaction only once it is committed and its log is synced to disk', async () => {
+      // A second database on its own file, whose fdatasync the test holds open.
+      const file = join(dataDir, 'held.db');
+      const held: ((err: NodeJS.ErrnoException | null) => void)[] = [];
+      const sqlite = new SqliteDatabaseClass({ filename: file, syncFile: (_fd, done) => void held.push(done), checkpointThreadAfterCommits: 1 });
+      await migrate(sqlite);
+      held.splice(0).forEach((done) => done(null));
+      const reader = new BetterSqlite3(file, { readonly: true });
       try {
-        await insertOperator('durable');
-        // Another connection sees it: the COMMIT happened before the promise resolved.
+        let answered = false;
+        const write = sqlite
+          .transaction((tx) =>
+            tx.run(
+              `INSERT INTO operators (id, name, api_key, secret_enc, status, settings, created_at, updated_at) VALUES ('durable', 'n', 'k', 'x', 'active', '{}', 1, 1)`,
+            ),
+          )
+          .then(() => (answered = true));
+        // The first sync also opens the log and syncs its directory (real I/O): allow for a busy disk.
+        for (let i = 0; i < 1000 && held.length === 0; i++) await new Promise((r) => setTimeout(r, 5));
+        expect(held).toHaveLength(1);
+        // COMMIT has happened (another connection sees the row), but the caller has not been answered.
         expect(reader.prepare(`SELECT id FROM operators WHERE id = 'durable'`).get()).toEqual({ id: 'durable' });
-        expect((db as SqliteDatabase).raw.pragma('synchronous', { simple: true })).toBe(2); // FULL
+        expect(answered).toBe(false);
+        held.shift()!(null);
+        await write;
+        expect(answered).toBe(true);
+        // SQLite itself does not fsync on COMMIT (that is WalSync's job) nor checkpoint on this thread.
+        expect(sqlite.raw.pragma('synchronous', { simple: true })).toBe(1);
+        expect(sqlite.raw.pragma('wal_autocheckpoint', { simple: true })).toBe(0);
       } finally {
         reader.close();
+        const closing = sqlite.close();
+        held.splice(0).forEach((done) => done(null));
+        await closing;
       }
+    });
+
+    it('takes no more writes once a log sync has failed', async () => {
+      const file = join(dataDir, 'failing.db');
+      let failNext = false;
+      const sqlite = new SqliteDatabaseClass({
+        filename: file,
+        syncFile: (_fd, done) => done(failNext ? Object.assign(new Error('EIO: i/o error, fdatasync'), { code: 'EIO' }) : null),
+      });
+      try {
+        await migrate(sqlite);
+        const insert = (id: string) =>
+          sqlite.transaction((tx) =>
+            tx.run(
+              `INSERT INTO operators (id, name, api_key, secret_enc, status, settings, created_at, updated_at) VALUES (?, 'n', ?, 'x', 'active', '{}', 1, 1)`,
+              [id, `key-${id}`],
+            ),
+          );
+        await insert('before');
+        failNext = true;
+        await expect(insert('unsynced')).rejects.toThrow(/could not be synced to disk \(EIO: i\/o error, fdatasync\)/);
+        failNext = false;
+        await expect(insert('after')).rejects.toThrow(/refuses writes until restarted/);
+        // Refused before it ran: the row is not even in the log.
+        expect(sqlite.raw.prepare(`SELECT id FROM operators WHERE id IN ('before', 'after') ORDER BY id`).all()).toEqual([{ id: 'before' }]);
+      } finally {
+        await sqlite.close();
+      }
+    });
+
+    it('copies the log into the database file on the checkpoint thread, once the process has written a little', async () => {
+      const sqlite = new SqliteDatabaseClass({ filename: join(dataDir, 'ck.db'), checkpointThreadAfterCommits: 20, checkpointIntervalMs: 20 });
+      await migrate(sqlite);
+      db = sqlite; // insertOperator writes to `db`; the harness's own database is disposed as usual
+      const before = sqlite.lastCheckpoint;
+      for (let i = 0; i < 50; i++) await insertOperator(`ck${i}`);
+      expect(before).toBeNull();
+      expect(sqlite.raw.pragma('wal_autocheckpoint', { simple: true })).toBe(0);
+      for (let i = 0; i < 1000 && !(sqlite.lastCheckpoint && sqlite.lastCheckpoint.checkpointed > 0); i++) {
+        await new Promise((r) => setTimeout(r, 10));
+      }
+      expect(sqlite.lastCheckpoint?.checkpointed).toBeGreaterThan(0);
+      await sqlite.close();
     });
   }
 });
