@@ -1,7 +1,7 @@
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { verifyRequest } from '../src/signing/request-signature';
-import { client, eventually, startTestApp, STORES, type TestApp, type TestOperator } from './support/harness';
+import { client, eventually, KNOWN_CRASH_SEEDS, startTestApp, STORES, withSeeds, type TestApp, type TestOperator } from './support/harness';
 import { TestReceiver, type Received } from './support/webhook-receiver';
 
 const ENV = {
@@ -24,7 +24,10 @@ describe.each(STORES)('webhooks on %s', (store) => {
 
   beforeAll(async () => {
     base = await receiver.start();
-    t = await startTestApp({ store, env: ENV });
+    // Short Crash rounds (1.18x and 1.26x, a few seconds each) for the first forty: a random seed
+    // could run a round for a minute, and the tests wait for betting windows and round ends.
+    const seeds = Array.from({ length: 40 }, (_, i) => (i % 2 ? KNOWN_CRASH_SEEDS.x126 : KNOWN_CRASH_SEEDS.x118));
+    t = await startTestApp({ store, env: ENV, beforeStart: withSeeds('crash', seeds) });
   });
   afterAll(async () => {
     await t?.close();
@@ -49,7 +52,7 @@ describe.each(STORES)('webhooks on %s', (store) => {
     const placed = await eventually(async () => {
       const r = await call('POST', '/api/public/v1/place-bet', { external_user_id: 'p1', amount: 100, auto_cashout: 1.01 }, { idempotencyKey: `k-${Math.random()}` });
       return r.status === 200 ? r : undefined;
-    });
+    }, 20_000);
     const betId = placed.body.bet_id as string;
 
     const seen = await eventually(
@@ -165,6 +168,15 @@ describe.each(STORES)('webhooks on %s', (store) => {
     const dead = await call('GET', `/api/public/v1/webhook-deliveries?status=dead&endpoint_id=${ep.endpoint_id}`);
     expect(dead.body.deliveries.map((d: { delivery_id: string }) => d.delivery_id)).toEqual([id]);
     expect(dead.body.deliveries[0]).toMatchObject({ attempts: 5, last_status_code: 503, last_error: 'HTTP 503' });
+    // The page size is checked by the route's schema: 1 to 500.
+    for (const limit of ['0', '501', '1000', '-1', '5.5']) {
+      const bad = await call('GET', `/api/public/v1/webhook-deliveries?limit=${limit}`);
+      expect(bad.status).toBe(400);
+      expect(bad.body).toEqual({ error: 'querystring field "limit" must be an integer from 1 to 500', code: 'VALIDATION_FAILED' });
+    }
+    for (const limit of ['1', '500']) {
+      expect((await call('GET', `/api/public/v1/webhook-deliveries?status=dead&limit=${limit}`)).body.deliveries).toHaveLength(1);
+    }
 
     up = true;
     const resent = await call('POST', `/api/public/v1/webhook-deliveries/${id}/resend`);

@@ -1,4 +1,4 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyContextConfig, FastifyInstance, onSendHookHandler } from 'fastify';
 
 /** Marks a route as deprecated: `config: { deprecation: { since, sunset, link } }` in its options. */
 export interface Deprecation {
@@ -21,11 +21,20 @@ declare module 'fastify' {
  * that client libraries and API gateways understand, long before the Sunset date.
  */
 export function announceDeprecations(app: FastifyInstance): void {
-  app.addHook('onSend', async (req, reply) => {
-    const d = req.routeOptions.config?.deprecation;
+  // Only deprecated routes get the hook: the others pay nothing per request.
+  app.addHook('onRoute', (route) => {
+    const d = (route.config as FastifyContextConfig | undefined)?.deprecation;
     if (!d) return;
-    reply.header('deprecation', `@${Math.floor(d.since.getTime() / 1000)}`);
-    reply.header('sunset', d.sunset.toUTCString());
-    if (d.link) reply.header('link', `<${d.link}>; rel="deprecation"`);
+    const headers: Record<string, string> = {
+      deprecation: `@${Math.floor(d.since.getTime() / 1000)}`,
+      sunset: d.sunset.toUTCString(),
+      ...(d.link ? { link: `<${d.link}>; rel="deprecation"` } : {}),
+    };
+    const announce: onSendHookHandler = (_req, reply, payload, done) => {
+      reply.headers(headers);
+      done(null, payload);
+    };
+    const existing = route.onSend;
+    route.onSend = existing ? [...(Array.isArray(existing) ? existing : [existing]), announce] : [announce];
   });
 }

@@ -5,6 +5,7 @@ import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { AppServices } from '../services';
 import { parseJsonBody } from './json-body';
+import { lazyChildLoggerFactory, logsAt } from './request-logger';
 import { announceDeprecations } from './deprecation';
 import { closeAllStreams } from './sse';
 import { surfaceARoutes } from './surface-a/routes';
@@ -31,6 +32,7 @@ export async function buildHttpServer(s: AppServices, options: HttpOptions = {})
     // Per-request info logs would cost a third of the throughput; completions are logged below
     // at debug, failures at warn/error.
     logController: new LogController({ disableRequestLogging: true }),
+    childLoggerFactory: lazyChildLoggerFactory,
     trustProxy: s.config.trustProxyTls,
     // Clients may pass their own correlation id; otherwise each request gets one, echoed back and
     // used as the trace_id of any 5xx body.
@@ -73,26 +75,33 @@ export async function buildHttpServer(s: AppServices, options: HttpOptions = {})
   // During shutdown, responses to requests already in flight close their keep-alive connection,
   // so the server is not left waiting for clients to hang up.
   let closing = false;
-  app.addHook('onSend', async (req, reply) => {
+  // Hooks on every request are plain callbacks, not async functions: each async hook costs a
+  // promise and a microtask turn per request, and these do nothing that needs to wait.
+  app.addHook('onSend', (req, reply, payload, done) => {
     reply.header('x-request-id', String(req.id));
     if (closing) reply.header('connection', 'close');
+    done(null, payload);
   });
-  app.addHook('onResponse', async (req, reply) => {
-    // Player launch tokens travel in the query string: never let them reach the logs.
-    const url = req.url.replace(/([?&]token=)[^&]*/g, '$1[redacted]');
-    const entry = { reqId: req.id, method: req.method, url, status: reply.statusCode, ms: Math.round(reply.elapsedTime) };
-    if (reply.statusCode >= 500) req.log.error(entry, 'request failed');
-    else req.log.debug(entry, 'request completed');
+  app.addHook('onResponse', (req, reply, done) => {
+    const failed = reply.statusCode >= 500;
+    if (failed || logsAt(req.log, 'debug')) {
+      // Player launch tokens travel in the query string: never let them reach the logs.
+      const url = req.url.replace(/([?&]token=)[^&]*/g, '$1[redacted]');
+      const entry = { reqId: req.id, method: req.method, url, status: reply.statusCode, ms: Math.round(reply.elapsedTime) };
+      if (failed) req.log.error(entry, 'request failed');
+      else req.log.debug(entry, 'request completed');
+    }
+    done();
   });
   announceDeprecations(app);
   app.addHook('onClose', async () => closeAllStreams());
   // Requests that arrive on open connections after shutdown began are refused in the surface's
   // own error shape (Fastify's built-in 503 would not carry our codes).
-  app.addHook('onRequest', async (req, reply) => {
-    if (!closing) return;
+  app.addHook('onRequest', (req, reply, done) => {
+    if (!closing) return done();
     const message = 'the service is restarting; retry shortly';
     const body = req.url.startsWith('/api/public/') ? { error: message, code: 'SERVICE_UNAVAILABLE' } : { error: 'SERVICE_UNAVAILABLE', message };
-    return reply.code(503).header('retry-after', '1').header('connection', 'close').send(body);
+    void reply.code(503).header('retry-after', '1').header('connection', 'close').send(body);
   });
   app.addHook('preClose', async () => {
     closing = true;

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Clock } from '../clock/clock';
 import { DomainError } from '../errors/codes';
-import { type Database, type SqlParam, nullableNumber } from '../store/database';
+import { type Database, type SqlExecutor, type SqlParam, nullableNumber } from '../store/database';
 import type { Scope, WebhookEndpointService } from './endpoints';
 
 export const DELIVERY_STATUSES = ['pending', 'delivered', 'dead', 'cancelled'] as const;
@@ -137,14 +137,17 @@ export class WebhookDeliveryService {
     if (!endpoint.enabled) throw new DomainError('ILLEGAL_TRANSITION', `endpoint ${endpoint.id} is disabled; enable it before re-sending`);
     const now = this.clock.now();
     const newId = `dlv_${randomUUID()}`;
-    await this.db.transaction((tx) =>
-      tx.run(
+    // Answered with the delivery as queued, read in its own transaction: a read after it could
+    // already show the dispatcher's first attempt.
+    const queued = await this.db.transaction(async (tx) => {
+      await tx.run(
         `INSERT INTO webhook_deliveries (id, event_id, endpoint_id, operator_id, status, attempts, next_attempt_at, created_at, resend_of)
          VALUES (?, ?, ?, ?, 'pending', 0, ?, ?, ?)`,
         [newId, old.event_id, old.endpoint_id, old.operator_id, now, now, old.id],
-      ),
-    );
-    return present(await this.row(scope, newId));
+      );
+      return this.row(scope, newId, tx);
+    });
+    return present(queued);
   }
 
   /** A `webhook.test` event for one endpoint, signed and retried like any other. */
@@ -155,7 +158,7 @@ export class WebhookDeliveryService {
     const eventId = `evt_${randomUUID()}`;
     const deliveryId = `dlv_${randomUUID()}`;
     const data = { endpoint_id: endpoint.id, message: 'test event: signatures and reachability check' };
-    await this.db.transaction(async (tx) => {
+    const queued = await this.db.transaction(async (tx) => {
       await tx.run('INSERT INTO events (id, seq, operator_id, type, created_at, data) VALUES (?, ?, ?, ?, ?, ?)', [
         eventId,
         now * 1000 + (testSeq++ % 1000),
@@ -169,15 +172,16 @@ export class WebhookDeliveryService {
          VALUES (?, ?, ?, ?, 'pending', 0, ?, ?)`,
         [deliveryId, eventId, endpoint.id, endpoint.operatorId, now, now],
       );
+      return this.row(scope, deliveryId, tx);
     });
-    return present(await this.row(scope, deliveryId));
+    return present(queued);
   }
 
-  private async row(scope: Scope, id: string): Promise<DeliveryRow> {
+  private async row(scope: Scope, id: string, db: SqlExecutor = this.db): Promise<DeliveryRow> {
     const row =
       scope === null
-        ? await this.db.get<DeliveryRow>(`${SELECT} WHERE d.id = ?`, [id])
-        : await this.db.get<DeliveryRow>(`${SELECT} WHERE d.id = ? AND d.operator_id = ?`, [id, scope]);
+        ? await db.get<DeliveryRow>(`${SELECT} WHERE d.id = ?`, [id])
+        : await db.get<DeliveryRow>(`${SELECT} WHERE d.id = ? AND d.operator_id = ?`, [id, scope]);
     if (!row) throw new DomainError('DELIVERY_NOT_FOUND', `no webhook delivery ${id}${scope === null ? '' : ' for this operator'}`);
     return row;
   }

@@ -65,6 +65,9 @@ export async function surfaceARoutes(app: FastifyInstance, s: AppServices): Prom
     req: FastifyRequest,
     reply: FastifyReply,
     effect: Parameters<AppServices['idempotency']['execute']>[2],
+    // Runs once the effect has committed, never for a replay or a refusal (its in-memory changes
+    // must not outrun the store: the transaction may still roll back after the effect returns).
+    committed?: () => void,
   ): Promise<never> => {
     const key = req.headers['idempotency-key'];
     if (typeof key !== 'string' || key.length === 0) {
@@ -76,6 +79,7 @@ export async function surfaceARoutes(app: FastifyInstance, s: AppServices): Prom
       effect,
     );
     if (result.replayed) reply.header('idempotent-replay', 'true');
+    else if (result.statusCode === 200) committed?.();
     // The stored response is replayed byte-for-byte; its shape was checked when it was first sent.
     return reply.status(result.statusCode).send(result.body) as never;
   };
@@ -132,11 +136,15 @@ export async function surfaceARoutes(app: FastifyInstance, s: AppServices): Prom
       },
     },
     async (req, reply) =>
-      idempotent(req, reply, async (tx) => {
-        const bet = await cashoutCrashBet(tx, s.compliance, crashRules, req.operator!, req.body.bet_id, s.clock.now());
-        s.crashGame.noteSettled(bet.id);
-        return { statusCode: 200, body: { bet_id: bet.id, payout: bet.payout, multiplier: formatMultiplier(bet.cashoutMultiplier!) } };
-      }),
+      idempotent(
+        req,
+        reply,
+        async (tx) => {
+          const bet = await cashoutCrashBet(tx, s.compliance, crashRules, req.operator!, req.body.bet_id, s.clock.now());
+          return { statusCode: 200, body: { bet_id: bet.id, payout: bet.payout, multiplier: formatMultiplier(bet.cashoutMultiplier!) } };
+        },
+        () => s.crashGame.noteSettled(req.body.bet_id),
+      ),
   );
 
   const presentLive = (round: Round): Static<typeof RoundView> => {

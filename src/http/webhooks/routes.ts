@@ -1,7 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import { DomainError } from '../../errors/codes';
 import { guardSurface, type Surface } from '../surface';
 import type { AppServices } from '../../services';
 import type { DeliveryStatus } from '../../webhooks/deliveries';
@@ -145,13 +144,11 @@ export function webhookRoutes(surface: Surface) {
       },
       async (req) => {
         const q = req.query;
-        const limit = q.limit === undefined ? 50 : Number(q.limit);
-        if (limit < 1 || limit > 500) throw new DomainError('VALIDATION_FAILED', 'querystring field "limit" must be an integer from 1 to 500');
         const deliveries = await w.listDeliveries(req.operator!.id, {
           status: q.status as DeliveryStatus | undefined,
           endpointId: q.endpoint_id,
           before: q.before === undefined ? undefined : Number(q.before),
-          limit,
+          limit: q.limit === undefined ? 50 : Number(q.limit),
         });
         return { deliveries };
       },

@@ -102,7 +102,7 @@ export const DeliveryQuery = Type.Object(
     ),
     endpoint_id: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
     before: Type.Optional(Type.String({ pattern: '^\\d{1,15}$', description: 'must be milliseconds since epoch: deliveries created before it' })),
-    limit: Type.Optional(Type.String({ pattern: '^\\d{1,3}$', description: 'must be an integer from 1 to 500' })),
+    limit: Type.Optional(Type.String({ pattern: '^(?:[1-9]|[1-9][0-9]|[1-4][0-9]{2}|500)$', description: 'must be an integer from 1 to 500' })),
   },
   { additionalProperties: false },
 );

@@ -1,0 +1,45 @@
+import { describe, expect, it } from 'vitest';
+import { DomainError } from '../errors/codes';
+import { cannotRepeatAKey, parseJsonBody } from './json-body';
+
+const codeOf = (text: string): string | null => {
+  try {
+    parseJsonBody(Buffer.from(text));
+    return null;
+  } catch (error) {
+    return error instanceof DomainError ? error.code : 'OTHER';
+  }
+};
+
+describe('JSON bodies', () => {
+  it('takes the fast path only when no key text repeats and nothing is escaped', () => {
+    expect(cannotRepeatAKey('{"external_user_id":"p1","amount":100}')).toBe(true);
+    expect(cannotRepeatAKey('{"a":{"x":1},"b":{"x":2}}')).toBe(false);
+    expect(cannotRepeatAKey('{"a":"\\u0061"}')).toBe(false);
+    // A string value spelled like a key is not a key.
+    expect(cannotRepeatAKey('{"a":"b","b":1}')).toBe(true);
+    // A key made of a colon after a string value: each string is still read from its opening quote.
+    expect(cannotRepeatAKey('{"a":"x",":":1,":":2}')).toBe(false);
+  });
+
+  it('parses what it accepts exactly as JSON.parse would', () => {
+    expect(parseJsonBody(Buffer.from('{"external_user_id":"p1","amount":100,"auto_cashout":"2.50"}'))).toEqual({
+      external_user_id: 'p1',
+      amount: 100,
+      auto_cashout: '2.50',
+    });
+    expect(parseJsonBody(Buffer.from('{"a":{"x":1},"b":{"x":2}}'))).toEqual({ a: { x: 1 }, b: { x: 2 } });
+  });
+
+  it('refuses a key repeated with a different value, however it is spelled', () => {
+    expect(codeOf('{"amount":1,"amount":2}')).toBe('DUPLICATE_JSON_KEY');
+    expect(codeOf('{"amount":1,"\\u0061mount":2}')).toBe('DUPLICATE_JSON_KEY');
+    expect(codeOf('{"a":"x",":":1,":":2}')).toBe('DUPLICATE_JSON_KEY');
+    expect(codeOf('{"amount":1,"amount":1}')).toBe(null);
+  });
+
+  it('names malformed JSON and empty bodies', () => {
+    expect(codeOf('{"amount":')).toBe('MALFORMED_JSON');
+    expect(codeOf('')).toBe('MALFORMED_JSON');
+  });
+});
