@@ -46,11 +46,22 @@ const label = (n: ProfileNode): string => {
   return url ? `${fn} ${url}:${n.callFrame.lineNumber + 1}` : fn;
 };
 
-export function summarizeProfile(file: string, top = 15): string[] {
+/**
+ * `lastMs`: keep only the profile's last milliseconds (the measured run, which ends just before the
+ * service is stopped), so start-up and warm-up do not dilute the shares. 0 keeps everything.
+ */
+export function summarizeProfile(file: string, top = 15, lastMs = 0): string[] {
   const profile = JSON.parse(readFileSync(file, 'utf8')) as CpuProfile;
   const byId = new Map(profile.nodes.map((n) => [n.id, n]));
   const self = new Map<number, number>();
-  profile.samples.forEach((id, i) => self.set(id, (self.get(id) ?? 0) + (profile.timeDeltas[i] ?? 0)));
+  const lengthUs = profile.timeDeltas.reduce((sum, d) => sum + d, 0);
+  const skipUs = lastMs > 0 ? Math.max(0, lengthUs - lastMs * 1000) : 0;
+  let elapsedUs = 0;
+  profile.samples.forEach((id, i) => {
+    const delta = profile.timeDeltas[i] ?? 0;
+    elapsedUs += delta;
+    if (elapsedUs >= skipUs) self.set(id, (self.get(id) ?? 0) + delta);
+  });
 
   const totalOf = new Map<number, number>();
   const total = (id: number): number => {
@@ -104,7 +115,7 @@ export function summarizeProfile(file: string, top = 15): string[] {
       .map(([name, us]) => `  ${ms(us)} ${pct(us)}  ${name}`);
 
   return [
-    `profile ${file}`,
+    `profile ${file}${skipUs > 0 ? ` (its last ${(lastMs / 1000).toFixed(1)} s: the measured run)` : ''}`,
     `sampled ${(all / 1000).toFixed(0)} ms, busy ${(busy / 1000).toFixed(0)} ms (${((100 * busy) / all).toFixed(0)}%); percentages are of busy time`,
     'self time by package / file:',
     ...rank(selfByArea, top),

@@ -2,7 +2,7 @@
  * `npm run bench`: measures the service against a bare Fastify route in the same run, on the same
  * machine, with signed traffic. See docs/benchmarks.md for what each case means and a recorded run.
  *
- *   npm run bench -- [--duration 10] [--connections 50] [--warmup 2] [--pg] [--only bare,place,…]
+ *   npm run bench -- [--duration 10] [--connections 50] [--warmup 2] [--pg] [--only bare,signed,place,…]
  *                    [--profile] [--cashout-bets N] [--cashout-window-ms MS] [--webhook-deliveries N]
  *                    [--json out.json]
  *
@@ -28,7 +28,7 @@ const { values: flags } = parseArgs({
     connections: { type: 'string', default: '50' },
     warmup: { type: 'string', default: '2' },
     pg: { type: 'boolean', default: false },
-    only: { type: 'string', default: 'bare,place,cashout,reserve,webhooks' },
+    only: { type: 'string', default: 'bare,signed,place,cashout,reserve,webhooks' },
     profile: { type: 'boolean', default: false },
     'cashout-bets': { type: 'string' },
     // Crash betting window of the cash-out case's service: long enough to seed the bets.
@@ -76,21 +76,47 @@ async function bareCase(): Promise<void> {
 }
 
 /** With --profile, the service child of a case writes a V8 CPU profile, summarised after the table. */
-function profiler(caseName: string): { nodeArgs: string[]; report(): void } {
+function profiler(caseName: string): { nodeArgs: string[]; report(lastMs?: number): void } {
   if (!flags.profile) return { nodeArgs: [], report: () => {} };
   const dir = mkdtempSync(join(tmpdir(), 'rbs-prof-'));
   return {
     nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${dir}`],
-    report() {
+    report(lastMs = 0) {
       // One file per thread; the main thread's (the largest) is where requests are served.
       const files = readdirSync(dir)
         .filter((f) => f.endsWith('.cpuprofile'))
         .map((f) => join(dir, f))
         .sort((a, b) => statSync(b).size - statSync(a).size);
       if (files.length === 0) extraLines.push(`${caseName}: no CPU profile was written to ${dir}`);
-      else extraLines.push('', `${caseName}:`, ...summarizeProfile(files[0]!));
+      else extraLines.push('', `${caseName}:`, ...summarizeProfile(files[0]!, 15, lastMs));
     },
   };
+}
+
+/**
+ * The service's HTTP path without its store: a signed, schema-validated POST to a route that writes
+ * nothing (verify-signature). What place-bet costs beyond this row is the store's share.
+ */
+async function signedCase(): Promise<void> {
+  log('signed request, no store (verify-signature)…');
+  const service = await startService({ pgUrl, env: {} });
+  try {
+    const body = (): string => '{"endpoint_secret":"whsec_bench","body":"{}","signature":"t=1,v1=00"}';
+    const spec = {
+      baseUrl: service.child.baseUrl,
+      path: '/api/public/v1/webhooks/verify-signature',
+      body,
+      identity: { apiKey: service.operator.apiKey, apiSecret: service.operator.apiSecret, headers: SURFACE_A, idempotencyHeader: false },
+      connections,
+      serverPid: service.child.proc.pid,
+      serverEnded: service.child.ended,
+    };
+    await warm((d) => runLoad({ ...spec, name: 'warm-up', durationS: d }));
+    rows.push(await runLoad({ ...spec, name: 'signed, no store (verify-signature)', durationS }));
+  } finally {
+    const code = await service.stop();
+    if (code !== 0) notes.push(`signed-case service exited with code ${code}`);
+  }
 }
 
 async function placeBetCase(): Promise<number> {
@@ -132,7 +158,8 @@ async function placeBetCase(): Promise<number> {
     const code = await service.stop();
     if (code !== 0) notes.push(`place-bet service exited with code ${code}`);
   }
-  profile.report();
+  // The service is stopped about a second after its measured run: profile those last seconds.
+  profile.report(durationS * 1000 + 1000);
   return rps;
 }
 
@@ -215,6 +242,7 @@ async function main(): Promise<void> {
   const loadBefore = loadavg()[0]!;
   log(`bench: ${cpus().length} CPUs, node ${process.version}, store ${storeName}, -c ${connections}, ${durationS} s per case (+${warmupS} s warm-up)`);
   if (only.has('bare')) await bareCase();
+  if (only.has('signed')) await signedCase();
   let placeRps = 0;
   if (only.has('place')) placeRps = await placeBetCase();
   if (only.has('cashout')) await cashoutCase(placeRps);
