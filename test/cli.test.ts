@@ -44,7 +44,7 @@ describe('admin CLI', () => {
       expect(bytes.includes(Buffer.from(created.api_secret))).toBe(false);
       expect(bytes.includes(Buffer.from(rotated.api_secret))).toBe(false);
     }
-  }, 60_000);
+  }, 120_000);
 
   it('fails with a JSON error and a non-zero exit for bad input', async () => {
     await expect(run('npm', ['run', '-s', 'admin', '--', 'operator', 'create'], { cwd: ROOT, env })).rejects.toMatchObject({
@@ -55,5 +55,5 @@ describe('admin CLI', () => {
       code: 1,
       stderr: expect.stringContaining('"error":"NOT_FOUND"'),
     });
-  }, 60_000);
+  }, 120_000);
 });

@@ -28,5 +28,5 @@ describe('admin CLI: dashboard-user', () => {
     ).rejects.toMatchObject({ code: 1, stderr: expect.stringContaining('"error":"NOT_FOUND"') });
     expect(await admin('dashboard-user', 'delete', '--email', 'ops@casino.test')).toEqual({ deleted: user });
     expect(await admin('dashboard-user', 'list')).toEqual({ users: [] });
-  }, 90_000);
+  }, 180_000);
 });

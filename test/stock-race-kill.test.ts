@@ -81,5 +81,6 @@ describe('service killed with SIGKILL between round close and the wallet acknowl
     }
     // 30.00 − 2 × 10.00 + 19.00 (one 4-of-8 bet wins 10.00 × 8 × 0.95 / 4), credited once.
     expect(wallet.store.player('zoe')).toEqual({ currency: 'EUR', balance: 2900, reserved: 0 });
-  });
+    // Two service starts, an admin CLI call and a kill: ~20 s on a quiet machine, more on a busy one.
+  }, 120_000);
 });
