@@ -52,13 +52,18 @@ describe('Crash survives kill -9', () => {
     }
   };
 
-  const currentStatus = async (): Promise<{ status: string; round_number: number } | undefined> => (await call('GET', '/api/public/v1/rounds/current')).body;
+  const currentStatus = async (): Promise<{ status: string; round_number: number; betting_closes_at: number } | undefined> =>
+    (await call('GET', '/api/public/v1/rounds/current')).body;
+  // A round found open in its last moment would refuse the bets that follow: wait for one with at
+  // least half of its 6 s window left (service and test share the machine's clock).
+  const freshlyOpenRound = () =>
+    eventually(async () => {
+      const r = await currentStatus();
+      return r?.status === 'open' && r.betting_closes_at - Date.now() >= 3_000 ? r : undefined;
+    }, 90_000);
 
   it('keeps every acknowledged bet when killed in the betting window mid-burst, and settles each once', async () => {
-    const round = await eventually(async () => {
-      const r = await currentStatus();
-      return r?.status === 'open' ? r : undefined;
-    }, 90_000);
+    const round = await freshlyOpenRound();
     const acknowledged = new Map<string, number>();
     const requestOf = new Map<string, { i: number; body: Record<string, unknown> }>();
     let killed = false;
@@ -106,10 +111,7 @@ describe('Crash survives kill -9', () => {
   }, 200_000);
 
   it('voids a round killed while running, refunding each open bet exactly once', async () => {
-    const round = await eventually(async () => {
-      const r = await currentStatus();
-      return r?.status === 'open' ? r : undefined;
-    }, 90_000);
+    const round = await freshlyOpenRound();
     const ids: string[] = [];
     for (let i = 0; i < 10; i++) {
       const r = await call('POST', '/api/public/v1/place-bet', { external_user_id: `q${i}`, amount: 1_000 + i }, { idempotencyKey: `run-${i}` });
