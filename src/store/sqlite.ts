@@ -23,7 +23,7 @@ export interface SqliteOptions {
    * usual, so a short-lived process (the admin CLI) never pays for starting a thread.
    */
   checkpointThreadAfterCommits?: number;
-  /** Tests only: replaces fs.fdatasync for the write-ahead log. */
+  /** Tests only: replaces the fdatasync of the write-ahead log. */
   syncFile?: ConstructorParameters<typeof WalSync>[1];
 }
 
@@ -228,11 +228,9 @@ export class SqliteDatabase implements Database {
         else unit.reject(outcome.value);
       });
     // The next batch may start now; this one is answered when its log frames are on disk.
-    if (this.walSync) {
-      this.committed().then(answer, (error: unknown) => {
-        for (const unit of batch) unit.reject(error);
-      });
-    } else answer();
+    this.committed().then(answer, (error: unknown) => {
+      for (const unit of batch) unit.reject(error);
+    });
     this.finishFlush(done);
   }
 

@@ -187,7 +187,11 @@ describe.each(STORES)('store contract on %s', (kind) => {
       // A second database on its own file, whose fdatasync the test holds open.
       const file = join(dataDir, 'held.db');
       const held: ((err: NodeJS.ErrnoException | null) => void)[] = [];
-      const sqlite = new SqliteDatabaseClass({ filename: file, syncFile: (_fd, done) => void held.push(done), checkpointThreadAfterCommits: 1 });
+      const sqlite = new SqliteDatabaseClass({
+        filename: file,
+        syncFile: () => new Promise<void>((resolve, reject) => held.push((err) => (err ? reject(err) : resolve()))),
+        checkpointThreadAfterCommits: 1,
+      });
       await migrate(sqlite);
       held.splice(0).forEach((done) => done(null));
       const reader = new BetterSqlite3(file, { readonly: true });
@@ -225,7 +229,9 @@ describe.each(STORES)('store contract on %s', (kind) => {
       let failNext = false;
       const sqlite = new SqliteDatabaseClass({
         filename: file,
-        syncFile: (_fd, done) => done(failNext ? Object.assign(new Error('EIO: i/o error, fdatasync'), { code: 'EIO' }) : null),
+        syncFile: async () => {
+          if (failNext) throw Object.assign(new Error('EIO: i/o error, fdatasync'), { code: 'EIO' });
+        },
       });
       try {
         await migrate(sqlite);

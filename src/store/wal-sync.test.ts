@@ -8,7 +8,7 @@ import { WalSync } from './wal-sync';
 function heldSync() {
   const pending: ((err: NodeJS.ErrnoException | null) => void)[] = [];
   return {
-    fn: (_fd: number, done: (err: NodeJS.ErrnoException | null) => void) => void pending.push(done),
+    fn: () => new Promise<void>((resolve, reject) => pending.push((err) => (err ? reject(err) : resolve()))),
     started: () => pending.length,
     async finish(err: NodeJS.ErrnoException | null = null) {
       await until(() => pending.length > 0);

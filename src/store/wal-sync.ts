@@ -1,4 +1,5 @@
-import { close, fdatasync, fstat, open, statSync } from 'node:fs';
+import { statSync } from 'node:fs';
+import { open, type FileHandle } from 'node:fs/promises';
 import { dirname } from 'node:path';
 
 /**
@@ -15,7 +16,7 @@ import { dirname } from 'node:path';
  * checkpoint, the database after it, and the WAL header when the log is reused).
  */
 export class WalSync {
-  private fd: number | null = null;
+  private log: FileHandle | null = null;
   private ino = 0;
   private committed = 0;
   private synced = 0;
@@ -25,8 +26,8 @@ export class WalSync {
 
   constructor(
     private readonly databaseFile: string,
-    // A seam for tests that need to hold a sync open; the service always uses fs.fdatasync.
-    private readonly syncFile: (fd: number, done: (err: NodeJS.ErrnoException | null) => void) => void = fdatasync,
+    // A seam for tests that need to hold a sync open; the service always uses fdatasync.
+    private readonly syncFile: (log: FileHandle) => Promise<void> = (log) => log.datasync(),
   ) {}
 
   /** Set once a sync has failed; from then on every write is refused (see settle). */
@@ -37,32 +38,29 @@ export class WalSync {
   /** Resolves once everything committed up to now is on disk. */
   afterCommit(): Promise<void> {
     if (this.failed) return Promise.reject(this.failed);
-    const seq = ++this.committed;
-    return new Promise<void>((resolve, reject) => {
-      this.waiters.push({ seq, resolve, reject });
-      this.kick();
-    });
+    return this.syncedUpTo(++this.committed);
   }
 
   /** Resolves once every commit made before this call is on disk (at once when nothing is pending). */
   whenDurable(): Promise<void> {
     if (this.failed) return Promise.reject(this.failed);
     if (this.synced >= this.committed) return Promise.resolve();
-    const seq = this.committed;
+    return this.syncedUpTo(this.committed);
+  }
+
+  /** Waits for pending syncs, then releases the log's file handle. */
+  async close(): Promise<void> {
+    await this.whenDurable().catch(() => undefined);
+    const log = this.log;
+    this.log = null;
+    await log?.close();
+  }
+
+  private syncedUpTo(seq: number): Promise<void> {
     return new Promise<void>((resolve, reject) => {
       this.waiters.push({ seq, resolve, reject });
       this.kick();
     });
-  }
-
-  /** Waits for pending syncs, then releases the file descriptor. */
-  async close(): Promise<void> {
-    await this.whenDurable().catch(() => undefined);
-    if (this.fd !== null) {
-      const fd = this.fd;
-      this.fd = null;
-      await new Promise<void>((resolve) => close(fd, () => resolve()));
-    }
   }
 
   private kick(): void {
@@ -105,32 +103,22 @@ export class WalSync {
       // No log on disk: the commits were checkpointed into the database file, which SQLite synced.
       return;
     }
-    if (this.fd === null || current.ino !== this.ino) {
+    if (this.log === null || current.ino !== this.ino) {
       // First sync, or the log was replaced: a new file's directory entry must be durable too.
-      if (this.fd !== null) await closeFd(this.fd);
-      this.fd = await openFd(wal);
-      this.ino = (await fstatFd(this.fd)).ino;
-      await syncDirectory(dirname(wal));
+      await this.log?.close();
+      this.log = await open(wal, 'r+');
+      this.ino = (await this.log.stat()).ino;
+      const dir = await open(dirname(wal), 'r');
+      try {
+        await dir.datasync();
+      } finally {
+        await dir.close();
+      }
     }
-    await new Promise<void>((resolve, reject) => this.syncFile(this.fd!, (err) => (err ? reject(err) : resolve())));
+    await this.syncFile(this.log);
   }
 }
 
 function statOrNull(path: string): { ino: number } | null {
   return statSync(path, { throwIfNoEntry: false }) ?? null;
-}
-
-const openFd = (path: string, flags = 'r+'): Promise<number> =>
-  new Promise((resolve, reject) => open(path, flags, (err, fd) => (err ? reject(err) : resolve(fd))));
-const closeFd = (fd: number): Promise<void> => new Promise((resolve) => close(fd, () => resolve()));
-const fstatFd = (fd: number): Promise<{ ino: number }> =>
-  new Promise((resolve, reject) => fstat(fd, (err, st) => (err ? reject(err) : resolve(st))));
-
-async function syncDirectory(dir: string): Promise<void> {
-  const fd = await openFd(dir, 'r');
-  try {
-    await new Promise<void>((resolve, reject) => fdatasync(fd, (err) => (err ? reject(err) : resolve())));
-  } finally {
-    await closeFd(fd);
-  }
 }
