@@ -17,6 +17,8 @@ export interface DispatcherOptions {
   retryScheduleMs: readonly number[];
   timeoutMs: number;
   allowPrivateTargets: boolean;
+  /** A receiver's reply larger than this fails the attempt. */
+  maxResponseBytes?: number;
   pollIntervalMs: number;
   /** Deliveries claimed per transaction. */
   batchSize?: number;
@@ -82,7 +84,11 @@ export class WebhookDispatcher {
     this.maxInFlight = o.maxInFlight ?? 1000;
     this.leaseMs = o.leaseMs ?? o.timeoutMs * 2 + 5_000;
     this.random = o.random ?? Math.random;
-    this.sender = new WebhookSender({ timeoutMs: o.timeoutMs, allowPrivateTargets: o.allowPrivateTargets });
+    this.sender = new WebhookSender({
+      timeoutMs: o.timeoutMs,
+      allowPrivateTargets: o.allowPrivateTargets,
+      maxResponseBytes: o.maxResponseBytes,
+    });
   }
 
   async start(): Promise<void> {

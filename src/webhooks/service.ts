@@ -75,6 +75,7 @@ export class WebhookService {
       retryScheduleMs: config.webhooks.retryScheduleMs,
       timeoutMs: config.webhooks.timeoutMs,
       allowPrivateTargets: config.webhooks.allowPrivateTargets,
+      maxResponseBytes: config.webhooks.maxResponseBytes,
       pollIntervalMs: config.webhooks.pollIntervalMs,
     });
   }
