@@ -6,6 +6,7 @@ import { skipLocked, type Database } from '../store/database';
 import type { EndpointRow, WebhookEndpointService } from './endpoints';
 import { envelope, marks, writeOutcomes, type Claimed, type Decided, type Outcome } from './outcomes';
 import { WebhookSender, type SigningMaterial } from './sender';
+import type { Resolver } from './url-safety';
 
 export interface DispatcherOptions {
   db: Database;
@@ -19,6 +20,8 @@ export interface DispatcherOptions {
   allowPrivateTargets: boolean;
   /** A receiver's reply larger than this fails the attempt. */
   maxResponseBytes?: number;
+  /** Connect-time resolution; injectable so tests need no DNS. */
+  resolve?: Resolver;
   pollIntervalMs: number;
   /** Deliveries claimed per transaction. */
   batchSize?: number;
@@ -88,6 +91,7 @@ export class WebhookDispatcher {
       timeoutMs: o.timeoutMs,
       allowPrivateTargets: o.allowPrivateTargets,
       maxResponseBytes: o.maxResponseBytes,
+      resolve: o.resolve,
     });
   }
 

@@ -76,6 +76,7 @@ export class WebhookService {
       timeoutMs: config.webhooks.timeoutMs,
       allowPrivateTargets: config.webhooks.allowPrivateTargets,
       maxResponseBytes: config.webhooks.maxResponseBytes,
+      resolve: deps.resolve,
       pollIntervalMs: config.webhooks.pollIntervalMs,
     });
   }

@@ -47,6 +47,16 @@ function carriedIpv4(addr: IPv6): IPv4 | 'refuse' | null {
 }
 
 /**
+ * `::a.b.c.d` written with hex words. ipaddr.js reads that text as the IPv4-mapped `::ffff:a.b.c.d`,
+ * while the address really is the IPv4-compatible `::a.b.c.d` (what URL parsing and sockets use).
+ */
+function withHexTail(ipv6: string): string {
+  return ipv6.replace(/(\d+)\.(\d+)\.(\d+)\.(\d+)$/, (_, a: string, b: string, c: string, d: string) =>
+    `${((Number(a) << 8) | Number(b)).toString(16)}:${((Number(c) << 8) | Number(d)).toString(16)}`,
+  );
+}
+
+/**
  * True unless `ip` is an ordinary public unicast address. Decided by ipaddr.js's registry of
  * special ranges (loopback, private, link-local and metadata, CGNAT, multicast, documentation,
  * benchmarking, reserved...) with one rule on top: anything that is not plain unicast is refused.
@@ -57,9 +67,8 @@ export function isNonPublicAddress(ip: string): boolean {
   const bare = ip.replace(/^\[|\]$/g, '').split('%')[0]!;
   // Only canonical literals: ipaddr.js also reads shorthand like "127.1", which is no address here.
   if (!isIP(bare)) return true;
-  const addr = ipaddr.parse(bare);
-  if (addr.kind() === 'ipv4') return (addr as IPv4).range() !== 'unicast';
-  const v6 = addr as IPv6;
+  if (isIP(bare) === 4) return ipaddr.IPv4.parse(bare).range() !== 'unicast';
+  const v6 = ipaddr.IPv6.parse(withHexTail(bare));
   const carried = carriedIpv4(v6);
   if (carried === 'refuse') return true;
   if (carried) return carried.range() !== 'unicast';
