@@ -21,7 +21,7 @@ const ROOT = resolve(import.meta.dirname, '../..');
 /** The operator's wallet_url gets the webhook target policy: https, public addresses only. */
 describe('SSRF: operator wallet_url in production', () => {
   describe('admin CLI (APP_ENV=production)', () => {
-    const env = {
+    const env: NodeJS.ProcessEnv = {
       ...process.env,
       APP_ENV: 'production',
       DATA_DIR: mkdtempSync(join(tmpdir(), 'rbs-wallet-url-')),
