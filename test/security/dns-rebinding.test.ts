@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import pino from 'pino';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { FakeClock } from '../../src/clock/clock';
 import { loadConfig } from '../../src/config/config';
 import { OperatorService } from '../../src/operators/operators';
@@ -12,6 +12,7 @@ import { WalletSettlementWorker } from '../../src/wallet/wallet-worker';
 import { recordEvents } from '../../src/webhooks/events';
 import { WebhookService } from '../../src/webhooks/service';
 import { freshDatabase } from '../support/harness';
+import { guardSockets, type SocketGuard } from '../support/socket-guard';
 
 /**
  * DNS rebinding: a name that resolved to a public address when the URL was registered answers with
@@ -19,7 +20,9 @@ import { freshDatabase } from '../support/harness';
  *
  * The resolver is injected (there is no DNS here). The public answer is only ever used by the
  * registration check, which does not connect; every connect-time answer is a local address, where
- * a server is listening, so a missing check would show up as a request that reached it.
+ * a server is listening, so a missing check would show up as a request that reached it. A socket
+ * guard stops any socket that does not go through an address lookup of its own, and any lookup
+ * answer that is not loopback, so nothing leaves the machine whatever the code under test does.
  */
 describe('SSRF: DNS rebinding is caught at connect time', () => {
   let db: Database;
@@ -56,10 +59,13 @@ describe('SSRF: DNS rebinding is caught at connect time', () => {
     await new Promise((r) => server.close(r));
     await dispose();
   });
+  let guard: SocketGuard;
   beforeEach(() => {
     reached = [];
     lookups.length = 0;
+    guard = guardSockets((options) => typeof options.lookup === 'function');
   });
+  afterEach(() => guard.restore());
 
   it.each([['127.0.0.1'], ['::ffff:7f00:1'], ['169.254.169.254']])(
     'webhooks: a registered endpoint whose name now resolves to %s gets no request',
@@ -94,6 +100,7 @@ describe('SSRF: DNS rebinding is caught at connect time', () => {
         { status: 'pending', delivered_at: null },
       ]);
       expect(reached).toEqual([]);
+      expect(guard.stopped).toEqual([]);
     },
   );
 
@@ -142,5 +149,6 @@ describe('SSRF: DNS rebinding is caught at connect time', () => {
       nextAttemptAt: clock.now() + 2_000,
     });
     expect(reached).toEqual([]);
+    expect(guard.stopped).toEqual([]);
   });
 });

@@ -4,6 +4,7 @@ import { createApp, type App } from '../../src/app';
 import { loadConfig } from '../../src/config/config';
 import { WebhookSender } from '../../src/webhooks/sender';
 import { freshDatabase } from '../support/harness';
+import { guardSockets } from '../support/socket-guard';
 
 /**
  * Every spelling of a loopback, private or metadata address that production must refuse as a webhook
@@ -55,7 +56,6 @@ describe('SSRF: non-public targets are refused in production', () => {
       { APP_ENV: 'production', MASTER_KEY: randomBytes(32).toString('hex'), DATA_DIR: fresh.dataDir, LOG_LEVEL: 'silent' },
       { serving: false },
     );
-    expect([config.webhooks.allowPrivateTargets, config.wallet.allowPrivateTargets]).toEqual([false, false]);
     app = await createApp({ ...config, runEngines: false }, { db: fresh.db });
     operatorId = (await app.services.operators.create({ name: 'Prod operator' })).id;
   });
@@ -77,8 +77,27 @@ describe('SSRF: non-public targets are refused in production', () => {
     expect((await app.services.operators.get(operatorId)).walletUrl).toBeNull();
   });
 
+  it('the socket guard used below does stop a socket (checked on loopback)', async () => {
+    const sender = new WebhookSender({ timeoutMs: 2_000, allowPrivateTargets: true });
+    const guard = guardSockets();
+    try {
+      const result = await sender.send(
+        { surface: 'A', url: 'http://127.0.0.1:1/hook', endpointSecrets: ['whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw'], operatorKey: null, operatorSecret: null },
+        { deliveryId: 'dlv_0', eventId: 'evt_0', eventType: 'bet.settled', attempt: 1, body: '{}' },
+        Date.now(),
+      );
+      expect(result.error).toBe('ETESTGUARD: test guard: no socket to 127.0.0.1:1');
+      expect(guard.stopped).toEqual(['127.0.0.1:1']);
+    } finally {
+      guard.restore();
+      await sender.close();
+    }
+  });
+
   it.each(NON_PUBLIC_HOSTS)('at send time, for a URL stored before the check existed: %s', async (_form, host) => {
     const sender = new WebhookSender({ timeoutMs: 2_000, allowPrivateTargets: false });
+    // A refusal opens no socket; the guard keeps it that way should the refusal ever fail.
+    const guard = guardSockets();
     try {
       const result = await sender.send(
         { surface: 'A', url: `https://${host}/hook`, endpointSecrets: ['whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw'], operatorKey: null, operatorSecret: null },
@@ -86,7 +105,9 @@ describe('SSRF: non-public targets are refused in production', () => {
         Date.now(),
       );
       expect(result).toMatchObject({ ok: false, statusCode: null, error: expect.stringMatching(/^refused: .* is not a public address$/) });
+      expect(guard.stopped).toEqual([]);
     } finally {
+      guard.restore();
       await sender.close();
     }
   });
