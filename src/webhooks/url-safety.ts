@@ -1,11 +1,11 @@
 /**
- * Webhook targets are URLs chosen by operators, and the service POSTs to them from inside its own
- * network: without these checks an endpoint could point at the service's database, a cloud metadata
- * address or a neighbour on the private network (server-side request forgery).
+ * Webhook targets and operator wallet URLs are chosen by operators, and the service POSTs to them
+ * from inside its own network: without these checks a URL could point at the service's database, a
+ * cloud metadata address or a neighbour on the private network (server-side request forgery).
  *
- * Checked twice: when an endpoint is created or changed (a clear refusal), and on every connection
- * the dispatcher opens (the DNS answer may have changed since: rebinding). The connection-time
- * check runs inside the socket's own lookup, so the address validated is the address connected to.
+ * Checked twice: when a URL is stored (a clear refusal), and on every connection opened to it (the
+ * DNS answer may have changed since: rebinding). The connection-time check runs inside the socket's
+ * own lookup, so the address validated is the address connected to (see outbound/outbound-http).
  */
 import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
 import { isIP } from 'node:net';
