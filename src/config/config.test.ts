@@ -40,9 +40,16 @@ describe('config', () => {
     // One switch opens both for a local setup; each can still be set on its own.
     const dev = loadConfig({ APP_ENV: 'development', WEBHOOK_ALLOW_PRIVATE_TARGETS: 'false' });
     expect([dev.webhooks.allowPrivateTargets, dev.wallet.allowPrivateTargets]).toEqual([false, false]);
-    const split = loadConfig({ APP_ENV: 'development', WALLET_ALLOW_PRIVATE_TARGETS: 'false', WALLET_MAX_RESPONSE_BYTES: '4096' });
-    expect([split.webhooks.allowPrivateTargets, split.wallet.allowPrivateTargets, split.wallet.maxResponseBytes]).toEqual([true, false, 4096]);
-    expect(() => loadConfig({ APP_ENV: 'development', WALLET_MAX_RESPONSE_BYTES: '10' })).toThrow(/WALLET_MAX_RESPONSE_BYTES must be between 1024/);
+    const split = loadConfig({
+      APP_ENV: 'development',
+      WALLET_ALLOW_PRIVATE_TARGETS: 'false',
+      WALLET_MAX_RESPONSE_BYTES: '4096',
+    });
+    expect(split.webhooks.allowPrivateTargets).toBe(true);
+    expect(split.wallet).toMatchObject({ allowPrivateTargets: false, maxResponseBytes: 4096 });
+    expect(() => loadConfig({ APP_ENV: 'development', WALLET_MAX_RESPONSE_BYTES: '10' })).toThrow(
+      /WALLET_MAX_RESPONSE_BYTES must be between 1024/,
+    );
   });
 
   it('keeps idempotency keys at least 24 hours', () => {

@@ -1,6 +1,12 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createOutboundAgent, OutboundTimeoutError, postWithLimits, refuseTarget, ResponseTooLargeError } from './outbound-http';
+import {
+  createOutboundAgent,
+  OutboundTimeoutError,
+  postWithLimits,
+  refuseTarget,
+  ResponseTooLargeError,
+} from './outbound-http';
 
 const CHUNK = Buffer.alloc(64 * 1024, 'x');
 
@@ -37,7 +43,13 @@ describe('postWithLimits', () => {
   });
 
   const post = (timeoutMs = 5_000, maxResponseBytes = 64 * 1024) =>
-    postWithLimits(new URL(`${base}/x`), { headers: { 'content-type': 'application/json' }, body: '{}', dispatcher: agent, timeoutMs, maxResponseBytes });
+    postWithLimits(new URL(`${base}/x`), {
+      headers: { 'content-type': 'application/json' },
+      body: '{}',
+      dispatcher: agent,
+      timeoutMs,
+      maxResponseBytes,
+    });
 
   it('returns a reply within the cap whole', async () => {
     handler = (_req, res) => res.writeHead(201, { 'retry-after': '3' }).end('y'.repeat(64 * 1024));

@@ -67,7 +67,8 @@ export class WalletSettlementWorker {
   }
 
   private ownAgent(): Dispatcher {
-    return createOutboundAgent({ timeoutMs: this.o.timeoutMs, allowPrivateTargets: this.o.allowPrivateTargets, resolve: this.o.resolve });
+    const { timeoutMs, allowPrivateTargets, resolve } = this.o;
+    return createOutboundAgent({ timeoutMs, allowPrivateTargets, resolve });
   }
 
   start(): void {
@@ -173,15 +174,16 @@ export class WalletSettlementWorker {
 }
 
 function failedAttempt(error: unknown, timeoutMs: number): Omit<AttemptResult, 'startedAt' | 'latencyMs'> {
+  const notDelivered = (statusCode: number | null, text: string) =>
+    ({ delivered: false, statusCode, error: text.slice(0, EXCERPT_CHARS), responseExcerpt: null });
   if (error instanceof OutboundTimeoutError) {
-    return { delivered: false, statusCode: null, error: `no answer within ${timeoutMs} ms (outcome unknown)`, responseExcerpt: null };
+    return notDelivered(null, `no answer within ${timeoutMs} ms (outcome unknown)`);
   }
   if (error instanceof ResponseTooLargeError) {
     // Even a 2xx: a reply that cannot be read whole is not taken as the wallet's confirmation.
-    return { delivered: false, statusCode: error.statusCode, error: `${error.message}: not taken as a confirmation`, responseExcerpt: null };
+    return notDelivered(error.statusCode, `${error.message}: not taken as a confirmation`);
   }
   const e = error as { code?: string; message?: string; cause?: { code?: string; message?: string } };
   const code = e?.code ?? e?.cause?.code;
-  const text = `${code ? `${code}: ` : ''}${e?.cause?.message ?? e?.message ?? String(error)}`;
-  return { delivered: false, statusCode: null, error: text.slice(0, EXCERPT_CHARS), responseExcerpt: null };
+  return notDelivered(null, `${code ? `${code}: ` : ''}${e?.cause?.message ?? e?.message ?? String(error)}`);
 }

@@ -144,7 +144,8 @@ export class WebhookSender {
       if (error instanceof ResponseTooLargeError) return failure(error.statusCode, latency(), error.message);
       if (error instanceof OutboundTimeoutError) return failure(null, latency(), `timeout: ${error.message}`);
       const e = error as NodeJS.ErrnoException & { cause?: NodeJS.ErrnoException };
-      return failure(null, latency(), `${e.code ?? e.cause?.code ?? 'ERROR'}: ${(e.cause?.message ?? e.message).slice(0, 200)}`);
+      const detail = (e.cause?.message ?? e.message).slice(0, 200);
+      return failure(null, latency(), `${e.code ?? e.cause?.code ?? 'ERROR'}: ${detail}`);
     }
   }
 

@@ -102,6 +102,8 @@ describe('checkTargetUrl', () => {
   });
 });
 
+type LookupResult = { error: NodeJS.ErrnoException | null; address: string | LookupAddress[]; family?: number };
+
 describe('publicOnlyLookupVia', () => {
   const lookup = (answers: string[]) => {
     const seen: string[] = [];
@@ -110,7 +112,7 @@ describe('publicOnlyLookupVia', () => {
       return answers;
     });
     const call = (options: { all?: boolean; family?: number | string }) =>
-      new Promise<{ error: NodeJS.ErrnoException | null; address: string | LookupAddress[]; family?: number }>((resolve) =>
+      new Promise<LookupResult>((resolve) =>
         fn('hooks.example.com', options, (error, address, family) => resolve({ error, address, family })),
       );
     return { call, seen };
@@ -133,7 +135,10 @@ describe('publicOnlyLookupVia', () => {
   it('refuses the whole name when any answer is not public', async () => {
     const { call } = lookup(['93.184.216.34', '::ffff:a9fe:a9fe']);
     const r = await call({ all: true });
-    expect(r.error).toMatchObject({ code: 'ENOTPUBLIC', message: 'refusing to connect: hooks.example.com resolves to ::ffff:a9fe:a9fe, not a public address' });
+    expect(r.error).toMatchObject({
+      code: 'ENOTPUBLIC',
+      message: 'refusing to connect: hooks.example.com resolves to ::ffff:a9fe:a9fe, not a public address',
+    });
     expect(r.address).toEqual([]);
   });
 

@@ -133,7 +133,11 @@ export async function checkTargetUrl(raw: string, options: UrlSafetyOptions): Pr
 }
 
 type LookupCallback = (error: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void;
-export type SocketLookup = (hostname: string, options: { all?: boolean; family?: number | string }, callback: LookupCallback) => void;
+export type SocketLookup = (
+  hostname: string,
+  options: { all?: boolean; family?: number | string },
+  callback: LookupCallback,
+) => void;
 
 /**
  * A drop-in for dns.lookup on outgoing sockets that refuses to hand back a non-public address, so

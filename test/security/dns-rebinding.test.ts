@@ -40,7 +40,12 @@ describe('SSRF: DNS rebinding is caught at connect time', () => {
   };
   const box = new SecretBox(randomBytes(32));
   const config = loadConfig(
-    { APP_ENV: 'production', MASTER_KEY: randomBytes(32).toString('hex'), LOG_LEVEL: 'silent', WEBHOOK_TIMEOUT_MS: '3000' },
+    {
+      APP_ENV: 'production',
+      MASTER_KEY: randomBytes(32).toString('hex'),
+      LOG_LEVEL: 'silent',
+      WEBHOOK_TIMEOUT_MS: '3000',
+    },
     { serving: false },
   );
 
@@ -73,16 +78,19 @@ describe('SSRF: DNS rebinding is caught at connect time', () => {
       const host = `hooks-${randomBytes(4).toString('hex')}.example.com`;
       const clock = new FakeClock(Date.now());
       const operators = new OperatorService(db, box, clock, 0, { allowPrivateTargets: false, resolve: resolveName });
-      const webhooks = new WebhookService({ db, box, clock, logger: pino({ level: 'silent' }), operators, config, resolve: resolveName });
+      const logger = pino({ level: 'silent' });
+      const webhooks = new WebhookService({ db, box, clock, logger, operators, config, resolve: resolveName });
       const op = await operators.create({ name: 'Rebinder' });
 
       answers.set(host, ['93.184.216.34']);
-      const endpoint = await webhooks.createEndpoint(op.id, { url: `https://${host}:${port}/in`, events: ['bet.settled'] });
+      const url = `https://${host}:${port}/in`;
+      const endpoint = await webhooks.createEndpoint(op.id, { url, events: ['bet.settled'] });
       expect(endpoint.url).toBe(`https://${host}:${port}/in`);
 
       answers.set(host, [inward]);
       lookups.length = 0;
-      await db.transaction((tx) => recordEvents(tx, [{ operatorId: op.id, type: 'bet.settled', data: { bet_id: 'b1' } }], clock.now()));
+      const event = { operatorId: op.id, type: 'bet.settled' as const, data: { bet_id: 'b1' } };
+      await db.transaction((tx) => recordEvents(tx, [event], clock.now()));
       try {
         await webhooks.dispatcher.drain();
       } finally {
@@ -90,21 +98,26 @@ describe('SSRF: DNS rebinding is caught at connect time', () => {
       }
       expect(lookups).toContain(host);
       const attempts = await db.all<{ error: string; status_code: number | null }>(
-        `SELECT a.error, a.status_code FROM webhook_attempts a JOIN webhook_deliveries d ON d.id = a.delivery_id WHERE d.operator_id = ?`,
+        `SELECT a.error, a.status_code FROM webhook_attempts a
+         JOIN webhook_deliveries d ON d.id = a.delivery_id WHERE d.operator_id = ?`,
         [op.id],
       );
       expect(attempts).toEqual([
-        { status_code: null, error: `ENOTPUBLIC: refusing to connect: ${host} resolves to ${inward}, not a public address` },
+        {
+          status_code: null,
+          error: `ENOTPUBLIC: refusing to connect: ${host} resolves to ${inward}, not a public address`,
+        },
       ]);
-      expect(await db.all('SELECT status, delivered_at FROM webhook_deliveries WHERE operator_id = ?', [op.id])).toEqual([
-        { status: 'pending', delivered_at: null },
+      const deliveries = await db.all('SELECT status, delivered_at FROM webhook_deliveries WHERE operator_id = ?', [
+        op.id,
       ]);
+      expect(deliveries).toEqual([{ status: 'pending', delivered_at: null }]);
       expect(reached).toEqual([]);
       expect(guard.stopped).toEqual([]);
     },
   );
 
-  it('wallet settle calls: a wallet_url whose name now resolves inward gets no request and the settlement stays pending', async () => {
+  it('wallet settle calls: a wallet_url now resolving inward gets no request, settlement stays pending', async () => {
     const host = 'wallet.casino.example';
     const clock = new FakeClock(1_800_000_000_000);
     const operators = new OperatorService(db, box, clock, 0, { allowPrivateTargets: false, resolve: resolveName });

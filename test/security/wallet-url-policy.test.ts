@@ -28,29 +28,37 @@ describe('SSRF: operator wallet_url in production', () => {
       MASTER_KEY: randomBytes(32).toString('hex'),
       LOG_LEVEL: 'silent',
     };
-    for (const name of ['WALLET_ALLOW_PRIVATE_TARGETS', 'WEBHOOK_ALLOW_PRIVATE_TARGETS', 'DATABASE_URL']) delete env[name];
-    const admin = (...args: string[]) => run(join(ROOT, 'node_modules/.bin/tsx'), ['src/cli/admin.ts', ...args], { cwd: ROOT, env });
+    for (const name of ['WALLET_ALLOW_PRIVATE_TARGETS', 'WEBHOOK_ALLOW_PRIVATE_TARGETS', 'DATABASE_URL']) {
+      delete env[name];
+    }
+    const tsx = join(ROOT, 'node_modules/.bin/tsx');
+    const admin = (...args: string[]) => run(tsx, ['src/cli/admin.ts', ...args], { cwd: ROOT, env });
 
     it('refuses plain http and the metadata address on create and on set-wallet, and stores nothing', async () => {
-      await expect(admin('operator', 'create', '--name', 'Plain', '--wallet-url', 'http://wallet.casino.example/api')).rejects.toMatchObject({
+      const plain = admin('operator', 'create', '--name', 'Plain', '--wallet-url', 'http://wallet.casino.example/api');
+      await expect(plain).rejects.toMatchObject({
         code: 1,
         stderr: expect.stringContaining('{"error":"INVALID_URL","message":"wallet_url: the URL must use https"}'),
       });
-      await expect(admin('operator', 'create', '--name', 'Meta', '--wallet-url', 'https://169.254.169.254/latest/meta-data')).rejects.toMatchObject({
+      const metadataUrl = 'https://169.254.169.254/latest/meta-data';
+      const metadata = admin('operator', 'create', '--name', 'Meta', '--wallet-url', metadataUrl);
+      await expect(metadata).rejects.toMatchObject({
         code: 1,
         stderr: expect.stringContaining('wallet_url: 169.254.169.254 is a loopback, private or link-local address'),
       });
       const created = JSON.parse((await admin('operator', 'create', '--name', 'No wallet yet')).stdout);
-      await expect(admin('operator', 'set-wallet', '--id', created.operator_id, '--url', 'https://[::ffff:a9fe:a9fe]/')).rejects.toMatchObject({
+      const setWallet = (url: string) => admin('operator', 'set-wallet', '--id', created.operator_id, '--url', url);
+      await expect(setWallet('https://[::ffff:a9fe:a9fe]/')).rejects.toMatchObject({
         code: 1,
         stderr: expect.stringContaining('"error":"INVALID_URL"'),
       });
-      await expect(admin('operator', 'set-wallet', '--id', created.operator_id, '--url', 'http://127.0.0.1:8080/')).rejects.toMatchObject({
+      await expect(setWallet('http://127.0.0.1:8080/')).rejects.toMatchObject({
         code: 1,
         stderr: expect.stringContaining('wallet_url: the URL must use https'),
       });
       const listed = JSON.parse((await admin('operator', 'list')).stdout);
-      expect(listed.operators.map((o: { name: string; wallet_url: string | null }) => [o.name, o.wallet_url])).toEqual([['No wallet yet', null]]);
+      const rows = listed.operators.map((o: { name: string; wallet_url: string | null }) => [o.name, o.wallet_url]);
+      expect(rows).toEqual([['No wallet yet', null]]);
     }, 120_000);
   });
 
@@ -81,14 +89,23 @@ describe('SSRF: operator wallet_url in production', () => {
       const cases: [string, string][] = [
         ['http://wallet.casino.example/api', 'wallet_url: the URL must use https'],
         ['https://169.254.169.254/', 'wallet_url: 169.254.169.254 is a loopback, private or link-local address'],
-        ['https://metadata.casino.example/', 'wallet_url: metadata.casino.example resolves to 169.254.169.254, a loopback, private or link-local address'],
-        ['https://mixed.casino.example/', 'wallet_url: mixed.casino.example resolves to fd00::5, a loopback, private or link-local address'],
+        [
+          'https://metadata.casino.example/',
+          'wallet_url: metadata.casino.example resolves to 169.254.169.254, a loopback, private or link-local address',
+        ],
+        [
+          'https://mixed.casino.example/',
+          'wallet_url: mixed.casino.example resolves to fd00::5, a loopback, private or link-local address',
+        ],
         ['https://localhost/', 'wallet_url: localhost is not a public host name'],
         ['https://user:pw@wallet.casino.example/', 'wallet_url: the URL must not carry a user name or password'],
         ['https://wallet.casino.example/api?x=1', 'wallet_url: must not carry a query string'],
       ];
       for (const [url, message] of cases) {
-        await expect(operators.create({ name: 'W', walletUrl: url }), url).rejects.toMatchObject({ code: 'INVALID_URL', message });
+        await expect(operators.create({ name: 'W', walletUrl: url }), url).rejects.toMatchObject({
+          code: 'INVALID_URL',
+          message,
+        });
       }
       const op = await operators.create({ name: 'W', walletUrl: 'https://wallet.casino.example/api/' });
       expect(op.walletUrl).toBe('https://wallet.casino.example/api');
@@ -100,8 +117,10 @@ describe('SSRF: operator wallet_url in production', () => {
 
     it('accepts a local wallet only with the explicit development setting', async () => {
       const dev = new OperatorService(db, box, clock, 0, { allowPrivateTargets: true });
-      expect((await dev.create({ name: 'Local', walletUrl: 'http://127.0.0.1:8080/wallet' })).walletUrl).toBe('http://127.0.0.1:8080/wallet');
-      await expect(dev.create({ name: 'Odd', walletUrl: 'ftp://127.0.0.1/' })).rejects.toMatchObject({ code: 'INVALID_URL' });
+      const local = await dev.create({ name: 'Local', walletUrl: 'http://127.0.0.1:8080/wallet' });
+      expect(local.walletUrl).toBe('http://127.0.0.1:8080/wallet');
+      const odd = dev.create({ name: 'Odd', walletUrl: 'ftp://127.0.0.1/' });
+      await expect(odd).rejects.toMatchObject({ code: 'INVALID_URL' });
     });
   });
 
