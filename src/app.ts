@@ -63,7 +63,9 @@ export async function createApp(config: Config, overrides: AppOverrides = {}): P
   const clock = overrides.clock ?? systemClock;
   const logger = overrides.logger ?? createLogger(config);
   const db = overrides.db ?? (await openDatabase(config));
-  const operators = new OperatorService(db, secretBoxFor(config), clock, config.secretRotationOverlapMs);
+  const operators = new OperatorService(db, secretBoxFor(config), clock, config.secretRotationOverlapMs, {
+    allowPrivateTargets: config.wallet.allowPrivateTargets,
+  });
   const complianceFlags = new ComplianceService(logger.child({ part: 'compliance' }));
   const compliance: ComplianceHooks = complianceFlags;
   const webhooks = new WebhookService({ db, box: secretBoxFor(config), clock, logger, operators, config });
@@ -99,6 +101,8 @@ export async function createApp(config: Config, overrides: AppOverrides = {}): P
     credentialsOf: (id) => operators.credentialsById(id),
     retryScheduleMs: config.wallet.retryScheduleMs,
     timeoutMs: config.wallet.timeoutMs,
+    allowPrivateTargets: config.wallet.allowPrivateTargets,
+    maxResponseBytes: config.wallet.maxResponseBytes,
     pollIntervalMs: config.wallet.pollIntervalMs,
   });
   const feed = new LiveFeed(db, clock, [crashEngine, stockRaceEngine]);

@@ -33,6 +33,25 @@ describe('config', () => {
     expect(() => loadConfig({ APP_ENV: 'development', TRUST_PROXY_TLS: 'maybe' })).toThrow(/TRUST_PROXY_TLS must be true or false/);
   });
 
+  it('keeps outbound calls to public https targets in production, with capped replies', () => {
+    const prod = loadConfig({ APP_ENV: 'production', MASTER_KEY: 'a'.repeat(64) }, { serving: false });
+    expect(prod.webhooks).toMatchObject({ allowPrivateTargets: false, maxResponseBytes: 65_536 });
+    expect(prod.wallet).toMatchObject({ allowPrivateTargets: false, maxResponseBytes: 65_536 });
+    // One switch opens both for a local setup; each can still be set on its own.
+    const dev = loadConfig({ APP_ENV: 'development', WEBHOOK_ALLOW_PRIVATE_TARGETS: 'false' });
+    expect([dev.webhooks.allowPrivateTargets, dev.wallet.allowPrivateTargets]).toEqual([false, false]);
+    const split = loadConfig({
+      APP_ENV: 'development',
+      WALLET_ALLOW_PRIVATE_TARGETS: 'false',
+      WALLET_MAX_RESPONSE_BYTES: '4096',
+    });
+    expect(split.webhooks.allowPrivateTargets).toBe(true);
+    expect(split.wallet).toMatchObject({ allowPrivateTargets: false, maxResponseBytes: 4096 });
+    expect(() => loadConfig({ APP_ENV: 'development', WALLET_MAX_RESPONSE_BYTES: '10' })).toThrow(
+      /WALLET_MAX_RESPONSE_BYTES must be between 1024/,
+    );
+  });
+
   it('keeps idempotency keys at least 24 hours', () => {
     expect(() => loadConfig({ APP_ENV: 'development', IDEMPOTENCY_RETENTION_MS: '1000' })).toThrow(/IDEMPOTENCY_RETENTION_MS must be between 86400000/);
   });

@@ -47,10 +47,21 @@ export interface Config {
   webhooks: {
     retryScheduleMs: number[];
     timeoutMs: number;
+    /** Development only: http and loopback/private delivery targets. */
     allowPrivateTargets: boolean;
+    /** A receiver's reply larger than this fails the attempt. */
+    maxResponseBytes: number;
     pollIntervalMs: number;
   };
-  wallet: { retryScheduleMs: number[]; timeoutMs: number; pollIntervalMs: number };
+  wallet: {
+    retryScheduleMs: number[];
+    timeoutMs: number;
+    /** Development only: http and loopback/private wallet URLs (defaults to the webhook setting). */
+    allowPrivateTargets: boolean;
+    /** A wallet reply larger than this is not a confirmation; the settle call is retried. */
+    maxResponseBytes: number;
+    pollIntervalMs: number;
+  };
   /** Whether this process runs the round engines and outbox workers (API-only replicas can opt out). */
   runEngines: boolean;
   shutdownGraceMs: number;
@@ -126,6 +137,7 @@ export function loadConfig(env: Env = process.env, options: { serving?: boolean 
   for (const s of symbols) if (!/^[A-Z0-9.]{1,12}$/.test(s)) throw new ConfigError(`STOCK_SYMBOLS: "${s}" is not a ticker symbol`);
   const salt = env.CRASH_SALT || DEFAULT_BUSTABIT_SALT;
   const scheme = tls || trustProxyTls ? 'https' : 'http';
+  const webhookAllowPrivateTargets = bool(env, 'WEBHOOK_ALLOW_PRIVATE_TARGETS', appEnv !== 'production');
   const publicBaseUrl = (env.PUBLIC_BASE_URL || `${scheme}://${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}`).replace(/\/+$/, '');
   try {
     new URL(publicBaseUrl);
@@ -172,12 +184,15 @@ export function loadConfig(env: Env = process.env, options: { serving?: boolean 
     webhooks: {
       retryScheduleMs: msList(env, 'WEBHOOK_RETRY_SCHEDULE_MS', [0, 10_000, 60_000, 600_000, 3_600_000]),
       timeoutMs: int(env, 'WEBHOOK_TIMEOUT_MS', 10_000, 100),
-      allowPrivateTargets: bool(env, 'WEBHOOK_ALLOW_PRIVATE_TARGETS', appEnv !== 'production'),
+      allowPrivateTargets: webhookAllowPrivateTargets,
+      maxResponseBytes: int(env, 'WEBHOOK_MAX_RESPONSE_BYTES', 64 * 1024, 1024, 16 * 1024 * 1024),
       pollIntervalMs: int(env, 'OUTBOX_POLL_MS', 250, 10),
     },
     wallet: {
       retryScheduleMs: msList(env, 'WALLET_RETRY_SCHEDULE_MS', [0, 2_000, 10_000, 60_000, 300_000]),
       timeoutMs: int(env, 'WALLET_TIMEOUT_MS', 10_000, 100),
+      allowPrivateTargets: bool(env, 'WALLET_ALLOW_PRIVATE_TARGETS', webhookAllowPrivateTargets),
+      maxResponseBytes: int(env, 'WALLET_MAX_RESPONSE_BYTES', 64 * 1024, 1024, 16 * 1024 * 1024),
       pollIntervalMs: int(env, 'OUTBOX_POLL_MS', 250, 10),
     },
     runEngines: bool(env, 'RUN_ENGINES', true),

@@ -2,6 +2,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import type { Clock } from '../clock/clock';
 import { DomainError } from '../errors/codes';
 import type { Database, SqlExecutor } from '../store/database';
+import { checkTargetUrl, type Resolver } from '../webhooks/url-safety';
 import { mergeSettings, type Operator, type OperatorCredentials, type OperatorSettings, type OperatorStatus } from './operator';
 import type { SecretBox } from './secret-box';
 
@@ -24,6 +25,13 @@ export interface CreatedOperator extends Operator {
 
 const CACHE_TTL_MS = 2_000;
 
+/** What a wallet_url may point at: the webhook target policy (https, public addresses only). */
+export interface WalletUrlPolicy {
+  /** Development only: http and loopback/private wallets. */
+  allowPrivateTargets: boolean;
+  resolve?: Resolver;
+}
+
 /**
  * Operators and their credentials. Lookups by API key sit on every request's path, so they are
  * cached briefly; changes made by another process (the admin CLI, another instance) show up within
@@ -37,12 +45,14 @@ export class OperatorService {
     private readonly box: SecretBox,
     private readonly clock: Clock,
     private readonly rotationOverlapMs: number,
+    // Strict unless told otherwise: a wallet URL is where the service sends money-bearing calls.
+    private readonly walletUrlPolicy: WalletUrlPolicy = { allowPrivateTargets: false },
   ) {}
 
   async create(input: { name: string; walletUrl?: string | null; settings?: Partial<OperatorSettings> }): Promise<CreatedOperator> {
     const name = input.name.trim();
     if (!name) throw new DomainError('VALIDATION_FAILED', 'name must not be empty');
-    const walletUrl = input.walletUrl ? normaliseWalletUrl(input.walletUrl) : null;
+    const walletUrl = input.walletUrl ? await this.checkWalletUrl(input.walletUrl) : null;
     const id = `op_${randomUUID().replace(/-/g, '').slice(0, 20)}`;
     const apiKey = `pk_${randomBytes(18).toString('base64url')}`;
     const apiSecret = `sk_${randomBytes(32).toString('base64url')}`;
@@ -112,7 +122,7 @@ export class OperatorService {
   }
 
   async setWalletUrl(id: string, walletUrl: string | null): Promise<Operator> {
-    await this.update(id, 'wallet_url = ?', [walletUrl ? normaliseWalletUrl(walletUrl) : null]);
+    await this.update(id, 'wallet_url = ?', [walletUrl ? await this.checkWalletUrl(walletUrl) : null]);
     return this.get(id);
   }
 
@@ -129,6 +139,23 @@ export class OperatorService {
     );
     if (r.changes === 0) throw new DomainError('NOT_FOUND', `no operator with id ${id}`);
     this.cache.clear();
+  }
+
+  /**
+   * Settle calls go to this URL from inside the service's network, so it gets the webhook target
+   * policy: https, no credentials, no loopback/private/link-local target (the address is checked
+   * again on every connection). A query would end up before the appended /v1/bets/settle: refused.
+   */
+  private async checkWalletUrl(raw: string): Promise<string> {
+    let checked: string;
+    try {
+      checked = await checkTargetUrl(raw.trim(), this.walletUrlPolicy);
+    } catch (error) {
+      if (error instanceof DomainError) throw new DomainError(error.code, `wallet_url: ${error.message}`);
+      throw error;
+    }
+    if (new URL(checked).search) throw new DomainError('INVALID_URL', 'wallet_url: must not carry a query string');
+    return checked.replace(/\/+$/, '');
   }
 
   private toOperator(row: OperatorRow): Operator {
@@ -151,15 +178,4 @@ export class OperatorService {
     }
     return { ...this.toOperator(row), secrets };
   }
-}
-
-function normaliseWalletUrl(raw: string): string {
-  let url: URL;
-  try {
-    url = new URL(raw);
-  } catch {
-    throw new DomainError('INVALID_URL', `wallet URL "${raw}" is not an absolute URL`);
-  }
-  if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new DomainError('INVALID_URL', 'wallet URL must be http(s)');
-  return url.toString().replace(/\/+$/, '');
 }

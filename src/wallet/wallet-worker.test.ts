@@ -60,6 +60,8 @@ describe('WalletSettlementWorker', () => {
       credentialsOf: async () => operator,
       retryScheduleMs: schedule,
       timeoutMs: 300,
+      // The test wallet listens on loopback over plain http.
+      allowPrivateTargets: true,
       pollIntervalMs: 50,
     });
   });

@@ -1,9 +1,18 @@
 import type { Logger } from 'pino';
-import { request, type Dispatcher } from 'undici';
+import type { Dispatcher } from 'undici';
 import type { Clock, TimerHandle } from '../clock/clock';
 import type { OperatorCredentials } from '../operators/operator';
+import {
+  createOutboundAgent,
+  DEFAULT_MAX_RESPONSE_BYTES,
+  OutboundTimeoutError,
+  postWithLimits,
+  refuseTarget,
+  ResponseTooLargeError,
+} from '../outbound/outbound-http';
 import { signRequest } from '../signing/request-signature';
 import type { Database } from '../store/database';
+import type { Resolver } from '../webhooks/url-safety';
 import { settlementRepository, type AttemptResult, type Settlement } from './settlements';
 
 export interface WalletWorkerOptions {
@@ -12,10 +21,18 @@ export interface WalletWorkerOptions {
   logger: Logger;
   credentialsOf: (operatorId: string) => Promise<OperatorCredentials>;
   retryScheduleMs: readonly number[];
+  /** Deadline for a whole attempt: connect, headers and body. */
   timeoutMs: number;
+  /** Development only: http and loopback/private wallet URLs, no connect-time address check. */
+  allowPrivateTargets: boolean;
+  /** A reply larger than this is not a confirmation (default 64 KiB); reading stops there. */
+  maxResponseBytes?: number;
+  /** Connect-time resolution; injectable so tests need no DNS. */
+  resolve?: Resolver;
   pollIntervalMs: number;
   /** Deliveries in flight at once (each waits on an operator's wallet, not on this process). */
   concurrency?: number;
+  /** Replaces the worker's own guarded agent (and with it the connect-time address check). */
   dispatcher?: Dispatcher;
 }
 
@@ -27,9 +44,10 @@ export const settleUrl = (walletUrl: string): string => `${walletUrl.replace(/\/
 
 /**
  * Delivers the wallet settlement outbox: claims due rows, POSTs each signed with the Surface B
- * scheme and the operator's current secret, and records every attempt. A 2xx is the only proof of
- * delivery; anything else (timeout, network error, 5xx, 4xx) leaves the settlement pending for the
- * next attempt with the same idempotency_key.
+ * scheme and the operator's current secret, and records every attempt. A 2xx read whole within the
+ * deadline and the size cap is the only proof of delivery; anything else (timeout, network error,
+ * 5xx, 4xx, an oversized reply, a refused target) leaves the settlement pending for the next attempt
+ * with the same idempotency_key.
  */
 export class WalletSettlementWorker {
   private timer: TimerHandle | null = null;
@@ -37,11 +55,20 @@ export class WalletSettlementWorker {
   private stopped = true;
   private readonly concurrency: number;
   private readonly leaseMs: number;
+  private readonly maxResponseBytes: number;
+  private dispatcher: Dispatcher;
 
   constructor(private readonly o: WalletWorkerOptions) {
     this.concurrency = o.concurrency ?? 16;
     // Long enough to cover a whole attempt (the request times out first) plus recording it.
     this.leaseMs = o.timeoutMs + 1_000;
+    this.maxResponseBytes = o.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
+    this.dispatcher = o.dispatcher ?? this.ownAgent();
+  }
+
+  private ownAgent(): Dispatcher {
+    const { timeoutMs, allowPrivateTargets, resolve } = this.o;
+    return createOutboundAgent({ timeoutMs, allowPrivateTargets, resolve });
   }
 
   start(): void {
@@ -55,6 +82,11 @@ export class WalletSettlementWorker {
     this.timer?.cancel();
     this.timer = null;
     await this.running;
+    if (!this.o.dispatcher) {
+      // Its keep-alive sockets go; a fresh agent (no sockets yet) serves a later start or runOnce.
+      await this.dispatcher.close().catch(() => {});
+      this.dispatcher = this.ownAgent();
+    }
   }
 
   /** One pass: claim what is due and attempt it. Returns the number of attempts made. */
@@ -92,7 +124,7 @@ export class WalletSettlementWorker {
     try {
       result = await this.attempt(s);
     } catch (error) {
-      result = { delivered: false, statusCode: null, error: describeError(error, this.o.timeoutMs), responseExcerpt: null };
+      result = failedAttempt(error, this.o.timeoutMs);
     }
     const full: AttemptResult = { ...result, startedAt, latencyMs: Math.round(performance.now() - t0) };
     const log = { bet_id: s.betId, operator_id: s.operatorId, attempt: s.attempts + 1, status: full.statusCode, ms: full.latencyMs };
@@ -112,10 +144,12 @@ export class WalletSettlementWorker {
       return { delivered: false, statusCode: null, error: 'the operator has no wallet_url configured', responseExcerpt: null };
     }
     const url = new URL(settleUrl(operator.walletUrl));
+    // Stored before the policy applied to wallet URLs, or changed behind the service's back.
+    const refusal = refuseTarget(url, this.o.allowPrivateTargets);
+    if (refusal) return { delivered: false, statusCode: null, error: refusal, responseExcerpt: null };
     const timestamp = String(this.o.clock.now());
     const signature = signRequest(operator.secrets[0]!, 'POST', url.pathname + url.search, timestamp, s.body);
-    const res = await request(url, {
-      method: 'POST',
+    const res = await postWithLimits(url, {
       headers: {
         'content-type': 'application/json',
         'x-operator-key': operator.apiKey,
@@ -124,10 +158,11 @@ export class WalletSettlementWorker {
         'idempotency-key': s.idempotencyKey,
       },
       body: s.body,
-      signal: AbortSignal.timeout(this.o.timeoutMs),
-      ...(this.o.dispatcher ? { dispatcher: this.o.dispatcher } : {}),
+      dispatcher: this.dispatcher,
+      timeoutMs: this.o.timeoutMs,
+      maxResponseBytes: this.maxResponseBytes,
     });
-    const text = await res.body.text();
+    const text = res.body.toString('utf8');
     const delivered = res.statusCode >= 200 && res.statusCode < 300;
     return {
       delivered,
@@ -138,9 +173,17 @@ export class WalletSettlementWorker {
   }
 }
 
-function describeError(error: unknown, timeoutMs: number): string {
-  const e = error as { name?: string; code?: string; message?: string };
-  if (e?.name === 'TimeoutError' || e?.name === 'AbortError') return `no answer within ${timeoutMs} ms (outcome unknown)`;
-  const text = `${e?.code ? `${e.code}: ` : ''}${e?.message ?? String(error)}`;
-  return text.slice(0, EXCERPT_CHARS);
+function failedAttempt(error: unknown, timeoutMs: number): Omit<AttemptResult, 'startedAt' | 'latencyMs'> {
+  const notDelivered = (statusCode: number | null, text: string) =>
+    ({ delivered: false, statusCode, error: text.slice(0, EXCERPT_CHARS), responseExcerpt: null });
+  if (error instanceof OutboundTimeoutError) {
+    return notDelivered(null, `no answer within ${timeoutMs} ms (outcome unknown)`);
+  }
+  if (error instanceof ResponseTooLargeError) {
+    // Even a 2xx: a reply that cannot be read whole is not taken as the wallet's confirmation.
+    return notDelivered(error.statusCode, `${error.message}: not taken as a confirmation`);
+  }
+  const e = error as { code?: string; message?: string; cause?: { code?: string; message?: string } };
+  const code = e?.code ?? e?.cause?.code;
+  return notDelivered(null, `${code ? `${code}: ` : ''}${e?.cause?.message ?? e?.message ?? String(error)}`);
 }

@@ -6,6 +6,7 @@ import { skipLocked, type Database } from '../store/database';
 import type { EndpointRow, WebhookEndpointService } from './endpoints';
 import { envelope, marks, writeOutcomes, type Claimed, type Decided, type Outcome } from './outcomes';
 import { WebhookSender, type SigningMaterial } from './sender';
+import type { Resolver } from './url-safety';
 
 export interface DispatcherOptions {
   db: Database;
@@ -17,6 +18,10 @@ export interface DispatcherOptions {
   retryScheduleMs: readonly number[];
   timeoutMs: number;
   allowPrivateTargets: boolean;
+  /** A receiver's reply larger than this fails the attempt. */
+  maxResponseBytes?: number;
+  /** Connect-time resolution; injectable so tests need no DNS. */
+  resolve?: Resolver;
   pollIntervalMs: number;
   /** Deliveries claimed per transaction. */
   batchSize?: number;
@@ -82,7 +87,12 @@ export class WebhookDispatcher {
     this.maxInFlight = o.maxInFlight ?? 1000;
     this.leaseMs = o.leaseMs ?? o.timeoutMs * 2 + 5_000;
     this.random = o.random ?? Math.random;
-    this.sender = new WebhookSender({ timeoutMs: o.timeoutMs, allowPrivateTargets: o.allowPrivateTargets });
+    this.sender = new WebhookSender({
+      timeoutMs: o.timeoutMs,
+      allowPrivateTargets: o.allowPrivateTargets,
+      maxResponseBytes: o.maxResponseBytes,
+      resolve: o.resolve,
+    });
   }
 
   async start(): Promise<void> {

@@ -3,17 +3,22 @@
  * shared keep-alive agent, and a classification of the answer. Never throws: every outcome,
  * including a refused target or a timeout, is an attempt result to be logged.
  */
-import { isIP } from 'node:net';
-import { Agent, request } from 'undici';
+import type { Agent } from 'undici';
+import {
+  createOutboundAgent,
+  DEFAULT_MAX_RESPONSE_BYTES,
+  OutboundTimeoutError,
+  postWithLimits,
+  refuseTarget,
+  ResponseTooLargeError,
+} from '../outbound/outbound-http';
 import { signRequest } from '../signing/request-signature';
 import { serviceSignatureHeader, standardWebhookHeaders, SERVICE_SIGNATURE_HEADER } from '../signing/webhook-signature';
 import type { EndpointSurface } from './endpoints';
 import { WEBHOOK_PAYLOAD_VERSION } from './payloads';
-import { isNonPublicAddress, publicOnlyLookup } from './url-safety';
+import type { Resolver } from './url-safety';
 
 export const RESPONSE_EXCERPT_CHARS = 500;
-/** Bytes read from a response before the rest is discarded: enough for the excerpt, bounded for a hostile receiver. */
-const MAX_RESPONSE_BYTES = 4096;
 
 export interface SigningMaterial {
   surface: EndpointSurface;
@@ -85,33 +90,26 @@ export function parseRetryAfter(value: string | string[] | undefined, now: numbe
 export interface SenderOptions {
   timeoutMs: number;
   allowPrivateTargets: boolean;
+  /** A reply larger than this fails the attempt (default 64 KiB); reading stops there. */
+  maxResponseBytes?: number;
+  /** Connect-time resolution; injectable so tests need no DNS. */
+  resolve?: Resolver;
   /** Sockets kept per target origin. */
   connectionsPerOrigin?: number;
 }
 
 export class WebhookSender {
   private readonly agent: Agent;
+  private readonly maxResponseBytes: number;
 
   constructor(private readonly o: SenderOptions) {
-    this.agent = new Agent({
-      connections: o.connectionsPerOrigin ?? 64,
-      keepAliveTimeout: 30_000,
-      headersTimeout: o.timeoutMs,
-      bodyTimeout: o.timeoutMs,
-      connect: {
-        timeout: o.timeoutMs,
-        ...(o.allowPrivateTargets ? {} : { lookup: publicOnlyLookup as never }),
-      },
+    this.maxResponseBytes = o.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
+    this.agent = createOutboundAgent({
+      timeoutMs: o.timeoutMs,
+      allowPrivateTargets: o.allowPrivateTargets,
+      resolve: o.resolve,
+      connectionsPerOrigin: o.connectionsPerOrigin,
     });
-  }
-
-  /** Checks that need no network: the DNS side is enforced in the socket's lookup. */
-  private refuse(url: URL): string | null {
-    if (this.o.allowPrivateTargets) return null;
-    if (url.protocol !== 'https:') return 'refused: the target URL is not https';
-    const host = url.hostname.replace(/^\[|\]$/g, '');
-    if (isIP(host) && isNonPublicAddress(host)) return `refused: ${host} is not a public address`;
-    return null;
   }
 
   async send(m: SigningMaterial, d: OutgoingDelivery, now: number): Promise<AttemptResult> {
@@ -123,37 +121,31 @@ export class WebhookSender {
     } catch {
       return failure(null, 0, 'refused: the endpoint URL is not valid');
     }
-    const refusal = this.refuse(url);
+    const refusal = refuseTarget(url, this.o.allowPrivateTargets);
     if (refusal) return failure(null, 0, refusal);
-    const controller = new AbortController();
-    const timer = setTimeout(() => controller.abort(), this.o.timeoutMs);
     try {
-      // undici's request never follows redirects: a 3xx is an answer like any other non-2xx.
-      const res = await request(url, {
-        method: 'POST',
+      const res = await postWithLimits(url, {
         headers: signedHeaders(m, d, now),
         body: d.body,
         dispatcher: this.agent,
-        signal: controller.signal,
+        timeoutMs: this.o.timeoutMs,
+        maxResponseBytes: this.maxResponseBytes,
       });
-      const excerpt = await readExcerpt(res.body);
       const ok = res.statusCode >= 200 && res.statusCode < 300;
       return {
         ok,
         statusCode: res.statusCode,
         latencyMs: latency(),
         error: ok ? null : `HTTP ${res.statusCode}`,
-        responseExcerpt: excerpt,
+        responseExcerpt: excerpt(res.body),
         retryAfterMs: ok ? null : parseRetryAfter(res.headers['retry-after'], Date.now()),
       };
     } catch (error) {
+      if (error instanceof ResponseTooLargeError) return failure(error.statusCode, latency(), error.message);
+      if (error instanceof OutboundTimeoutError) return failure(null, latency(), `timeout: ${error.message}`);
       const e = error as NodeJS.ErrnoException & { cause?: NodeJS.ErrnoException };
-      const message = controller.signal.aborted
-        ? `timeout: no complete answer within ${this.o.timeoutMs} ms`
-        : `${e.code ?? e.cause?.code ?? 'ERROR'}: ${(e.cause?.message ?? e.message).slice(0, 200)}`;
-      return failure(null, latency(), message);
-    } finally {
-      clearTimeout(timer);
+      const detail = (e.cause?.message ?? e.message).slice(0, 200);
+      return failure(null, latency(), `${e.code ?? e.cause?.code ?? 'ERROR'}: ${detail}`);
     }
   }
 
@@ -166,19 +158,8 @@ function failure(statusCode: number | null, latencyMs: number, error: string): A
   return { ok: false, statusCode, latencyMs, error, responseExcerpt: null, retryAfterMs: null };
 }
 
-async function readExcerpt(body: AsyncIterable<Buffer> & { destroy(): void }): Promise<string | null> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of body) {
-    chunks.push(chunk);
-    size += chunk.length;
-    if (size >= MAX_RESPONSE_BYTES) {
-      // The rest is of no interest; dropping it costs this connection, not the dispatcher's time.
-      body.destroy();
-      break;
-    }
-  }
-  if (size === 0) return null;
-  const text = Buffer.concat(chunks).toString('utf8');
+function excerpt(body: Buffer): string | null {
+  if (body.length === 0) return null;
+  const text = body.toString('utf8');
   return text.length > RESPONSE_EXCERPT_CHARS ? `${text.slice(0, RESPONSE_EXCERPT_CHARS)}…` : text;
 }

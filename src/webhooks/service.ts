@@ -75,6 +75,8 @@ export class WebhookService {
       retryScheduleMs: config.webhooks.retryScheduleMs,
       timeoutMs: config.webhooks.timeoutMs,
       allowPrivateTargets: config.webhooks.allowPrivateTargets,
+      maxResponseBytes: config.webhooks.maxResponseBytes,
+      resolve: deps.resolve,
       pollIntervalMs: config.webhooks.pollIntervalMs,
     });
   }

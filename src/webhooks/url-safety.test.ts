@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { checkTargetUrl, isNonPublicAddress } from './url-safety';
+import type { LookupAddress } from 'node:dns';
+import { checkTargetUrl, isNonPublicAddress, publicOnlyLookupVia } from './url-safety';
 
 const resolverFor = (table: Record<string, string[]>) => async (host: string) => {
   const hit = table[host];
@@ -31,11 +32,32 @@ describe('isNonPublicAddress', () => {
     '2002:c0a8:0101::1',
     '[::1]',
     'not-an-ip',
+    '127.1',
+    '::7f00:1', // IPv4-compatible ::127.0.0.1
+    '::8.8.8.8', // the deprecated compatible form is refused whatever it carries
+    '::ffff:0:7f00:1', // IPv4-translated
+    '64:ff9b::7f00:1',
+    '64:ff9b:1::a00:1', // NAT64 local use
+    '2001:0:4136:e378:8000:63bf:80ff:fffe', // Teredo
+    '2002:7f00:1::1', // 6to4 around 127.0.0.1
+    '2002:a9fe:a9fe::1',
+    'fe80::1%eth0',
+    'ff02::1',
+    'fc00::1',
+    '2001:db8::1',
+    '100::1',
+    '192.0.0.8',
+    '198.18.0.1',
+    '0.1.2.3',
+    '240.0.0.1',
   ])('refuses %s', (ip) => {
     expect(isNonPublicAddress(ip)).toBe(true);
   });
 
-  it.each(['8.8.8.8', '1.1.1.1', '172.32.0.1', '192.169.0.1', '100.128.0.1', '2606:4700:4700::1111', '::ffff:8.8.8.8'])('accepts %s', (ip) => {
+  const publicAddresses = ['8.8.8.8', '1.1.1.1', '172.32.0.1', '192.169.0.1', '100.128.0.1', '2606:4700:4700::1111'];
+  // Forms that carry a public IPv4 reach that address, so they are as public as it is.
+  const publicCarriers = ['::ffff:8.8.8.8', '2002:808:808::1', '64:ff9b::808:808'];
+  it.each([...publicAddresses, ...publicCarriers])('accepts %s', (ip) => {
     expect(isNonPublicAddress(ip)).toBe(false);
   });
 });
@@ -77,5 +99,54 @@ describe('checkTargetUrl', () => {
   it('allows http and loopback only with the development setting', async () => {
     await expect(checkTargetUrl('http://127.0.0.1:9999/hook', { allowPrivateTargets: true })).resolves.toBe('http://127.0.0.1:9999/hook');
     await expect(checkTargetUrl('gopher://127.0.0.1/', { allowPrivateTargets: true })).rejects.toMatchObject({ code: 'INVALID_URL' });
+  });
+});
+
+type LookupResult = { error: NodeJS.ErrnoException | null; address: string | LookupAddress[]; family?: number };
+
+describe('publicOnlyLookupVia', () => {
+  const lookup = (answers: string[]) => {
+    const seen: string[] = [];
+    const fn = publicOnlyLookupVia(async (host) => {
+      seen.push(host);
+      return answers;
+    });
+    const call = (options: { all?: boolean; family?: number | string }) =>
+      new Promise<LookupResult>((resolve) =>
+        fn('hooks.example.com', options, (error, address, family) => resolve({ error, address, family })),
+      );
+    return { call, seen };
+  };
+
+  it('hands back public answers in the shape the socket asked for', async () => {
+    const { call, seen } = lookup(['93.184.216.34', '2606:2800:220:1::1']);
+    expect(await call({ all: true })).toMatchObject({
+      error: null,
+      address: [
+        { address: '93.184.216.34', family: 4 },
+        { address: '2606:2800:220:1::1', family: 6 },
+      ],
+    });
+    expect(await call({})).toMatchObject({ error: null, address: '93.184.216.34', family: 4 });
+    expect(await call({ family: 6 })).toMatchObject({ error: null, address: '2606:2800:220:1::1', family: 6 });
+    expect(seen).toEqual(['hooks.example.com', 'hooks.example.com', 'hooks.example.com']);
+  });
+
+  it('refuses the whole name when any answer is not public', async () => {
+    const { call } = lookup(['93.184.216.34', '::ffff:a9fe:a9fe']);
+    const r = await call({ all: true });
+    expect(r.error).toMatchObject({
+      code: 'ENOTPUBLIC',
+      message: 'refusing to connect: hooks.example.com resolves to ::ffff:a9fe:a9fe, not a public address',
+    });
+    expect(r.address).toEqual([]);
+  });
+
+  it('passes resolver failures through', async () => {
+    const fn = publicOnlyLookupVia(async () => {
+      throw Object.assign(new Error('not found'), { code: 'ENOTFOUND' });
+    });
+    const error = await new Promise((resolve) => fn('gone.example.com', {}, (e) => resolve(e)));
+    expect(error).toMatchObject({ code: 'ENOTFOUND' });
   });
 });

@@ -1,83 +1,78 @@
 /**
- * Webhook targets are URLs chosen by operators, and the service POSTs to them from inside its own
- * network: without these checks an endpoint could point at the service's database, a cloud metadata
- * address or a neighbour on the private network (server-side request forgery).
+ * Webhook targets and operator wallet URLs are chosen by operators, and the service POSTs to them
+ * from inside its own network: without these checks a URL could point at the service's database, a
+ * cloud metadata address or a neighbour on the private network (server-side request forgery).
  *
- * Checked twice: when an endpoint is created or changed (a clear refusal), and on every connection
- * the dispatcher opens (the DNS answer may have changed since: rebinding). The connection-time
- * check runs inside the socket's own lookup, so the address validated is the address connected to.
+ * Checked twice: when a URL is stored (a clear refusal), and on every connection opened to it (the
+ * DNS answer may have changed since: rebinding). The connection-time check runs inside the socket's
+ * own lookup, so the address validated is the address connected to (see outbound/outbound-http).
  */
 import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
-import { BlockList, isIP } from 'node:net';
+import { isIP } from 'node:net';
+import ipaddr from 'ipaddr.js';
 import { DomainError } from '../errors/codes';
 
 export const MAX_URL_LENGTH = 2048;
 
-const blocked = new BlockList();
-for (const [net, prefix] of [
-  ['0.0.0.0', 8], // "this" network
-  ['10.0.0.0', 8],
-  ['100.64.0.0', 10], // carrier-grade NAT
-  ['127.0.0.0', 8],
-  ['169.254.0.0', 16], // link-local, cloud metadata
-  ['172.16.0.0', 12],
-  ['192.0.0.0', 24],
-  ['192.0.2.0', 24], // documentation
-  ['192.88.99.0', 24],
-  ['192.168.0.0', 16],
-  ['198.18.0.0', 15], // benchmarking
-  ['198.51.100.0', 24],
-  ['203.0.113.0', 24],
-  ['224.0.0.0', 4], // multicast
-  ['240.0.0.0', 4], // reserved and broadcast
-] as const) {
-  blocked.addSubnet(net, prefix, 'ipv4');
-}
-for (const [net, prefix] of [
-  ['::', 128], // unspecified
-  ['::1', 128], // loopback
-  ['fc00::', 7], // unique local
-  ['fe80::', 10], // link-local
-  ['fec0::', 10], // old site-local
-  ['ff00::', 8], // multicast
-  ['2001:db8::', 32], // documentation
-  ['100::', 64], // discard
-] as const) {
-  blocked.addSubnet(net, prefix, 'ipv6');
+type IPv4 = ipaddr.IPv4;
+type IPv6 = ipaddr.IPv6;
+
+const NAT64_WELL_KNOWN = ipaddr.parseCIDR('64:ff9b::/96');
+/** IPv6 global unicast (RFC 4291): everything outside it is special, whatever its sub-range. */
+const GLOBAL_UNICAST = ipaddr.parseCIDR('2000::/3');
+
+const ipv4FromWords = (hi: number, lo: number): IPv4 => new ipaddr.IPv4([hi >> 8, hi & 255, lo >> 8, lo & 255]);
+
+/**
+ * What an IPv6 address that carries an IPv4 one really reaches, so `::ffff:7f00:1` is judged as
+ * 127.0.0.1. 'refuse' for forms whose far end cannot be judged from here: NAT64 local-use prefixes
+ * (an operator's own translator, any embedding), Teredo (a tunnel through a relay). null when the
+ * address carries no IPv4.
+ */
+function carriedIpv4(addr: IPv6): IPv4 | 'refuse' | null {
+  const p = addr.parts;
+  switch (addr.range()) {
+    case 'ipv4Mapped': // ::ffff:a.b.c.d
+    case 'rfc6145': // ::ffff:0:a.b.c.d, IPv4-translated
+      return ipv4FromWords(p[6]!, p[7]!);
+    case 'rfc6052': // NAT64: the well-known /96 embeds the address last; 64:ff9b:1::/48 is local use
+      return addr.match(NAT64_WELL_KNOWN) ? ipv4FromWords(p[6]!, p[7]!) : 'refuse';
+    case '6to4': // 2002:AABB:CCDD::/48 routes to AA.BB.CC.DD
+      return ipv4FromWords(p[1]!, p[2]!);
+    case 'teredo':
+      return 'refuse';
+    default:
+      return null;
+  }
 }
 
-/** The IPv4 address hidden in an IPv6 form that routes to it (mapped, compatible, NAT64, 6to4). */
-function embeddedIpv4(ip: string): string | null {
-  const lower = ip.toLowerCase();
-  const dotted = /^(?:::ffff:|::|64:ff9b::)(\d{1,3}(?:\.\d{1,3}){3})$/.exec(lower);
-  if (dotted) return dotted[1]!;
-  const hex = /^(?:::ffff:|64:ff9b::)([0-9a-f]{1,4}):([0-9a-f]{1,4})$/.exec(lower);
-  if (hex) {
-    const hi = parseInt(hex[1]!, 16);
-    const lo = parseInt(hex[2]!, 16);
-    return `${hi >> 8}.${hi & 255}.${lo >> 8}.${lo & 255}`;
-  }
-  const sixToFour = /^2002:([0-9a-f]{1,4}):([0-9a-f]{1,4}):/.exec(lower);
-  if (sixToFour) {
-    const hi = parseInt(sixToFour[1]!, 16);
-    const lo = parseInt(sixToFour[2]!, 16);
-    return `${hi >> 8}.${hi & 255}.${lo >> 8}.${lo & 255}`;
-  }
-  return null;
+/**
+ * `::a.b.c.d` written with hex words. ipaddr.js reads that text as the IPv4-mapped `::ffff:a.b.c.d`,
+ * while the address really is the IPv4-compatible `::a.b.c.d` (what URL parsing and sockets use).
+ */
+function withHexTail(ipv6: string): string {
+  return ipv6.replace(/(\d+)\.(\d+)\.(\d+)\.(\d+)$/, (_, a: string, b: string, c: string, d: string) =>
+    `${((Number(a) << 8) | Number(b)).toString(16)}:${((Number(c) << 8) | Number(d)).toString(16)}`,
+  );
 }
 
-/** True for loopback, private, link-local, multicast and other non-public addresses. */
+/**
+ * True unless `ip` is an ordinary public unicast address. Decided by ipaddr.js's registry of
+ * special ranges (loopback, private, link-local and metadata, CGNAT, multicast, documentation,
+ * benchmarking, reserved...) with one rule on top: anything that is not plain unicast is refused.
+ * IPv6 must also lie in global unicast 2000::/3, which catches the deprecated IPv4-compatible form
+ * (`::127.0.0.1` = `::7f00:1`) and any range the registry may not name yet.
+ */
 export function isNonPublicAddress(ip: string): boolean {
   const bare = ip.replace(/^\[|\]$/g, '').split('%')[0]!;
-  const family = isIP(bare);
-  if (family === 4) return blocked.check(bare, 'ipv4');
-  if (family === 6) {
-    const v4 = embeddedIpv4(bare);
-    if (v4 !== null) return isIP(v4) !== 4 || blocked.check(v4, 'ipv4');
-    return blocked.check(bare, 'ipv6');
-  }
-  // Not an address at all: refuse rather than guess.
-  return true;
+  // Only canonical literals: ipaddr.js also reads shorthand like "127.1", which is no address here.
+  if (!isIP(bare)) return true;
+  if (isIP(bare) === 4) return ipaddr.IPv4.parse(bare).range() !== 'unicast';
+  const v6 = ipaddr.IPv6.parse(withHexTail(bare));
+  const carried = carriedIpv4(v6);
+  if (carried === 'refuse') return true;
+  if (carried) return carried.range() !== 'unicast';
+  return v6.range() !== 'unicast' || !v6.match(GLOBAL_UNICAST);
 }
 
 export type Resolver = (hostname: string) => Promise<string[]>;
@@ -138,22 +133,40 @@ export async function checkTargetUrl(raw: string, options: UrlSafetyOptions): Pr
 }
 
 type LookupCallback = (error: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void;
+export type SocketLookup = (
+  hostname: string,
+  options: { all?: boolean; family?: number | string },
+  callback: LookupCallback,
+) => void;
 
 /**
  * A drop-in for dns.lookup on outgoing sockets that refuses to hand back a non-public address, so
- * a host that passed the check at creation and later resolves inward is still never connected to.
+ * a host that passed the check at creation and later resolves inward (DNS rebinding) is still
+ * never connected to. Every answer is judged, not only the one used: a name that mixes public and
+ * private answers is refused as a whole. The resolver is injectable so tests need no DNS.
  */
-export function publicOnlyLookup(hostname: string, options: { all?: boolean; family?: number | string }, callback: LookupCallback): void {
-  dnsLookup(hostname, { all: true, verbatim: true }, (error, addresses) => {
-    if (error) return callback(error, []);
-    const bad = addresses.find((a) => isNonPublicAddress(a.address));
-    if (bad || addresses.length === 0) {
-      const refusal = new Error(`refusing to connect: ${hostname} resolves to ${bad?.address ?? 'nothing'}, not a public address`) as NodeJS.ErrnoException;
-      refusal.code = 'ENOTPUBLIC';
-      return callback(refusal, []);
-    }
-    if (options.all) return callback(null, addresses);
-    const first = addresses[0]!;
-    callback(null, first.address, first.family);
-  });
+export function publicOnlyLookupVia(resolve: Resolver): SocketLookup {
+  return (hostname, options, callback) => {
+    resolve(hostname).then(
+      (answers) => {
+        const family = options.family === 'IPv4' ? 4 : options.family === 'IPv6' ? 6 : Number(options.family ?? 0);
+        const addresses: LookupAddress[] = answers
+          .map((address) => ({ address, family: isIP(address) }))
+          .filter((a) => (family === 4 || family === 6 ? a.family === family : true));
+        const bad = answers.find((a) => isNonPublicAddress(a));
+        if (bad !== undefined || addresses.length === 0) {
+          const refusal = new Error(
+            `refusing to connect: ${hostname} resolves to ${bad ?? 'nothing'}, not a public address`,
+          ) as NodeJS.ErrnoException;
+          refusal.code = 'ENOTPUBLIC';
+          return callback(refusal, []);
+        }
+        if (options.all) return callback(null, addresses);
+        callback(null, addresses[0]!.address, addresses[0]!.family);
+      },
+      (error: NodeJS.ErrnoException) => callback(error, []),
+    );
+  };
 }
+
+export const publicOnlyLookup: SocketLookup = publicOnlyLookupVia(systemResolver);
