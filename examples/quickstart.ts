@@ -13,11 +13,16 @@ import { BettingApiError, CrashClient, type CrashRound, type PlacedBet } from '@
 const env = process.env;
 const need = (name: string): string => {
   const value = env[name];
-  if (!value) throw new Error(`set ${name} (the operator's credentials come from: npm run -s admin -- operator create --name …)`);
+  if (!value)
+    throw new Error(`set ${name} (the operator's credentials come from: npm run -s admin -- operator create --name …)`);
   return value;
 };
 
-const client = new CrashClient({ baseUrl: env.SERVICE_URL ?? 'http://127.0.0.1:3000', apiKey: need('API_KEY'), apiSecret: need('API_SECRET') });
+const client = new CrashClient({
+  baseUrl: env.SERVICE_URL ?? 'http://127.0.0.1:3000',
+  apiKey: need('API_KEY'),
+  apiSecret: need('API_SECRET'),
+});
 const amount = Number(env.AMOUNT ?? 100);
 const cashoutAt = Number(env.CASHOUT_AT ?? 1.2);
 const player = env.QUICKSTART_PLAYER ?? 'quickstart-player';
@@ -63,7 +68,11 @@ async function main(): Promise<void> {
         note(`cashed out at ${cashed.multiplier}x`);
       } catch (error) {
         // The round crashed (or settled the bet) between the read and the cash-out.
-        if (!(error instanceof BettingApiError && (error.code === 'BET_NOT_ACTIVE' || error.code === 'ROUND_NOT_RUNNING'))) throw error;
+        if (!(
+          error instanceof BettingApiError &&
+          (error.code === 'BET_NOT_ACTIVE' || error.code === 'ROUND_NOT_RUNNING')
+        ))
+          throw error;
         note(`too late: ${error.code}`);
       }
       break;
@@ -88,7 +97,8 @@ async function main(): Promise<void> {
 }
 
 main().catch((error: unknown) => {
-  if (error instanceof BettingApiError) note(`${error.message} (code ${error.code}, trace_id ${error.traceId ?? 'none'})`);
+  if (error instanceof BettingApiError)
+    note(`${error.message} (code ${error.code}, trace_id ${error.traceId ?? 'none'})`);
   else note(error instanceof Error ? error.message : String(error));
   process.exit(1);
 });

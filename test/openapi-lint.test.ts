@@ -31,10 +31,14 @@ describe('the served OpenAPI document', () => {
     const file = join(mkdtempSync(join(tmpdir(), 'rbs-openapi-')), 'openapi.json');
     writeFileSync(file, JSON.stringify(doc));
     // The linter exits 1 when it finds errors; its JSON report is on stdout either way.
-    const out = await run(process.execPath, [redoclyBin, 'lint', file, '--extends=recommended', '--format=json', '--max-problems=1000'], {
-      env: { ...process.env, REDOCLY_TELEMETRY: 'off', REDOCLY_SUPPRESS_UPDATE_NOTICE: 'true', NO_COLOR: '1' },
-      maxBuffer: 64 * 1024 * 1024,
-    }).catch((error: { stdout?: string }) => ({ stdout: error.stdout ?? '' }));
+    const out = await run(
+      process.execPath,
+      [redoclyBin, 'lint', file, '--extends=recommended', '--format=json', '--max-problems=1000'],
+      {
+        env: { ...process.env, REDOCLY_TELEMETRY: 'off', REDOCLY_SUPPRESS_UPDATE_NOTICE: 'true', NO_COLOR: '1' },
+        maxBuffer: 64 * 1024 * 1024,
+      },
+    ).catch((error: { stdout?: string }) => ({ stdout: error.stdout ?? '' }));
     const report = JSON.parse(out.stdout) as { problems: LintProblem[] };
     const errors = report.problems
       .filter((p) => p.severity === 'error')

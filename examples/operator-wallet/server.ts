@@ -141,7 +141,9 @@ export async function startOperatorWallet(o: OperatorWalletOptions): Promise<Ope
     let roundId = input.round_id as string | undefined;
     if (!roundId) {
       const current = await service.currentRound().catch(() => null);
-      if (current?.status !== 'open') throw new WalletError(409, 'NO_OPEN_ROUND', 'no Stock Race round is taking bets now');
+      if (current?.status !== 'open') {
+        throw new WalletError(409, 'NO_OPEN_ROUND', 'no Stock Race round is taking bets now');
+      }
       roundId = current.round_id;
     }
     const stakeMinor = decimalToMinor(Number(input.stake), currencyExponent(account.currency));
@@ -157,7 +159,8 @@ export async function startOperatorWallet(o: OperatorWalletOptions): Promise<Ope
         store.release(key);
         return reply.status(error.status).send(error.body);
       }
-      return reply.status(502).send({ error: 'RESERVE_UNKNOWN', message: 'the service did not answer; the stake stays held', idempotency_key: key });
+      const message = 'the service did not answer; the stake stays held';
+      return reply.status(502).send({ error: 'RESERVE_UNKNOWN', message, idempotency_key: key });
     }
   });
 

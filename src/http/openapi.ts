@@ -13,7 +13,12 @@ const REQUEST_SIGNATURE =
 
 export const SECURITY_SCHEMES: Record<string, OpenAPIV3_1.SecuritySchemeObject> = {
   partnerApiKey: { type: 'apiKey', in: 'header', name: 'x-api-key', description: 'Surface A: the partner API key' },
-  partnerSignature: { type: 'apiKey', in: 'header', name: 'x-signature', description: `Surface A: ${REQUEST_SIGNATURE}` },
+  partnerSignature: {
+    type: 'apiKey',
+    in: 'header',
+    name: 'x-signature',
+    description: `Surface A: ${REQUEST_SIGNATURE}`,
+  },
   partnerTimestamp: {
     type: 'apiKey',
     in: 'header',
@@ -21,7 +26,12 @@ export const SECURITY_SCHEMES: Record<string, OpenAPIV3_1.SecuritySchemeObject> 
     description: 'Surface A: milliseconds since epoch, within 5 minutes of the server clock (part of the signed text)',
   },
   operatorKey: { type: 'apiKey', in: 'header', name: 'X-Operator-Key', description: 'Surface B: the operator API key' },
-  operatorSignature: { type: 'apiKey', in: 'header', name: 'X-Signature', description: `Surface B: ${REQUEST_SIGNATURE}` },
+  operatorSignature: {
+    type: 'apiKey',
+    in: 'header',
+    name: 'X-Signature',
+    description: `Surface B: ${REQUEST_SIGNATURE}`,
+  },
   operatorTimestamp: {
     type: 'apiKey',
     in: 'header',
@@ -33,7 +43,8 @@ export const SECURITY_SCHEMES: Record<string, OpenAPIV3_1.SecuritySchemeObject> 
     in: 'header',
     name: 'x-service-signature',
     description:
-      'Webhook deliveries: t=<ms>,v1=<hex HMAC-SHA256(endpoint secret, "<t>.<raw body>")>, one v1 per secret during a rotation',
+      'Webhook deliveries: t=<ms>,v1=<hex HMAC-SHA256(endpoint secret, "<t>.<raw body>")>, ' +
+      'one v1 per secret during a rotation',
   },
   standardWebhookSignature: {
     type: 'apiKey',

@@ -138,7 +138,10 @@ interface ValidationIssue {
  * handle for it rather than a generic validation failure.
  */
 const MISSING_FIELD_CODES: Partial<Record<string, { code: ErrorCode; message: string }>> = {
-  idempotency_key: { code: 'IDEMPOTENCY_KEY_MISSING', message: 'field "idempotency_key" is required: reserve is a monetary write' },
+  idempotency_key: {
+    code: 'IDEMPOTENCY_KEY_MISSING',
+    message: 'field "idempotency_key" is required: reserve is a monetary write',
+  },
 };
 
 /** Turns the first schema violation into a sentence that names the field and what it must be. */

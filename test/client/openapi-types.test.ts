@@ -4,7 +4,8 @@ import { renderTypes, TYPES_FILE } from '../../packages/client/scripts/generate-
 import { openApiDocument } from '../../scripts/openapi-document';
 
 describe('the client package types', () => {
-  it('are what openapi-typescript generates from the current /openapi.json (run `npm run client:types` after a schema change)', async () => {
+  // After a route schema change: `npm run client:types`.
+  it('are what openapi-typescript generates from the current /openapi.json', async () => {
     const expected = await renderTypes(await openApiDocument());
     expect(readFileSync(TYPES_FILE, 'utf8')).toBe(expected);
   }, 60_000);

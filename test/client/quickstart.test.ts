@@ -11,7 +11,10 @@ describe('npm run example:quickstart', () => {
     // Rounds that reach 3.77x, so the quickstart's cash-out at 1.20x is certain to land.
     t = await startTestApp({
       env: { CRASH_BETTING_WINDOW_MS: '3000', CRASH_PAUSE_MS: '500', CRASH_TICK_MS: '50' },
-      beforeStart: withSeeds('crash', Array.from({ length: 20 }, () => KNOWN_CRASH_SEEDS.x377)),
+      beforeStart: withSeeds(
+        'crash',
+        Array.from({ length: 20 }, () => KNOWN_CRASH_SEEDS.x377),
+      ),
     });
   });
   afterAll(async () => t?.close());
@@ -25,11 +28,21 @@ describe('npm run example:quickstart', () => {
     const lines = stdout.trim().split('\n');
     expect(lines).toHaveLength(1);
     const result = JSON.parse(lines[0]!);
-    expect(result).toMatchObject({ bet_id: expect.stringMatching(/^[0-9a-f-]{36}$/), amount: 100, status: 'cashed_out' });
+    expect(result).toMatchObject({
+      bet_id: expect.stringMatching(/^[0-9a-f-]{36}$/),
+      amount: 100,
+      status: 'cashed_out',
+    });
     expect(result.multiplier).toBeGreaterThanOrEqual(1.2);
     expect(result.payout).toBe(Math.floor(Math.round(result.multiplier * 100)));
     // What the service recorded is what the quickstart printed.
-    const row = await t.app.services.db.get<{ status: string; payout: number }>('SELECT status, payout FROM bets WHERE id = ?', [result.bet_id]);
-    expect({ status: row!.status, payout: Number(row!.payout) }).toEqual({ status: 'cashed_out', payout: result.payout });
+    const row = await t.app.services.db.get<{ status: string; payout: number }>(
+      'SELECT status, payout FROM bets WHERE id = ?',
+      [result.bet_id],
+    );
+    expect({ status: row!.status, payout: Number(row!.payout) }).toEqual({
+      status: 'cashed_out',
+      payout: result.payout,
+    });
   }, 120_000);
 });

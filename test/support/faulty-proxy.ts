@@ -10,7 +10,8 @@ import { request } from 'undici';
  * - `cut`: cut the connection without forwarding;
  * - `{status, headers}`: answer this itself without forwarding (a 503 from a load balancer, a 429).
  */
-export type Fault = 'pass' | 'lose-answer' | 'cut' | { status: number; headers?: Record<string, string>; body?: string };
+export type Fault =
+  'pass' | 'lose-answer' | 'cut' | { status: number; headers?: Record<string, string>; body?: string };
 
 export interface Seen {
   method: string;
@@ -35,7 +36,13 @@ export class FaultyProxy {
       req.on('data', (c: Buffer) => chunks.push(c));
       req.on('end', async () => {
         const body = Buffer.concat(chunks).toString('utf8');
-        this.seen.push({ method: req.method ?? 'GET', path: req.url ?? '/', headers: req.headers, body, at: Date.now() });
+        this.seen.push({
+          method: req.method ?? 'GET',
+          path: req.url ?? '/',
+          headers: req.headers,
+          body,
+          at: Date.now(),
+        });
         const fault = this.faults.shift() ?? 'pass';
         if (fault === 'cut') return void req.socket.destroy();
         if (typeof fault === 'object') {
@@ -45,11 +52,16 @@ export class FaultyProxy {
         const headers = { ...req.headers };
         delete headers.host;
         delete headers.connection;
-        const upstream = await request(`${this.target}${req.url}`, { method: req.method as 'GET', headers, body: body || undefined });
+        const upstream = await request(`${this.target}${req.url}`, {
+          method: req.method as 'GET',
+          headers,
+          body: body || undefined,
+        });
         const text = await upstream.body.text();
         if (fault === 'lose-answer') return void req.socket.destroy();
         const out: Record<string, string> = {};
-        for (const [k, v] of Object.entries(upstream.headers)) if (typeof v === 'string' && k !== 'transfer-encoding' && k !== 'connection') out[k] = v;
+        for (const [k, v] of Object.entries(upstream.headers))
+          if (typeof v === 'string' && k !== 'transfer-encoding' && k !== 'connection') out[k] = v;
         res.writeHead(upstream.statusCode, out);
         res.end(text);
       });

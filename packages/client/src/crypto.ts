@@ -36,7 +36,10 @@ export function hmacKey(secret: Bytes): Promise<CryptoKey> {
   const cacheId = typeof secret === 'string' ? `s:${secret}` : null;
   const cached = cacheId ? keyCache.get(cacheId) : undefined;
   if (cached) return cached;
-  const key = subtle().importKey('raw', toBytes(secret) as BufferSource, { name: 'HMAC', hash: 'SHA-256' }, false, ['sign', 'verify']);
+  const key = subtle().importKey('raw', toBytes(secret) as BufferSource, { name: 'HMAC', hash: 'SHA-256' }, false, [
+    'sign',
+    'verify',
+  ]);
   if (cacheId) {
     if (keyCache.size > 100) keyCache.clear();
     keyCache.set(cacheId, key);

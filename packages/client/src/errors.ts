@@ -50,14 +50,26 @@ export class BettingNetworkError extends Error {
 }
 
 /** Surface A writes `{error: <text>, code}`; Surface B writes `{error: <CODE>, message}`; 5xx add trace_id. */
-function readErrorBody(surface: SurfaceName, status: number, body: unknown): { code: string; message: string; traceId?: string } {
+function readErrorBody(
+  surface: SurfaceName,
+  status: number,
+  body: unknown,
+): { code: string; message: string; traceId?: string } {
   const fallback = { code: status >= 500 ? 'INTERNAL' : `HTTP_${status}`, message: `the service answered ${status}` };
   if (typeof body !== 'object' || body === null) return fallback;
   const b = body as Record<string, unknown>;
   const text = (v: unknown) => (typeof v === 'string' && v !== '' ? v : undefined);
   const traceId = text(b.trace_id);
   if (surface === 'A') {
-    return { code: text(b.code) ?? fallback.code, message: text(b.error) ?? fallback.message, ...(traceId ? { traceId } : {}) };
+    return {
+      code: text(b.code) ?? fallback.code,
+      message: text(b.error) ?? fallback.message,
+      ...(traceId ? { traceId } : {}),
+    };
   }
-  return { code: text(b.error) ?? fallback.code, message: text(b.message) ?? text(b.error) ?? fallback.message, ...(traceId ? { traceId } : {}) };
+  return {
+    code: text(b.error) ?? fallback.code,
+    message: text(b.message) ?? text(b.error) ?? fallback.message,
+    ...(traceId ? { traceId } : {}),
+  };
 }

@@ -24,17 +24,40 @@ export class CrashClient {
   /** The same, with the status, the replay flag and the request id. */
   placeBetWithResponse(body: PlaceBetRequest, options: CallOptions = {}): Promise<ApiResponse<PlacedBet>> {
     const idempotencyKey = options.idempotencyKey ?? newIdempotencyKey();
-    return this.t.send<PlacedBet>({ method: 'POST', path: `${PREFIX}/place-bet`, body, idempotencyKey, retrySafe: true, signal: options.signal });
+    return this.t.send<PlacedBet>({
+      method: 'POST',
+      path: `${PREFIX}/place-bet`,
+      body,
+      idempotencyKey,
+      retrySafe: true,
+      signal: options.signal,
+    });
   }
 
   async cashout(betId: string, options: CallOptions = {}): Promise<CashoutResult> {
     const idempotencyKey = options.idempotencyKey ?? newIdempotencyKey();
     const body = { bet_id: betId };
-    return (await this.t.send<CashoutResult>({ method: 'POST', path: `${PREFIX}/cashout`, body, idempotencyKey, retrySafe: true, signal: options.signal })).data;
+    return (
+      await this.t.send<CashoutResult>({
+        method: 'POST',
+        path: `${PREFIX}/cashout`,
+        body,
+        idempotencyKey,
+        retrySafe: true,
+        signal: options.signal,
+      })
+    ).data;
   }
 
   async currentRound(options: CallOptions = {}): Promise<CrashRound> {
-    return (await this.t.send<CrashRound>({ method: 'GET', path: `${PREFIX}/rounds/current`, retrySafe: true, signal: options.signal })).data;
+    return (
+      await this.t.send<CrashRound>({
+        method: 'GET',
+        path: `${PREFIX}/rounds/current`,
+        retrySafe: true,
+        signal: options.signal,
+      })
+    ).data;
   }
 
   async round(roundNumber: number, options: CallOptions = {}): Promise<CrashRound> {

@@ -1,4 +1,11 @@
-import { newIdempotencyKey, query, Transport, type ApiResponse, type CallOptions, type ClientOptions } from './transport.js';
+import {
+  newIdempotencyKey,
+  query,
+  Transport,
+  type ApiResponse,
+  type CallOptions,
+  type ClientOptions,
+} from './transport.js';
 import type {
   LaunchSessionRequest,
   LaunchSessionResult,
@@ -32,7 +39,9 @@ export class StockRaceClient {
   /** Sessions are not keyed: a blind retry after no answer would open a second (harmless) session. */
   async launchSession(body: LaunchSessionRequest, options: CallOptions = {}): Promise<LaunchSessionResult> {
     const path = `${PREFIX}/sessions/launch`;
-    return (await this.t.send<LaunchSessionResult>({ method: 'POST', path, body, retrySafe: true, signal: options.signal })).data;
+    return (
+      await this.t.send<LaunchSessionResult>({ method: 'POST', path, body, retrySafe: true, signal: options.signal })
+    ).data;
   }
 
   async reserve(input: ReserveInput, options: CallOptions = {}): Promise<ReservedBet> {
@@ -40,12 +49,28 @@ export class StockRaceClient {
   }
 
   reserveWithResponse(input: ReserveInput, options: CallOptions = {}): Promise<ApiResponse<ReservedBet>> {
-    const body: ReserveRequest = { ...input, idempotency_key: input.idempotency_key ?? options.idempotencyKey ?? newIdempotencyKey() };
-    return this.t.send<ReservedBet>({ method: 'POST', path: `${PREFIX}/bets/reserve`, body, retrySafe: true, signal: options.signal });
+    const body: ReserveRequest = {
+      ...input,
+      idempotency_key: input.idempotency_key ?? options.idempotencyKey ?? newIdempotencyKey(),
+    };
+    return this.t.send<ReservedBet>({
+      method: 'POST',
+      path: `${PREFIX}/bets/reserve`,
+      body,
+      retrySafe: true,
+      signal: options.signal,
+    });
   }
 
   async currentRound(options: CallOptions = {}): Promise<StockRaceRound> {
-    return (await this.t.send<StockRaceRound>({ method: 'GET', path: `${PREFIX}/rounds/current`, retrySafe: true, signal: options.signal })).data;
+    return (
+      await this.t.send<StockRaceRound>({
+        method: 'GET',
+        path: `${PREFIX}/rounds/current`,
+        retrySafe: true,
+        signal: options.signal,
+      })
+    ).data;
   }
 
   async round(roundId: string, options: CallOptions = {}): Promise<StockRaceRound> {
@@ -60,6 +85,8 @@ export class StockRaceClient {
 
   async settlements(filter: SettlementsQuery = {}, options: CallOptions = {}): Promise<Settlement[]> {
     const path = `${PREFIX}/settlements${query(filter)}`;
-    return (await this.t.send<{ settlements: Settlement[] }>({ method: 'GET', path, retrySafe: true, signal: options.signal })).data.settlements;
+    return (
+      await this.t.send<{ settlements: Settlement[] }>({ method: 'GET', path, retrySafe: true, signal: options.signal })
+    ).data.settlements;
   }
 }

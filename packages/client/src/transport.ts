@@ -115,7 +115,13 @@ export class Transport {
       const headers: Record<string, string> = {
         [names.key]: this.options.apiKey,
         [names.timestamp]: timestamp,
-        [names.signature]: await signRequest({ secret: this.options.apiSecret, method: req.method, path: signedPath, timestamp, body: raw }),
+        [names.signature]: await signRequest({
+          secret: this.options.apiSecret,
+          method: req.method,
+          path: signedPath,
+          timestamp,
+          body: raw,
+        }),
         accept: 'application/json',
       };
       if (raw) headers['content-type'] = 'application/json';
@@ -135,11 +141,14 @@ export class Transport {
         if (req.signal?.aborted) throw req.signal.reason;
         lastFailure = error;
         if (!req.retrySafe || attempt >= this.maxAttempts) {
-          throw new BettingNetworkError(`${req.method} ${signedPath}: no answer after ${attempt} attempt(s): ${describe(error)}`, {
-            cause: error,
-            idempotencyKey: req.idempotencyKey ?? keyInBody(req.body),
-            attempts: attempt,
-          });
+          throw new BettingNetworkError(
+            `${req.method} ${signedPath}: no answer after ${attempt} attempt(s): ${describe(error)}`,
+            {
+              cause: error,
+              idempotencyKey: req.idempotencyKey ?? keyInBody(req.body),
+              attempts: attempt,
+            },
+          );
         }
         await sleep(this.backoff(attempt), req.signal);
         continue;
@@ -149,7 +158,12 @@ export class Transport {
       const data = parse(text);
       const requestId = response.headers.get('x-request-id') ?? undefined;
       if (response.ok) {
-        return { data: data as T, status: response.status, replayed: response.headers.get('idempotent-replay') === 'true', requestId };
+        return {
+          data: data as T,
+          status: response.status,
+          replayed: response.headers.get('idempotent-replay') === 'true',
+          requestId,
+        };
       }
       // 429 was refused before anything ran, so it is always safe to repeat; a 5xx is repeated
       // only where a repeat cannot apply the request twice.
@@ -186,7 +200,8 @@ function parse(text: string): unknown {
 }
 
 function keyInBody(body: unknown): string | undefined {
-  const key = typeof body === 'object' && body !== null ? (body as { idempotency_key?: unknown }).idempotency_key : undefined;
+  const key =
+    typeof body === 'object' && body !== null ? (body as { idempotency_key?: unknown }).idempotency_key : undefined;
   return typeof key === 'string' ? key : undefined;
 }
 

@@ -15,10 +15,15 @@ export const DEFAULT_TOLERANCE_MS = 300_000;
 
 export type HeaderSource = Headers | Record<string, string | string[] | undefined>;
 
-export type VerificationFailure = 'MISSING_HEADER' | 'MALFORMED_HEADER' | 'SIGNATURE_MISMATCH' | 'TIMESTAMP_OUTSIDE_TOLERANCE';
+export type VerificationFailure =
+  'MISSING_HEADER' | 'MALFORMED_HEADER' | 'SIGNATURE_MISMATCH' | 'TIMESTAMP_OUTSIDE_TOLERANCE';
 
 export type Verification =
-  | { valid: true; /** ms since epoch the sender signed at */ timestamp: number; /** which of your secrets matched */ secretIndex: number }
+  | {
+      valid: true;
+      /** ms since epoch the sender signed at */ timestamp: number;
+      /** which of your secrets matched */ secretIndex: number;
+    }
   | { valid: false; reason: VerificationFailure; message: string };
 
 interface Common {
@@ -45,7 +50,10 @@ function withinTolerance(timestampMs: number, input: Common): Verification | nul
   const tolerance = input.toleranceMs ?? DEFAULT_TOLERANCE_MS;
   const skew = (input.now ?? Date.now()) - timestampMs;
   if (Math.abs(skew) <= tolerance) return null;
-  return fail('TIMESTAMP_OUTSIDE_TOLERANCE', `the signature is ${Math.abs(skew)} ms ${skew > 0 ? 'old' : 'in the future'}; the tolerance is ${tolerance} ms`);
+  return fail(
+    'TIMESTAMP_OUTSIDE_TOLERANCE',
+    `the signature is ${Math.abs(skew)} ms ${skew > 0 ? 'old' : 'in the future'}; the tolerance is ${tolerance} ms`,
+  );
 }
 
 function assertSecrets(secrets: readonly string[]): void {
@@ -53,7 +61,9 @@ function assertSecrets(secrets: readonly string[]): void {
 }
 
 /** `x-service-signature`, on every delivery. Give the header value, or the headers. */
-export async function verifyServiceSignature(input: Common & { header?: string; headers?: HeaderSource }): Promise<Verification> {
+export async function verifyServiceSignature(
+  input: Common & { header?: string; headers?: HeaderSource },
+): Promise<Verification> {
   assertSecrets(input.secrets);
   const header = input.header ?? (input.headers ? headerValue(input.headers, 'x-service-signature') : undefined);
   if (!header) return fail('MISSING_HEADER', 'no x-service-signature header');
@@ -88,8 +98,10 @@ export async function verifyStandardWebhook(input: Common & { headers: HeaderSou
   const id = headerValue(input.headers, 'webhook-id');
   const seconds = headerValue(input.headers, 'webhook-timestamp');
   const signatures = headerValue(input.headers, 'webhook-signature');
-  if (!id || !seconds || !signatures) return fail('MISSING_HEADER', 'webhook-id, webhook-timestamp and webhook-signature are all needed');
-  if (!/^\d{1,12}$/.test(seconds)) return fail('MALFORMED_HEADER', 'webhook-timestamp must be whole seconds since epoch');
+  if (!id || !seconds || !signatures)
+    return fail('MISSING_HEADER', 'webhook-id, webhook-timestamp and webhook-signature are all needed');
+  if (!/^\d{1,12}$/.test(seconds))
+    return fail('MALFORMED_HEADER', 'webhook-timestamp must be whole seconds since epoch');
   const macs = signatures
     .split(' ')
     .filter((s) => s.startsWith('v1,'))
@@ -122,8 +134,10 @@ export async function verifySignedRequest(
   const key = headerValue(input.headers, 'x-operator-key');
   const timestamp = headerValue(input.headers, 'x-timestamp');
   const signature = headerValue(input.headers, 'x-signature');
-  if (!key || !timestamp || !signature) return fail('MISSING_HEADER', 'X-Operator-Key, X-Timestamp and X-Signature are all needed');
-  if (input.apiKey !== undefined && key !== input.apiKey) return fail('SIGNATURE_MISMATCH', 'X-Operator-Key is not this operator\'s key');
+  if (!key || !timestamp || !signature)
+    return fail('MISSING_HEADER', 'X-Operator-Key, X-Timestamp and X-Signature are all needed');
+  if (input.apiKey !== undefined && key !== input.apiKey)
+    return fail('SIGNATURE_MISMATCH', "X-Operator-Key is not this operator's key");
   if (!/^\d{1,15}$/.test(timestamp)) return fail('MALFORMED_HEADER', 'X-Timestamp must be milliseconds since epoch');
   const mac = fromHex(signature);
   if (!mac || mac.length !== 32) return fail('MALFORMED_HEADER', 'X-Signature must be 64 hex characters');
