@@ -71,8 +71,12 @@ describe('the served OpenAPI document', () => {
     expect(html).toEqual([]);
   });
 
-  it('publishes the reserve idempotency_key as required', () => {
+  it('publishes the idempotency keys as required: the reserve body field and the Surface A POST header', () => {
     const schema = doc.paths['/v1/bets/reserve'].post.requestBody.content['application/json'].schema;
     expect(schema.required).toContain('idempotency_key');
+    for (const path of ['/api/public/v1/place-bet', '/api/public/v1/cashout']) {
+      const parameters = doc.paths[path].post.parameters as { in: string; name: string; required: boolean }[];
+      expect(parameters.find((p) => p.in === 'header' && p.name === 'idempotency-key')?.required, path).toBe(true);
+    }
   });
 });

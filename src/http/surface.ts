@@ -133,15 +133,16 @@ interface ValidationIssue {
 }
 
 /**
- * Body fields whose absence has its own code. The schema marks them required (so the published
+ * Fields (`context:name`) whose absence has its own code. The schema marks them required (so the published
  * document and generated clients say so), and a request without one gets the code integrators
  * handle for it rather than a generic validation failure.
  */
 const MISSING_FIELD_CODES: Partial<Record<string, { code: ErrorCode; message: string }>> = {
-  idempotency_key: {
+  'body:idempotency_key': {
     code: 'IDEMPOTENCY_KEY_MISSING',
     message: 'field "idempotency_key" is required: reserve is a monetary write',
   },
+  'headers:idempotency-key': { code: 'IDEMPOTENCY_KEY_MISSING', message: 'the Idempotency-Key header is required on this POST' },
 };
 
 /** Turns the first schema violation into a sentence that names the field and what it must be. */
@@ -157,7 +158,7 @@ export function describeValidation(issues: ValidationIssue[], context: string): 
   if (issue.keyword === 'required') {
     const missing = String(issue.params.missingProperty);
     const field = path ? `${path}.${missing}` : missing;
-    const special = context === 'body' && !path ? MISSING_FIELD_CODES[missing] : undefined;
+    const special = path ? undefined : MISSING_FIELD_CODES[`${context}:${missing}`];
     if (special) return special;
     return { code: 'VALIDATION_FAILED', message: `${where}field "${field}" is required` };
   }

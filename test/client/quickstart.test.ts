@@ -10,7 +10,7 @@ describe('npm run example:quickstart', () => {
   beforeAll(async () => {
     // Rounds that reach 3.77x, so the quickstart's cash-out at 1.20x is certain to land.
     t = await startTestApp({
-      env: { CRASH_BETTING_WINDOW_MS: '3000', CRASH_PAUSE_MS: '500', CRASH_TICK_MS: '50' },
+      env: { CRASH_BETTING_WINDOW_MS: '8000', CRASH_PAUSE_MS: '500', CRASH_TICK_MS: '50' },
       beforeStart: withSeeds(
         'crash',
         Array.from({ length: 20 }, () => KNOWN_CRASH_SEEDS.x377),

@@ -187,9 +187,9 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: {
-                    /** @description required on POST: 1 to 255 characters, unique per operation */
-                    "idempotency-key"?: string;
+                header: {
+                    /** @description 1 to 255 characters, unique per operation */
+                    "idempotency-key": string;
                 };
                 path?: never;
                 cookie?: never;
@@ -498,9 +498,9 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: {
-                    /** @description required on POST: 1 to 255 characters, unique per operation */
-                    "idempotency-key"?: string;
+                header: {
+                    /** @description 1 to 255 characters, unique per operation */
+                    "idempotency-key": string;
                 };
                 path?: never;
                 cookie?: never;
