@@ -8,7 +8,8 @@ const run = promisify(execFile);
 describe('npm run example:quickstart', () => {
   let t: TestApp;
   beforeAll(async () => {
-    // Rounds that reach 3.77x, so the quickstart's cash-out at 1.20x is certain to land.
+    // Rounds that reach 3.77x, so the quickstart's cash-out at 1.20x is certain to land; a long
+    // window so the child process is usually in time for the first one.
     t = await startTestApp({
       env: { CRASH_BETTING_WINDOW_MS: '8000', CRASH_PAUSE_MS: '500', CRASH_TICK_MS: '50' },
       beforeStart: withSeeds(
@@ -45,4 +46,20 @@ describe('npm run example:quickstart', () => {
       payout: result.payout,
     });
   }, 120_000);
+
+  it('the built package loads in plain Node (ESM, no TypeScript loader) and signs a call', async () => {
+    const op = await t.createOperator({ name: 'Plain Node' });
+    const script = [
+      "import { CrashClient } from '@round-betting/client';",
+      'const { SERVICE_URL: baseUrl, API_KEY: apiKey, API_SECRET: apiSecret } = process.env;',
+      'const c = new CrashClient({ baseUrl, apiKey, apiSecret });',
+      'const round = await c.currentRound();',
+      'console.log(JSON.stringify({ game: round.game, round_number: round.round_number }));',
+    ].join('\n');
+    const { stdout } = await run(process.execPath, ['--input-type=module', '-e', script], {
+      env: { ...process.env, SERVICE_URL: t.baseUrl, API_KEY: op.apiKey, API_SECRET: op.apiSecret },
+      timeout: 30_000,
+    });
+    expect(JSON.parse(stdout)).toMatchObject({ game: 'crash', round_number: expect.any(Number) });
+  });
 });
