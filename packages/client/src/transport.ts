@@ -108,7 +108,6 @@ export class Transport {
     const raw = req.body === undefined ? '' : JSON.stringify(req.body);
     const url = new URL(this.baseUrl + req.path);
     const signedPath = url.pathname + url.search;
-    let lastFailure: unknown;
     for (let attempt = 1; ; attempt++) {
       const timestamp = String(this.now());
       const names = HEADERS[this.surface];
@@ -128,6 +127,7 @@ export class Transport {
       if (req.idempotencyKey !== undefined) headers['idempotency-key'] = req.idempotencyKey;
 
       let response: Response;
+      let text: string;
       try {
         const timeout = AbortSignal.timeout(this.timeoutMs);
         response = await this.fetchImpl(url, {
@@ -137,9 +137,10 @@ export class Transport {
           signal: req.signal ? AbortSignal.any([req.signal, timeout]) : timeout,
           redirect: 'manual',
         });
+        // A connection cut while the answer streams in is no answer either.
+        text = await response.text();
       } catch (error) {
         if (req.signal?.aborted) throw req.signal.reason;
-        lastFailure = error;
         if (!req.retrySafe || attempt >= this.maxAttempts) {
           throw new BettingNetworkError(
             `${req.method} ${signedPath}: no answer after ${attempt} attempt(s): ${describe(error)}`,
@@ -154,7 +155,6 @@ export class Transport {
         continue;
       }
 
-      const text = await response.text();
       const data = parse(text);
       const requestId = response.headers.get('x-request-id') ?? undefined;
       if (response.ok) {
@@ -177,7 +177,6 @@ export class Transport {
           idempotencyKey: req.idempotencyKey ?? keyInBody(req.body),
         });
       }
-      lastFailure = response.status;
       const hinted = retryAfterMs(response.headers.get('retry-after'), this.now());
       await sleep(hinted === null ? this.backoff(attempt) : Math.min(hinted, this.maxDelayMs), req.signal);
     }

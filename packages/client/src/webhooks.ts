@@ -71,6 +71,7 @@ export async function verifyServiceSignature(
   const v1: Uint8Array[] = [];
   for (const element of header.split(',')) {
     const eq = element.indexOf('=');
+    if (eq <= 0) continue;
     const key = element.slice(0, eq).trim();
     const value = element.slice(eq + 1).trim();
     if (key === 't') t = value;
