@@ -9,6 +9,7 @@ import { sha256Hex } from '../rounds/fair-chain';
 import { deriveStockRaceOutcome, pctFromBp } from '../stock-race/outcome';
 import type { AppServices } from '../services';
 import { SURFACE_B_STATUS } from './error-maps';
+import { documentSecurity } from './openapi';
 import { errorHandler, type Surface } from './surface';
 
 /** Unauthenticated endpoints: health, fairness verification. Errors use the Surface B shape. */
@@ -24,6 +25,8 @@ const Seed = Type.String({ pattern: '^[0-9a-f]{64}$', description: 'must be the 
 export async function publicRoutes(app: FastifyInstance, s: AppServices): Promise<void> {
   const r = app.withTypeProvider<TypeBoxTypeProvider>();
   app.setErrorHandler(errorHandler(publicSurface));
+  // Anyone may recompute a round: these operations need no credentials (an explicit empty list).
+  documentSecurity(app, []);
 
   r.get(
     '/fairness/crash',

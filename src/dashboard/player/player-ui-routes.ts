@@ -5,6 +5,7 @@ import { toBet } from '../../bets/bet-repository';
 import { formatMultiplier } from '../../crash/multiplier';
 import { isDomainError, type ErrorCode } from '../../errors/codes';
 import { SURFACE_B_STATUS } from '../../http/error-maps';
+import { hideFromOpenApi } from '../../http/openapi';
 import { streamFeed } from '../../http/sse';
 import { currencyExponent, formatMinor } from '../../money/currency';
 import type { CrashOutcome } from '../../rounds/round';
@@ -97,6 +98,7 @@ async function recentCrashPoints(db: SqlExecutor, limit: number): Promise<{ roun
  * Crash view with its feed. Every route but the assets opens only with a live session token.
  */
 export async function playerUiRoutes(app: FastifyInstance, s: AppServices): Promise<void> {
+  hideFromOpenApi(app);
   app.setErrorHandler((error: FastifyError | Error, req, reply) => {
     const code: ErrorCode = isDomainError(error) ? error.code : (error as FastifyError).validation ? 'VALIDATION_FAILED' : 'INTERNAL';
     const status = SURFACE_B_STATUS[code];
