@@ -94,7 +94,7 @@ describe('the player verify view in Chromium', () => {
     await page.reload();
     await page.locator('#verdict[data-result="mismatch"]').waitFor();
     const failed = await page.locator('#checks li.bad').allTextContents();
-    expect(failed).toContain("the seed hashed forward 1 times is the chain's published commitment");
+    expect(failed).toContain("the seed hashed forward 1 time is the chain's published commitment");
     expect(failed).toContain('the crash point played is the one the seed and salt give');
     await page.unroute(target);
 

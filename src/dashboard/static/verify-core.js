@@ -79,8 +79,9 @@ export async function verifyRound(round, chain) {
   }
   check('sha256(seed) is the seed_hash published when the round opened', (await sha256HexOfText(seed)) === round.seed_hash, round.seed_hash);
   if (chain) {
-    const reached = await hashForward(seed, Number(round.chain_idx) + 1);
-    check(`the seed hashed forward ${Number(round.chain_idx) + 1} times is the chain's published commitment`, reached === chain.commitment, chain.commitment);
+    const steps = Number(round.chain_idx) + 1;
+    const reached = await hashForward(seed, steps);
+    check(`the seed hashed forward ${steps} time${steps === 1 ? '' : 's'} is the chain's published commitment`, reached === chain.commitment, chain.commitment);
     if (chain.contribution !== null && chain.contribution !== undefined) {
       check('the salt is sha256(commitment:contribution)', (await deriveSalt(chain.commitment, chain.contribution)) === round.salt, round.salt);
       check('the salt was fixed after the commitment was published', Number(chain.salt_fixed_at) >= Number(chain.committed_at), '');
