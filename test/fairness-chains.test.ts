@@ -10,7 +10,7 @@ import { crashPointFromHash } from '../src/crash/fairness';
 import { deriveStockRaceOutcome, raceKey } from '../src/stock-race/outcome';
 import { FAST_ROUNDS } from './browser/support';
 import { withShortCommittedCrashChain } from './support/fair-chains';
-import { eventually, startTestApp, type TestApp } from './support/harness';
+import { eventually, startTestApp, STORES, type TestApp } from './support/harness';
 
 const run = promisify(execFile);
 const ROOT = resolve(import.meta.dirname, '..');
@@ -47,12 +47,12 @@ async function alteringProxy(target: string, roundId: string, seed: string): Pro
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, server };
 }
 
-describe('public fairness record over HTTP, and npm run verify', () => {
+describe.each(STORES)('public fairness record over HTTP, and npm run verify (%s)', (store) => {
   let t: TestApp;
   const short = withShortCommittedCrashChain(3);
 
   beforeAll(async () => {
-    t = await startTestApp({ env: FAST_ROUNDS, beforeStart: short.seed });
+    t = await startTestApp({ store, env: FAST_ROUNDS, beforeStart: short.seed });
   });
 
   afterAll(async () => {
@@ -178,5 +178,54 @@ describe('public fairness record over HTTP, and npm run verify', () => {
     const missing = await verifyScript('round_missing', t.baseUrl);
     expect(missing.code).toBe(2);
     expect(missing.stderr).toContain('answered 404');
+  });
+});
+
+describe('a production start: the chain waits for a contribution', () => {
+  let t: TestApp;
+
+  beforeAll(async () => {
+    t = await startTestApp({ env: { ...FAST_ROUNDS, FAIR_AUTO_CONTRIBUTE: 'false' } });
+  });
+
+  afterAll(async () => {
+    await t?.close();
+  });
+
+  it('publishes the commitment, opens no round until someone contributes, then plays with the derived salt', async () => {
+    const waiting = await eventually(async () => {
+      const { body } = await getJson(`${t.baseUrl}/fairness/chains?game=crash`);
+      return body.chains[0];
+    });
+    expect(waiting).toMatchObject({ status: 'awaiting_contribution', salt: null, contribution: null, first_played_idx: null, length: 200 });
+    // The engine looks again every second; well past that, still no round.
+    await new Promise((r) => setTimeout(r, 2_500));
+    expect(await t.app.services.db.get(`SELECT id FROM rounds WHERE game = 'crash'`)).toBeUndefined();
+
+    const res = await request(`${t.baseUrl}/fairness/chains/${waiting.chain_id}/contribution`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ contributor: 'Casino One', value: 'chosen after seeing the commitment' }),
+    });
+    expect(res.statusCode).toBe(200);
+    const fixed = (await res.body.json()) as any;
+    expect(fixed).toMatchObject({
+      status: 'playable',
+      contributor: 'Casino One',
+      contribution_automatic: false,
+      salt: sha(`${waiting.commitment}:chosen after seeing the commitment`),
+    });
+    expect(fixed.salt_fixed_at).toBeGreaterThanOrEqual(fixed.committed_at);
+
+    const round = await eventually(
+      async () => t.app.services.db.get<{ id: string }>(`SELECT id FROM rounds WHERE game = 'crash'`),
+      10_000,
+      100,
+      'the first crash round',
+    );
+    const verifyData = (await getJson(`${t.baseUrl}/fairness/rounds/${round.id}`)).body;
+    expect(verifyData).toMatchObject({ chain_id: waiting.chain_id, chain_idx: 0, commitment: waiting.commitment, salt: fixed.salt, house_edge_bp: 100 });
+    expect(verifyData.seed).toBeUndefined();
+    expect((await getJson(`${t.baseUrl}/fairness/chains/${waiting.chain_id}`)).body.first_played_idx).toBe(0);
   });
 });
