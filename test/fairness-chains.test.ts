@@ -10,7 +10,7 @@ import { crashPointFromHash } from '../src/crash/fairness';
 import { deriveStockRaceOutcome, raceKey } from '../src/stock-race/outcome';
 import { FAST_ROUNDS } from './browser/support';
 import { withShortCommittedCrashChain } from './support/fair-chains';
-import { eventually, startTestApp, STORES, type TestApp } from './support/harness';
+import { eventually, KNOWN_CRASH_SEEDS, startTestApp, STORES, withSeeds, type TestApp } from './support/harness';
 
 const run = promisify(execFile);
 const ROOT = resolve(import.meta.dirname, '..');
@@ -227,5 +227,34 @@ describe('a production start: the chain waits for a contribution', () => {
     expect(verifyData).toMatchObject({ chain_id: waiting.chain_id, chain_idx: 0, commitment: waiting.commitment, salt: fixed.salt, house_edge_bp: 100 });
     expect(verifyData.seed).toBeUndefined();
     expect((await getJson(`${t.baseUrl}/fairness/chains/${waiting.chain_id}`)).body.first_played_idx).toBe(0);
+  });
+});
+
+describe("npm run verify on a round played from bustabit's published games", () => {
+  let t: TestApp;
+
+  beforeAll(async () => {
+    // A test fixture: bustabit v2 games #1394727 (1.18x) and #1394728 (1.26x) with bustabit's salt.
+    t = await startTestApp({ env: FAST_ROUNDS, beforeStart: withSeeds('crash', [KNOWN_CRASH_SEEDS.x118, KNOWN_CRASH_SEEDS.x126]) });
+  });
+
+  afterAll(async () => {
+    await t?.close();
+  });
+
+  it('recomputes 1.18x from the seed and bustabit\'s salt', async () => {
+    const round = await eventually(
+      async () => t.app.services.db.get<{ id: string }>(`SELECT id FROM rounds WHERE game = 'crash' AND status = 'closed' ORDER BY round_number LIMIT 1`),
+      30_000,
+      200,
+      'the bustabit round',
+    );
+    const result = await verifyScript(round.id, t.baseUrl);
+    expect(result.code).toBe(0);
+    expect(result.stdout).toContain(`seed ${KNOWN_CRASH_SEEDS.x118}`);
+    expect(result.stdout).toContain('salt 0000000000000000004d6ec16dafe9d8370958664c1dc422f452892264c59526');
+    expect(result.stdout).toContain('recomputed crash point: 1.18x');
+    expect(result.stdout).toContain('ok       the chain is a test fixture');
+    expect(result.stdout.trim().split('\n').at(-1)).toBe('VERIFIED');
   });
 });

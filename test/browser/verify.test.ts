@@ -100,4 +100,37 @@ describe('the player verify view in Chromium', () => {
 
     expect(unexpectedErrors(w.errors)).toEqual([]);
   });
+
+  it("recomputes bustabit's published game #1394728 (1.26x) with Chromium's WebCrypto", async () => {
+    const { page } = w;
+    // bustabit's own values, served in the shape of a round and its chain: game #1394728 sits four
+    // steps above game #1394724, which plays the part of the commitment here.
+    const seed = 'b2acd37fbdb5509926ab5d7329704c840f8467266c90019682f3b260a029bdba';
+    let game1394724 = seed;
+    for (let i = 0; i < 4; i++) game1394724 = sha(game1394724);
+    await page.route('**/fairness/rounds/bustabit-1394728', (route) =>
+      route.fulfill({
+        json: {
+          round_id: 'bustabit-1394728',
+          game: 'crash',
+          status: 'closed',
+          seed,
+          seed_hash: sha(seed),
+          chain_id: 'bustabit-v2',
+          chain_idx: 3,
+          salt: '0000000000000000004d6ec16dafe9d8370958664c1dc422f452892264c59526',
+          house_edge_bp: 100,
+          outcome: { crash_point: 126 },
+        },
+      }),
+    );
+    await page.route('**/fairness/chains?game=crash', (route) =>
+      route.fulfill({ json: { chains: [{ chain_id: 'bustabit-v2', origin: 'fixture', commitment: game1394724, contribution: null }] } }),
+    );
+    await page.goto(`${verifyUrl}&round=bustabit-1394728`);
+    await page.locator('#verdict[data-result="verified"]').waitFor();
+    await expect(page.locator('#details').textContent()).resolves.toContain('Crash point (recomputed)1.26x');
+    await expect(page.locator('#checks li.ok').allTextContents()).resolves.toContain("the seed hashed forward 4 times is the chain's published commitment");
+    await page.unrouteAll();
+  });
 });
