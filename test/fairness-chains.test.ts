@@ -126,6 +126,15 @@ describe.each(STORES)('public fairness record over HTTP, and npm run verify (%s)
     expect((await getJson(`${t.baseUrl}/fairness/chains/chain_missing`)).status).toBe(404);
   });
 
+  it('the Stock Race calculator takes the salt, and without it races on the seed', async () => {
+    const seed = short.hashes[5]!;
+    const salted = (await getJson(`${t.baseUrl}/fairness/stock-race?seed=${seed}&salt=${short.salt}&symbols=AAPL,MSFT,NVDA`)).body;
+    const expected = deriveStockRaceOutcome(raceKey(seed, short.salt), ['AAPL', 'MSFT', 'NVDA']);
+    expect(salted).toMatchObject({ salt: short.salt, race_key: raceKey(seed, short.salt), winner: expected.winner });
+    const bare = (await getJson(`${t.baseUrl}/fairness/stock-race?seed=${seed}&symbols=AAPL,MSFT,NVDA`)).body;
+    expect(bare).toMatchObject({ salt: null, race_key: seed, winner: deriveStockRaceOutcome(seed, ['AAPL', 'MSFT', 'NVDA']).winner });
+  });
+
   it('accepts one contribution per chain; a chain that has its salt answers 409, bad input 400', async () => {
     const post = async (chainId: string, body: unknown) => {
       const res = await request(`${t.baseUrl}/fairness/chains/${chainId}/contribution`, {

@@ -68,12 +68,14 @@ export async function publicRoutes(app: FastifyInstance, s: AppServices): Promis
       schema: {
         summary: 'Recompute a Stock Race round from its revealed seed',
         description:
-          'Per symbol: digest = HMAC-SHA256(key = seed bytes, message = symbol); move = (first 52 bits mod 2001) - 1000 hundredths of a percent. ' +
+          'key = HMAC-SHA256(key = salt text, message = seed bytes), or the seed itself without a salt. ' +
+          'Per symbol: digest = HMAC-SHA256(key = key bytes, message = symbol); move = (first 52 bits mod 2001) - 1000 hundredths of a percent. ' +
           'The best move wins; equal moves are ordered by the larger digest.',
         tags: ['Fairness'],
         querystring: Type.Object(
           {
             seed: Seed,
+            salt: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: "the round's chain salt; omit for an unsalted race" })),
             symbols: Type.Optional(Type.String({ description: 'comma-separated, in the round\'s order; defaults to the configured list' })),
           },
           { additionalProperties: false },
@@ -82,9 +84,12 @@ export async function publicRoutes(app: FastifyInstance, s: AppServices): Promis
     },
     async (req) => {
       const symbols = req.query.symbols ? req.query.symbols.split(',').map((x) => x.trim()) : s.config.stockRace.symbols;
-      const outcome = deriveStockRaceOutcome(req.query.seed, symbols);
+      const key = raceKey(req.query.seed, req.query.salt ?? null);
+      const outcome = deriveStockRaceOutcome(key, symbols);
       return {
         seed: req.query.seed,
+        salt: req.query.salt ?? null,
+        race_key: key,
         seed_hash: sha256Hex(req.query.seed),
         previous_seed: previousHash(req.query.seed),
         winner: outcome.winner,
