@@ -50,9 +50,12 @@ async function main() {
   console.log(`seed ${round.seed}`);
   console.log(`salt ${round.salt}`);
   for (const c of result.checks) console.log(`  ${c.ok ? 'ok      ' : 'MISMATCH'} ${c.name}`);
-  if (result.recomputed?.crash_point !== undefined) console.log(`recomputed crash point: ${(result.recomputed.crash_point / 100).toFixed(2)}x`);
+  if (result.recomputed?.crash_point !== undefined)
+    console.log(`recomputed crash point: ${(result.recomputed.crash_point / 100).toFixed(2)}x`);
   if (result.recomputed?.winner !== undefined) {
-    console.log(`recomputed winner: ${result.recomputed.winner} ${(result.recomputed.winner_pct_bp / 100).toFixed(2)}%`);
+    console.log(
+      `recomputed winner: ${result.recomputed.winner} ${(result.recomputed.winner_pct_bp / 100).toFixed(2)}%`,
+    );
   }
   console.log(result.verified ? 'VERIFIED' : 'MISMATCH');
   return result.verified ? 0 : 1;

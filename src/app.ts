@@ -67,7 +67,9 @@ export async function createApp(config: Config, overrides: AppOverrides = {}): P
   const complianceFlags = new ComplianceService(logger.child({ part: 'compliance' }));
   const compliance: ComplianceHooks = complianceFlags;
   const webhooks = new WebhookService({ db, box: secretBoxFor(config), clock, logger, operators, config });
-  const chain = new FairChainService(db, (game) => (game === 'crash' ? config.crash.chainLength : config.stockRace.chainLength), {
+  const chainLengthOf = (game: 'crash' | 'stock_race') =>
+    game === 'crash' ? config.crash.chainLength : config.stockRace.chainLength;
+  const chain = new FairChainService(db, chainLengthOf, {
     clock,
     logger: logger.child({ part: 'fairness' }),
     autoContribute: config.fairness.autoContribute,

@@ -24,7 +24,9 @@ async function getJson(url: string): Promise<{ status: number; body: any }> {
 /** `npm run verify` as a player would run it; resolves with the exit code and what it printed. */
 async function verifyScript(roundId: string, url: string): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
-    const { stdout, stderr } = await run('npm', ['run', '-s', 'verify', '--', '--round', roundId, '--url', url], { cwd: ROOT });
+    const { stdout, stderr } = await run('npm', ['run', '-s', 'verify', '--', '--round', roundId, '--url', url], {
+      cwd: ROOT,
+    });
     return { code: 0, stdout, stderr };
   } catch (error) {
     const e = error as { code: number; stdout: string; stderr: string };
@@ -61,7 +63,11 @@ describe.each(STORES)('public fairness record over HTTP, and npm run verify (%s)
 
   const closedRound = (game: 'crash' | 'stock_race') =>
     eventually(
-      async () => t.app.services.db.get<{ id: string }>(`SELECT id FROM rounds WHERE game = ? AND status = 'closed' ORDER BY round_number LIMIT 1`, [game]),
+      async () =>
+        t.app.services.db.get<{ id: string }>(
+          `SELECT id FROM rounds WHERE game = ? AND status = 'closed' ORDER BY round_number LIMIT 1`,
+          [game],
+        ),
       45_000,
       200,
       `a closed ${game} round`,
@@ -87,9 +93,16 @@ describe.each(STORES)('public fairness record over HTTP, and npm run verify (%s)
     expect(crash.salt_fixed_at).toBeGreaterThan(crash.committed_at);
     // Stock Race published its own chain at start-up; in test the service contributed itself, flagged.
     const race = body.chains.find((c: any) => c.game === 'stock_race');
-    expect(race).toMatchObject({ origin: 'generated', status: 'playable', contribution_automatic: true, first_played_idx: 0 });
+    expect(race).toMatchObject({
+      origin: 'generated',
+      status: 'playable',
+      contribution_automatic: true,
+      first_played_idx: 0,
+    });
     expect(race.salt).toBe(sha(`${race.commitment}:${race.contribution}`));
-    expect((await getJson(`${t.baseUrl}/fairness/chains?game=crash`)).body.chains.map((c: any) => c.game)).toEqual(['crash']);
+    expect((await getJson(`${t.baseUrl}/fairness/chains?game=crash`)).body.chains.map((c: any) => c.game)).toEqual([
+      'crash',
+    ]);
   });
 
   it("shows every revealed seed of a chain verified against its commitment, and a round's verify data", async () => {
@@ -119,7 +132,7 @@ describe.each(STORES)('public fairness record over HTTP, and npm run verify (%s)
       commitment_holds: true,
       links_to_commitment: true,
       outcome: { crash_point: short.points[0] },
-      recomputed: { crash_point: (short.points[0]! / 100) },
+      recomputed: { crash_point: short.points[0]! / 100 },
     });
     expect(crashPointFromHash(short.hashes[0]!, short.salt, 100)).toBe(short.points[0]);
 
@@ -128,11 +141,17 @@ describe.each(STORES)('public fairness record over HTTP, and npm run verify (%s)
 
   it('the Stock Race calculator takes the salt, and without it races on the seed', async () => {
     const seed = short.hashes[5]!;
-    const salted = (await getJson(`${t.baseUrl}/fairness/stock-race?seed=${seed}&salt=${short.salt}&symbols=AAPL,MSFT,NVDA`)).body;
+    const salted = (
+      await getJson(`${t.baseUrl}/fairness/stock-race?seed=${seed}&salt=${short.salt}&symbols=AAPL,MSFT,NVDA`)
+    ).body;
     const expected = deriveStockRaceOutcome(raceKey(seed, short.salt), ['AAPL', 'MSFT', 'NVDA']);
     expect(salted).toMatchObject({ salt: short.salt, race_key: raceKey(seed, short.salt), winner: expected.winner });
     const bare = (await getJson(`${t.baseUrl}/fairness/stock-race?seed=${seed}&symbols=AAPL,MSFT,NVDA`)).body;
-    expect(bare).toMatchObject({ salt: null, race_key: seed, winner: deriveStockRaceOutcome(seed, ['AAPL', 'MSFT', 'NVDA']).winner });
+    expect(bare).toMatchObject({
+      salt: null,
+      race_key: seed,
+      winner: deriveStockRaceOutcome(seed, ['AAPL', 'MSFT', 'NVDA']).winner,
+    });
   });
 
   it('accepts one contribution per chain; a chain that has its salt answers 409, bad input 400', async () => {
@@ -165,7 +184,10 @@ describe.each(STORES)('public fairness record over HTTP, and npm run verify (%s)
     const race = await closedRound('stock_race');
     const raceOk = await verifyScript(race.id, t.baseUrl);
     expect(raceOk.code).toBe(0);
-    const round = (await t.app.services.db.get<{ seed: string; settings: string }>('SELECT seed, settings FROM rounds WHERE id = ?', [race.id]))!;
+    const round = (await t.app.services.db.get<{ seed: string; settings: string }>(
+      'SELECT seed, settings FROM rounds WHERE id = ?',
+      [race.id],
+    ))!;
     const settings = JSON.parse(round.settings);
     const expected = deriveStockRaceOutcome(raceKey(round.seed, settings.salt), settings.symbols);
     expect(raceOk.stdout).toContain(`recomputed winner: ${expected.winner}`);
@@ -201,12 +223,18 @@ describe('a production start: the chain waits for a contribution', () => {
     await t?.close();
   });
 
-  it('publishes the commitment, opens no round until someone contributes, then plays with the derived salt', async () => {
+  it('publishes the commitment, opens no round until a contribution, then plays with the derived salt', async () => {
     const waiting = await eventually(async () => {
       const { body } = await getJson(`${t.baseUrl}/fairness/chains?game=crash`);
       return body.chains[0];
     });
-    expect(waiting).toMatchObject({ status: 'awaiting_contribution', salt: null, contribution: null, first_played_idx: null, length: 200 });
+    expect(waiting).toMatchObject({
+      status: 'awaiting_contribution',
+      salt: null,
+      contribution: null,
+      first_played_idx: null,
+      length: 200,
+    });
     // The engine looks again every second; well past that, still no round.
     await new Promise((r) => setTimeout(r, 2_500));
     expect(await t.app.services.db.get(`SELECT id FROM rounds WHERE game = 'crash'`)).toBeUndefined();
@@ -233,7 +261,13 @@ describe('a production start: the chain waits for a contribution', () => {
       'the first crash round',
     );
     const verifyData = (await getJson(`${t.baseUrl}/fairness/rounds/${round.id}`)).body;
-    expect(verifyData).toMatchObject({ chain_id: waiting.chain_id, chain_idx: 0, commitment: waiting.commitment, salt: fixed.salt, house_edge_bp: 100 });
+    expect(verifyData).toMatchObject({
+      chain_id: waiting.chain_id,
+      chain_idx: 0,
+      commitment: waiting.commitment,
+      salt: fixed.salt,
+      house_edge_bp: 100,
+    });
     expect(verifyData.seed).toBeUndefined();
     expect((await getJson(`${t.baseUrl}/fairness/chains/${waiting.chain_id}`)).body.first_played_idx).toBe(0);
   });
@@ -244,16 +278,22 @@ describe("npm run verify on a round played from bustabit's published games", () 
 
   beforeAll(async () => {
     // A test fixture: bustabit v2 games #1394727 (1.18x) and #1394728 (1.26x) with bustabit's salt.
-    t = await startTestApp({ env: FAST_ROUNDS, beforeStart: withSeeds('crash', [KNOWN_CRASH_SEEDS.x118, KNOWN_CRASH_SEEDS.x126]) });
+    t = await startTestApp({
+      env: FAST_ROUNDS,
+      beforeStart: withSeeds('crash', [KNOWN_CRASH_SEEDS.x118, KNOWN_CRASH_SEEDS.x126]),
+    });
   });
 
   afterAll(async () => {
     await t?.close();
   });
 
-  it('recomputes 1.18x from the seed and bustabit\'s salt', async () => {
+  it("recomputes 1.18x from the seed and bustabit's salt", async () => {
     const round = await eventually(
-      async () => t.app.services.db.get<{ id: string }>(`SELECT id FROM rounds WHERE game = 'crash' AND status = 'closed' ORDER BY round_number LIMIT 1`),
+      async () =>
+        t.app.services.db.get<{ id: string }>(
+          `SELECT id FROM rounds WHERE game = 'crash' AND status = 'closed' ORDER BY round_number LIMIT 1`,
+        ),
       30_000,
       200,
       'the bustabit round',

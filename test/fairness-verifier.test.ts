@@ -1,7 +1,13 @@
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { crashPoint, deriveSalt, hashForward, stockRace, verifyRound } from '../src/dashboard/static/verify-core.js';
-import { BUSTABIT_V2_TERMINATING_HASH, crashPointFromHash, DEFAULT_BUSTABIT_SALT, generateChain, previousHash } from '../src/crash/fairness';
+import {
+  BUSTABIT_V2_TERMINATING_HASH,
+  crashPointFromHash,
+  DEFAULT_BUSTABIT_SALT,
+  generateChain,
+  previousHash,
+} from '../src/crash/fairness';
 import { deriveSalt as serverDeriveSalt } from '../src/rounds/fair-chain';
 import { deriveStockRaceOutcome, raceKey } from '../src/stock-race/outcome';
 
@@ -31,7 +37,10 @@ describe('the WebCrypto verifier (player page and npm run verify)', () => {
       expect(await crashPoint(seed, salt, edge)).toBe(crashPointFromHash(seed, salt, edge));
       const race = await stockRace(seed, salt, SYMBOLS);
       const server = deriveStockRaceOutcome(raceKey(seed, salt), SYMBOLS);
-      expect({ winner: race.winner, pct: race.winner_pct_bp }).toEqual({ winner: server.winner, pct: server.winner_pct_bp });
+      expect({ winner: race.winner, pct: race.winner_pct_bp }).toEqual({
+        winner: server.winner,
+        pct: server.winner_pct_bp,
+      });
       expect(await deriveSalt(salt, `contribution ${i}`)).toBe(serverDeriveSalt(salt, `contribution ${i}`));
     }
   });
@@ -40,7 +49,13 @@ describe('the WebCrypto verifier (player page and npm run verify)', () => {
     const chain = generateChain(randomBytes(32).toString('hex'), 6);
     const commitment = previousHash(chain[0]!);
     const salt = serverDeriveSalt(commitment, 'operator seed');
-    const record = { commitment, contribution: 'operator seed', committed_at: 1, salt_fixed_at: 2, origin: 'generated' };
+    const record = {
+      commitment,
+      contribution: 'operator seed',
+      committed_at: 1,
+      salt_fixed_at: 2,
+      origin: 'generated',
+    };
     const round = {
       game: 'crash',
       seed: chain[4]!,
@@ -56,9 +71,13 @@ describe('the WebCrypto verifier (player page and npm run verify)', () => {
 
     const altered = await verifyRound({ ...round, seed: chain[3]! }, record);
     expect(altered.verified).toBe(false);
-    expect(altered.checks.filter((c) => !c.ok).map((c) => c.name)).toContain('sha256(seed) is the seed_hash published when the round opened');
+    expect(altered.checks.filter((c) => !c.ok).map((c) => c.name)).toContain(
+      'sha256(seed) is the seed_hash published when the round opened',
+    );
     expect((await verifyRound({ ...round, chain_idx: 3 }, record)).verified).toBe(false);
-    expect((await verifyRound({ ...round, outcome: { crash_point: round.outcome.crash_point + 1 } }, record)).verified).toBe(false);
+    expect(
+      (await verifyRound({ ...round, outcome: { crash_point: round.outcome.crash_point + 1 } }, record)).verified,
+    ).toBe(false);
     expect((await verifyRound(round, { ...record, contribution: 'another seed' })).verified).toBe(false);
     expect((await verifyRound(round, { ...record, salt_fixed_at: 0 })).verified).toBe(false);
     expect((await verifyRound(round, null)).verified).toBe(false);

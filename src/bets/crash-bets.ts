@@ -86,7 +86,11 @@ export async function cashoutCrashBet(
   }
   if (round.status !== 'running' || round.runningAt === null) throw new DomainError('BET_NOT_ACTIVE', `round ${round.roundNumber} is over`);
   // The round's frozen salt and edge (its chain's salt), never today's configuration.
-  const crash = crashPointOf(round.seed, String(round.settings.salt ?? rules.salt), Number(round.settings.house_edge_bp ?? rules.houseEdgeBp));
+  const crash = crashPointOf(
+    round.seed,
+    String(round.settings.salt ?? rules.salt),
+    Number(round.settings.house_edge_bp ?? rules.houseEdgeBp),
+  );
   const now_m = multiplierAt(Math.max(0, now - round.runningAt));
   const target = effectiveTarget(bet, operator.settings.crash.max_payout_per_bet);
   let multiplier: number;

@@ -39,7 +39,9 @@ describe('config', () => {
     expect(loadConfig({ APP_ENV: 'test' }).fairness.autoContribute).toBe(true);
     expect(loadConfig({ APP_ENV: 'development', FAIR_AUTO_CONTRIBUTE: 'false' }).fairness.autoContribute).toBe(false);
     expect(loadConfig(prod).fairness.autoContribute).toBe(false);
-    expect(() => loadConfig({ ...prod, FAIR_AUTO_CONTRIBUTE: 'true' })).toThrow(/FAIR_AUTO_CONTRIBUTE cannot be true in production/);
+    expect(() => loadConfig({ ...prod, FAIR_AUTO_CONTRIBUTE: 'true' })).toThrow(
+      /FAIR_AUTO_CONTRIBUTE cannot be true in production/,
+    );
   });
 
   it('keeps idempotency keys at least 24 hours', () => {

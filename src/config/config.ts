@@ -134,7 +134,9 @@ export function loadConfig(env: Env = process.env, options: { serving?: boolean 
   const salt = env.CRASH_SALT || DEFAULT_BUSTABIT_SALT;
   const autoContribute = bool(env, 'FAIR_AUTO_CONTRIBUTE', appEnv !== 'production');
   if (autoContribute && appEnv === 'production') {
-    throw new ConfigError('FAIR_AUTO_CONTRIBUTE cannot be true in production: a salt the service picks itself proves nothing');
+    throw new ConfigError(
+      'FAIR_AUTO_CONTRIBUTE cannot be true in production: a salt the service picks itself proves nothing',
+    );
   }
   const scheme = tls || trustProxyTls ? 'https' : 'http';
   const publicBaseUrl = (env.PUBLIC_BASE_URL || `${scheme}://${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}`).replace(/\/+$/, '');

@@ -69,13 +69,16 @@ export async function publicRoutes(app: FastifyInstance, s: AppServices): Promis
         summary: 'Recompute a Stock Race round from its revealed seed',
         description:
           'key = HMAC-SHA256(key = salt text, message = seed bytes), or the seed itself without a salt. ' +
-          'Per symbol: digest = HMAC-SHA256(key = key bytes, message = symbol); move = (first 52 bits mod 2001) - 1000 hundredths of a percent. ' +
+          'Per symbol: digest = HMAC-SHA256(key = key bytes, message = symbol); ' +
+          'move = (first 52 bits mod 2001) - 1000 hundredths of a percent. ' +
           'The best move wins; equal moves are ordered by the larger digest.',
         tags: ['Fairness'],
         querystring: Type.Object(
           {
             seed: Seed,
-            salt: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: "the round's chain salt; omit for an unsalted race" })),
+            salt: Type.Optional(
+              Type.String({ minLength: 1, maxLength: 200, description: "the round's chain salt; none: unsalted" }),
+            ),
             symbols: Type.Optional(Type.String({ description: 'comma-separated, in the round\'s order; defaults to the configured list' })),
           },
           { additionalProperties: false },
@@ -112,6 +115,7 @@ export async function publicRoutes(app: FastifyInstance, s: AppServices): Promis
       const round = await roundRepository.byId(s.db, req.params.round_id);
       if (!round) throw new DomainError('ROUND_NOT_FOUND', `no round ${req.params.round_id}`);
       const chain = await s.fairChains.record(round.chainId);
+      const edgeBp = Number(round.settings.house_edge_bp);
       // What a verifier needs besides the seed: the chain, the index and the rules frozen into the round.
       const verifyData = {
         chain_id: round.chainId,
@@ -119,7 +123,7 @@ export async function publicRoutes(app: FastifyInstance, s: AppServices): Promis
         commitment: chain?.commitment ?? null,
         salt: typeof round.settings.salt === 'string' ? round.settings.salt : null,
         ...(round.game === 'crash'
-          ? { house_edge_bp: Number(round.settings.house_edge_bp), rtp_bp: 10_000 - Number(round.settings.house_edge_bp) }
+          ? { house_edge_bp: edgeBp, rtp_bp: 10_000 - edgeBp }
           : { symbols: round.settings.symbols as string[] }),
       };
       if (round.status !== 'closed' && round.status !== 'void') {
@@ -164,7 +168,10 @@ export async function publicRoutes(app: FastifyInstance, s: AppServices): Promis
       schema: {
         summary: 'Every hash chain: its commitment, when it was published, its salt and when that was fixed',
         tags: ['Fairness'],
-        querystring: Type.Object({ game: Type.Optional(Type.Union([Type.Literal('crash'), Type.Literal('stock_race')])) }, { additionalProperties: false }),
+        querystring: Type.Object(
+          { game: Type.Optional(Type.Union([Type.Literal('crash'), Type.Literal('stock_race')])) },
+          { additionalProperties: false },
+        ),
       },
     },
     async (req) => {
@@ -179,8 +186,9 @@ export async function publicRoutes(app: FastifyInstance, s: AppServices): Promis
       schema: {
         summary: "One chain's public record, with every revealed seed checked against the commitment",
         description:
-          'A seed revealed at index i is `verified` when sha256 applied i + 1 times (each step to the 64-character lowercase hex text of the ' +
-          'previous result) gives the commitment. salt = sha256(commitment + ":" + contribution), hex.',
+          'A seed revealed at index i is `verified` when sha256 applied i + 1 times (each step to the ' +
+          '64-character lowercase hex text of the previous result) gives the commitment. ' +
+          'salt = sha256(commitment + ":" + contribution), hex.',
         tags: ['Fairness'],
         params: Type.Object({ chain_id: Type.String({ minLength: 1, maxLength: 100 }) }),
       },
@@ -207,15 +215,19 @@ export async function publicRoutes(app: FastifyInstance, s: AppServices): Promis
         params: Type.Object({ chain_id: Type.String({ minLength: 1, maxLength: 100 }) }),
         body: Type.Object(
           {
-            contributor: Type.String({ minLength: 1, maxLength: 64, description: 'who contributes, as it will be shown in the record' }),
-            value: Type.String({ pattern: CONTRIBUTION_PATTERN.source, description: 'must be 1 to 256 printable ASCII characters' }),
+            contributor: Type.String({ minLength: 1, maxLength: 64, description: 'who contributes, as shown' }),
+            value: Type.String({
+              pattern: CONTRIBUTION_PATTERN.source,
+              description: 'must be 1 to 256 printable ASCII characters',
+            }),
           },
           { additionalProperties: false },
         ),
       },
     },
     async (req) => {
-      const record = await s.fairChains.contribute(req.params.chain_id, { contributor: req.body.contributor, value: req.body.value });
+      const { contributor, value } = req.body;
+      const record = await s.fairChains.contribute(req.params.chain_id, { contributor, value });
       return presentChain(s.fairChains, record);
     },
   );

@@ -49,7 +49,8 @@ describe('round engine driving Crash on a fake clock', () => {
       salt: DEFAULT_BUSTABIT_SALT,
       houseEdgeBp: 100,
     });
-    engine = new RoundEngine({ db, clock, driver: game, logger, chain: new FairChainService(db, () => 10, { clock, logger, autoContribute: true, allowFixtures: true }), leaseCheckMs: 60_000 });
+    const chain = new FairChainService(db, () => 10, { clock, logger, autoContribute: true, allowFixtures: true });
+    engine = new RoundEngine({ db, clock, driver: game, logger, chain, leaseCheckMs: 60_000 });
     events = [];
     engine.on((e) => events.push(e));
   }

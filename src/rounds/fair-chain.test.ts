@@ -55,7 +55,8 @@ describe('hash chain commitments', () => {
       db,
       logger,
       compliance: noCompliance,
-      settingsOf: async (id) => (await new OperatorService(db, new SecretBox(randomBytes(32)), clock, 1000).get(id)).settings,
+      settingsOf: async (id) =>
+        (await new OperatorService(db, new SecretBox(randomBytes(32)), clock, 1000).get(id)).settings,
       bettingWindowMs: 1_000,
       pauseMs: 500,
       tickMs: 100,
@@ -72,13 +73,22 @@ describe('hash chain commitments', () => {
     const commitment = previousHash(hashes[0]!);
     const chainId = 'chain_salted_early';
     await db.transaction(async (tx) => {
-      for (const [i, h] of hashes.entries()) await tx.run('INSERT INTO fair_chains (game, chain_id, idx, hash) VALUES (?, ?, ?, ?)', ['crash', chainId, i, h]);
+      for (const [i, h] of hashes.entries())
+        await tx.run('INSERT INTO fair_chains (game, chain_id, idx, hash) VALUES (?, ?, ?, ?)', [
+          'crash',
+          chainId,
+          i,
+          h,
+        ]);
       await tx.run(
-        `INSERT INTO fair_chain_records (chain_id, game, length, origin, commitment, committed_at, contribution, contributor, contribution_automatic, salt, salt_fixed_at)
+        `INSERT INTO fair_chain_records (chain_id, game, length, origin, commitment, committed_at,
+           contribution, contributor, contribution_automatic, salt, salt_fixed_at)
          VALUES (?, 'crash', 5, 'generated', ?, ?, 'known in advance', 'someone', 0, ?, ?)`,
         [chainId, commitment, START, deriveSalt(commitment, 'known in advance'), START - 1],
       );
-      await tx.run(`INSERT INTO fair_chain_cursor (game, chain_id, next_idx, length) VALUES ('crash', ?, 0, 5)`, [chainId]);
+      await tx.run(`INSERT INTO fair_chain_cursor (game, chain_id, next_idx, length) VALUES ('crash', ?, 0, 5)`, [
+        chainId,
+      ]);
     });
     return { chainId, hashes };
   }
@@ -100,13 +110,19 @@ describe('hash chain commitments', () => {
     // Not replaced by a fresh chain either: throwing a chain away is what the record rules out.
     expect((await chain.list()).map((c) => c.chainId)).toEqual([chainId]);
     // And the seed cannot be taken by any other path.
-    await expect(db.transaction((tx) => chain.takeSeed(tx, 'crash'))).rejects.toThrow(/salt fixed before its commitment/);
+    await expect(db.transaction((tx) => chain.takeSeed(tx, 'crash'))).rejects.toThrow(
+      /salt fixed before its commitment/,
+    );
   });
 
   it('refuses a salt that the commitment and contribution do not derive', async () => {
     const chain = chains({ autoContribute: true });
     const { chainId } = await insertChainSaltedEarly();
-    await db.run('UPDATE fair_chain_records SET salt_fixed_at = ?, salt = ? WHERE chain_id = ?', [START + 1, DEFAULT_BUSTABIT_SALT, chainId]);
+    await db.run('UPDATE fair_chain_records SET salt_fixed_at = ?, salt = ? WHERE chain_id = ?', [
+      START + 1,
+      DEFAULT_BUSTABIT_SALT,
+      chainId,
+    ]);
     expect(await chain.ensureChain('crash')).toBe(false);
     expect(logs.at(-1)!.msg).toContain('has a salt that its commitment and contribution do not derive');
   });
@@ -118,23 +134,45 @@ describe('hash chain commitments', () => {
 
     expect(await roundRepository.latest(db, 'crash')).toBeUndefined();
     const [waiting] = await chain.list('crash');
-    expect(waiting).toMatchObject({ origin: 'generated', length: 12, committedAt: START, salt: null, contribution: null, firstPlayedIdx: null });
+    expect(waiting).toMatchObject({
+      origin: 'generated',
+      length: 12,
+      committedAt: START,
+      salt: null,
+      contribution: null,
+      firstPlayedIdx: null,
+    });
     expect(chain.statusOf(waiting!)).toBe('awaiting_contribution');
-    expect(logs.some((l) => l.msg.includes('waits for a contribution') && l.msg.includes(`fairness contribute --chain ${waiting!.chainId}`))).toBe(true);
+    expect(
+      logs.some(
+        (l) =>
+          l.msg.includes('waits for a contribution') &&
+          l.msg.includes(`fairness contribute --chain ${waiting!.chainId}`),
+      ),
+    ).toBe(true);
 
     await clock.advanceAsync(2_000);
-    const fixed = await chain.contribute(waiting!.chainId, { contributor: 'op_casino_one', value: 'casino one says 7f3a' });
+    const fixed = await chain.contribute(waiting!.chainId, {
+      contributor: 'op_casino_one',
+      value: 'casino one says 7f3a',
+    });
     expect(fixed).toMatchObject({
       salt: sha(`${waiting!.commitment}:casino one says 7f3a`),
       saltFixedAt: START + 7_000,
       contributor: 'op_casino_one',
       contributionAutomatic: false,
     });
-    await expect(chain.contribute(waiting!.chainId, { contributor: 'late', value: 'another' })).rejects.toMatchObject({ code: 'ILLEGAL_TRANSITION' });
+    await expect(chain.contribute(waiting!.chainId, { contributor: 'late', value: 'another' })).rejects.toMatchObject({
+      code: 'ILLEGAL_TRANSITION',
+    });
 
     await clock.advanceAsync(1_000);
     const round = (await roundRepository.latest(db, 'crash'))!;
-    expect(round).toMatchObject({ chainId: waiting!.chainId, chainIdx: 0, settings: { salt: fixed.salt, house_edge_bp: 100 } });
+    expect(round).toMatchObject({
+      chainId: waiting!.chainId,
+      chainIdx: 0,
+      settings: { salt: fixed.salt, house_edge_bp: 100 },
+    });
     expect((await chain.record(waiting!.chainId))!.firstPlayedIdx).toBe(0);
   });
 
@@ -143,18 +181,25 @@ describe('hash chain commitments', () => {
     await crashEngine(chain).start();
     await clock.advanceAsync(0);
     const [record] = await chain.list('crash');
-    expect(record).toMatchObject({ contributionAutomatic: true, contributor: 'service (automatic, development/test only)', firstPlayedIdx: 0 });
+    expect(record).toMatchObject({
+      contributionAutomatic: true,
+      contributor: 'service (automatic, development/test only)',
+      firstPlayedIdx: 0,
+    });
     expect(record!.salt).toBe(sha(`${record!.commitment}:${record!.contribution}`));
     expect(record!.saltFixedAt).toBeGreaterThanOrEqual(record!.committedAt);
   });
 
   it('plays fixture chains only where fixtures are allowed', async () => {
     await db.transaction(async (tx) => {
-      await tx.run(`INSERT INTO fair_chains (game, chain_id, idx, hash) VALUES ('crash', 'fx', 0, ?)`, ['ab'.repeat(32)]);
-      await tx.run(`INSERT INTO fair_chain_records (chain_id, game, length, origin, commitment, committed_at, salt, salt_fixed_at) VALUES ('fx', 'crash', 1, 'fixture', ?, 0, ?, 0)`, [
-        'cd'.repeat(32),
-        DEFAULT_BUSTABIT_SALT,
+      await tx.run(`INSERT INTO fair_chains (game, chain_id, idx, hash) VALUES ('crash', 'fx', 0, ?)`, [
+        'ab'.repeat(32),
       ]);
+      await tx.run(
+        `INSERT INTO fair_chain_records (chain_id, game, length, origin, commitment, committed_at, salt, salt_fixed_at)
+         VALUES ('fx', 'crash', 1, 'fixture', ?, 0, ?, 0)`,
+        ['cd'.repeat(32), DEFAULT_BUSTABIT_SALT],
+      );
       await tx.run(`INSERT INTO fair_chain_cursor (game, chain_id, next_idx, length) VALUES ('crash', 'fx', 0, 1)`);
     });
     expect(await chains({ autoContribute: true, allowFixtures: false }).ensureChain('crash')).toBe(false);
@@ -165,7 +210,11 @@ describe('hash chain commitments', () => {
   it('every revealed seed of a played chain hashes forward to its commitment', async () => {
     const chain = chains({ autoContribute: true, length: 40 });
     await crashEngine(chain).start();
-    for (let i = 0; i < 400 && (await db.get<{ n: number }>(`SELECT COUNT(*) AS n FROM rounds WHERE status = 'closed'`))!.n < 6; i++) {
+    for (
+      let i = 0;
+      i < 400 && (await db.get<{ n: number }>(`SELECT COUNT(*) AS n FROM rounds WHERE status = 'closed'`))!.n < 6;
+      i++
+    ) {
       await clock.advanceAsync(5_000);
     }
     const [record] = await chain.list('crash');

@@ -65,14 +65,15 @@ export function refusalOf(record: ChainRecord, allowFixtures: boolean): string |
   if (record.origin === 'fixture') {
     return allowFixtures ? null : `chain ${record.chainId} is a test fixture; fixtures play only with APP_ENV=test`;
   }
+  const chain = `chain ${record.chainId}`;
   if (record.salt === null || record.saltFixedAt === null || record.contribution === null) {
-    return `chain ${record.chainId} has no salt yet: it waits for a contribution made after its commitment was published`;
+    return `${chain} has no salt yet: it waits for a contribution made after its commitment was published`;
   }
   if (record.saltFixedAt < record.committedAt) {
-    return `chain ${record.chainId} had its salt fixed before its commitment was published; it can never be played`;
+    return `${chain} had its salt fixed before its commitment was published; it can never be played`;
   }
   if (deriveSalt(record.commitment, record.contribution) !== record.salt) {
-    return `chain ${record.chainId} has a salt that its commitment and contribution do not derive; it can never be played`;
+    return `${chain} has a salt that its commitment and contribution do not derive; it can never be played`;
   }
   return null;
 }
@@ -90,7 +91,10 @@ export interface RevealedSeed {
  * is verified when hashing it forward (i - j) times gives the verified seed at the nearest lower
  * index j (or, hashing i + 1 times, the commitment). Cost: one hash per index up to the highest.
  */
-export function verifyRevealed(commitment: string, revealed: readonly { idx: number; roundId: string; seed: string }[]): RevealedSeed[] {
+export function verifyRevealed(
+  commitment: string,
+  revealed: readonly { idx: number; roundId: string; seed: string }[],
+): RevealedSeed[] {
   const sorted = [...revealed].sort((a, b) => a.idx - b.idx);
   let anchor = { idx: -1, value: commitment };
   return sorted.map((r) => {
@@ -116,7 +120,8 @@ export interface FairChainOptions {
 
 const INSERT_BATCH = 500;
 const RECORD_COLUMNS =
-  'chain_id, game, length, origin, commitment, committed_at, contribution, contributor, contribution_automatic, salt, salt_fixed_at, first_played_idx, first_played_at';
+  'chain_id, game, length, origin, commitment, committed_at, contribution, contributor, contribution_automatic, ' +
+  'salt, salt_fixed_at, first_played_idx, first_played_at';
 
 type RecordRow = Record<string, unknown>;
 
@@ -131,7 +136,10 @@ function toRecord(r: RecordRow): ChainRecord {
     committedAt: Number(r.committed_at),
     contribution: (r.contribution as string | null) ?? null,
     contributor: (r.contributor as string | null) ?? null,
-    contributionAutomatic: r.contribution_automatic === null || r.contribution_automatic === undefined ? null : Number(r.contribution_automatic) === 1,
+    contributionAutomatic:
+      r.contribution_automatic === null || r.contribution_automatic === undefined
+        ? null
+        : Number(r.contribution_automatic) === 1,
     salt: (r.salt as string | null) ?? null,
     saltFixedAt: n(r.salt_fixed_at),
     firstPlayedIdx: n(r.first_played_idx),
@@ -167,7 +175,10 @@ export class FairChainService {
     );
     let record = cursor && Number(cursor.next_idx) < Number(cursor.length) ? await this.record(cursor.chain_id) : null;
     if (cursor && !record && Number(cursor.next_idx) < Number(cursor.length)) {
-      this.o.logger.warn({ game, chain: cursor.chain_id }, 'the current hash chain has no public commitment record; publishing a new chain instead');
+      this.o.logger.warn(
+        { game, chain: cursor.chain_id },
+        'the current hash chain has no public commitment record; publishing a new chain instead',
+      );
     }
     if (!record) record = await this.publishChain(game);
     if (record.salt === null && record.origin === 'generated' && this.o.autoContribute) {
@@ -184,11 +195,14 @@ export class FairChainService {
     }
     if (this.logged.get(record.chainId) !== refusal) {
       this.logged.set(record.chainId, refusal);
-      const log = record.salt === null ? this.o.logger.warn.bind(this.o.logger) : this.o.logger.error.bind(this.o.logger);
+      const log =
+        record.salt === null ? this.o.logger.warn.bind(this.o.logger) : this.o.logger.error.bind(this.o.logger);
       log(
         { game, chain: record.chainId, commitment: record.commitment },
         `refusing to play: ${refusal}` +
-          (record.salt === null ? ` (contribute with: npm run admin -- fairness contribute --chain ${record.chainId} --value <text>)` : ''),
+          (record.salt === null
+            ? ` (contribute with: npm run admin -- fairness contribute --chain ${record.chainId} --value <text>)`
+            : ''),
       );
     }
     return false;
@@ -211,11 +225,16 @@ export class FairChainService {
         );
       }
       await tx.run(
-        `INSERT INTO fair_chain_records (chain_id, game, length, origin, commitment, committed_at) VALUES (?, ?, ?, 'generated', ?, ?)`,
+        `INSERT INTO fair_chain_records (chain_id, game, length, origin, commitment, committed_at)
+         VALUES (?, ?, ?, 'generated', ?, ?)`,
         [chainId, game, length, commitment, now],
       );
       await tx.run('DELETE FROM fair_chain_cursor WHERE game = ?', [game]);
-      await tx.run('INSERT INTO fair_chain_cursor (game, chain_id, next_idx, length) VALUES (?, ?, 0, ?)', [game, chainId, length]);
+      await tx.run('INSERT INTO fair_chain_cursor (game, chain_id, next_idx, length) VALUES (?, ?, 0, ?)', [
+        game,
+        chainId,
+        length,
+      ]);
     });
     this.o.logger.info({ game, chain: chainId, commitment, length }, 'published the commitment of a new hash chain');
     return (await this.record(chainId))!;
@@ -225,7 +244,10 @@ export class FairChainService {
    * Fixes a chain's salt from a contribution. The first contribution after the commitment wins and
    * the salt never changes afterwards, so no one (the service included) can try several and keep one.
    */
-  async contribute(chainId: string, input: { contributor: string; value: string; automatic?: boolean }): Promise<ChainRecord> {
+  async contribute(
+    chainId: string,
+    input: { contributor: string; value: string; automatic?: boolean },
+  ): Promise<ChainRecord> {
     if (!CONTRIBUTION_PATTERN.test(input.value)) {
       throw new DomainError('VALIDATION_FAILED', 'the contribution must be 1 to 256 printable ASCII characters');
     }
@@ -234,18 +256,29 @@ export class FairChainService {
     }
     const record = await this.record(chainId);
     if (!record) throw new DomainError('NOT_FOUND', `no hash chain ${chainId}`);
-    if (record.origin !== 'generated') throw new DomainError('ILLEGAL_TRANSITION', `chain ${chainId} is a test fixture and takes no contribution`);
-    if (record.salt !== null) throw new DomainError('ILLEGAL_TRANSITION', `chain ${chainId} already has its salt (fixed at ${record.saltFixedAt})`);
+    if (record.origin !== 'generated') {
+      throw new DomainError('ILLEGAL_TRANSITION', `chain ${chainId} is a test fixture and takes no contribution`);
+    }
+    if (record.salt !== null) {
+      throw new DomainError('ILLEGAL_TRANSITION', `chain ${chainId} already has its salt (fixed at ${record.saltFixedAt})`);
+    }
+    // The salt hashes the commitment, so it cannot predate it whatever the clocks say; an instance
+    // whose clock runs behind the one that published must not record an impossible order.
     const now = Math.max(this.o.clock.now(), record.committedAt);
     const salt = deriveSalt(record.commitment, input.value);
     const changed = await this.db.transaction((tx) =>
       tx.run(
-        'UPDATE fair_chain_records SET contribution = ?, contributor = ?, contribution_automatic = ?, salt = ?, salt_fixed_at = ? WHERE chain_id = ? AND salt IS NULL',
+        `UPDATE fair_chain_records
+         SET contribution = ?, contributor = ?, contribution_automatic = ?, salt = ?, salt_fixed_at = ?
+         WHERE chain_id = ? AND salt IS NULL`,
         [input.value, input.contributor, input.automatic ? 1 : 0, salt, now, chainId],
       ),
     );
     if (changed.changes !== 1) throw new DomainError('ILLEGAL_TRANSITION', `chain ${chainId} already has its salt`);
-    this.o.logger.info({ chain: chainId, contributor: input.contributor, automatic: Boolean(input.automatic), salt }, 'fixed the salt of a hash chain');
+    this.o.logger.info(
+      { chain: chainId, contributor: input.contributor, automatic: Boolean(input.automatic), salt },
+      'fixed the salt of a hash chain',
+    );
     return (await this.record(chainId))!;
   }
 
@@ -258,41 +291,60 @@ export class FairChainService {
     if (!cursor || Number(cursor.next_idx) >= Number(cursor.length)) {
       throw new Error(`the ${game} hash chain is exhausted; ensureChain must run first`);
     }
-    const recordRow = await tx.get<RecordRow>(`SELECT ${RECORD_COLUMNS} FROM fair_chain_records WHERE chain_id = ?`, [cursor.chain_id]);
+    const recordRow = await tx.get<RecordRow>(`SELECT ${RECORD_COLUMNS} FROM fair_chain_records WHERE chain_id = ?`, [
+      cursor.chain_id,
+    ]);
     if (!recordRow) throw new Error(`hash chain ${cursor.chain_id} has no public record; it cannot be played`);
     const record = toRecord(recordRow);
     const refusal = refusalOf(record, this.o.allowFixtures);
     if (refusal !== null) throw new Error(`refusing to play: ${refusal}`);
     const idx = Number(cursor.next_idx);
-    const row = await tx.get<{ hash: string }>('SELECT hash FROM fair_chains WHERE game = ? AND chain_id = ? AND idx = ?', [game, cursor.chain_id, idx]);
+    const row = await tx.get<{ hash: string }>(
+      'SELECT hash FROM fair_chains WHERE game = ? AND chain_id = ? AND idx = ?',
+      [game, cursor.chain_id, idx],
+    );
     if (!row) throw new Error(`hash chain ${cursor.chain_id} has no entry ${idx}`);
-    const r = await tx.run('UPDATE fair_chain_cursor SET next_idx = ? WHERE game = ? AND next_idx = ?', [idx + 1, game, idx]);
+    const r = await tx.run('UPDATE fair_chain_cursor SET next_idx = ? WHERE game = ? AND next_idx = ?', [
+      idx + 1,
+      game,
+      idx,
+    ]);
     if (r.changes !== 1) throw new Error('hash chain cursor moved concurrently');
     if (record.firstPlayedIdx === null) {
-      await tx.run('UPDATE fair_chain_records SET first_played_idx = ?, first_played_at = ? WHERE chain_id = ? AND first_played_idx IS NULL', [
-        idx,
-        this.o.clock.now(),
-        record.chainId,
-      ]);
+      await tx.run(
+        `UPDATE fair_chain_records SET first_played_idx = ?, first_played_at = ?
+         WHERE chain_id = ? AND first_played_idx IS NULL`,
+        [idx, this.o.clock.now(), record.chainId],
+      );
     }
     return { chainId: cursor.chain_id, idx, seed: row.hash, seedHash: sha256Hex(row.hash), salt: record.salt };
   }
 
   async remaining(game: Game): Promise<number> {
-    const c = await this.db.get<{ next_idx: number; length: number }>('SELECT next_idx, length FROM fair_chain_cursor WHERE game = ?', [game]);
+    const c = await this.db.get<{ next_idx: number; length: number }>(
+      'SELECT next_idx, length FROM fair_chain_cursor WHERE game = ?',
+      [game],
+    );
     return c ? Number(c.length) - Number(c.next_idx) : 0;
   }
 
   async record(chainId: string): Promise<ChainRecord | null> {
-    const row = await this.db.get<RecordRow>(`SELECT ${RECORD_COLUMNS} FROM fair_chain_records WHERE chain_id = ?`, [chainId]);
+    const row = await this.db.get<RecordRow>(`SELECT ${RECORD_COLUMNS} FROM fair_chain_records WHERE chain_id = ?`, [
+      chainId,
+    ]);
     return row ? toRecord(row) : null;
   }
 
   /** Newest first. */
   async list(game?: Game): Promise<ChainRecord[]> {
     const rows = game
-      ? await this.db.all<RecordRow>(`SELECT ${RECORD_COLUMNS} FROM fair_chain_records WHERE game = ? ORDER BY committed_at DESC, chain_id`, [game])
-      : await this.db.all<RecordRow>(`SELECT ${RECORD_COLUMNS} FROM fair_chain_records ORDER BY committed_at DESC, chain_id`);
+      ? await this.db.all<RecordRow>(
+          `SELECT ${RECORD_COLUMNS} FROM fair_chain_records WHERE game = ? ORDER BY committed_at DESC, chain_id`,
+          [game],
+        )
+      : await this.db.all<RecordRow>(
+          `SELECT ${RECORD_COLUMNS} FROM fair_chain_records ORDER BY committed_at DESC, chain_id`,
+        );
     return rows.map(toRecord);
   }
 

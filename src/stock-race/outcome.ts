@@ -89,7 +89,9 @@ export function moveFromDigest(digest: string): number {
 export function raceKey(seed: string, salt: string | null): string {
   assertSeed(seed);
   if (salt === null) return seed.toLowerCase();
-  if (typeof salt !== 'string' || salt.length === 0) throw new DomainError('VALIDATION_FAILED', 'salt must not be empty');
+  if (typeof salt !== 'string' || salt.length === 0) {
+    throw new DomainError('VALIDATION_FAILED', 'salt must not be empty');
+  }
   return createHmac('sha256', salt).update(Buffer.from(seed, 'hex')).digest('hex');
 }
 

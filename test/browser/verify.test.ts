@@ -3,7 +3,15 @@ import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { withShortCommittedCrashChain } from '../support/fair-chains';
 import { client, eventually, startTestApp, type TestApp } from '../support/harness';
-import { FAST_ROUNDS, horizontalOverflow, launchBrowser, screenshot, unexpectedErrors, watchedPage, type WatchedPage } from './support';
+import {
+  FAST_ROUNDS,
+  horizontalOverflow,
+  launchBrowser,
+  screenshot,
+  unexpectedErrors,
+  watchedPage,
+  type WatchedPage,
+} from './support';
 
 const sha = (text: string): string => createHash('sha256').update(text).digest('hex');
 
@@ -29,7 +37,11 @@ describe('the player verify view in Chromium', () => {
   beforeAll(async () => {
     t = await startTestApp({ env: FAST_ROUNDS, beforeStart: short.seed });
     const call = client(t.baseUrl, await t.createOperator({ name: 'Acme Gaming' }), 'B');
-    const res = await call('POST', '/v1/sessions/launch', { player_ref: 'alice', currency: 'EUR', return_url: 'https://operator.example/lobby' });
+    const res = await call('POST', '/v1/sessions/launch', {
+      player_ref: 'alice',
+      currency: 'EUR',
+      return_url: 'https://operator.example/lobby',
+    });
     expect(res.status).toBe(200);
     const launch = new URL(res.body.launch_url);
     verifyUrl = `${t.baseUrl}/play/verify${launch.search}`;
@@ -80,7 +92,9 @@ describe('the player verify view in Chromium', () => {
     await page.goto(`${verifyUrl}&round=${crash.id}`);
     await page.locator('#verdict[data-result="mismatch"]').waitFor();
     await expect(page.locator('#verdict').textContent()).resolves.toBe('mismatch');
-    await expect(page.locator('#checks li.bad').first().textContent()).resolves.toBe('sha256(seed) is the seed_hash published when the round opened');
+    await expect(page.locator('#checks li.bad').first().textContent()).resolves.toBe(
+      'sha256(seed) is the seed_hash published when the round opened',
+    );
     await screenshot(page, 'player-verify-mismatch');
     await page.unroute(target);
 
@@ -125,12 +139,16 @@ describe('the player verify view in Chromium', () => {
       }),
     );
     await page.route('**/fairness/chains?game=crash', (route) =>
-      route.fulfill({ json: { chains: [{ chain_id: 'bustabit-v2', origin: 'fixture', commitment: game1394724, contribution: null }] } }),
+      route.fulfill({
+        json: { chains: [{ chain_id: 'bustabit-v2', origin: 'fixture', commitment: game1394724, contribution: null }] },
+      }),
     );
     await page.goto(`${verifyUrl}&round=bustabit-1394728`);
     await page.locator('#verdict[data-result="verified"]').waitFor();
     await expect(page.locator('#details').textContent()).resolves.toContain('Crash point (recomputed)1.26x');
-    await expect(page.locator('#checks li.ok').allTextContents()).resolves.toContain("the seed hashed forward 4 times is the chain's published commitment");
+    await expect(page.locator('#checks li.ok').allTextContents()).resolves.toContain(
+      "the seed hashed forward 4 times is the chain's published commitment",
+    );
     await page.unrouteAll();
   });
 });

@@ -21,14 +21,23 @@ export function withShortCommittedCrashChain(count: number, min = 100, max = 125
     const seed = async (db: Database): Promise<void> => {
       await db.transaction(async (tx) => {
         for (const [i, h] of hashes.entries()) {
-          await tx.run('INSERT INTO fair_chains (game, chain_id, idx, hash) VALUES (?, ?, ?, ?)', ['crash', chainId, i, h]);
+          await tx.run('INSERT INTO fair_chains (game, chain_id, idx, hash) VALUES (?, ?, ?, ?)', [
+            'crash',
+            chainId,
+            i,
+            h,
+          ]);
         }
         await tx.run(
-          `INSERT INTO fair_chain_records (chain_id, game, length, origin, commitment, committed_at, contribution, contributor, contribution_automatic, salt, salt_fixed_at)
+          `INSERT INTO fair_chain_records (chain_id, game, length, origin, commitment, committed_at,
+             contribution, contributor, contribution_automatic, salt, salt_fixed_at)
            VALUES (?, 'crash', ?, 'generated', ?, ?, ?, 'test operator', 0, ?, ?)`,
           [chainId, length, commitment, Date.now() - 2_000, contribution, salt, Date.now() - 1_000],
         );
-        await tx.run(`INSERT INTO fair_chain_cursor (game, chain_id, next_idx, length) VALUES ('crash', ?, 0, ?)`, [chainId, length]);
+        await tx.run(`INSERT INTO fair_chain_cursor (game, chain_id, next_idx, length) VALUES ('crash', ?, 0, ?)`, [
+          chainId,
+          length,
+        ]);
       });
     };
     return { chainId, commitment, contribution, salt, hashes, points, seed };

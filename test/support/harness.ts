@@ -199,14 +199,20 @@ export function withSeeds(game: 'crash' | 'stock_race', seeds: string[]) {
   return async (db: Database): Promise<void> => {
     await db.transaction(async (tx) => {
       for (const [i, seed] of seeds.entries()) {
-        await tx.run('INSERT INTO fair_chains (game, chain_id, idx, hash) VALUES (?, ?, ?, ?)', [game, chainId, i, seed]);
+        const row = [game, chainId, i, seed];
+        await tx.run('INSERT INTO fair_chains (game, chain_id, idx, hash) VALUES (?, ?, ?, ?)', row);
       }
+      const commitment = createHash('sha256').update(seeds[0] ?? '').digest('hex');
       await tx.run(
         `INSERT INTO fair_chain_records (chain_id, game, length, origin, commitment, committed_at, salt, salt_fixed_at)
          VALUES (?, ?, ?, 'fixture', ?, 0, ?, 0)`,
-        [chainId, game, seeds.length, createHash('sha256').update(seeds[0] ?? '').digest('hex'), game === 'crash' ? DEFAULT_BUSTABIT_SALT : null],
+        [chainId, game, seeds.length, commitment, game === 'crash' ? DEFAULT_BUSTABIT_SALT : null],
       );
-      await tx.run('INSERT INTO fair_chain_cursor (game, chain_id, next_idx, length) VALUES (?, ?, 0, ?)', [game, chainId, seeds.length]);
+      await tx.run('INSERT INTO fair_chain_cursor (game, chain_id, next_idx, length) VALUES (?, ?, 0, ?)', [
+        game,
+        chainId,
+        seeds.length,
+      ]);
     });
   };
 }

@@ -6,4 +6,10 @@ import { dashboardUserCommands } from './dashboard-user';
 import { fairnessCommands } from './fairness';
 
 /** Command groups beyond `operator` (webhooks, settlements, dashboard users) register here. */
-export const extraCommands: CliCommand[] = [...settlementCommands, ...webhookCommands, ...complianceCommands, ...dashboardUserCommands, ...fairnessCommands];
+export const extraCommands: CliCommand[] = [
+  ...settlementCommands,
+  ...webhookCommands,
+  ...complianceCommands,
+  ...dashboardUserCommands,
+  ...fairnessCommands,
+];

@@ -150,7 +150,8 @@ export async function playerUiRoutes(app: FastifyInstance, s: AppServices): Prom
     const recent = await s.db.all<{ id: string; game: VerifiableRound['game']; round_number: number }>(
       `SELECT id, game, round_number FROM rounds WHERE status = 'closed' ORDER BY closed_at DESC LIMIT 12`,
     );
-    const roundId = typeof req.query.round === 'string' && /^[\x21-\x7e]{1,100}$/.test(req.query.round) ? req.query.round : null;
+    const asked = req.query.round;
+    const roundId = typeof asked === 'string' && /^[\x21-\x7e]{1,100}$/.test(asked) ? asked : null;
     playerPageHeaders(reply, nonce);
     const html = verifyPlayerPage({
       session,

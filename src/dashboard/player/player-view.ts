@@ -44,9 +44,10 @@ function header(m: PlayerViewModel, current: 'stock_race' | 'crash' | 'verify'):
   const q = `?token=${encodeURIComponent(m.token)}`;
   const link = (page: 'stock_race' | 'crash' | 'verify', href: string, label: string) =>
     html`<li><a href="${href}${q}"${page === current ? html` aria-current="page"` : ''}>${label}</a></li>`;
+  const games = html`${link('stock_race', '/play', 'Stock Race')}${link('crash', '/play/crash', 'Crash')}`;
   return html`<header class="bar">
 <p class="who">Player <strong>${m.session.playerRef}</strong> · ${m.session.currency}</p>
-<nav aria-label="Games"><ul>${link('stock_race', '/play', 'Stock Race')}${link('crash', '/play/crash', 'Crash')}${link('verify', '/play/verify', 'Verify')}</ul></nav>
+<nav aria-label="Games"><ul>${games}${link('verify', '/play/verify', 'Verify')}</ul></nav>
 </header>`;
 }
 
@@ -133,7 +134,8 @@ export function verifyPlayerPage(m: PlayerViewModel & { roundId: string | null; 
 <h2 id="verify-title">Recompute a finished round in this browser</h2>
 <form id="verify-form" class="verify-form">
 <label for="round-id">Round id</label>
-<input id="round-id" name="round" required maxlength="100" autocomplete="off" spellcheck="false" value="${m.roundId ?? ''}">
+<input id="round-id" name="round" required maxlength="100" autocomplete="off" spellcheck="false"
+ value="${m.roundId ?? ''}">
 <button type="submit">Verify</button>
 </form>
 <p class="verdict" id="verdict" role="status" aria-live="polite"></p>
@@ -145,7 +147,10 @@ recomputed here with your browser's own SHA-256 and HMAC. See docs/fairness.md t
 <section class="panel" aria-labelledby="recent-title">
 <h2 id="recent-title">Recent finished rounds</h2>
 <ul id="recent-rounds" class="recent-rounds">${m.recent.map(
-    (r) => html`<li><a href="/play/verify${q}&amp;round=${encodeURIComponent(r.round_id)}" data-round="${r.round_id}">${label(r.game)} #${r.round_number}</a></li>`,
+    (r) => {
+      const href = `/play/verify${q}&round=${encodeURIComponent(r.round_id)}`;
+      return html`<li><a href="${href}" data-round="${r.round_id}">${label(r.game)} #${r.round_number}</a></li>`;
+    },
   )}</ul>
 </section>
 ${back(m)}

@@ -20,4 +20,7 @@ export function stockRace(
   salt: string | null,
   symbols: readonly string[],
 ): Promise<{ race_key: string; moves: { symbol: string; pct_bp: number }[]; winner: string; winner_pct_bp: number }>;
-export function verifyRound(round: Record<string, unknown>, chain: Record<string, unknown> | null): Promise<VerifyResult>;
+export function verifyRound(
+  round: Record<string, unknown>,
+  chain: Record<string, unknown> | null,
+): Promise<VerifyResult>;

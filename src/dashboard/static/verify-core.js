@@ -59,7 +59,8 @@ export async function stockRace(seed, salt, symbols) {
     const digest = await hmacSha256Hex(keyBytes, encoder.encode(symbol));
     const pctBp = Number(BigInt(`0x${digest.slice(0, 13)}`) % 2001n) - 1000;
     moves.push({ symbol, pct_bp: pctBp });
-    if (best === null || pctBp > best.pct_bp || (pctBp === best.pct_bp && digest > best.digest)) best = { symbol, pct_bp: pctBp, digest };
+    if (best === null || pctBp > best.pct_bp || (pctBp === best.pct_bp && digest > best.digest))
+      best = { symbol, pct_bp: pctBp, digest };
   }
   return { race_key: key, moves, winner: best.symbol, winner_pct_bp: best.pct_bp };
 }
@@ -77,17 +78,37 @@ export async function verifyRound(round, chain) {
     check('the round revealed a seed', false, 'no 64-hex-digit seed in the response (is the round finished?)');
     return { verified: false, checks, recomputed: null };
   }
-  check('sha256(seed) is the seed_hash published when the round opened', (await sha256HexOfText(seed)) === round.seed_hash, round.seed_hash);
+  check(
+    'sha256(seed) is the seed_hash published when the round opened',
+    (await sha256HexOfText(seed)) === round.seed_hash,
+    round.seed_hash,
+  );
   if (chain) {
     const steps = Number(round.chain_idx) + 1;
     const reached = await hashForward(seed, steps);
-    check(`the seed hashed forward ${steps} time${steps === 1 ? '' : 's'} is the chain's published commitment`, reached === chain.commitment, chain.commitment);
+    check(
+      `the seed hashed forward ${steps} time${steps === 1 ? '' : 's'} is the chain's published commitment`,
+      reached === chain.commitment,
+      chain.commitment,
+    );
     if (chain.contribution !== null && chain.contribution !== undefined) {
-      check('the salt is sha256(commitment:contribution)', (await deriveSalt(chain.commitment, chain.contribution)) === round.salt, round.salt);
-      check('the salt was fixed after the commitment was published', Number(chain.salt_fixed_at) >= Number(chain.committed_at), '');
+      check(
+        'the salt is sha256(commitment:contribution)',
+        (await deriveSalt(chain.commitment, chain.contribution)) === round.salt,
+        round.salt,
+      );
+      check(
+        'the salt was fixed after the commitment was published',
+        Number(chain.salt_fixed_at) >= Number(chain.committed_at),
+        '',
+      );
     } else {
       // Only a test fixture (seeds a test chose, playable with APP_ENV=test alone) has no contribution.
-      check('the chain is a test fixture whose salt was recorded, not contributed', chain.origin === 'fixture', `origin ${chain.origin}`);
+      check(
+        'the chain is a test fixture whose salt was recorded, not contributed',
+        chain.origin === 'fixture',
+        `origin ${chain.origin}`,
+      );
     }
   } else {
     check("the round's chain is in the public record", false, round.chain_id);
@@ -96,12 +117,21 @@ export async function verifyRound(round, chain) {
   if (round.game === 'crash') {
     const point = await crashPoint(seed, round.salt, Number(round.house_edge_bp));
     recomputed = { crash_point: point };
-    if (round.outcome) check('the crash point played is the one the seed and salt give', round.outcome.crash_point === point, `${(point / 100).toFixed(2)}x`);
+    if (round.outcome)
+      check(
+        'the crash point played is the one the seed and salt give',
+        round.outcome.crash_point === point,
+        `${(point / 100).toFixed(2)}x`,
+      );
   } else {
     const race = await stockRace(seed, round.salt ?? null, round.symbols);
     recomputed = { winner: race.winner, winner_pct_bp: race.winner_pct_bp };
     if (round.outcome) {
-      check('the winner played is the one the seed and salt give', round.outcome.winner === race.winner && round.outcome.winner_pct_bp === race.winner_pct_bp, race.winner);
+      check(
+        'the winner played is the one the seed and salt give',
+        round.outcome.winner === race.winner && round.outcome.winner_pct_bp === race.winner_pct_bp,
+        race.winner,
+      );
     }
   }
   return { verified: checks.every((c) => c.ok), checks, recomputed };

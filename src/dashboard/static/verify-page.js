@@ -57,7 +57,11 @@ async function verify(roundId) {
       detail(list, 'Crash point (recomputed)', `${(result.recomputed.crash_point / 100).toFixed(2)}x`);
       detail(list, 'House edge', `${(Number(round.house_edge_bp) / 100).toFixed(2)}%`);
     } else if (result.recomputed) {
-      detail(list, 'Winner (recomputed)', `${result.recomputed.winner} ${(result.recomputed.winner_pct_bp / 100).toFixed(2)}%`);
+      detail(
+        list,
+        'Winner (recomputed)',
+        `${result.recomputed.winner} ${(result.recomputed.winner_pct_bp / 100).toFixed(2)}%`,
+      );
     }
     list.hidden = false;
     show(result.verified ? 'verified' : 'mismatch', result.verified ? 'verified' : 'mismatch');

@@ -23,7 +23,11 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn('first_played_idx', 'integer')
     .addColumn('first_played_at', 'bigint')
     .execute();
-  await db.schema.createIndex('fair_chain_records_game').on('fair_chain_records').columns(['game', 'committed_at']).execute();
+  await db.schema
+    .createIndex('fair_chain_records_game')
+    .on('fair_chain_records')
+    .columns(['game', 'committed_at'])
+    .execute();
   await db.schema.createIndex('rounds_chain_idx').on('rounds').columns(['chain_id', 'chain_idx']).execute();
 }
 
