@@ -176,6 +176,38 @@ describe('hash chain commitments', () => {
     expect((await chain.record(waiting!.chainId))!.firstPlayedIdx).toBe(0);
   });
 
+  it('publishes the next chain ahead, so a contribution made in advance means play never waits', async () => {
+    const chain = chains({ autoContribute: false, length: 20 });
+    const roundsOpened = async () => Number((await db.get<{ n: number }>('SELECT COUNT(*) AS n FROM rounds'))!.n);
+    const playUntil = async (rounds: number) => {
+      for (let i = 0; i < 2_000 && (await roundsOpened()) < rounds; i++) await clock.advanceAsync(2_000);
+      expect(await roundsOpened()).toBe(rounds);
+    };
+    await crashEngine(chain).start();
+    await clock.advanceAsync(0);
+    const [first] = await chain.list('crash');
+    await chain.contribute(first!.chainId, { contributor: 'op_casino_one', value: 'for the first chain' });
+
+    // 18 rounds played from the first chain: two seeds left, still one chain.
+    await playUntil(18);
+    expect(await chain.list('crash')).toHaveLength(1);
+    // Opening the 19th (two seeds left, a tenth of 20) publishes the next chain's commitment.
+    await playUntil(19);
+    const [next, current] = await chain.list('crash');
+    expect(current!.chainId).toBe(first!.chainId);
+    expect(next).toMatchObject({ salt: null, firstPlayedIdx: null, length: 20 });
+    expect(chain.statusOf(next!)).toBe('awaiting_contribution');
+    await chain.contribute(next!.chainId, { contributor: 'op_casino_one', value: 'for the next chain' });
+
+    await playUntil(21);
+    const latest = (await roundRepository.latest(db, 'crash'))!;
+    expect(latest).toMatchObject({ chainId: next!.chainId, chainIdx: 0 });
+    expect((await chain.record(first!.chainId))!.firstPlayedIdx).toBe(0);
+    expect(logs.filter((l) => l.msg.startsWith('refusing to play')).map((l) => l.msg)).toEqual([
+      expect.stringContaining(`chain ${first!.chainId} has no salt yet`),
+    ]);
+  });
+
   it('in development contributes by itself, flagged automatic, after publishing', async () => {
     const chain = chains({ autoContribute: true });
     await crashEngine(chain).start();

@@ -162,35 +162,34 @@ export class FairChainService {
   }
 
   /**
-   * Makes sure the game has a playable chain with seeds left; publishes a new chain's commitment when
-   * the current one is used up. Returns false (after logging why, once) when the chain is not
-   * playable yet: no salt (production waits for a contribution) or a salt that breaks the rules. A
-   * refused chain is never silently replaced by a fresh one: discarding chains is what the record
-   * exists to rule out.
+   * Makes sure the game has a playable chain with seeds left. When the current one is used up, the
+   * chain published ahead of it becomes current (or a new one is published). Returns false (after
+   * logging why, once) when the chain is not playable yet: no salt (production waits for a
+   * contribution) or a salt that breaks the rules. A refused chain is never silently replaced by a
+   * fresh one: discarding chains is what the record exists to rule out.
    */
   async ensureChain(game: Game): Promise<boolean> {
     const cursor = await this.db.get<{ chain_id: string; next_idx: number; length: number }>(
       'SELECT chain_id, next_idx, length FROM fair_chain_cursor WHERE game = ?',
       [game],
     );
-    let record = cursor && Number(cursor.next_idx) < Number(cursor.length) ? await this.record(cursor.chain_id) : null;
-    if (cursor && !record && Number(cursor.next_idx) < Number(cursor.length)) {
+    const seedsLeft = cursor ? Number(cursor.length) - Number(cursor.next_idx) : 0;
+    let record = cursor && seedsLeft > 0 ? await this.record(cursor.chain_id) : null;
+    if (cursor && seedsLeft > 0 && !record) {
       this.o.logger.warn(
         { game, chain: cursor.chain_id },
         'the current hash chain has no public commitment record; publishing a new chain instead',
       );
     }
-    if (!record) record = await this.publishChain(game);
-    if (record.salt === null && record.origin === 'generated' && this.o.autoContribute) {
-      record = await this.contribute(record.chainId, {
-        contributor: 'service (automatic, development/test only)',
-        value: randomBytes(32).toString('hex'),
-        automatic: true,
-      });
+    if (!record) {
+      const queued = await this.queued(game, cursor?.chain_id ?? null);
+      record = queued ? await this.makeCurrent(queued) : await this.publishChain(game, { current: true });
     }
+    record = await this.autoContribute(record);
     const refusal = refusalOf(record, this.o.allowFixtures);
     if (refusal === null) {
       this.logged.delete(record.chainId);
+      await this.publishAheadIfLow(game, record, record.chainId === cursor?.chain_id ? seedsLeft : record.length);
       return true;
     }
     if (this.logged.get(record.chainId) !== refusal) {
@@ -208,8 +207,54 @@ export class FairChainService {
     return false;
   }
 
-  /** Generates a chain and publishes its record (commitment and time) in one transaction; no salt yet. */
-  private async publishChain(game: Game): Promise<ChainRecord> {
+  /**
+   * Once a tenth of the current chain is left, the next chain's commitment is published, so that in
+   * production a contribution can arrive before play would have to wait for one.
+   */
+  private async publishAheadIfLow(game: Game, current: ChainRecord, seedsLeft: number): Promise<void> {
+    if (current.origin !== 'generated' || seedsLeft > Math.max(1, Math.floor(current.length / 10))) return;
+    if (await this.queued(game, current.chainId)) return;
+    await this.autoContribute(await this.publishChain(game, { current: false }));
+  }
+
+  private async autoContribute(record: ChainRecord): Promise<ChainRecord> {
+    if (record.salt !== null || record.origin !== 'generated' || !this.o.autoContribute) return record;
+    return this.contribute(record.chainId, {
+      contributor: 'service (automatic, development/test only)',
+      value: randomBytes(32).toString('hex'),
+      automatic: true,
+    });
+  }
+
+  /** The oldest chain published ahead of the current one and never played, if any. */
+  private async queued(game: Game, currentChainId: string | null): Promise<ChainRecord | null> {
+    const row = await this.db.get<RecordRow>(
+      `SELECT ${RECORD_COLUMNS} FROM fair_chain_records
+       WHERE game = ? AND origin = 'generated' AND first_played_idx IS NULL AND chain_id <> ?
+       ORDER BY committed_at, chain_id LIMIT 1`,
+      [game, currentChainId ?? ''],
+    );
+    return row ? toRecord(row) : null;
+  }
+
+  private async makeCurrent(record: ChainRecord): Promise<ChainRecord> {
+    await this.db.transaction(async (tx) => {
+      await tx.run('DELETE FROM fair_chain_cursor WHERE game = ?', [record.game]);
+      await tx.run('INSERT INTO fair_chain_cursor (game, chain_id, next_idx, length) VALUES (?, ?, 0, ?)', [
+        record.game,
+        record.chainId,
+        record.length,
+      ]);
+    });
+    this.o.logger.info({ game: record.game, chain: record.chainId }, 'moved on to the hash chain published ahead');
+    return record;
+  }
+
+  /**
+   * Generates a chain and publishes its record (commitment and time) in one transaction; no salt yet.
+   * `current`: play from it now (the cursor moves to it), or keep it queued behind the current one.
+   */
+  private async publishChain(game: Game, o: { current: boolean }): Promise<ChainRecord> {
     const length = this.lengthFor(game);
     const chainId = `chain_${randomUUID()}`;
     const hashes = generateChain(randomBytes(32).toString('hex'), length);
@@ -229,6 +274,7 @@ export class FairChainService {
          VALUES (?, ?, ?, 'generated', ?, ?)`,
         [chainId, game, length, commitment, now],
       );
+      if (!o.current) return;
       await tx.run('DELETE FROM fair_chain_cursor WHERE game = ?', [game]);
       await tx.run('INSERT INTO fair_chain_cursor (game, chain_id, next_idx, length) VALUES (?, ?, 0, ?)', [
         game,
