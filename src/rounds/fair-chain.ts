@@ -157,10 +157,6 @@ export class FairChainService {
     private readonly o: FairChainOptions,
   ) {}
 
-  get allowsFixtures(): boolean {
-    return this.o.allowFixtures;
-  }
-
   /**
    * Makes sure the game has a playable chain with seeds left. When the current one is used up, the
    * chain published ahead of it becomes current (or a new one is published). Returns false (after
