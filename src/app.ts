@@ -69,7 +69,14 @@ export async function createApp(config: Config, overrides: AppOverrides = {}): P
   const complianceFlags = new ComplianceService(logger.child({ part: 'compliance' }));
   const compliance: ComplianceHooks = complianceFlags;
   const webhooks = new WebhookService({ db, box: secretBoxFor(config), clock, logger, operators, config });
-  const chain = new FairChainService(db, (game) => (game === 'crash' ? config.crash.chainLength : config.stockRace.chainLength));
+  const chainLengthOf = (game: 'crash' | 'stock_race') =>
+    game === 'crash' ? config.crash.chainLength : config.stockRace.chainLength;
+  const chain = new FairChainService(db, chainLengthOf, {
+    clock,
+    logger: logger.child({ part: 'fairness' }),
+    autoContribute: config.fairness.autoContribute,
+    allowFixtures: config.env === 'test',
+  });
   const crashGame = new CrashGame({
     db,
     logger: logger.child({ game: 'crash' }),
@@ -127,6 +134,7 @@ export async function createApp(config: Config, overrides: AppOverrides = {}): P
     feed,
     webhooks,
     complianceFlags,
+    fairChains: chain,
   };
   const http = await buildHttpServer(services, {
     modules: [

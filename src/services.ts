@@ -8,6 +8,7 @@ import type { TokenBucketLimiter } from './http/rate-limit';
 import type { IdempotencyService } from './idempotency/idempotency';
 import type { OperatorService } from './operators/operators';
 import type { RoundEngine } from './rounds/engine';
+import type { FairChainService } from './rounds/fair-chain';
 import type { LiveFeed } from './rounds/live-feed';
 import type { SessionService } from './sessions/session-service';
 import type { StockRaceGame } from './stock-race/stock-race-game';
@@ -35,4 +36,6 @@ export interface AppServices {
   webhooks: WebhookService;
   /** The same object as `compliance`, with flag listing and session-place tracking. */
   complianceFlags: ComplianceService;
+  /** Hash chains: their public records, contributions that fix salts, revealed seeds. */
+  fairChains: FairChainService;
 }

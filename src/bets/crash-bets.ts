@@ -85,7 +85,12 @@ export async function cashoutCrashBet(
     throw new DomainError('ROUND_NOT_RUNNING', `round ${round.roundNumber} has not started yet; cash-out opens when the multiplier starts climbing`);
   }
   if (round.status !== 'running' || round.runningAt === null) throw new DomainError('BET_NOT_ACTIVE', `round ${round.roundNumber} is over`);
-  const crash = crashPointOf(round.seed, rules.salt, rules.houseEdgeBp);
+  // The round's frozen salt and edge (its chain's salt), never today's configuration.
+  const crash = crashPointOf(
+    round.seed,
+    String(round.settings.salt ?? rules.salt),
+    Number(round.settings.house_edge_bp ?? rules.houseEdgeBp),
+  );
   const now_m = multiplierAt(Math.max(0, now - round.runningAt));
   const target = effectiveTarget(bet, operator.settings.crash.max_payout_per_bet);
   let multiplier: number;

@@ -52,6 +52,17 @@ describe('config', () => {
     );
   });
 
+  it('lets the service contribute chain salts itself only outside production', () => {
+    const prod = { APP_ENV: 'production', MASTER_KEY: 'a'.repeat(64), TRUST_PROXY_TLS: 'true' };
+    expect(loadConfig({ APP_ENV: 'development' }).fairness.autoContribute).toBe(true);
+    expect(loadConfig({ APP_ENV: 'test' }).fairness.autoContribute).toBe(true);
+    expect(loadConfig({ APP_ENV: 'development', FAIR_AUTO_CONTRIBUTE: 'false' }).fairness.autoContribute).toBe(false);
+    expect(loadConfig(prod).fairness.autoContribute).toBe(false);
+    expect(() => loadConfig({ ...prod, FAIR_AUTO_CONTRIBUTE: 'true' })).toThrow(
+      /FAIR_AUTO_CONTRIBUTE cannot be true in production/,
+    );
+  });
+
   it('keeps idempotency keys at least 24 hours', () => {
     expect(() => loadConfig({ APP_ENV: 'development', IDEMPOTENCY_RETENTION_MS: '1000' })).toThrow(/IDEMPOTENCY_RETENTION_MS must be between 86400000/);
   });

@@ -65,6 +65,13 @@ export interface Config {
   /** Whether this process runs the round engines and outbox workers (API-only replicas can opt out). */
   runEngines: boolean;
   shutdownGraceMs: number;
+  fairness: {
+    /**
+     * Whether the service fixes a new chain's salt itself, right after publishing its commitment
+     * (recorded as automatic). Development and test only: production waits for a contribution.
+     */
+    autoContribute: boolean;
+  };
 }
 
 export class ConfigError extends Error {
@@ -136,6 +143,12 @@ export function loadConfig(env: Env = process.env, options: { serving?: boolean 
   if (new Set(symbols).size !== symbols.length) throw new ConfigError('STOCK_SYMBOLS has a duplicate symbol');
   for (const s of symbols) if (!/^[A-Z0-9.]{1,12}$/.test(s)) throw new ConfigError(`STOCK_SYMBOLS: "${s}" is not a ticker symbol`);
   const salt = env.CRASH_SALT || DEFAULT_BUSTABIT_SALT;
+  const autoContribute = bool(env, 'FAIR_AUTO_CONTRIBUTE', appEnv !== 'production');
+  if (autoContribute && appEnv === 'production') {
+    throw new ConfigError(
+      'FAIR_AUTO_CONTRIBUTE cannot be true in production: a salt the service picks itself proves nothing',
+    );
+  }
   const scheme = tls || trustProxyTls ? 'https' : 'http';
   const webhookAllowPrivateTargets = bool(env, 'WEBHOOK_ALLOW_PRIVATE_TARGETS', appEnv !== 'production');
   const publicBaseUrl = (env.PUBLIC_BASE_URL || `${scheme}://${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}`).replace(/\/+$/, '');
@@ -197,5 +210,6 @@ export function loadConfig(env: Env = process.env, options: { serving?: boolean 
     },
     runEngines: bool(env, 'RUN_ENGINES', true),
     shutdownGraceMs: int(env, 'SHUTDOWN_GRACE_MS', 10_000, 0),
+    fairness: { autoContribute },
   };
 }

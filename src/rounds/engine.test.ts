@@ -49,7 +49,8 @@ describe('round engine driving Crash on a fake clock', () => {
       salt: DEFAULT_BUSTABIT_SALT,
       houseEdgeBp: 100,
     });
-    engine = new RoundEngine({ db, clock, driver: game, logger, chain: new FairChainService(db, () => 10), leaseCheckMs: 60_000 });
+    const chain = new FairChainService(db, () => 10, { clock, logger, autoContribute: true, allowFixtures: true });
+    engine = new RoundEngine({ db, clock, driver: game, logger, chain, leaseCheckMs: 60_000 });
     events = [];
     engine.on((e) => events.push(e));
   }
@@ -62,6 +63,12 @@ describe('round engine driving Crash on a fake clock', () => {
     await db.transaction(async (tx) => {
       await tx.run(`INSERT INTO fair_chains (game, chain_id, idx, hash) VALUES ('crash', 'c1', 0, ?), ('crash', 'c1', 1, ?)`, [SEED_377, SEED_126]);
       await tx.run(`INSERT INTO fair_chain_cursor (game, chain_id, next_idx, length) VALUES ('crash', 'c1', 0, 2)`);
+      // Chosen seeds, not a hash chain: a test fixture played with bustabit's salt.
+      await tx.run(
+        `INSERT INTO fair_chain_records (chain_id, game, length, origin, commitment, committed_at, salt, salt_fixed_at)
+         VALUES ('c1', 'crash', 2, 'fixture', ?, 0, ?, 0)`,
+        [SEED_377, DEFAULT_BUSTABIT_SALT],
+      );
     });
     await build();
   });

@@ -171,7 +171,12 @@ export class RoundEngine {
 
   private async openRound(): Promise<void> {
     if (this.stopped || !this.lease) return;
-    await this.o.chain.ensureChain(this.game);
+    // No playable chain (its salt is not fixed yet, or breaks the rules): the chain service has said
+    // why in the log; look again later rather than play a round whose outcome could have been chosen.
+    if (!(await this.o.chain.ensureChain(this.game))) {
+      this.later(this.retryMs, () => void this.serial(() => this.openRound()));
+      return;
+    }
     const now = this.o.clock.now();
     const round = await this.o.db.transaction(async (tx) => {
       const seed = await this.o.chain.takeSeed(tx, this.game);
@@ -183,7 +188,8 @@ export class RoundEngine {
         chainIdx: seed.idx,
         openedAt: now,
         bettingClosesAt: now + this.o.driver.bettingWindowMs,
-        settings: this.o.driver.roundSettings(),
+        // The salt is the chain's, fixed after its commitment; the round carries it for verification.
+        settings: { ...this.o.driver.roundSettings(), ...(seed.salt === null ? {} : { salt: seed.salt }) },
       });
       await recordEvents(tx, [{ operatorId: null, type: 'round.opened', data: presentRoundEvent(created) }], now);
       return created;

@@ -3302,6 +3302,126 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/fairness/chains": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Every hash chain: its commitment, when it was published, its salt and when that was fixed */
+        get: {
+            parameters: {
+                query?: {
+                    game?: "crash" | "stock_race";
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/fairness/chains/{chain_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * One chain's public record, with every revealed seed checked against the commitment
+         * @description A seed revealed at index i is `verified` when sha256 applied i + 1 times (each step to the 64-character lowercase hex text of the previous result) gives the commitment. salt = sha256(commitment + ":" + contribution), hex.
+         */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    chain_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/fairness/chains/{chain_id}/contribution": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Contribute the value that fixes a chain's salt (the first contribution after the commitment wins) */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    chain_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description who contributes, as shown */
+                        contributor: string;
+                        /** @description must be 1 to 256 printable ASCII characters */
+                        value: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/fairness/crash": {
         parameters: {
             query?: never;
@@ -3390,11 +3510,13 @@ export interface paths {
         };
         /**
          * Recompute a Stock Race round from its revealed seed
-         * @description Per symbol: digest = HMAC-SHA256(key = seed bytes, message = symbol); move = (first 52 bits mod 2001) - 1000 hundredths of a percent. The best move wins; equal moves are ordered by the larger digest.
+         * @description key = HMAC-SHA256(key = salt text, message = seed bytes), or the seed itself without a salt. Per symbol: digest = HMAC-SHA256(key = key bytes, message = symbol); move = (first 52 bits mod 2001) - 1000 hundredths of a percent. The best move wins; equal moves are ordered by the larger digest.
          */
         get: {
             parameters: {
                 query: {
+                    /** @description the round's chain salt; none: unsalted */
+                    salt?: string;
                     /** @description must be the 64 lowercase hex characters of a revealed seed */
                     seed: string;
                     /** @description comma-separated, in the round's order; defaults to the configured list */
