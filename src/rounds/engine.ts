@@ -178,7 +178,7 @@ export class RoundEngine {
     }
     if (this.o.driver.recoverRunning === 'void') {
       this.o.logger.warn({ game: this.game, round: round.roundNumber }, 'voiding a round left running by a previous process');
-      await this.doVoid(round, 'the service restarted while the round was running');
+      await this.doVoid(round, 'the service restarted or failed over while the round was running');
       this.later(this.o.driver.pauseMs, () => this.serial(() => this.openRound()));
       return;
     }

@@ -19,6 +19,8 @@ function toPg(sql: string): string {
 
 type Queryable = pg.Pool | pg.PoolClient;
 
+const IDLE_IN_TRANSACTION_TIMEOUT_MS = 5_000;
+
 function executorFor(q: Queryable): SqlExecutor {
   return {
     dialect: 'postgres',
@@ -55,6 +57,10 @@ export class PostgresDatabase implements Database {
       connectionString: options.connectionString,
       max: options.poolSize ?? 10,
       options: options.schema ? `-c search_path=${options.schema}` : undefined,
+      // Transactions here never wait on anything but their own statements (see Database.transaction),
+      // so one idle this long belongs to a frozen or vanished process: the server ends it and frees its
+      // row locks, which would otherwise block the next engine's takeover (voiding the round) forever.
+      idle_in_transaction_session_timeout: IDLE_IN_TRANSACTION_TIMEOUT_MS,
     });
     // An idle client that dies must not crash the process; the pool replaces it.
     this.pool.on('error', () => {});
