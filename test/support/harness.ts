@@ -107,9 +107,8 @@ export async function startTestApp(
     runEngines: options.engines ?? true,
   };
   const app = await createApp(config, { db: fresh.db, clock: options.clock });
-  // As src/main.ts: recovery before the first request.
-  await app.startBackground();
   await app.http.listen({ host: '127.0.0.1', port: 0 });
+  await app.startBackground();
   const address = app.http.server.address();
   const port = typeof address === 'object' && address ? address.port : 0;
   return {
