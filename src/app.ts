@@ -85,10 +85,19 @@ export async function createApp(config: Config, overrides: AppOverrides = {}): P
     bettingWindowMs: config.crash.bettingWindowMs,
     pauseMs: config.crash.pauseMs,
     tickMs: config.crash.tickMs,
+    heartbeatMs: config.crash.heartbeatMs,
     salt: config.crash.salt,
     houseEdgeBp: config.crash.houseEdgeBp,
   });
-  const crashEngine = new RoundEngine({ db, clock, chain, driver: crashGame, logger: logger.child({ engine: 'crash' }) });
+  const leaseCheckMs = config.engineLeaseCheckMs;
+  const crashEngine = new RoundEngine({
+    db,
+    clock,
+    chain,
+    driver: crashGame,
+    logger: logger.child({ engine: 'crash' }),
+    leaseCheckMs,
+  });
   const stockRaceGame = new StockRaceGame({
     logger: logger.child({ game: 'stock_race' }),
     compliance,
@@ -100,7 +109,14 @@ export async function createApp(config: Config, overrides: AppOverrides = {}): P
     tickMs: config.stockRace.tickMs,
     firstSettleDelayMs: config.wallet.retryScheduleMs[0] ?? 0,
   });
-  const stockRaceEngine = new RoundEngine({ db, clock, chain, driver: stockRaceGame, logger: logger.child({ engine: 'stock_race' }) });
+  const stockRaceEngine = new RoundEngine({
+    db,
+    clock,
+    chain,
+    driver: stockRaceGame,
+    logger: logger.child({ engine: 'stock_race' }),
+    leaseCheckMs,
+  });
   const walletWorker = new WalletSettlementWorker({
     db,
     clock,
