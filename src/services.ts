@@ -8,6 +8,7 @@ import type { TokenBucketLimiter } from './http/rate-limit';
 import type { IdempotencyService } from './idempotency/idempotency';
 import type { OperatorService } from './operators/operators';
 import type { RoundEngine } from './rounds/engine';
+import type { SandboxService } from './sandbox/sandbox-service';
 import type { LiveFeed } from './rounds/live-feed';
 import type { SessionService } from './sessions/session-service';
 import type { StockRaceGame } from './stock-race/stock-race-game';
@@ -35,4 +36,6 @@ export interface AppServices {
   webhooks: WebhookService;
   /** The same object as `compliance`, with flag listing and session-place tracking. */
   complianceFlags: ComplianceService;
+  /** Test mode: sandbox operators' own rounds, scripted outcomes, timing and simulated wallet. */
+  sandbox: SandboxService;
 }

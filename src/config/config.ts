@@ -51,6 +51,8 @@ export interface Config {
     pollIntervalMs: number;
   };
   wallet: { retryScheduleMs: number[]; timeoutMs: number; pollIntervalMs: number };
+  /** Test mode: a sandbox operator's engine unused for this long is stopped (started again on demand). */
+  sandbox: { idleMs: number };
   /** Whether this process runs the round engines and outbox workers (API-only replicas can opt out). */
   runEngines: boolean;
   shutdownGraceMs: number;
@@ -180,6 +182,7 @@ export function loadConfig(env: Env = process.env, options: { serving?: boolean 
       timeoutMs: int(env, 'WALLET_TIMEOUT_MS', 10_000, 100),
       pollIntervalMs: int(env, 'OUTBOX_POLL_MS', 250, 10),
     },
+    sandbox: { idleMs: int(env, 'SANDBOX_IDLE_MS', 600_000, 1_000) },
     runEngines: bool(env, 'RUN_ENGINES', true),
     shutdownGraceMs: int(env, 'SHUTDOWN_GRACE_MS', 10_000, 0),
   };

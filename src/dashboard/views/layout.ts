@@ -17,6 +17,8 @@ export interface PageUser {
   email: string;
   operatorName: string;
   csrfToken: string;
+  /** A test-mode (sandbox) operator: every page says its data is test data. */
+  testMode?: boolean;
 }
 
 export interface PageOptions {
@@ -41,7 +43,9 @@ export function page(o: PageOptions): string {
       )}</ul></nav>`
     : '';
   const account = o.user
-    ? html`<div class="account"><span>${o.user.email} · <strong>${o.user.operatorName}</strong></span>
+    ? html`<div class="account"><span>${o.user.email} · <strong>${o.user.operatorName}</strong>${
+        o.user.testMode ? html` <span class="badge badge-test" title="Sandbox operator: everything shown is test data">TEST</span>` : ''
+      }</span>
 <form method="post" action="/dashboard/logout">${csrfField(o.user.csrfToken)}<button type="submit" class="link">Sign out</button></form></div>`
     : '';
   return html`<!doctype html>
@@ -62,6 +66,7 @@ ${nav}
 </header>
 <main id="main" tabindex="-1">
 <h1>${o.title}</h1>
+${o.user?.testMode ? html`<p class="test-data" role="note">Test mode: sandbox rounds, bets and settlements of this operator only. Nothing here is live.</p>` : ''}
 ${o.notice ? html`<p class="notice" role="status">${o.notice}</p>` : ''}
 ${o.error ? html`<p class="error" role="alert">${o.error}</p>` : ''}
 ${o.body}
