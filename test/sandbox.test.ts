@@ -263,3 +263,29 @@ describe.each(STORES)('sandbox (test mode) on %s', (store) => {
     expect(events.filter((e) => e.operator_id !== test.id).every((e) => Number(e.livemode) === 1)).toBe(true);
   });
 });
+
+describe.each(STORES)('sandbox engines start on demand and stop when idle on %s', (store) => {
+  const clock = new FakeClock(Date.now());
+  let t: TestApp;
+  afterAll(async () => t?.close());
+
+  it('starts on the first request, stops after SANDBOX_IDLE_MS unused, and resumes its open round on the next', async () => {
+    t = await startTestApp({ store, clock, env: { SANDBOX_IDLE_MS: '5000', CRASH_BETTING_WINDOW_MS: '60000' } });
+    const op = await t.createOperator({ mode: 'test' });
+    const call = client(t.baseUrl, op);
+    const get = (path: string) => call('GET', path, undefined, { timestamp: clock.now() });
+    expect(t.app.services.sandbox.runningEngines()).toEqual([]);
+
+    const first = await get('/api/public/v1/rounds/current');
+    expect(first.body).toMatchObject({ status: 'open', round_number: 1, livemode: false });
+    expect(t.app.services.sandbox.runningEngines().map((e) => [e.operatorId, e.game])).toEqual([[op.id, 'crash']]);
+
+    await clock.advanceAsync(6_000);
+    await clock.advanceAsync(6_000);
+    expect(t.app.services.sandbox.runningEngines()).toEqual([]);
+
+    const again = await get('/api/public/v1/rounds/current');
+    expect(again.body).toMatchObject({ round_id: first.body.round_id, status: 'open' });
+    expect(t.app.services.sandbox.runningEngines()).toHaveLength(1);
+  });
+});

@@ -251,7 +251,8 @@ export class SandboxService {
   private async sweep(): Promise<void> {
     const now = this.o.clock.now();
     for (const [key, r] of this.running) {
-      if (now - r.lastUsed < this.o.idleMs) continue;
+      // A round in play finishes first: stopping a running Crash round would void it on the next start.
+      if (now - r.lastUsed < this.o.idleMs || r.engine.currentRound?.status === 'running') continue;
       this.running.delete(key);
       await r.engine.stop().catch((err) => this.o.logger.warn({ err, sandbox: r.operatorId }, 'could not stop an idle sandbox engine'));
       this.o.logger.info({ sandbox: r.operatorId, game: r.game }, 'sandbox engine stopped (idle)');
@@ -267,4 +268,10 @@ export interface DeepPartialTiming {
 /** Sandbox calls are for test keys only; the routes refuse live keys before they get here. */
 function assertTestMode(operator: Operator): void {
   if (operator.mode !== 'test') throw new DomainError('SANDBOX_ONLY', 'sandbox calls need a test-mode key (pk_test_…)');
+}
+
+/** The sandbox a player session plays in: its operator's id when that operator is in test mode, else null (live). */
+export async function sandboxOf(s: { operators: Pick<OperatorService, 'get'> }, session: { operatorId: string }): Promise<string | null> {
+  const operator = await s.operators.get(session.operatorId);
+  return operator.mode === 'test' ? operator.id : null;
 }
