@@ -3,6 +3,7 @@ import { Writable } from 'node:stream';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FakeClock } from '../src/clock/clock';
+import { DashboardAuth } from '../src/dashboard/auth';
 import { client, startTestApp, STORES, type TestApp, type TestOperator } from './support/harness';
 
 /**
@@ -250,6 +251,40 @@ describe.each(STORES)('sandbox (test mode) on %s', (store) => {
     expect(attempts[0]!.error).toMatch(/outcome unknown/);
     // 166 - 20 + 76 once.
     expect((await testB('GET', '/v1/sandbox/wallet/balances/p1')).body.balances).toEqual([{ player_ref: 'p1', currency: 'EUR', balance: 222 }]);
+  });
+
+  it('the dashboard marks a sandbox operator TEST and shows it only its sandbox rounds; a live operator never sees them', async () => {
+    const auth = new DashboardAuth(t.app.services.db, t.app.services.clock);
+    const signIn = async (operatorId: string, email: string) => {
+      await auth.createUser({ operatorId, email, password: 'long enough password' });
+      const jar: string[] = [];
+      const go = async (method: string, path: string, form?: Record<string, string>) => {
+        const res = await fetch(`${t.baseUrl}${path}`, {
+          method,
+          redirect: 'manual',
+          headers: { cookie: jar.join('; '), ...(form ? { 'content-type': 'application/x-www-form-urlencoded' } : {}) },
+          body: form ? new URLSearchParams(form) : undefined,
+        });
+        for (const c of res.headers.getSetCookie()) jar.push(c.split(';')[0]!);
+        return res.text();
+      };
+      const login = await go('GET', '/dashboard/login');
+      const csrf = /name="_csrf" value="([^"]+)"/.exec(login)![1]!;
+      await go('POST', '/dashboard/login', { _csrf: csrf, email, password: 'long enough password', next: '/dashboard' });
+      return go;
+    };
+    const sandboxRounds = await t.app.services.db.all<{ id: string }>('SELECT id FROM rounds WHERE operator_id = ?', [test.id]);
+    expect(sandboxRounds.length).toBeGreaterThan(0);
+
+    const asTest = await signIn(test.id, 'test@casino.example');
+    const testPage = await asTest('GET', '/dashboard/rounds?game=crash');
+    expect(testPage).toContain('class="badge badge-test"');
+    expect(testPage).toContain('scripted outcome');
+    expect(testPage).not.toContain('/fairness/rounds/');
+    const asLive = await signIn(live.id, 'live@casino.example');
+    const livePage = await asLive('GET', '/dashboard/rounds');
+    expect(livePage).not.toContain('badge-test');
+    for (const r of sandboxRounds) expect(livePage).not.toContain(r.id.slice(0, 14));
   });
 
   it('sandbox webhooks say livemode false; live endpoints never hear of sandbox rounds', async () => {
