@@ -203,8 +203,31 @@ describe.each(STORES)('sandbox (test mode) on %s', (store) => {
     expect(reserved).toMatchObject({ livemode: false, stake: 10, potential_payout: 76 });
     expect((await testB('GET', '/v1/sandbox/wallet/balances/p1')).body.balances).toEqual([{ player_ref: 'p1', currency: 'EUR', balance: 90 }]);
 
-    // A live key cannot reach the sandbox round.
+    // A live key cannot reach the sandbox round, nor bet in it; a test key cannot bet in a live round.
     expect((await liveB('GET', `/v1/rounds/${reserved.round_id}`)).status).toBe(404);
+    const liveSession = await liveB('POST', '/v1/sessions/launch', { player_ref: 'lp', currency: 'EUR', return_url: 'https://op.example/' });
+    const intoSandbox = await liveB('POST', '/v1/bets/reserve', {
+      session_id: liveSession.body.session_id,
+      round_id: reserved.round_id,
+      selected_stocks: ['NVDA'],
+      stake: 10,
+      idempotency_key: randomUUID(),
+    });
+    expect([intoSandbox.status, intoSandbox.body.error]).toEqual([404, 'ROUND_NOT_FOUND']);
+    const liveRace = await until(async () => {
+      const r = await liveB('GET', '/v1/rounds/current');
+      return r.status === 200 ? r.body : undefined;
+    });
+    expect(liveRace.livemode).toBe(true);
+    const intoLive = await testB('POST', '/v1/bets/reserve', {
+      session_id: session.body.session_id,
+      round_id: liveRace.round_id,
+      selected_stocks: ['NVDA'],
+      stake: 10,
+      idempotency_key: randomUUID(),
+    });
+    expect([intoLive.status, intoLive.body.error]).toEqual([404, 'ROUND_NOT_FOUND']);
+    expect((await testB('GET', `/v1/rounds/${liveRace.round_id}`)).status).toBe(404);
 
     const done = await until(async () => {
       const r = await testB('GET', `/v1/bets/${reserved.bet_id}`);

@@ -218,6 +218,12 @@ export class SandboxService {
     const feedKey = `${operatorId}:${game}`;
     engine.on((e) => {
       if (e.type === 'engine.error') return;
+      // Timing may have been changed through another instance: re-read it for the next round.
+      if (e.type === 'round.closed' || e.type === 'round.voided') {
+        void this.timing(operatorId)
+          .then((fresh) => this.timings.set(operatorId, fresh))
+          .catch((err) => logger.warn({ err }, 'could not re-read the sandbox timing'));
+      }
       const message: FeedMessage =
         e.type === 'round.tick'
           ? { event: 'tick', data: { round_id: e.round.id, round_number: e.round.roundNumber, at: e.at, ...e.data } }
