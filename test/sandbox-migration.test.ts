@@ -28,7 +28,10 @@ describe.each(STORES)('migration 004_sandbox over existing data on %s', (store) 
     if (store === 'sqlite') {
       const db = new SqliteDatabase({ filename: join(mkdtempSync(join(tmpdir(), 'rbs-mig-')), 'service.db') });
       cleanups.push(() => db.close());
-      const { error } = await new Migrator({ db: new Kysely<unknown>({ dialect: new SqliteDialect({ database: db.raw }) }), provider }).migrateToLatest();
+      const { error } = await new Migrator({
+        db: new Kysely<unknown>({ dialect: new SqliteDialect({ database: db.raw }) }),
+        provider,
+      }).migrateToLatest();
       if (error) throw error;
       return db;
     }
@@ -64,7 +67,9 @@ describe.each(STORES)('migration 004_sandbox over existing data on %s', (store) 
   it('keeps rounds and bets, adds the sandbox columns, and numbers rounds per world', async () => {
     const db = await storeAtVersion2();
     await db.transaction(async (tx) => {
-      await tx.run(`INSERT INTO operators (id, name, api_key, secret_enc, status, settings, created_at, updated_at) VALUES ('op_1', 'Live', 'pk_1', 'x', 'active', '{}', 1, 1)`);
+      await tx.run(
+        `INSERT INTO operators (id, name, api_key, secret_enc, status, settings, created_at, updated_at) VALUES ('op_1', 'Live', 'pk_1', 'x', 'active', '{}', 1, 1)`,
+      );
     });
     await insertRound(db, 'rnd_1', 1);
     await db.transaction((tx) =>
@@ -75,7 +80,12 @@ describe.each(STORES)('migration 004_sandbox over existing data on %s', (store) 
 
     expect(await migrate(db as SqliteDatabase | PostgresDatabase)).toEqual(['004_sandbox']);
 
-    expect(await db.get('SELECT id, round_number, operator_id, scripted FROM rounds')).toEqual({ id: 'rnd_1', round_number: 1, operator_id: null, scripted: 0 });
+    expect(await db.get('SELECT id, round_number, operator_id, scripted FROM rounds')).toEqual({
+      id: 'rnd_1',
+      round_number: 1,
+      operator_id: null,
+      scripted: 0,
+    });
     expect(await db.get('SELECT id, round_id FROM bets')).toEqual({ id: 'b1', round_id: 'rnd_1' });
     expect(await db.get('SELECT mode FROM operators')).toEqual({ mode: 'live' });
     if (store === 'sqlite') {
@@ -86,7 +96,9 @@ describe.each(STORES)('migration 004_sandbox over existing data on %s', (store) 
     // A bet still cannot point at a round that does not exist.
     await expect(
       db.transaction((tx) =>
-        tx.run(`INSERT INTO bets (id, operator_id, game, round_id, round_number, player, amount, status, placed_at) VALUES ('b2', 'op_1', 'crash', 'nope', 1, 'p', 1, 'lost', 1)`),
+        tx.run(
+          `INSERT INTO bets (id, operator_id, game, round_id, round_number, player, amount, status, placed_at) VALUES ('b2', 'op_1', 'crash', 'nope', 1, 'p', 1, 'lost', 1)`,
+        ),
       ),
     ).rejects.toThrow();
     // Round 1 again in the live world is refused; round 1 of a sandbox is its own.

@@ -14,19 +14,32 @@ const ROOT = resolve(import.meta.dirname, '..');
  */
 function walkthrough(): { serverEnv: Record<string, string>; script: string } {
   const doc = readFileSync(resolve(ROOT, 'docs/sandbox.md'), 'utf8');
-  const blocks = [...doc.matchAll(/^```(sh[^\n]*)\n([\s\S]*?)^```$/gm)].map((m) => ({ info: m[1]!.trim(), body: m[2]! }));
+  const blocks = [...doc.matchAll(/^```(sh[^\n]*)\n([\s\S]*?)^```$/gm)].map((m) => ({
+    info: m[1]!.trim(),
+    body: m[2]!,
+  }));
   const server = blocks.filter((b) => b.info === 'sh server');
   if (server.length !== 1) throw new Error('docs/sandbox.md needs exactly one `sh server` block');
   const serverEnv = Object.fromEntries(
-    [...server[0]!.body.split('npm start')[0]!.matchAll(/([A-Z_]+)=(\S+)/g)].map((m) => [m[1]!, m[2]!] as [string, string]),
+    [...server[0]!.body.split('npm start')[0]!.matchAll(/([A-Z_]+)=(\S+)/g)].map(
+      (m) => [m[1]!, m[2]!] as [string, string],
+    ),
   );
   const steps = blocks.filter((b) => b.info === 'sh').map((b) => b.body);
   return { serverEnv, script: ['set -euo pipefail', ...steps].join('\n') };
 }
 
-function runBash(script: string, env: Record<string, string>, timeoutMs: number): Promise<{ code: number | null; stdout: string; stderr: string }> {
+function runBash(
+  script: string,
+  env: Record<string, string>,
+  timeoutMs: number,
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((ok) => {
-    const child = spawn('bash', ['-c', script], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn('bash', ['-c', script], {
+      cwd: ROOT,
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d) => (stdout += d.toString()));

@@ -23,8 +23,10 @@ describe.each(STORES)('sandbox (test mode) on %s', (store) => {
   let testB: ReturnType<typeof client>;
 
   // Every request signed at the service's (fake) time.
-  const at = (c: ReturnType<typeof client>) => (method: string, path: string, body?: unknown, extra: { idempotencyKey?: string } = {}) =>
-    c(method, path, body, { ...extra, timestamp: clock.now() });
+  const at =
+    (c: ReturnType<typeof client>) =>
+    (method: string, path: string, body?: unknown, extra: { idempotencyKey?: string } = {}) =>
+      c(method, path, body, { ...extra, timestamp: clock.now() });
 
   /** Moves time in steps until `check` holds: the engines' store writes run between the steps. */
   async function until<T>(check: () => Promise<T | undefined | false>, stepMs = 500, maxSteps = 400): Promise<T> {
@@ -39,7 +41,8 @@ describe.each(STORES)('sandbox (test mode) on %s', (store) => {
   beforeAll(async () => {
     const sink = new Writable({
       write(chunk, _enc, done) {
-        for (const line of String(chunk).split('\n').filter(Boolean)) logLines.push(JSON.parse(line) as Record<string, unknown>);
+        for (const line of String(chunk).split('\n').filter(Boolean))
+          logLines.push(JSON.parse(line) as Record<string, unknown>);
         done();
       },
     });
@@ -47,10 +50,24 @@ describe.each(STORES)('sandbox (test mode) on %s', (store) => {
       store,
       clock,
       logger: pino({ level: 'warn' }, sink),
-      env: { CRASH_TICK_MS: '500', STOCK_RACE_TICK_MS: '500', WALLET_RETRY_SCHEDULE_MS: '0,1000,1000', OUTBOX_POLL_MS: '200' },
+      env: {
+        CRASH_TICK_MS: '500',
+        STOCK_RACE_TICK_MS: '500',
+        WALLET_RETRY_SCHEDULE_MS: '0,1000,1000',
+        OUTBOX_POLL_MS: '200',
+      },
     });
-    const strict = { compliance: { large_stake: 1, large_payout: 1, bets_per_minute_per_player: 120, machine_timing_window_ms: 15,
-      machine_timing_streak: 5, max_session_places: 1, session_places_window_ms: 600_000 } };
+    const strict = {
+      compliance: {
+        large_stake: 1,
+        large_payout: 1,
+        bets_per_minute_per_player: 120,
+        machine_timing_window_ms: 15,
+        machine_timing_streak: 5,
+        max_session_places: 1,
+        session_places_window_ms: 600_000,
+      },
+    };
     live = await t.createOperator({ name: 'Live casino', settings: strict });
     test = await t.createOperator({ name: 'Casino (test)', mode: 'test', settings: strict });
     liveA = at(client(t.baseUrl, live));
@@ -77,7 +94,10 @@ describe.each(STORES)('sandbox (test mode) on %s', (store) => {
 
     const a = await liveA('POST', '/api/public/v1/sandbox/crash/next-outcomes', { crash_points: [1] });
     expect(a.status).toBe(403);
-    expect(a.body).toEqual({ error: 'sandbox calls need a test-mode key (pk_test_…); this key is live', code: 'SANDBOX_ONLY' });
+    expect(a.body).toEqual({
+      error: 'sandbox calls need a test-mode key (pk_test_…); this key is live',
+      code: 'SANDBOX_ONLY',
+    });
     const b = await liveB('POST', '/v1/sandbox/stock-race/next-outcomes', { winners: ['NVDA'] });
     expect([b.status, b.body.error]).toEqual([403, 'SANDBOX_ONLY']);
     // Refused before validation: a live key learns nothing about the body it sent.
@@ -97,18 +117,30 @@ describe.each(STORES)('sandbox (test mode) on %s', (store) => {
       return r.body?.status === 'open' ? r.body : undefined;
     });
     expect(liveRound.livemode).toBe(true);
-    const liveBet = await liveA('POST', '/api/public/v1/place-bet', { external_user_id: 'p', amount: 100 }, { idempotencyKey: randomUUID() });
+    const liveBet = await liveA(
+      'POST',
+      '/api/public/v1/place-bet',
+      { external_user_id: 'p', amount: 100 },
+      { idempotencyKey: randomUUID() },
+    );
     expect(liveBet.status).toBe(200);
     expect(liveBet.body.livemode).toBeUndefined();
     const before = await liveFigures();
     expect(before.bets.map((b) => b.id)).toEqual([liveBet.body.bet_id]);
     expect(before.flags.map((f) => f.operator_id)).toEqual([live.id]);
 
-    const timing = await testA('POST', '/api/public/v1/sandbox/timing', { crash: { betting_window_ms: 1000, pause_ms: 100 } });
+    const timing = await testA('POST', '/api/public/v1/sandbox/timing', {
+      crash: { betting_window_ms: 1000, pause_ms: 100 },
+    });
     expect(timing.status).toBe(200);
     expect(timing.body.crash).toEqual({ betting_window_ms: 1000, pause_ms: 100 });
 
-    const placed = await testA('POST', '/api/public/v1/place-bet', { external_user_id: 'p', amount: 100 }, { idempotencyKey: randomUUID() });
+    const placed = await testA(
+      'POST',
+      '/api/public/v1/place-bet',
+      { external_user_id: 'p', amount: 100 },
+      { idempotencyKey: randomUUID() },
+    );
     expect(placed.status).toBe(200);
     expect(placed.body).toMatchObject({ livemode: false, round_number: 1 });
     const bet = await testA('GET', `/api/public/v1/bets/${placed.body.bet_id}`);
@@ -122,7 +154,12 @@ describe.each(STORES)('sandbox (test mode) on %s', (store) => {
     // A live key cannot reach the sandbox round; a test key cannot touch the live bet.
     const liveView = await liveA('GET', '/api/public/v1/rounds/1');
     expect(liveView.body.round_id).toBe(liveRound.round_id);
-    const cashLive = await testA('POST', '/api/public/v1/cashout', { bet_id: liveBet.body.bet_id }, { idempotencyKey: randomUUID() });
+    const cashLive = await testA(
+      'POST',
+      '/api/public/v1/cashout',
+      { bet_id: liveBet.body.bet_id },
+      { idempotencyKey: randomUUID() },
+    );
     expect([cashLive.status, cashLive.body.code]).toEqual([404, 'BET_NOT_FOUND']);
     const fair = await liveA('GET', `/fairness/rounds/${bet.body.round_id}`);
     expect(fair.status).toBe(404);
@@ -136,11 +173,20 @@ describe.each(STORES)('sandbox (test mode) on %s', (store) => {
     const liveBefore = await liveFigures();
     const scripted = await testA('POST', '/api/public/v1/sandbox/crash/next-outcomes', { crash_points: [1, 100] });
     expect(scripted.status).toBe(200);
-    expect(scripted.body).toEqual({ livemode: false, game: 'crash', pending: [{ crash_point: 1 }, { crash_point: 100 }] });
+    expect(scripted.body).toEqual({
+      livemode: false,
+      game: 'crash',
+      pending: [{ crash_point: 1 }, { crash_point: 100 }],
+    });
 
     const place = async (amount: number, auto: number | null) =>
       until(async () => {
-        const r = await testA('POST', '/api/public/v1/place-bet', { external_user_id: 'p', amount, auto_cashout: auto }, { idempotencyKey: randomUUID() });
+        const r = await testA(
+          'POST',
+          '/api/public/v1/place-bet',
+          { external_user_id: 'p', amount, auto_cashout: auto },
+          { idempotencyKey: randomUUID() },
+        );
         return r.status === 200 ? r.body : undefined;
       }, 100);
     const settled = (betId: string) =>
@@ -154,11 +200,26 @@ describe.each(STORES)('sandbox (test mode) on %s', (store) => {
     const lost = await settled(lostAtOne.bet_id);
     expect(lost).toMatchObject({ status: 'lost', payout: 0 });
     const roundOne = await testA('GET', `/api/public/v1/rounds/${lost.round_number}`);
-    expect(roundOne.body).toMatchObject({ status: 'closed', outcome: { crash_point: 1 }, scripted: true, livemode: false });
+    expect(roundOne.body).toMatchObject({
+      status: 'closed',
+      outcome: { crash_point: 1 },
+      scripted: true,
+      livemode: false,
+    });
 
     const fifty = await place(1000, 50);
-    const exact = await testA('POST', '/api/public/v1/place-bet', { external_user_id: 'q', amount: 7, auto_cashout: 100 }, { idempotencyKey: randomUUID() });
-    const above = await testA('POST', '/api/public/v1/place-bet', { external_user_id: 'q', amount: 9, auto_cashout: 100.01 }, { idempotencyKey: randomUUID() });
+    const exact = await testA(
+      'POST',
+      '/api/public/v1/place-bet',
+      { external_user_id: 'q', amount: 7, auto_cashout: 100 },
+      { idempotencyKey: randomUUID() },
+    );
+    const above = await testA(
+      'POST',
+      '/api/public/v1/place-bet',
+      { external_user_id: 'q', amount: 9, auto_cashout: 100.01 },
+      { idempotencyKey: randomUUID() },
+    );
     expect([exact.body.round_number, above.body.round_number]).toEqual([fifty.round_number, fifty.round_number]);
     const paidFifty = await settled(fifty.bet_id);
     expect(paidFifty).toMatchObject({ status: 'cashed_out', payout: 50_000, multiplier: 50, cashout_kind: 'auto' });
@@ -177,8 +238,14 @@ describe.each(STORES)('sandbox (test mode) on %s', (store) => {
   });
 
   it('plays a scripted Stock Race winner and settles through the simulated wallet, retrying through an outage', async () => {
-    await testB('POST', '/v1/sandbox/timing', { stock_race: { betting_window_ms: 1000, race_ms: 1000, pause_ms: 100 } });
-    const balance = await testB('POST', '/v1/sandbox/wallet/balances', { player_ref: 'p1', currency: 'EUR', balance: 100 });
+    await testB('POST', '/v1/sandbox/timing', {
+      stock_race: { betting_window_ms: 1000, race_ms: 1000, pause_ms: 100 },
+    });
+    const balance = await testB('POST', '/v1/sandbox/wallet/balances', {
+      player_ref: 'p1',
+      currency: 'EUR',
+      balance: 100,
+    });
     expect(balance.body).toEqual({ player_ref: 'p1', currency: 'EUR', balance: 100 });
     const script = await testB('POST', '/v1/sandbox/stock-race/next-outcomes', { winners: ['NVDA'] });
     expect(script.body.pending).toEqual([{ winner: 'NVDA' }]);
@@ -186,7 +253,11 @@ describe.each(STORES)('sandbox (test mode) on %s', (store) => {
     const outage = await testB('POST', '/v1/sandbox/wallet/failures', { mode: 'error_500', count: 2 });
     expect(outage.body).toEqual({ livemode: false, mode: 'error_500', remaining: 2 });
 
-    const session = await testB('POST', '/v1/sessions/launch', { player_ref: 'p1', currency: 'EUR', return_url: 'https://op.example/' });
+    const session = await testB('POST', '/v1/sessions/launch', {
+      player_ref: 'p1',
+      currency: 'EUR',
+      return_url: 'https://op.example/',
+    });
     const reserved = await until(async () => {
       const round = await testB('GET', '/v1/rounds/current');
       if (round.body.status !== 'open') return undefined;
@@ -201,11 +272,17 @@ describe.each(STORES)('sandbox (test mode) on %s', (store) => {
       return r.status === 200 ? r.body : undefined;
     }, 100);
     expect(reserved).toMatchObject({ livemode: false, stake: 10, potential_payout: 76 });
-    expect((await testB('GET', '/v1/sandbox/wallet/balances/p1')).body.balances).toEqual([{ player_ref: 'p1', currency: 'EUR', balance: 90 }]);
+    expect((await testB('GET', '/v1/sandbox/wallet/balances/p1')).body.balances).toEqual([
+      { player_ref: 'p1', currency: 'EUR', balance: 90 },
+    ]);
 
     // A live key cannot reach the sandbox round, nor bet in it; a test key cannot bet in a live round.
     expect((await liveB('GET', `/v1/rounds/${reserved.round_id}`)).status).toBe(404);
-    const liveSession = await liveB('POST', '/v1/sessions/launch', { player_ref: 'lp', currency: 'EUR', return_url: 'https://op.example/' });
+    const liveSession = await liveB('POST', '/v1/sessions/launch', {
+      player_ref: 'lp',
+      currency: 'EUR',
+      return_url: 'https://op.example/',
+    });
     const intoSandbox = await liveB('POST', '/v1/bets/reserve', {
       session_id: liveSession.body.session_id,
       round_id: reserved.round_id,
@@ -234,20 +311,32 @@ describe.each(STORES)('sandbox (test mode) on %s', (store) => {
       return r.body.settlement?.status === 'delivered' ? r.body : undefined;
     });
     // 10.00 on 1 of 8 stocks at 95 %: 10 × 8 × 0.95 = 76.00, after two refused attempts.
-    expect(done).toMatchObject({ status: 'won', payout: 76, livemode: false, settlement: { status: 'delivered', attempts: 3 } });
+    expect(done).toMatchObject({
+      status: 'won',
+      payout: 76,
+      livemode: false,
+      settlement: { status: 'delivered', attempts: 3 },
+    });
     const round = await testB('GET', `/v1/rounds/${reserved.round_id}`);
     expect(round.body).toMatchObject({ outcome: { winner: 'NVDA' }, scripted: true, livemode: false });
-    const attempts = await t.app.services.db.all<{ status_code: number | null }>('SELECT status_code FROM wallet_attempts WHERE bet_id = ? ORDER BY attempt', [
-      reserved.bet_id,
-    ]);
+    const attempts = await t.app.services.db.all<{ status_code: number | null }>(
+      'SELECT status_code FROM wallet_attempts WHERE bet_id = ? ORDER BY attempt',
+      [reserved.bet_id],
+    );
     expect(attempts.map((a) => a.status_code)).toEqual([500, 500, 200]);
-    expect((await testB('GET', '/v1/sandbox/wallet/balances/p1')).body.balances).toEqual([{ player_ref: 'p1', currency: 'EUR', balance: 166 }]);
+    expect((await testB('GET', '/v1/sandbox/wallet/balances/p1')).body.balances).toEqual([
+      { player_ref: 'p1', currency: 'EUR', balance: 166 },
+    ]);
   });
 
   it('a simulated timeout applies the settlement once: the retry is answered without crediting twice', async () => {
     await testB('POST', '/v1/sandbox/wallet/failures', { mode: 'timeout', count: 1 });
     await testB('POST', '/v1/sandbox/stock-race/next-outcomes', { winners: ['AAPL'] });
-    const session = await testB('POST', '/v1/sessions/launch', { player_ref: 'p1', currency: 'EUR', return_url: 'https://op.example/' });
+    const session = await testB('POST', '/v1/sessions/launch', {
+      player_ref: 'p1',
+      currency: 'EUR',
+      return_url: 'https://op.example/',
+    });
     const reserved = await until(async () => {
       const round = await testB('GET', '/v1/rounds/current');
       if (round.body.status !== 'open') return undefined;
@@ -273,7 +362,9 @@ describe.each(STORES)('sandbox (test mode) on %s', (store) => {
     expect(attempts.map((a) => a.status_code)).toEqual([null, 200]);
     expect(attempts[0]!.error).toMatch(/outcome unknown/);
     // 166 - 20 + 76 once.
-    expect((await testB('GET', '/v1/sandbox/wallet/balances/p1')).body.balances).toEqual([{ player_ref: 'p1', currency: 'EUR', balance: 222 }]);
+    expect((await testB('GET', '/v1/sandbox/wallet/balances/p1')).body.balances).toEqual([
+      { player_ref: 'p1', currency: 'EUR', balance: 222 },
+    ]);
   });
 
   it('the dashboard marks a sandbox operator TEST and shows it only its sandbox rounds; a live operator never sees them', async () => {
@@ -293,10 +384,17 @@ describe.each(STORES)('sandbox (test mode) on %s', (store) => {
       };
       const login = await go('GET', '/dashboard/login');
       const csrf = /name="_csrf" value="([^"]+)"/.exec(login)![1]!;
-      await go('POST', '/dashboard/login', { _csrf: csrf, email, password: 'long enough password', next: '/dashboard' });
+      await go('POST', '/dashboard/login', {
+        _csrf: csrf,
+        email,
+        password: 'long enough password',
+        next: '/dashboard',
+      });
       return go;
     };
-    const sandboxRounds = await t.app.services.db.all<{ id: string }>('SELECT id FROM rounds WHERE operator_id = ?', [test.id]);
+    const sandboxRounds = await t.app.services.db.all<{ id: string }>('SELECT id FROM rounds WHERE operator_id = ?', [
+      test.id,
+    ]);
     expect(sandboxRounds.length).toBeGreaterThan(0);
 
     const asTest = await signIn(test.id, 'test@casino.example');

@@ -33,7 +33,8 @@ export type TimingSource = () => SandboxTiming;
  * declare them as plain fields, so a sandbox driver replaces them with getters onto its timing.
  */
 function liveTiming(target: object, fields: Record<string, () => number>): void {
-  for (const [name, get] of Object.entries(fields)) Object.defineProperty(target, name, { get, configurable: true, enumerable: true });
+  for (const [name, get] of Object.entries(fields))
+    Object.defineProperty(target, name, { get, configurable: true, enumerable: true });
 }
 
 async function roundHasBets(tx: SqlExecutor, roundId: string): Promise<boolean> {
@@ -51,14 +52,21 @@ export class SandboxCrashGame extends CrashGame {
     timing: TimingSource,
   ) {
     super(o);
-    liveTiming(this, { bettingWindowMs: () => timing().crash.betting_window_ms, pauseMs: () => timing().crash.pause_ms });
+    liveTiming(this, {
+      bettingWindowMs: () => timing().crash.betting_window_ms,
+      pauseMs: () => timing().crash.pause_ms,
+    });
   }
 
   async prepareRun(tx: SqlExecutor, round: Round): Promise<Round> {
     if (!(await roundHasBets(tx, round.id))) return round;
     const script = await sandboxStore.takeScript(tx, this.operatorId, 'crash', round.id);
     if (!script || !('crash_point' in script)) return round;
-    const scripted: Round = { ...round, scripted: true, settings: { ...round.settings, scripted_crash_point: script.crash_point } };
+    const scripted: Round = {
+      ...round,
+      scripted: true,
+      settings: { ...round.settings, scripted_crash_point: script.crash_point },
+    };
     await roundRepository.markScripted(tx, scripted);
     return scripted;
   }
@@ -77,7 +85,10 @@ export class SandboxStockRaceGame extends StockRaceGame {
     private readonly timing: TimingSource,
   ) {
     super(o);
-    liveTiming(this, { bettingWindowMs: () => timing().stock_race.betting_window_ms, pauseMs: () => timing().stock_race.pause_ms });
+    liveTiming(this, {
+      bettingWindowMs: () => timing().stock_race.betting_window_ms,
+      pauseMs: () => timing().stock_race.pause_ms,
+    });
   }
 
   override roundSettings(): Record<string, unknown> {

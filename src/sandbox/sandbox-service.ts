@@ -13,7 +13,13 @@ import { presentRound } from '../rounds/round-presenter';
 import { roundRepository } from '../rounds/round-repository';
 import type { Database } from '../store/database';
 import { SandboxCrashGame, SandboxStockRaceGame, sandboxSeeds } from './sandbox-games';
-import { sandboxStore, type SandboxTiming, type SandboxWalletSwitch, type ScriptedOutcome, type SandboxScript } from './sandbox-store';
+import {
+  sandboxStore,
+  type SandboxTiming,
+  type SandboxWalletSwitch,
+  type ScriptedOutcome,
+  type SandboxScript,
+} from './sandbox-store';
 
 export interface SandboxServiceOptions {
   db: Database;
@@ -204,7 +210,14 @@ export class SandboxService {
             operatorId,
             timing,
           );
-    const engine = new RoundEngine({ db: this.o.db, clock: this.o.clock, chain: sandboxSeeds, driver, logger, operatorId });
+    const engine = new RoundEngine({
+      db: this.o.db,
+      clock: this.o.clock,
+      chain: sandboxSeeds,
+      driver,
+      logger,
+      operatorId,
+    });
     const opened = new Promise<void>((resolve) => {
       const off = engine.on((e) => {
         if (e.type === 'round.opened') {
@@ -242,7 +255,11 @@ export class SandboxService {
     const c = this.o.config;
     return {
       crash: { betting_window_ms: c.crash.bettingWindowMs, pause_ms: c.crash.pauseMs },
-      stock_race: { betting_window_ms: c.stockRace.bettingWindowMs, race_ms: c.stockRace.raceMs, pause_ms: c.stockRace.pauseMs },
+      stock_race: {
+        betting_window_ms: c.stockRace.bettingWindowMs,
+        race_ms: c.stockRace.raceMs,
+        pause_ms: c.stockRace.pauseMs,
+      },
     };
   }
 
@@ -260,7 +277,9 @@ export class SandboxService {
       // A round in play finishes first: stopping a running Crash round would void it on the next start.
       if (now - r.lastUsed < this.o.idleMs || r.engine.currentRound?.status === 'running') continue;
       this.running.delete(key);
-      await r.engine.stop().catch((err) => this.o.logger.warn({ err, sandbox: r.operatorId }, 'could not stop an idle sandbox engine'));
+      await r.engine
+        .stop()
+        .catch((err) => this.o.logger.warn({ err, sandbox: r.operatorId }, 'could not stop an idle sandbox engine'));
       this.o.logger.info({ sandbox: r.operatorId, game: r.game }, 'sandbox engine stopped (idle)');
     }
   }
@@ -277,7 +296,10 @@ function assertTestMode(operator: Operator): void {
 }
 
 /** The sandbox a player session plays in: its operator's id when that operator is in test mode, else null (live). */
-export async function sandboxOf(s: { operators: Pick<OperatorService, 'get'> }, session: { operatorId: string }): Promise<string | null> {
+export async function sandboxOf(
+  s: { operators: Pick<OperatorService, 'get'> },
+  session: { operatorId: string },
+): Promise<string | null> {
   const operator = await s.operators.get(session.operatorId);
   return operator.mode === 'test' ? operator.id : null;
 }

@@ -42,7 +42,14 @@ export const simulatedWallet = {
   },
 
   /** Inside the reserve transaction: the stake leaves the player's balance, or the bet is refused. */
-  async debit(tx: SqlExecutor, operatorId: string, playerRef: string, currency: string, amount: number, now: number): Promise<void> {
+  async debit(
+    tx: SqlExecutor,
+    operatorId: string,
+    playerRef: string,
+    currency: string,
+    amount: number,
+    now: number,
+  ): Promise<void> {
     const r = await tx.run(
       `UPDATE sandbox_wallet_balances SET balance = balance - ?, updated_at = ?
        WHERE operator_id = ? AND player_ref = ? AND currency = ? AND balance >= ?`,
@@ -63,25 +70,46 @@ export const simulatedWallet = {
       const failure = settings.wallet.remaining === 0 ? 'none' : settings.wallet.failure;
       if (failure !== 'none' && settings.wallet.remaining !== null) {
         const remaining = settings.wallet.remaining - 1;
-        await sandboxStore.saveSettings(tx, s.operatorId, { ...settings, wallet: remaining === 0 ? { failure: 'none', remaining: null } : { failure, remaining } }, now);
+        await sandboxStore.saveSettings(
+          tx,
+          s.operatorId,
+          { ...settings, wallet: remaining === 0 ? { failure: 'none', remaining: null } : { failure, remaining } },
+          now,
+        );
       }
       if (failure === 'error_500') {
-        return { delivered: false, statusCode: 500, error: 'wallet answered 500', responseExcerpt: '{"error":"simulated wallet failure"}' };
+        return {
+          delivered: false,
+          statusCode: 500,
+          error: 'wallet answered 500',
+          responseExcerpt: '{"error":"simulated wallet failure"}',
+        };
       }
       const applied = await applyOnce(tx, s, now);
       if (failure === 'timeout') {
-        return { delivered: false, statusCode: null, error: `no answer within ${config.wallet.timeoutMs} ms (outcome unknown)`, responseExcerpt: null };
+        return {
+          delivered: false,
+          statusCode: null,
+          error: `no answer within ${config.wallet.timeoutMs} ms (outcome unknown)`,
+          responseExcerpt: null,
+        };
       }
-      return { delivered: true, statusCode: 200, error: null, responseExcerpt: JSON.stringify({ ok: true, balance: applied }) };
+      return {
+        delivered: true,
+        statusCode: 200,
+        error: null,
+        responseExcerpt: JSON.stringify({ ok: true, balance: applied }),
+      };
     });
   },
 };
 
 /** Credits the bet's payout unless this idempotency key was applied before; returns the balance after. */
 async function applyOnce(tx: SqlExecutor, s: Settlement, now: number): Promise<number | null> {
-  const bet = await tx.get<{ player: string; currency: string; payout: number | null }>('SELECT player, currency, payout FROM bets WHERE id = ?', [
-    s.betId,
-  ]);
+  const bet = await tx.get<{ player: string; currency: string; payout: number | null }>(
+    'SELECT player, currency, payout FROM bets WHERE id = ?',
+    [s.betId],
+  );
   if (!bet) return null;
   const credited = Number(bet.payout ?? 0);
   const first = await tx.run(
@@ -96,10 +124,9 @@ async function applyOnce(tx: SqlExecutor, s: Settlement, now: number): Promise<n
       [s.operatorId, bet.player, bet.currency, credited, now],
     );
   }
-  const row = await tx.get<{ balance: number }>('SELECT balance FROM sandbox_wallet_balances WHERE operator_id = ? AND player_ref = ? AND currency = ?', [
-    s.operatorId,
-    bet.player,
-    bet.currency,
-  ]);
+  const row = await tx.get<{ balance: number }>(
+    'SELECT balance FROM sandbox_wallet_balances WHERE operator_id = ? AND player_ref = ? AND currency = ?',
+    [s.operatorId, bet.player, bet.currency],
+  );
   return row ? Number(row.balance) : null;
 }

@@ -11,7 +11,15 @@ import type { AppServices } from '../../services';
 import { guardSurface, type Surface } from '../surface';
 import { authHeadersFor, ErrorBody } from '../webhooks/schemas';
 
-const errors = { 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody, 409: ErrorBody, 429: ErrorBody, 500: ErrorBody };
+const errors = {
+  400: ErrorBody,
+  401: ErrorBody,
+  403: ErrorBody,
+  404: ErrorBody,
+  409: ErrorBody,
+  429: ErrorBody,
+  500: ErrorBody,
+};
 
 const MAX_SCRIPTED = 100;
 
@@ -37,12 +45,21 @@ const RaceOutcomesBody = Type.Object(
   { additionalProperties: false },
 );
 
-const Window = Type.Integer({ minimum: 100, maximum: 600_000, description: 'must be an integer from 100 to 600000 (ms)' });
+const Window = Type.Integer({
+  minimum: 100,
+  maximum: 600_000,
+  description: 'must be an integer from 100 to 600000 (ms)',
+});
 const Pause = Type.Integer({ minimum: 0, maximum: 600_000, description: 'must be an integer from 0 to 600000 (ms)' });
 
 const TimingBody = Type.Object(
   {
-    crash: Type.Optional(Type.Object({ betting_window_ms: Type.Optional(Window), pause_ms: Type.Optional(Pause) }, { additionalProperties: false })),
+    crash: Type.Optional(
+      Type.Object(
+        { betting_window_ms: Type.Optional(Window), pause_ms: Type.Optional(Pause) },
+        { additionalProperties: false },
+      ),
+    ),
     stock_race: Type.Optional(
       Type.Object(
         { betting_window_ms: Type.Optional(Window), race_ms: Type.Optional(Window), pause_ms: Type.Optional(Pause) },
@@ -75,7 +92,13 @@ const FailureBody = Type.Object(
     mode: Type.Union([Type.Literal('none'), Type.Literal('timeout'), Type.Literal('error_500')], {
       description: 'must be none, timeout or error_500',
     }),
-    count: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, description: 'must be an integer from 1 to 1000: how many settle calls fail' })),
+    count: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        maximum: 1000,
+        description: 'must be an integer from 1 to 1000: how many settle calls fail',
+      }),
+    ),
   },
   { additionalProperties: false },
 );
@@ -83,7 +106,9 @@ const FailureBody = Type.Object(
 const FailureView = Type.Object({
   livemode: Type.Boolean(),
   mode: Type.String(),
-  remaining: Type.Union([Type.Integer(), Type.Null()], { description: 'settle calls left to fail; null: until switched off' }),
+  remaining: Type.Union([Type.Integer(), Type.Null()], {
+    description: 'settle calls left to fail; null: until switched off',
+  }),
 });
 
 const ScriptView = Type.Object({
@@ -97,7 +122,9 @@ const ScriptView = Type.Object({
 const presentScripts = (game: Game, scripts: SandboxScript[]) => ({
   livemode: false,
   game,
-  pending: scripts.map((x) => ('crash_point' in x.outcome ? { crash_point: formatMultiplier(x.outcome.crash_point) } : x.outcome)),
+  pending: scripts.map((x) =>
+    'crash_point' in x.outcome ? { crash_point: formatMultiplier(x.outcome.crash_point) } : x.outcome,
+  ),
 });
 
 /**
@@ -126,7 +153,8 @@ export function sandboxRoutes(surface: Surface) {
       {
         schema: {
           summary: 'Script the crash points of your next sandbox Crash rounds (test keys only)',
-          description: 'Each queued crash point is used, in order, by the next sandbox round that takes at least one bet.',
+          description:
+            'Each queued crash point is used, in order, by the next sandbox round that takes at least one bet.',
           tags,
           headers,
           body: CrashOutcomesBody,
@@ -137,7 +165,10 @@ export function sandboxRoutes(surface: Surface) {
         const points = req.body.crash_points.map((p) => {
           const hundredths = parseMultiplier(p);
           if (hundredths === null || hundredths < 100) {
-            throw new DomainError('VALIDATION_FAILED', `field "crash_points" must hold multipliers of at least 1.00 with at most 2 decimals (got ${p})`);
+            throw new DomainError(
+              'VALIDATION_FAILED',
+              `field "crash_points" must hold multipliers of at least 1.00 with at most 2 decimals (got ${p})`,
+            );
           }
           return { crash_point: hundredths };
         });
@@ -161,9 +192,19 @@ export function sandboxRoutes(surface: Surface) {
         const symbols = s.config.stockRace.symbols;
         const unknown = req.body.winners.filter((w) => !symbols.includes(w));
         if (unknown.length > 0) {
-          throw new DomainError('INVALID_SELECTION', `unknown stock symbol(s) ${unknown.join(', ')}; the races run ${symbols.join(', ')}`);
+          throw new DomainError(
+            'INVALID_SELECTION',
+            `unknown stock symbol(s) ${unknown.join(', ')}; the races run ${symbols.join(', ')}`,
+          );
         }
-        return presentScripts('stock_race', await s.sandbox.script(req.operator!, 'stock_race', req.body.winners.map((winner) => ({ winner }))));
+        return presentScripts(
+          'stock_race',
+          await s.sandbox.script(
+            req.operator!,
+            'stock_race',
+            req.body.winners.map((winner) => ({ winner })),
+          ),
+        );
       },
     );
 
@@ -171,19 +212,36 @@ export function sandboxRoutes(surface: Surface) {
       ['/sandbox/crash/next-outcomes', 'crash'],
       ['/sandbox/stock-race/next-outcomes', 'stock_race'],
     ] as const) {
-      r.get(path, { schema: { summary: 'Outcomes still queued', tags, headers, response: { 200: ScriptView, ...errors } } }, async (req) =>
-        presentScripts(game, await s.sandbox.pendingScripts(req.operator!, game)),
+      r.get(
+        path,
+        { schema: { summary: 'Outcomes still queued', tags, headers, response: { 200: ScriptView, ...errors } } },
+        async (req) => presentScripts(game, await s.sandbox.pendingScripts(req.operator!, game)),
       );
-      r.delete(path, { schema: { summary: 'Drop the outcomes still queued', tags, headers, response: { 200: ScriptView, ...errors } } }, async (req) => {
-        await s.sandbox.clearScripts(req.operator!, game);
-        return presentScripts(game, []);
-      });
+      r.delete(
+        path,
+        {
+          schema: {
+            summary: 'Drop the outcomes still queued',
+            tags,
+            headers,
+            response: { 200: ScriptView, ...errors },
+          },
+        },
+        async (req) => {
+          await s.sandbox.clearScripts(req.operator!, game);
+          return presentScripts(game, []);
+        },
+      );
     }
 
-    r.get('/sandbox/timing', { schema: { summary: 'Round timing of your sandbox', tags, headers, response: { 200: TimingView, ...errors } } }, async (req) => ({
-      livemode: false,
-      ...(await s.sandbox.timing(req.operator!.id)),
-    }));
+    r.get(
+      '/sandbox/timing',
+      { schema: { summary: 'Round timing of your sandbox', tags, headers, response: { 200: TimingView, ...errors } } },
+      async (req) => ({
+        livemode: false,
+        ...(await s.sandbox.timing(req.operator!.id)),
+      }),
+    );
 
     r.post(
       '/sandbox/timing',
@@ -214,7 +272,12 @@ export function sandboxRoutes(surface: Surface) {
         const { player_ref, currency, balance } = req.body;
         const exponent = currencyExponent(currency);
         const minor = decimalToMinor(balance, exponent);
-        await simulatedWallet.setBalance(s.db, req.operator!.id, { player_ref, currency, balance: minor }, s.clock.now());
+        await simulatedWallet.setBalance(
+          s.db,
+          req.operator!.id,
+          { player_ref, currency, balance: minor },
+          s.clock.now(),
+        );
         return { player_ref, currency, balance: minorToDecimal(minor, exponent) };
       },
     );

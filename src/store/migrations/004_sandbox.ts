@@ -13,12 +13,21 @@ import { PostgresAdapter, sql, type Kysely } from 'kysely';
  * so the pragma takes effect; the copy itself is one transaction).
  */
 export async function up(db: Kysely<unknown>): Promise<void> {
-  await db.schema.alterTable('operators').addColumn('mode', 'text', (c) => c.notNull().defaultTo('live')).execute();
-  await db.schema.alterTable('events').addColumn('livemode', 'integer', (c) => c.notNull().defaultTo(1)).execute();
+  await db.schema
+    .alterTable('operators')
+    .addColumn('mode', 'text', (c) => c.notNull().defaultTo('live'))
+    .execute();
+  await db.schema
+    .alterTable('events')
+    .addColumn('livemode', 'integer', (c) => c.notNull().defaultTo(1))
+    .execute();
 
   if (db.getExecutor().adapter instanceof PostgresAdapter) {
     await db.schema.alterTable('rounds').addColumn('operator_id', 'text').execute();
-    await db.schema.alterTable('rounds').addColumn('scripted', 'integer', (c) => c.notNull().defaultTo(0)).execute();
+    await db.schema
+      .alterTable('rounds')
+      .addColumn('scripted', 'integer', (c) => c.notNull().defaultTo(0))
+      .execute();
     await db.schema.alterTable('rounds').dropConstraint('rounds_game_number').execute();
   } else {
     await sql`PRAGMA foreign_keys = OFF`.execute(db);
@@ -43,8 +52,12 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     await db.schema.createIndex('rounds_game_status').on('rounds').columns(['game', 'status']).execute();
   }
   // One numbering for the live world, one per sandbox operator.
-  await sql`CREATE UNIQUE INDEX rounds_live_number ON rounds (game, round_number) WHERE operator_id IS NULL`.execute(db);
-  await sql`CREATE UNIQUE INDEX rounds_sandbox_number ON rounds (operator_id, game, round_number) WHERE operator_id IS NOT NULL`.execute(db);
+  await sql`CREATE UNIQUE INDEX rounds_live_number ON rounds (game, round_number) WHERE operator_id IS NULL`.execute(
+    db,
+  );
+  await sql`CREATE UNIQUE INDEX rounds_sandbox_number ON rounds (operator_id, game, round_number) WHERE operator_id IS NOT NULL`.execute(
+    db,
+  );
 
   // Outcomes a sandbox operator asked for, used in order by its next rounds that take a bet.
   await db.schema
@@ -57,7 +70,11 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn('seq', 'bigint', (c) => c.notNull())
     .addColumn('used_by_round', 'text')
     .execute();
-  await db.schema.createIndex('sandbox_scripts_next').on('sandbox_scripts').columns(['operator_id', 'game', 'used_by_round', 'seq']).execute();
+  await db.schema
+    .createIndex('sandbox_scripts_next')
+    .on('sandbox_scripts')
+    .columns(['operator_id', 'game', 'used_by_round', 'seq'])
+    .execute();
 
   // Per-sandbox settings: round timing and the simulated wallet's failure switch.
   await db.schema
