@@ -57,9 +57,9 @@ describe.each(STORES)('migration 004_sandbox over existing data on %s', (store) 
   const insertRound = (db: Database, id: string, n: number, operatorId: string | null = null) =>
     db.transaction((tx) =>
       tx.run(
-        `INSERT INTO rounds (id, game, round_number, status, seed_hash, seed, chain_id, chain_idx, opened_at, betting_closes_at, settings${
-          operatorId ? ', operator_id' : ''
-        }) VALUES (?, 'crash', ?, 'closed', 'h', 's', 'c', 0, 1, 2, '{}'${operatorId ? ', ?' : ''})`,
+        `INSERT INTO rounds (id, game, round_number, status, seed_hash, seed, chain_id, chain_idx, opened_at,
+           betting_closes_at, settings${operatorId ? ', operator_id' : ''})
+           VALUES (?, 'crash', ?, 'closed', 'h', 's', 'c', 0, 1, 2, '{}'${operatorId ? ', ?' : ''})`,
         operatorId ? [id, n, operatorId] : [id, n],
       ),
     );
@@ -68,13 +68,15 @@ describe.each(STORES)('migration 004_sandbox over existing data on %s', (store) 
     const db = await storeAtVersion2();
     await db.transaction(async (tx) => {
       await tx.run(
-        `INSERT INTO operators (id, name, api_key, secret_enc, status, settings, created_at, updated_at) VALUES ('op_1', 'Live', 'pk_1', 'x', 'active', '{}', 1, 1)`,
+        `INSERT INTO operators (id, name, api_key, secret_enc, status, settings, created_at, updated_at)
+         VALUES ('op_1', 'Live', 'pk_1', 'x', 'active', '{}', 1, 1)`,
       );
     });
     await insertRound(db, 'rnd_1', 1);
     await db.transaction((tx) =>
       tx.run(
-        `INSERT INTO bets (id, operator_id, game, round_id, round_number, player, amount, status, placed_at) VALUES ('b1', 'op_1', 'crash', 'rnd_1', 1, 'p', 100, 'lost', 1)`,
+        `INSERT INTO bets (id, operator_id, game, round_id, round_number, player, amount, status, placed_at)
+         VALUES ('b1', 'op_1', 'crash', 'rnd_1', 1, 'p', 100, 'lost', 1)`,
       ),
     );
 
@@ -97,7 +99,8 @@ describe.each(STORES)('migration 004_sandbox over existing data on %s', (store) 
     await expect(
       db.transaction((tx) =>
         tx.run(
-          `INSERT INTO bets (id, operator_id, game, round_id, round_number, player, amount, status, placed_at) VALUES ('b2', 'op_1', 'crash', 'nope', 1, 'p', 1, 'lost', 1)`,
+          `INSERT INTO bets (id, operator_id, game, round_id, round_number, player, amount, status, placed_at)
+           VALUES ('b2', 'op_1', 'crash', 'nope', 1, 'p', 1, 'lost', 1)`,
         ),
       ),
     ).rejects.toThrow();

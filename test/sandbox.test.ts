@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FakeClock } from '../src/clock/clock';
 import { DashboardAuth } from '../src/dashboard/auth';
 import { client, startTestApp, STORES, type TestApp, type TestOperator } from './support/harness';
+import { TestReceiver } from './support/webhook-receiver';
 
 /**
  * Test mode end to end over HTTP: sandbox operators play in rounds of their own, script outcomes,
@@ -14,6 +15,7 @@ import { client, startTestApp, STORES, type TestApp, type TestOperator } from '.
 describe.each(STORES)('sandbox (test mode) on %s', (store) => {
   const clock = new FakeClock(Date.now());
   const logLines: Record<string, unknown>[] = [];
+  const receiver = new TestReceiver();
   let t: TestApp;
   let live: TestOperator;
   let test: TestOperator;
@@ -74,20 +76,33 @@ describe.each(STORES)('sandbox (test mode) on %s', (store) => {
     testA = at(client(t.baseUrl, test));
     liveB = at(client(t.baseUrl, live, 'B'));
     testB = at(client(t.baseUrl, test, 'B'));
+    const hooks = await receiver.start();
+    const events = ['round.opened', 'round.closed', 'bet.settled', 'compliance.flag'];
+    for (const [call, path] of [
+      [liveA, '/live'],
+      [testA, '/test'],
+    ] as const) {
+      const r = await call('POST', '/api/public/v1/webhook-endpoints', { url: `${hooks}${path}`, events });
+      expect(r.status).toBe(201);
+    }
   });
-  afterAll(async () => t?.close());
+  afterAll(async () => {
+    await t?.close();
+    await receiver.close();
+  });
 
   const liveFigures = async () => ({
     rounds: await t.app.services.db.all<{ round_number: number }>(
       `SELECT round_number FROM rounds WHERE operator_id IS NULL AND game = 'crash' ORDER BY round_number`,
     ),
     bets: await t.app.services.db.all<{ id: string; operator_id: string }>(
-      'SELECT b.id, b.operator_id FROM bets b JOIN rounds r ON r.id = b.round_id WHERE r.operator_id IS NULL ORDER BY b.id',
+      `SELECT b.id, b.operator_id FROM bets b JOIN rounds r ON r.id = b.round_id
+       WHERE r.operator_id IS NULL ORDER BY b.id`,
     ),
     flags: await t.app.services.db.all<{ operator_id: string }>('SELECT operator_id FROM compliance_flags ORDER BY id'),
   });
 
-  it('a test operator has test keys; a live key is refused every sandbox call with 403 SANDBOX_ONLY, and logged', async () => {
+  it('gives test keys; a live key gets 403 SANDBOX_ONLY on every sandbox call, logged', async () => {
     expect(test.apiKey).toMatch(/^pk_test_/);
     expect(test.apiSecret).toMatch(/^sk_test_/);
     expect(live.apiKey).not.toMatch(/test/);
@@ -111,7 +126,7 @@ describe.each(STORES)('sandbox (test mode) on %s', (store) => {
     ]);
   });
 
-  it('a test key bets in its own sandbox round, never a live one; test bets stay out of live figures and flags', async () => {
+  it('puts test-key bets in a sandbox round, never a live one, and out of live figures and flags', async () => {
     const liveRound = await until(async () => {
       const r = await liveA('GET', '/api/public/v1/rounds/current');
       return r.body?.status === 'open' ? r.body : undefined;
@@ -237,7 +252,7 @@ describe.each(STORES)('sandbox (test mode) on %s', (store) => {
     expect(liveAfter.flags).toEqual(liveBefore.flags);
   });
 
-  it('plays a scripted Stock Race winner and settles through the simulated wallet, retrying through an outage', async () => {
+  it('plays a scripted Stock Race winner, settled by the simulated wallet through an outage', async () => {
     await testB('POST', '/v1/sandbox/timing', {
       stock_race: { betting_window_ms: 1000, race_ms: 1000, pause_ms: 100 },
     });
@@ -367,7 +382,7 @@ describe.each(STORES)('sandbox (test mode) on %s', (store) => {
     ]);
   });
 
-  it('the dashboard marks a sandbox operator TEST and shows it only its sandbox rounds; a live operator never sees them', async () => {
+  it('marks a sandbox dashboard TEST with only its rounds; a live dashboard never shows them', async () => {
     const auth = new DashboardAuth(t.app.services.db, t.app.services.clock);
     const signIn = async (operatorId: string, email: string) => {
       await auth.createUser({ operatorId, email, password: 'long enough password' });
@@ -408,6 +423,23 @@ describe.each(STORES)('sandbox (test mode) on %s', (store) => {
     for (const r of sandboxRounds) expect(livePage).not.toContain(r.id.slice(0, 14));
   });
 
+  it('delivers sandbox events to the sandbox endpoint with livemode false, and none to a live endpoint', async () => {
+    const sandboxRounds = new Set(
+      (await t.app.services.db.all<{ id: string }>('SELECT id FROM rounds WHERE operator_id = ?', [test.id])).map((r) => r.id),
+    );
+    const bodies = (path: string) => receiver.on(path).map((r) => JSON.parse(r.body) as Record<string, any>);
+    const got = await until(async () => {
+      const mine = bodies('/test');
+      return mine.some((b) => b.type === 'bet.settled') && mine.some((b) => b.type === 'round.closed') ? mine : undefined;
+    }, 250);
+    expect(got.every((b) => b.livemode === false)).toBe(true);
+    expect(got.every((b) => sandboxRounds.has(b.data.round_id))).toBe(true);
+    const live = bodies('/live');
+    expect(live.length).toBeGreaterThan(0);
+    expect(live.every((b) => b.livemode === true)).toBe(true);
+    expect(live.filter((b) => sandboxRounds.has(b.data.round_id))).toEqual([]);
+  });
+
   it('sandbox webhooks say livemode false; live endpoints never hear of sandbox rounds', async () => {
     const events = await t.app.services.db.all<{ operator_id: string | null; type: string; livemode: number }>(
       'SELECT operator_id, type, livemode FROM events ORDER BY seq',
@@ -425,7 +457,7 @@ describe.each(STORES)('sandbox engines start on demand and stop when idle on %s'
   let t: TestApp;
   afterAll(async () => t?.close());
 
-  it('starts on the first request, stops after SANDBOX_IDLE_MS unused, and resumes its open round on the next', async () => {
+  it('starts on first use, stops after SANDBOX_IDLE_MS unused, resumes its open round on the next use', async () => {
     t = await startTestApp({ store, clock, env: { SANDBOX_IDLE_MS: '5000', CRASH_BETTING_WINDOW_MS: '60000' } });
     const op = await t.createOperator({ mode: 'test' });
     const call = client(t.baseUrl, op);

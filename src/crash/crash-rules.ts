@@ -18,9 +18,13 @@ export function crashPointOf(seed: string, salt: string, houseEdgeBp: number): n
  * The crash point a sandbox operator scripted for one of its own rounds (hundredths), or null. Only a
  * sandbox round (operatorId set) can carry one: a live round's outcome always comes from its seed.
  */
-export function scriptedCrashPoint(round: { operatorId: string | null; settings: Record<string, unknown> }): number | null {
+export function scriptedCrashPoint(round: {
+  operatorId: string | null;
+  settings: Record<string, unknown>;
+}): number | null {
   const scripted = round.settings.scripted_crash_point;
-  return round.operatorId !== null && Number.isSafeInteger(scripted) && (scripted as number) >= 100 ? (scripted as number) : null;
+  if (round.operatorId === null || !Number.isSafeInteger(scripted)) return null;
+  return (scripted as number) >= 100 ? (scripted as number) : null;
 }
 
 /** Lowest multiplier (hundredths) at which a bet of `amount` reaches `maxPayout`: its forced cash-out. */

@@ -126,7 +126,12 @@ export async function dashboardRoutes(app: FastifyInstance, s: AppServices): Pro
       req.dashboard = {
         session,
         operator,
-        user: { email: session.user.email, operatorName: operator.name, csrfToken: session.csrfToken, testMode: operator.mode === 'test' },
+        user: {
+          email: session.user.email,
+          operatorName: operator.name,
+          csrfToken: session.csrfToken,
+          testMode: operator.mode === 'test',
+        },
       };
     });
 

@@ -106,7 +106,9 @@ export async function publicRoutes(app: FastifyInstance, s: AppServices): Promis
     async (req) => {
       const round = await roundRepository.byId(s.db, req.params.round_id);
       // Sandbox rounds are test data, some with scripted outcomes: not part of the public fairness record.
-      if (!round || round.operatorId !== null) throw new DomainError('ROUND_NOT_FOUND', `no round ${req.params.round_id}`);
+      if (!round || round.operatorId !== null) {
+        throw new DomainError('ROUND_NOT_FOUND', `no round ${req.params.round_id}`);
+      }
       if (round.status !== 'closed' && round.status !== 'void') {
         return { round_id: round.id, status: round.status, seed_hash: round.seedHash, verified: null, reason: 'the seed is revealed when the round ends' };
       }

@@ -2,7 +2,14 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import type { Clock } from '../clock/clock';
 import { DomainError } from '../errors/codes';
 import type { Database, SqlExecutor } from '../store/database';
-import { mergeSettings, type Operator, type OperatorCredentials, type OperatorMode, type OperatorSettings, type OperatorStatus } from './operator';
+import {
+  mergeSettings,
+  type Operator,
+  type OperatorCredentials,
+  type OperatorMode,
+  type OperatorSettings,
+  type OperatorStatus,
+} from './operator';
 import type { SecretBox } from './secret-box';
 
 interface OperatorRow {
@@ -60,12 +67,24 @@ export class OperatorService {
     const now = this.clock.now();
     await this.db.transaction((tx) =>
       tx.run(
-        `INSERT INTO operators (id, name, api_key, secret_enc, wallet_url, status, mode, settings, created_at, updated_at)
+        `INSERT INTO operators (id, name, api_key, secret_enc, wallet_url, status, mode, settings, created_at,
+           updated_at)
          VALUES (?, ?, ?, ?, ?, 'active', ?, ?, ?, ?)`,
         [id, name, apiKey, this.box.seal(apiSecret), walletUrl, mode, JSON.stringify(settings), now, now],
       ),
     );
-    return { id, name, apiKey, apiSecret, walletUrl, status: 'active', mode, settings, createdAt: now, previousSecretExpiresAt: null };
+    return {
+      id,
+      name,
+      apiKey,
+      apiSecret,
+      walletUrl,
+      status: 'active',
+      mode,
+      settings,
+      createdAt: now,
+      previousSecretExpiresAt: null,
+    };
   }
 
   async list(): Promise<Operator[]> {

@@ -203,7 +203,8 @@ export class RoundEngine {
         settings: this.o.driver.roundSettings(),
         operatorId: this.o.operatorId ?? null,
       });
-      await recordEvents(tx, [{ operatorId: this.eventOwner, type: 'round.opened', data: presentRoundEvent(created) }], now);
+      const opened = { operatorId: this.eventOwner, type: 'round.opened' as const, data: presentRoundEvent(created) };
+      await recordEvents(tx, [opened], now);
       return created;
     });
     this.current = round;
@@ -258,7 +259,12 @@ export class RoundEngine {
       const { outcome, events } = await this.o.driver.close(tx, r, now);
       await roundRepository.transition(tx, r, 'closed', { closed_at: now, outcome: JSON.stringify(outcome) });
       const final: Round = { ...r, status: 'closed', closedAt: now, outcome: outcome as Round['outcome'] };
-      await recordEvents(tx, [{ operatorId: this.eventOwner, type: 'round.closed', data: presentRoundEvent(final) }, ...events], now);
+      const roundClosed: DomainEvent = {
+        operatorId: this.eventOwner,
+        type: 'round.closed',
+        data: presentRoundEvent(final),
+      };
+      await recordEvents(tx, [roundClosed, ...events], now);
       return final;
     });
     if (closed) {
@@ -276,7 +282,12 @@ export class RoundEngine {
       const events = await this.o.driver.voidBets(tx, r, now);
       await roundRepository.transition(tx, r, 'void', { voided_at: now, void_reason: reason });
       const final: Round = { ...r, status: 'void', voidedAt: now, voidReason: reason };
-      await recordEvents(tx, [{ operatorId: this.eventOwner, type: 'round.closed', data: presentRoundEvent(final) }, ...events], now);
+      const roundClosed: DomainEvent = {
+        operatorId: this.eventOwner,
+        type: 'round.closed',
+        data: presentRoundEvent(final),
+      };
+      await recordEvents(tx, [roundClosed, ...events], now);
       return final;
     });
     if (voided) {

@@ -70,15 +70,15 @@ export interface NewRound {
 export const roundRepository = {
   async insert(tx: SqlExecutor, input: NewRound): Promise<Round> {
     const scope = inScope(input.operatorId ?? null);
-    const last = await tx.get<{ n: number | null }>(`SELECT MAX(round_number) AS n FROM rounds WHERE game = ? AND ${scope.sql}`, [
-      input.game,
-      ...scope.params,
-    ]);
+    const last = await tx.get<{ n: number | null }>(
+      `SELECT MAX(round_number) AS n FROM rounds WHERE game = ? AND ${scope.sql}`,
+      [input.game, ...scope.params],
+    );
     const roundNumber = Number(last?.n ?? 0) + 1;
     const id = `rnd_${randomUUID()}`;
     await tx.run(
-      `INSERT INTO rounds (id, game, round_number, status, seed_hash, seed, chain_id, chain_idx, opened_at, betting_closes_at, settings,
-         operator_id)
+      `INSERT INTO rounds (id, game, round_number, status, seed_hash, seed, chain_id, chain_idx, opened_at,
+         betting_closes_at, settings, operator_id)
        VALUES (?, ?, ?, 'open', ?, ?, ?, ?, ?, ?, ?, ?)`,
       [
         id,
@@ -108,16 +108,28 @@ export const roundRepository = {
     return row ? toRound(row) : undefined;
   },
 
-  async byNumber(db: SqlExecutor, game: Game, roundNumber: number, scope: RoundScope = null): Promise<Round | undefined> {
+  async byNumber(
+    db: SqlExecutor,
+    game: Game,
+    roundNumber: number,
+    scope: RoundScope = null,
+  ): Promise<Round | undefined> {
     const s = inScope(scope);
-    const row = await db.get<RoundRow>(`SELECT * FROM rounds WHERE game = ? AND round_number = ? AND ${s.sql}`, [game, roundNumber, ...s.params]);
+    const row = await db.get<RoundRow>(`SELECT * FROM rounds WHERE game = ? AND round_number = ? AND ${s.sql}`, [
+      game,
+      roundNumber,
+      ...s.params,
+    ]);
     return row ? toRound(row) : undefined;
   },
 
   /** The newest round of a game in one world (live by default), whatever its state. */
   async latest(db: SqlExecutor, game: Game, scope: RoundScope = null): Promise<Round | undefined> {
     const s = inScope(scope);
-    const row = await db.get<RoundRow>(`SELECT * FROM rounds WHERE game = ? AND ${s.sql} ORDER BY round_number DESC LIMIT 1`, [game, ...s.params]);
+    const row = await db.get<RoundRow>(
+      `SELECT * FROM rounds WHERE game = ? AND ${s.sql} ORDER BY round_number DESC LIMIT 1`,
+      [game, ...s.params],
+    );
     return row ? toRound(row) : undefined;
   },
 
@@ -133,19 +145,24 @@ export const roundRepository = {
   async recent(db: SqlExecutor, game: Game | null, limit: number, scope: RoundScope = null): Promise<Round[]> {
     const s = inScope(scope);
     const rows = game
-      ? await db.all<RoundRow>(`SELECT * FROM rounds WHERE game = ? AND ${s.sql} ORDER BY round_number DESC LIMIT ?`, [game, ...s.params, limit])
-      : await db.all<RoundRow>(`SELECT * FROM rounds WHERE ${s.sql} ORDER BY opened_at DESC LIMIT ?`, [...s.params, limit]);
+      ? await db.all<RoundRow>(`SELECT * FROM rounds WHERE game = ? AND ${s.sql} ORDER BY round_number DESC LIMIT ?`, [
+          game,
+          ...s.params,
+          limit,
+        ])
+      : await db.all<RoundRow>(`SELECT * FROM rounds WHERE ${s.sql} ORDER BY opened_at DESC LIMIT ?`, [
+          ...s.params,
+          limit,
+        ]);
     return rows.map(toRound);
   },
 
   /** A sandbox round's scripted outcome, fixed when betting closes (seed and settings as played). */
   async markScripted(tx: SqlExecutor, round: Pick<Round, 'id' | 'seed' | 'seedHash' | 'settings'>): Promise<void> {
-    await tx.run(`UPDATE rounds SET scripted = 1, seed = ?, seed_hash = ?, settings = ? WHERE id = ? AND operator_id IS NOT NULL`, [
-      round.seed,
-      round.seedHash,
-      JSON.stringify(round.settings),
-      round.id,
-    ]);
+    await tx.run(
+      `UPDATE rounds SET scripted = 1, seed = ?, seed_hash = ?, settings = ? WHERE id = ? AND operator_id IS NOT NULL`,
+      [round.seed, round.seedHash, JSON.stringify(round.settings), round.id],
+    );
   },
 
   /**

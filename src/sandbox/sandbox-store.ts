@@ -69,7 +69,8 @@ export const sandboxStore = {
   ): Promise<void> {
     await tx.run(
       `INSERT INTO sandbox_settings (operator_id, timing, wallet, updated_at) VALUES (?, ?, ?, ?)
-       ON CONFLICT (operator_id) DO UPDATE SET timing = excluded.timing, wallet = excluded.wallet, updated_at = excluded.updated_at`,
+       ON CONFLICT (operator_id) DO UPDATE SET timing = excluded.timing, wallet = excluded.wallet,
+         updated_at = excluded.updated_at`,
       [operatorId, JSON.stringify(value.timing), JSON.stringify(value.wallet), now],
     );
   },
@@ -103,7 +104,8 @@ export const sandboxStore = {
 
   async pendingScripts(db: SqlExecutor, operatorId: string, game: Game): Promise<SandboxScript[]> {
     const rows = await db.all<{ id: string; game: Game; outcome: string; created_at: number }>(
-      'SELECT id, game, outcome, created_at FROM sandbox_scripts WHERE operator_id = ? AND game = ? AND used_by_round IS NULL ORDER BY seq',
+      `SELECT id, game, outcome, created_at FROM sandbox_scripts
+       WHERE operator_id = ? AND game = ? AND used_by_round IS NULL ORDER BY seq`,
       [operatorId, game],
     );
     return rows.map((r) => ({
@@ -127,7 +129,8 @@ export const sandboxStore = {
   /** Inside the transaction that closes betting: takes the next queued outcome for this round. */
   async takeScript(tx: SqlExecutor, operatorId: string, game: Game, roundId: string): Promise<ScriptedOutcome | null> {
     const row = await tx.get<{ id: string; outcome: string }>(
-      'SELECT id, outcome FROM sandbox_scripts WHERE operator_id = ? AND game = ? AND used_by_round IS NULL ORDER BY seq LIMIT 1',
+      `SELECT id, outcome FROM sandbox_scripts
+       WHERE operator_id = ? AND game = ? AND used_by_round IS NULL ORDER BY seq LIMIT 1`,
       [operatorId, game],
     );
     if (!row) return null;

@@ -25,8 +25,10 @@ export const simulatedWallet = {
   async setBalance(db: Database, operatorId: string, b: SandboxBalance, now: number): Promise<SandboxBalance> {
     await db.transaction((tx) =>
       tx.run(
-        `INSERT INTO sandbox_wallet_balances (operator_id, player_ref, currency, balance, updated_at) VALUES (?, ?, ?, ?, ?)
-         ON CONFLICT (operator_id, player_ref, currency) DO UPDATE SET balance = excluded.balance, updated_at = excluded.updated_at`,
+        `INSERT INTO sandbox_wallet_balances (operator_id, player_ref, currency, balance, updated_at)
+         VALUES (?, ?, ?, ?, ?)
+         ON CONFLICT (operator_id, player_ref, currency)
+         DO UPDATE SET balance = excluded.balance, updated_at = excluded.updated_at`,
         [operatorId, b.player_ref, b.currency, b.balance, now],
       ),
     );
@@ -35,7 +37,8 @@ export const simulatedWallet = {
 
   async balances(db: SqlExecutor, operatorId: string, playerRef: string): Promise<SandboxBalance[]> {
     const rows = await db.all<{ player_ref: string; currency: string; balance: number }>(
-      'SELECT player_ref, currency, balance FROM sandbox_wallet_balances WHERE operator_id = ? AND player_ref = ? ORDER BY currency',
+      `SELECT player_ref, currency, balance FROM sandbox_wallet_balances
+       WHERE operator_id = ? AND player_ref = ? ORDER BY currency`,
       [operatorId, playerRef],
     );
     return rows.map((r) => ({ player_ref: r.player_ref, currency: r.currency, balance: Number(r.balance) }));
@@ -58,7 +61,8 @@ export const simulatedWallet = {
     if (r.changes !== 1) {
       throw new DomainError(
         'INSUFFICIENT_FUNDS',
-        `the simulated wallet balance of ${playerRef} in ${currency} is below the stake; set it with POST /v1/sandbox/wallet/balances`,
+        `the simulated wallet balance of ${playerRef} in ${currency} is below the stake; ` +
+          'set it with POST /v1/sandbox/wallet/balances',
       );
     }
   },
@@ -113,13 +117,16 @@ async function applyOnce(tx: SqlExecutor, s: Settlement, now: number): Promise<n
   if (!bet) return null;
   const credited = Number(bet.payout ?? 0);
   const first = await tx.run(
-    `INSERT INTO sandbox_wallet_settles (operator_id, idempotency_key, bet_id, credited, applied_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
+    `INSERT INTO sandbox_wallet_settles (operator_id, idempotency_key, bet_id, credited, applied_at)
+     VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
     [s.operatorId, s.idempotencyKey, s.betId, credited, now],
   );
   if (first.changes === 1) {
     await tx.run(
-      `INSERT INTO sandbox_wallet_balances (operator_id, player_ref, currency, balance, updated_at) VALUES (?, ?, ?, ?, ?)
-       ON CONFLICT (operator_id, player_ref, currency) DO UPDATE SET balance = sandbox_wallet_balances.balance + excluded.balance,
+      `INSERT INTO sandbox_wallet_balances (operator_id, player_ref, currency, balance, updated_at)
+       VALUES (?, ?, ?, ?, ?)
+       ON CONFLICT (operator_id, player_ref, currency)
+       DO UPDATE SET balance = sandbox_wallet_balances.balance + excluded.balance,
          updated_at = excluded.updated_at`,
       [s.operatorId, bet.player, bet.currency, credited, now],
     );

@@ -162,7 +162,15 @@ export class WebhookDeliveryService {
       await tx.run(
         `INSERT INTO events (id, seq, operator_id, type, created_at, data, livemode)
          VALUES (?, ?, ?, ?, ?, ?, (SELECT CASE mode WHEN 'test' THEN 0 ELSE 1 END FROM operators WHERE id = ?))`,
-        [eventId, now * 1000 + (testSeq++ % 1000), endpoint.operatorId, 'webhook.test', now, JSON.stringify(data), endpoint.operatorId],
+        [
+          eventId,
+          now * 1000 + (testSeq++ % 1000),
+          endpoint.operatorId,
+          'webhook.test',
+          now,
+          JSON.stringify(data),
+          endpoint.operatorId,
+        ],
       );
       await tx.run(
         `INSERT INTO webhook_deliveries (id, event_id, endpoint_id, operator_id, status, attempts, next_attempt_at, created_at)

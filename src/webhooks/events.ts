@@ -48,7 +48,12 @@ export async function recordEvents(tx: SqlExecutor, events: readonly DomainEvent
     envelopes.push({ id, type: event.type, created_at: now, livemode, data: event.data });
   }
   // Multi-row inserts: a round that settles thousands of bets costs a few statements, not thousands.
-  await insertRows(tx, 'INSERT INTO events (id, seq, operator_id, type, created_at, data, livemode) VALUES', '(?, ?, ?, ?, ?, ?, ?)', eventRows);
+  await insertRows(
+    tx,
+    'INSERT INTO events (id, seq, operator_id, type, created_at, data, livemode) VALUES',
+    '(?, ?, ?, ?, ?, ?, ?)',
+    eventRows,
+  );
   await insertRows(
     tx,
     `INSERT INTO webhook_deliveries (id, event_id, endpoint_id, operator_id, status, attempts, next_attempt_at, created_at) VALUES`,
@@ -80,7 +85,8 @@ async function subscribedEndpoints(tx: SqlExecutor, events: readonly DomainEvent
   const rows = operatorIds.has(null)
     ? (
         await tx.all<Omit<EndpointRow, 'types'> & { mode: string }>(
-          `SELECT e.id, e.operator_id, e.events, o.mode FROM webhook_endpoints e JOIN operators o ON o.id = e.operator_id WHERE e.enabled = 1`,
+          `SELECT e.id, e.operator_id, e.events, o.mode FROM webhook_endpoints e
+           JOIN operators o ON o.id = e.operator_id WHERE e.enabled = 1`,
         )
       ).filter((r) => r.mode !== 'test' || operatorIds.has(r.operator_id))
     : operatorIds.size === 1
@@ -101,7 +107,9 @@ async function testModeOperators(tx: SqlExecutor, events: readonly DomainEvent[]
   const ids = [...new Set(events.map((e) => e.operatorId).filter((id): id is string => id !== null))];
   const unknown = ids.filter((id) => !modeSeen.has(id));
   if (unknown.length > 0) {
-    const rows = await tx.all<{ id: string; mode: string }>(`SELECT id, mode FROM operators WHERE id IN (${unknown.map(() => '?').join(', ')})`, unknown);
+    const marks = unknown.map(() => '?').join(', ');
+    const sql = `SELECT id, mode FROM operators WHERE id IN (${marks})`;
+    const rows = await tx.all<{ id: string; mode: string }>(sql, unknown);
     for (const r of rows) modeSeen.set(r.id, r.mode === 'test');
     if (modeSeen.size > 10_000) modeSeen.clear();
   }

@@ -78,7 +78,12 @@ export interface TestApp {
   baseUrl: string;
   config: Config;
   close(): Promise<void>;
-  createOperator(input?: { name?: string; walletUrl?: string | null; mode?: 'live' | 'test'; settings?: Partial<OperatorSettings> }): Promise<TestOperator>;
+  createOperator(input?: {
+    name?: string;
+    walletUrl?: string | null;
+    mode?: 'live' | 'test';
+    settings?: Partial<OperatorSettings>;
+  }): Promise<TestOperator>;
 }
 
 export interface TestOperator {

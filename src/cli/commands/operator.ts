@@ -31,7 +31,8 @@ export const operatorCommands: CliCommand[] = [
     async run(app, v) {
       const mode = v.mode === undefined ? 'live' : String(v.mode);
       if (mode !== 'live' && mode !== 'test') throw new DomainError('VALIDATION_FAILED', '--mode must be live or test');
-      const created = await app.services.operators.create({ name: String(v.name), walletUrl: (v['wallet-url'] as string) ?? null, mode });
+      const walletUrl = (v['wallet-url'] as string) ?? null;
+      const created = await app.services.operators.create({ name: String(v.name), walletUrl, mode });
       return { ...presentOperator(created), api_secret: created.apiSecret };
     },
   },

@@ -85,10 +85,14 @@ export async function sessionBets(db: SqlExecutor, session: PlayerSession, limit
   return rows.map(toBet).map(presentSessionBet);
 }
 
-async function recentCrashPoints(db: SqlExecutor, limit: number, sandbox: string | null): Promise<{ round_number: number; crash_point: number }[]> {
+async function recentCrashPoints(
+  db: SqlExecutor,
+  limit: number,
+  sandbox: string | null,
+): Promise<{ round_number: number; crash_point: number }[]> {
   const rows = await db.all<{ round_number: number; outcome: string }>(
-    `SELECT round_number, outcome FROM rounds WHERE game = 'crash' AND status = 'closed' AND ${sandbox === null ? 'operator_id IS NULL' : 'operator_id = ?'}
-     ORDER BY round_number DESC LIMIT ?`,
+    `SELECT round_number, outcome FROM rounds WHERE game = 'crash' AND status = 'closed'
+     AND ${sandbox === null ? 'operator_id IS NULL' : 'operator_id = ?'} ORDER BY round_number DESC LIMIT ?`,
     sandbox === null ? [limit] : [sandbox, limit],
   );
   return rows.map((r) => ({ round_number: Number(r.round_number), crash_point: formatMultiplier((JSON.parse(r.outcome) as CrashOutcome).crash_point) }));

@@ -14,7 +14,10 @@ export async function liveRoutes(app: FastifyInstance, s: AppServices): Promise<
   app.get('/', async (req, reply) => {
     const c = ctx(req);
     const scope = c.operator.mode === 'test' ? c.operator.id : null;
-    const [crash, race] = await Promise.all([roundRepository.latest(s.db, 'crash', scope), roundRepository.latest(s.db, 'stock_race', scope)]);
+    const [crash, race] = await Promise.all([
+      roundRepository.latest(s.db, 'crash', scope),
+      roundRepository.latest(s.db, 'stock_race', scope),
+    ]);
     const html = livePage({
       user: c.user,
       overview: await overview(s.db, c.operator.id, s.clock.now()),

@@ -31,7 +31,12 @@ export async function playerRoutes(app: FastifyInstance, s: AppServices): Promis
   const r = app.withTypeProvider<TypeBoxTypeProvider>();
   // Every use of a session reports where it came from: one session used from several places at
   // once raises a compliance flag. An observation only: it never blocks the player.
-  const seen = (session: PlayerSession, place: string, log: { warn(o: object, m: string): void }, sandbox: string | null): void => {
+  const seen = (
+    session: PlayerSession,
+    place: string,
+    log: { warn(o: object, m: string): void },
+    sandbox: string | null,
+  ): void => {
     // Sandbox sessions are test data: they raise no compliance flags.
     if (sandbox !== null) return;
     void s.complianceFlags

@@ -308,7 +308,8 @@ export function sandboxRoutes(surface: Surface) {
         schema: {
           summary: 'Make the simulated wallet time out or answer 500 on the next settle calls',
           description:
-            'timeout: the settlement is applied but the answer never arrives (outcome unknown), so it is retried and the retry must not ' +
+            'timeout: the settlement is applied but the answer never arrives (outcome unknown), ' +
+            'so it is retried and the retry must not ' +
             'credit twice. error_500: nothing is applied. Without count, every call fails until mode none.',
           tags,
           headers,

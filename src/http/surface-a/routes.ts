@@ -150,11 +150,15 @@ export async function surfaceARoutes(app: FastifyInstance, s: AppServices): Prom
         req,
         reply,
         async (tx) => {
-          const bet = await cashoutCrashBet(tx, complianceFor(req.operator!), crashRules, req.operator!, req.body.bet_id, s.clock.now());
+          const operator = req.operator!;
+          const compliance = complianceFor(operator);
+          const bet = await cashoutCrashBet(tx, compliance, crashRules, operator, req.body.bet_id, s.clock.now());
           return { statusCode: 200, body: { bet_id: bet.id, payout: bet.payout, multiplier: formatMultiplier(bet.cashoutMultiplier!) } };
         },
         () =>
-          isTest(req.operator!) ? s.sandbox.noteCrashSettled(req.operator!.id, req.body.bet_id) : s.crashGame.noteSettled(req.body.bet_id),
+          isTest(req.operator!)
+            ? s.sandbox.noteCrashSettled(req.operator!.id, req.body.bet_id)
+            : s.crashGame.noteSettled(req.body.bet_id),
       ),
   );
 
@@ -183,7 +187,8 @@ export async function surfaceARoutes(app: FastifyInstance, s: AppServices): Prom
       schema: { summary: 'A Crash round by number', tags: ['Crash'], headers: AuthHeaders, params: RoundNumberParams, response: { 200: RoundView, ...errors } },
     },
     async (req) => {
-      const round = await roundRepository.byNumber(s.db, 'crash', Number(req.params.round_number), scopeOf(req.operator!));
+      const number = Number(req.params.round_number);
+      const round = await roundRepository.byNumber(s.db, 'crash', number, scopeOf(req.operator!));
       if (!round) throw new DomainError('ROUND_NOT_FOUND', `no Crash round number ${req.params.round_number}`);
       return presentLive(round);
     },

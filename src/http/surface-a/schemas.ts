@@ -39,7 +39,9 @@ export const PlacedBet = Type.Object({
   round_number: Type.Integer(),
   amount: Type.Integer(),
   auto_cashout: Type.Union([Type.Number(), Type.Null()]),
-  livemode: Type.Optional(Type.Boolean({ description: 'false: placed with a test key, in a sandbox round (test data)' })),
+  livemode: Type.Optional(
+    Type.Boolean({ description: 'false: placed with a test key, in a sandbox round (test data)' }),
+  ),
 });
 
 export const CashoutBody = Type.Object(

@@ -42,7 +42,11 @@ export const surfaceB: Surface = {
 
 const errors = { 400: ErrorB, 401: ErrorB, 403: ErrorB, 404: ErrorB, 409: ErrorB, 413: ErrorB, 415: ErrorB, 429: ErrorB, 500: ErrorB };
 
-export function presentStockRaceBet(bet: Bet, settlement: Settlement | undefined, livemode: boolean): Static<typeof StockRaceBetView> {
+export function presentStockRaceBet(
+  bet: Bet,
+  settlement: Settlement | undefined,
+  livemode: boolean,
+): Static<typeof StockRaceBetView> {
   return {
     livemode,
     bet_id: bet.id,
@@ -199,7 +203,9 @@ export async function surfaceBRoutes(app: FastifyInstance, s: AppServices): Prom
     },
     async (req) => {
       const round = await roundRepository.byId(s.db, req.params.round_id);
-      if (!round || round.game !== 'stock_race' || round.operatorId !== scopeOf(req.operator!)) throw new DomainError('ROUND_NOT_FOUND', `no Stock Race round ${req.params.round_id}`);
+      if (!round || round.game !== 'stock_race' || round.operatorId !== scopeOf(req.operator!)) {
+        throw new DomainError('ROUND_NOT_FOUND', `no Stock Race round ${req.params.round_id}`);
+      }
       return presentLive(round);
     },
   );

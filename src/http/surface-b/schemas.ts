@@ -49,7 +49,9 @@ export const ReserveBody = Type.Object(
 export type ReserveBody = Static<typeof ReserveBody>;
 
 export const ReservedBetView = Type.Object({
-  livemode: Type.Optional(Type.Boolean({ description: 'false: reserved with a test key, in a sandbox round (test data)' })),
+  livemode: Type.Optional(
+    Type.Boolean({ description: 'false: reserved with a test key, in a sandbox round (test data)' }),
+  ),
   bet_id: Type.String({ format: 'uuid' }),
   round_id: Type.String(),
   round_number: Type.Integer(),

@@ -39,7 +39,8 @@ export async function up(db: Kysely<unknown>): Promise<void> {
           opened_at bigint NOT NULL, betting_closes_at bigint NOT NULL, running_at bigint, ends_at bigint,
           closed_at bigint, voided_at bigint, void_reason text, outcome text, settings text NOT NULL,
           operator_id text, scripted integer NOT NULL DEFAULT 0)`.execute(tx);
-        await sql`INSERT INTO rounds_next (id, game, round_number, status, seed_hash, seed, chain_id, chain_idx, opened_at,
+        await sql`INSERT INTO rounds_next (id, game, round_number, status, seed_hash, seed, chain_id, chain_idx,
+          opened_at,
           betting_closes_at, running_at, ends_at, closed_at, voided_at, void_reason, outcome, settings)
           SELECT id, game, round_number, status, seed_hash, seed, chain_id, chain_idx, opened_at, betting_closes_at,
           running_at, ends_at, closed_at, voided_at, void_reason, outcome, settings FROM rounds`.execute(tx);
@@ -55,7 +56,8 @@ export async function up(db: Kysely<unknown>): Promise<void> {
   await sql`CREATE UNIQUE INDEX rounds_live_number ON rounds (game, round_number) WHERE operator_id IS NULL`.execute(
     db,
   );
-  await sql`CREATE UNIQUE INDEX rounds_sandbox_number ON rounds (operator_id, game, round_number) WHERE operator_id IS NOT NULL`.execute(
+  await sql`CREATE UNIQUE INDEX rounds_sandbox_number ON rounds (operator_id, game, round_number)
+    WHERE operator_id IS NOT NULL`.execute(
     db,
   );
 
