@@ -49,8 +49,13 @@ describe('sandbox rounds next to live ones', () => {
 
   it('a crash point scripted into a live round is ignored: live outcomes come from the seed only', () => {
     const game = new CrashGame(options());
-    const base = { seed: SEED, settings: { salt: DEFAULT_BUSTABIT_SALT, house_edge_bp: 100, scripted_crash_point: 100 } };
-    expect(game.crashPoint({ ...base, operatorId: null } as unknown as Round)).toBe(crashPointFromHash(SEED, DEFAULT_BUSTABIT_SALT, 100));
+    const base = {
+      seed: SEED,
+      settings: { salt: DEFAULT_BUSTABIT_SALT, house_edge_bp: 100, scripted_crash_point: 100 },
+    };
+    expect(game.crashPoint({ ...base, operatorId: null } as unknown as Round)).toBe(
+      crashPointFromHash(SEED, DEFAULT_BUSTABIT_SALT, 100),
+    );
     expect(game.crashPoint({ ...base, operatorId: 'op_test' } as unknown as Round)).toBe(100);
   });
 
@@ -76,14 +81,24 @@ describe('sandbox rounds next to live ones', () => {
     expect(sandboxRound.bettingClosesAt - sandboxRound.openedAt).toBe(60_000);
 
     const startLive = async (): Promise<RoundEngine> => {
-      const live = new RoundEngine({ db, clock, logger, chain: new FairChainService(db, () => 10), driver: new CrashGame(options()) });
+      const live = new RoundEngine({
+        db,
+        clock,
+        logger,
+        chain: new FairChainService(db, () => 10),
+        driver: new CrashGame(options()),
+      });
       engines.push(live);
       await live.start();
       await clock.advanceAsync(0);
       return live;
     };
     const live = await startLive();
-    expect(await roundRepository.latest(db, 'crash')).toMatchObject({ roundNumber: 1, status: 'open', operatorId: null });
+    expect(await roundRepository.latest(db, 'crash')).toMatchObject({
+      roundNumber: 1,
+      status: 'open',
+      operatorId: null,
+    });
     await live.stop();
     await startLive();
     expect(await roundRepository.byId(db, sandboxRound.id)).toMatchObject({ status: 'open', voidedAt: null });
