@@ -9,6 +9,7 @@ import { playerUiRoutes } from './dashboard/player/player-ui-routes';
 import { dashboardRoutes } from './dashboard/plugin';
 import { complianceRoutes } from './http/compliance/routes';
 import { playerRoutes } from './http/player/player-routes';
+import { sandboxRoutes } from './http/sandbox/routes';
 import { TokenBucketLimiter } from './http/rate-limit';
 import { buildHttpServer } from './http/server';
 import { surfaceA } from './http/surface-a/routes';
@@ -20,6 +21,8 @@ import { SecretBox } from './operators/secret-box';
 import { RoundEngine } from './rounds/engine';
 import { FairChainService } from './rounds/fair-chain';
 import { LiveFeed } from './rounds/live-feed';
+import { SandboxService } from './sandbox/sandbox-service';
+import { simulatedWallet } from './sandbox/simulated-wallet';
 import type { AppServices } from './services';
 import { SessionService } from './sessions/session-service';
 import { StockRaceGame } from './stock-race/stock-race-game';
@@ -127,8 +130,18 @@ export async function createApp(config: Config, overrides: AppOverrides = {}): P
     allowPrivateTargets: config.wallet.allowPrivateTargets,
     maxResponseBytes: config.wallet.maxResponseBytes,
     pollIntervalMs: config.wallet.pollIntervalMs,
+    simulatedWallet: (s) => simulatedWallet.settle(db, config, s, clock.now()),
   });
   const feed = new LiveFeed(db, clock, [crashEngine, stockRaceEngine]);
+  const sandbox = new SandboxService({
+    db,
+    clock,
+    logger: logger.child({ part: 'sandbox' }),
+    config,
+    operators,
+    idleMs: config.sandbox.idleMs,
+    runEngines: config.runEngines,
+  });
   const services: AppServices = {
     config,
     clock,
@@ -151,6 +164,7 @@ export async function createApp(config: Config, overrides: AppOverrides = {}): P
     webhooks,
     complianceFlags,
     fairChains: chain,
+    sandbox,
   };
   const http = await buildHttpServer(services, {
     modules: [
@@ -160,6 +174,8 @@ export async function createApp(config: Config, overrides: AppOverrides = {}): P
       { prefix: '/v1', register: webhookRoutes(surfaceB) },
       { prefix: '/api/public/v1', register: complianceRoutes(surfaceA) },
       { prefix: '/v1', register: complianceRoutes(surfaceB) },
+      { prefix: '/api/public/v1', register: sandboxRoutes(surfaceA) },
+      { prefix: '/v1', register: sandboxRoutes(surfaceB) },
       { prefix: '/dashboard', register: dashboardRoutes },
       { prefix: '', register: playerUiRoutes },
     ],
@@ -174,6 +190,7 @@ export async function createApp(config: Config, overrides: AppOverrides = {}): P
       if (!config.runEngines) return;
       await crashEngine.start();
       await stockRaceEngine.start();
+      sandbox.start();
       walletWorker.start();
       await webhooks.dispatcher.start();
       purgeTimer = setInterval(() => {
@@ -186,6 +203,7 @@ export async function createApp(config: Config, overrides: AppOverrides = {}): P
       await http.close();
       await crashEngine.stop();
       await stockRaceEngine.stop();
+      await sandbox.stop();
       await walletWorker.stop();
       await webhooks.dispatcher.stop();
       feed.stop();

@@ -67,6 +67,8 @@ export interface Config {
     maxResponseBytes: number;
     pollIntervalMs: number;
   };
+  /** Test mode: a sandbox operator's engine unused for this long is stopped (started again on demand). */
+  sandbox: { idleMs: number };
   /** Whether this process runs the round engines and outbox workers (API-only replicas can opt out). */
   runEngines: boolean;
   /**
@@ -224,6 +226,7 @@ export function loadConfig(env: Env = process.env, options: { serving?: boolean 
       maxResponseBytes: int(env, 'WALLET_MAX_RESPONSE_BYTES', 64 * 1024, 1024, 16 * 1024 * 1024),
       pollIntervalMs: int(env, 'OUTBOX_POLL_MS', 250, 10),
     },
+    sandbox: { idleMs: int(env, 'SANDBOX_IDLE_MS', 600_000, 1_000) },
     runEngines: bool(env, 'RUN_ENGINES', true),
     engineLeaseCheckMs: int(env, 'ENGINE_LEASE_CHECK_MS', 1_000, 100, 60_000),
     shutdownGraceMs: int(env, 'SHUTDOWN_GRACE_MS', 10_000, 0),

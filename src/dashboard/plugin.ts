@@ -125,7 +125,16 @@ export async function dashboardRoutes(app: FastifyInstance, s: AppServices): Pro
         }
       }
       const operator = await s.operators.get(session.user.operatorId);
-      req.dashboard = { session, operator, user: { email: session.user.email, operatorName: operator.name, csrfToken: session.csrfToken } };
+      req.dashboard = {
+        session,
+        operator,
+        user: {
+          email: session.user.email,
+          operatorName: operator.name,
+          csrfToken: session.csrfToken,
+          testMode: operator.mode === 'test',
+        },
+      };
     });
 
     scope.post('/logout', async (req, reply) => {

@@ -17,6 +17,8 @@ export const ERROR_CODES = [
   'INVALID_SIGNATURE',
   'STALE_TIMESTAMP',
   'OPERATOR_DISABLED',
+  // test mode: a sandbox call made with a live key
+  'SANDBOX_ONLY',
   // idempotency
   'IDEMPOTENCY_KEY_MISSING',
   'IDEMPOTENCY_KEY_REUSED',
@@ -46,6 +48,7 @@ export const ERROR_CODES = [
   'STAKE_PRECISION',
   'INVALID_SELECTION',
   'INVALID_URL',
+  'INSUFFICIENT_FUNDS',
   // server
   'SERVICE_UNAVAILABLE',
   'INTERNAL',

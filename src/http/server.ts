@@ -127,6 +127,10 @@ export async function buildHttpServer(s: AppServices, options: HttpOptions = {})
         { name: 'Webhooks', description: 'Webhook endpoints and signature verification' },
         { name: 'Fairness', description: 'Recompute any round from its revealed seed' },
         { name: 'Compliance', description: 'Flags raised by the per-operator compliance rules' },
+        {
+          name: 'Sandbox',
+          description: 'Test mode: scripted outcomes, round timing and a simulated wallet (test keys only)',
+        },
       ],
       // OpenAPI 3.1 outbound webhooks: the signed payload of every event type.
       webhooks: withWebhookSecurity(openApiWebhooks()),

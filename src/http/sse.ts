@@ -11,7 +11,12 @@ export function closeAllStreams(): void {
 }
 
 /** Serves a game's live feed as Server-Sent Events: a snapshot first, then every change. */
-export async function streamFeed(req: FastifyRequest, reply: FastifyReply, feed: LiveFeed, game: Game): Promise<void> {
+export async function streamFeed(
+  req: FastifyRequest,
+  reply: FastifyReply,
+  feed: Pick<LiveFeed, 'snapshot' | 'subscribe'>,
+  game: Game,
+): Promise<void> {
   reply.hijack();
   const res = reply.raw;
   res.writeHead(200, {

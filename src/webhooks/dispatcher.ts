@@ -45,6 +45,7 @@ interface EventRow {
   id: string;
   type: string;
   created_at: number;
+  livemode: number;
   data: string;
 }
 
@@ -293,7 +294,10 @@ export class WebhookDispatcher {
 
   private async events(claimed: Claimed[]): Promise<Map<string, EventRow>> {
     const ids = [...new Set(claimed.map((c) => c.eventId))];
-    const rows = await this.o.db.all<EventRow>(`SELECT id, type, created_at, data FROM events WHERE id IN (${marks(ids)})`, ids);
+    const rows = await this.o.db.all<EventRow>(
+      `SELECT id, type, created_at, livemode, data FROM events WHERE id IN (${marks(ids)})`,
+      ids,
+    );
     return new Map(rows.map((r) => [r.id, r]));
   }
 

@@ -11,6 +11,7 @@ import { currencyExponent, formatMinor } from '../../money/currency';
 import type { CrashOutcome } from '../../rounds/round';
 import { presentRound } from '../../rounds/round-presenter';
 import { roundRepository } from '../../rounds/round-repository';
+import { sandboxOf } from '../../sandbox/sandbox-service';
 import type { AppServices } from '../../services';
 import { hashToken, type PlayerSession } from '../../sessions/session-service';
 import type { SqlExecutor } from '../../store/database';
@@ -85,10 +86,15 @@ export async function sessionBets(db: SqlExecutor, session: PlayerSession, limit
   return rows.map(toBet).map(presentSessionBet);
 }
 
-async function recentCrashPoints(db: SqlExecutor, limit: number): Promise<{ round_number: number; crash_point: number }[]> {
+async function recentCrashPoints(
+  db: SqlExecutor,
+  limit: number,
+  sandbox: string | null,
+): Promise<{ round_number: number; crash_point: number }[]> {
   const rows = await db.all<{ round_number: number; outcome: string }>(
-    `SELECT round_number, outcome FROM rounds WHERE game = 'crash' AND status = 'closed' ORDER BY round_number DESC LIMIT ?`,
-    [limit],
+    `SELECT round_number, outcome FROM rounds WHERE game = 'crash' AND status = 'closed'
+     AND ${sandbox === null ? 'operator_id IS NULL' : 'operator_id = ?'} ORDER BY round_number DESC LIMIT ?`,
+    sandbox === null ? [limit] : [sandbox, limit],
   );
   return rows.map((r) => ({ round_number: Number(r.round_number), crash_point: formatMultiplier((JSON.parse(r.outcome) as CrashOutcome).crash_point) }));
 }
@@ -125,7 +131,8 @@ export async function playerUiRoutes(app: FastifyInstance, s: AppServices): Prom
       const refusal = await playerRefusal(s, req.query.token, error.code, nonce);
       return reply.status(refusal.status).type('text/html; charset=utf-8').send(refusal.html);
     }
-    const latest = await roundRepository.latest(s.db, 'crash');
+    const sandbox = await sandboxOf(s, session);
+    const latest = await roundRepository.latest(s.db, 'crash', sandbox);
     playerPageHeaders(reply, nonce);
     const html = crashPlayerPage({
       session,
@@ -133,7 +140,7 @@ export async function playerUiRoutes(app: FastifyInstance, s: AppServices): Prom
       nonce,
       serverNow: s.clock.now(),
       round: latest ? presentRound(latest) : null,
-      recent: await recentCrashPoints(s.db, 12),
+      recent: await recentCrashPoints(s.db, 12, sandbox),
     });
     return reply.type('text/html; charset=utf-8').send(html);
   });
@@ -168,7 +175,8 @@ export async function playerUiRoutes(app: FastifyInstance, s: AppServices): Prom
 
   app.get('/play/crash/feed', async (req: TokenReq, reply) => {
     const session = await s.sessions.byToken(req.query.token);
-    await streamFeed(req, reply, s.feed, 'crash');
+    const sandbox = await sandboxOf(s, session);
+    await streamFeed(req, reply, sandbox === null ? s.feed : s.sandbox.feedOf(sandbox), 'crash');
     const timer = setTimeout(() => reply.raw.end(), Math.min(Math.max(0, session.expiresAt - s.clock.now()), 2 ** 31 - 1));
     timer.unref();
     reply.raw.on('close', () => clearTimeout(timer));
