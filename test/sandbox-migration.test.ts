@@ -9,6 +9,7 @@ import type { Database } from '../src/store/database';
 import { migrate } from '../src/store/migrate';
 import * as m001 from '../src/store/migrations/001_initial';
 import * as m002 from '../src/store/migrations/002_webhook_pipeline';
+import * as m003 from '../src/store/migrations/003_chain_commitments';
 import { PostgresDatabase } from '../src/store/postgres';
 import { SqliteDatabase } from '../src/store/sqlite';
 import { PG_URL, STORES } from './support/harness';
@@ -23,8 +24,12 @@ describe.each(STORES)('migration 004_sandbox over existing data on %s', (store) 
     for (const c of cleanups.splice(0)) await c();
   });
 
-  async function storeAtVersion2(): Promise<Database> {
-    const provider = { getMigrations: async () => ({ '001_initial': m001, '002_webhook_pipeline': m002 }) };
+  async function storeAtVersion3(): Promise<Database> {
+    const provider = { getMigrations: async () => ({
+      '001_initial': m001,
+      '002_webhook_pipeline': m002,
+      '003_chain_commitments': m003,
+    }) };
     if (store === 'sqlite') {
       const db = new SqliteDatabase({ filename: join(mkdtempSync(join(tmpdir(), 'rbs-mig-')), 'service.db') });
       cleanups.push(() => db.close());
@@ -65,7 +70,7 @@ describe.each(STORES)('migration 004_sandbox over existing data on %s', (store) 
     );
 
   it('keeps rounds and bets, adds the sandbox columns, and numbers rounds per world', async () => {
-    const db = await storeAtVersion2();
+    const db = await storeAtVersion3();
     await db.transaction(async (tx) => {
       await tx.run(
         `INSERT INTO operators (id, name, api_key, secret_enc, status, settings, created_at, updated_at)
@@ -80,7 +85,7 @@ describe.each(STORES)('migration 004_sandbox over existing data on %s', (store) 
       ),
     );
 
-    expect(await migrate(db as SqliteDatabase | PostgresDatabase)).toEqual(['004_sandbox']);
+    expect(await migrate(db as SqliteDatabase | PostgresDatabase)).toEqual(['004_sandbox', '005_round_heartbeat']);
 
     expect(await db.get('SELECT id, round_number, operator_id, scripted FROM rounds')).toEqual({
       id: 'rnd_1',
@@ -94,6 +99,9 @@ describe.each(STORES)('migration 004_sandbox over existing data on %s', (store) 
       const raw = (db as SqliteDatabase).raw;
       expect(raw.pragma('foreign_key_check')).toEqual([]);
       expect(raw.pragma('foreign_keys', { simple: true })).toBe(1);
+      // The rebuilt table keeps every index the earlier migrations gave it.
+      const indexes = (raw.prepare(`SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'rounds'`).all() as { name: string }[]).map((r) => r.name);
+      expect(indexes).toEqual(expect.arrayContaining(['rounds_game_status', 'rounds_chain_idx']));
     }
     // A bet still cannot point at a round that does not exist.
     await expect(
