@@ -25,7 +25,9 @@ export const NOTICES = {
 } as const;
 export type NoticeKey = keyof typeof NOTICES;
 
-export const notice = (key: unknown): string | null => (typeof key === 'string' && key in NOTICES ? NOTICES[key as NoticeKey] : null);
+// Own keys only: `in` would also find what every object inherits (?notice=toString, constructor…).
+export const notice = (key: unknown): string | null =>
+  typeof key === 'string' && Object.hasOwn(NOTICES, key) ? NOTICES[key as NoticeKey] : null;
 
 /** Query-string filters are optional strings; anything else (arrays, oversize values) is refused. */
 export function queryField(query: Record<string, unknown>, name: string, max = 200): string | undefined {

@@ -6,6 +6,8 @@ import { formatMultiplier } from '../../crash/multiplier';
 import { isDomainError, type ErrorCode } from '../../errors/codes';
 import { SURFACE_B_STATUS } from '../../http/error-maps';
 import { streamFeed } from '../../http/sse';
+import { surfaceB } from '../../http/surface-b/routes';
+import { errorHandler } from '../../http/surface';
 import { currencyExponent, formatMinor } from '../../money/currency';
 import type { CrashOutcome } from '../../rounds/round';
 import { presentRound } from '../../rounds/round-presenter';
@@ -97,12 +99,8 @@ async function recentCrashPoints(db: SqlExecutor, limit: number): Promise<{ roun
  * Crash view with its feed. Every route but the assets opens only with a live session token.
  */
 export async function playerUiRoutes(app: FastifyInstance, s: AppServices): Promise<void> {
-  app.setErrorHandler((error: FastifyError | Error, req, reply) => {
-    const code: ErrorCode = isDomainError(error) ? error.code : (error as FastifyError).validation ? 'VALIDATION_FAILED' : 'INTERNAL';
-    const status = SURFACE_B_STATUS[code];
-    if (status >= 500) req.log.error({ err: error }, 'player page request failed');
-    void reply.status(status).send(status >= 500 ? { error: 'INTERNAL', trace_id: String(req.id) } : { error: code, message: error.message });
-  });
+  // Surface B's error shape and classification: Fastify's own 4xx refusals stay 4xx.
+  app.setErrorHandler(errorHandler(surfaceB));
 
   serveAssets(app, '/play/assets', PLAYER_ASSETS);
 
