@@ -40,7 +40,7 @@ export const newNonce = (): string => randomBytes(16).toString('base64');
 export async function playerRefusal(s: AppServices, token: string | undefined, code: ErrorCode, nonce: string): Promise<{ status: number; html: string }> {
   const expired = code === 'SESSION_EXPIRED';
   const row =
-    expired && token ? await s.db.get<{ return_url: string }>('SELECT return_url FROM sessions WHERE token_hash = ?', [hashToken(token)]) : undefined;
+    expired && token ? await s.db.reads.get<{ return_url: string }>('SELECT return_url FROM sessions WHERE token_hash = ?', [hashToken(token)]) : undefined;
   const html = expired
     ? playerRefusalPage({
         title: 'Session expired',
@@ -105,23 +105,23 @@ export async function playerUiRoutes(app: FastifyInstance, s: AppServices): Prom
   serveAssets(app, '/play/assets', PLAYER_ASSETS);
 
   app.get('/play/bets', async (req: TokenReq, reply) => {
-    const session = await s.sessions.byToken(req.query.token);
+    const session = await s.sessions.byToken(req.query.token, s.db.reads);
     reply.header('cache-control', 'no-store');
-    return { bets: await sessionBets(s.db, session) };
+    return { bets: await sessionBets(s.db.reads, session) };
   });
 
   app.get('/play/crash', async (req: TokenReq, reply) => {
     const nonce = newNonce();
     let session: PlayerSession;
     try {
-      session = await s.sessions.byToken(req.query.token);
+      session = await s.sessions.byToken(req.query.token, s.db.reads);
     } catch (error) {
       if (!isDomainError(error)) throw error;
       playerPageHeaders(reply, nonce);
       const refusal = await playerRefusal(s, req.query.token, error.code, nonce);
       return reply.status(refusal.status).type('text/html; charset=utf-8').send(refusal.html);
     }
-    const latest = await roundRepository.latest(s.db, 'crash');
+    const latest = await roundRepository.latest(s.db.reads, 'crash');
     playerPageHeaders(reply, nonce);
     const html = crashPlayerPage({
       session,
@@ -129,14 +129,14 @@ export async function playerUiRoutes(app: FastifyInstance, s: AppServices): Prom
       nonce,
       serverNow: s.clock.now(),
       round: latest ? presentRound(latest) : null,
-      recent: await recentCrashPoints(s.db, 12),
+      recent: await recentCrashPoints(s.db.reads, 12),
     });
     return reply.type('text/html; charset=utf-8').send(html);
   });
 
   app.get('/play/crash/feed', async (req: TokenReq, reply) => {
-    const session = await s.sessions.byToken(req.query.token);
-    await streamFeed(req, reply, s.feed, 'crash');
+    const session = await s.sessions.byToken(req.query.token, s.db.reads);
+    await streamFeed(req, reply, s.feed, 'crash', session.id);
     const timer = setTimeout(() => reply.raw.end(), Math.min(Math.max(0, session.expiresAt - s.clock.now()), 2 ** 31 - 1));
     timer.unref();
     reply.raw.on('close', () => clearTimeout(timer));
