@@ -1,7 +1,10 @@
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DashboardAuth } from '../../src/dashboard/auth';
 import { signRequest } from '../../src/signing/request-signature';
 import { client, startTestApp, STORES, type TestApp, type TestOperator } from '../support/harness';
+
+const PASSWORD = 'long enough password';
 
 /** Rows a refused request must not have written. */
 async function written(t: TestApp): Promise<Record<string, number>> {
@@ -121,6 +124,38 @@ describe('bad input outside the API surfaces', () => {
     expect(plain.text).toContain('accepts forms');
     const signedIn = await raw('POST', '/dashboard/logout', { 'content-type': 'application/xml' }, '<a/>');
     expect(signedIn.status).toBe(415);
+  });
+
+  it('a dashboard form sent as JSON with values that are not text is refused, never a 500', async () => {
+    await new DashboardAuth(t.app.services.db, t.app.services.clock).createUser({
+      operatorId: (await t.createOperator()).id,
+      email: 'json@example.com',
+      password: PASSWORD,
+    });
+    const jar: string[] = [];
+    const go = async (method: string, path: string, body?: string, type = 'application/x-www-form-urlencoded', extra: Record<string, string> = {}) => {
+      const res = await fetch(`${t.baseUrl}${path}`, {
+        method,
+        redirect: 'manual',
+        headers: { cookie: jar.join('; '), ...(body === undefined ? {} : { 'content-type': type }), ...extra },
+        body,
+      });
+      for (const c of res.headers.getSetCookie()) jar.push(c.split(';')[0]!);
+      return { status: res.status, text: await res.text() };
+    };
+    const csrfOf = (html: string): string => /name="_csrf" value="([^"]+)"/.exec(html)![1]!;
+    const login = csrfOf((await go('GET', '/dashboard/login')).text);
+    const json = 'application/json';
+    expect((await go('POST', '/dashboard/login', JSON.stringify({ _csrf: 5, email: 'json@example.com', password: 'x' }), json)).status).toBe(403);
+    expect((await go('POST', '/dashboard/login', JSON.stringify({ _csrf: login, email: 5, password: 7 }), json)).status).toBe(401);
+    const signedIn = await go('POST', '/dashboard/login', `_csrf=${login}&email=json%40example.com&password=${encodeURIComponent(PASSWORD)}`);
+    expect(signedIn.status).toBe(303);
+    const csrf = csrfOf((await go('GET', '/dashboard/credentials')).text);
+    for (const body of [{ _csrf: csrf, url: 5, events: 3 }, { url: {}, events: [1] }, null]) {
+      const r = await go('POST', '/dashboard/webhooks', JSON.stringify(body), json, { 'x-csrf-token': csrf });
+      expect(r.status, JSON.stringify(body)).toBe(400);
+      expect(r.text).not.toContain('Something went wrong on our side');
+    }
   });
 
   it('broken JSON sent anywhere else is a 400 in Surface B shape, not a 500', async () => {
