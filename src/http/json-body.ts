@@ -80,19 +80,22 @@ const tooDeep = (): DomainError => new DomainError('MALFORMED_JSON', `the JSON b
 
 // With the u flag a surrogate pair is one code point, so this matches only a surrogate standing alone.
 const LONE_SURROGATE = /[\ud800-\udfff]/u;
+// NUL (only reachable as \u0000): PostgreSQL text cannot hold it, and no field of this API needs it.
+const NUL = '\u0000';
 
 /**
  * Refuses what JSON.parse lets through but the service cannot act on: nesting beyond
  * MAX_JSON_DEPTH, and (only reachable through a \\u escape) a lone UTF-16 surrogate, which is not
- * a Unicode character: it cannot be hashed canonically, stored as UTF-8 or echoed back faithfully.
+ * a Unicode character (it cannot be hashed canonically, stored as UTF-8 or echoed back
+ * faithfully), or a NUL character.
  * Iterative, so no body can overflow the stack here.
  */
-function checkShape(root: unknown, mayHaveSurrogates: boolean): void {
+function checkShape(root: unknown, mayHaveEscapes: boolean): void {
   const stack: { value: unknown; depth: number }[] = [{ value: root, depth: 0 }];
   while (stack.length > 0) {
     const { value, depth } = stack.pop()!;
     if (typeof value === 'string') {
-      if (mayHaveSurrogates && LONE_SURROGATE.test(value)) throw loneSurrogate();
+      if (mayHaveEscapes) checkText(value);
       continue;
     }
     if (value === null || typeof value !== 'object') continue;
@@ -102,11 +105,15 @@ function checkShape(root: unknown, mayHaveSurrogates: boolean): void {
       continue;
     }
     for (const [key, item] of Object.entries(value)) {
-      if (mayHaveSurrogates && LONE_SURROGATE.test(key)) throw loneSurrogate();
+      if (mayHaveEscapes) checkText(key);
       stack.push({ value: item, depth: depth + 1 });
     }
   }
 }
 
-const loneSurrogate = (): DomainError =>
-  new DomainError('MALFORMED_JSON', 'the body contains a \\u escape of a lone UTF-16 surrogate, which is not a Unicode character');
+function checkText(text: string): void {
+  if (LONE_SURROGATE.test(text)) {
+    throw new DomainError('MALFORMED_JSON', 'the body contains a \\u escape of a lone UTF-16 surrogate, which is not a Unicode character');
+  }
+  if (text.includes(NUL)) throw new DomainError('VALIDATION_FAILED', 'the body contains a NUL character (\\u0000), which no field accepts');
+}

@@ -5,7 +5,7 @@ import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
-import type { ErrorCode } from '../errors/codes';
+import { DomainError, type ErrorCode } from '../errors/codes';
 import type { AppServices } from '../services';
 import { parseJsonBody } from './json-body';
 import { lazyChildLoggerFactory, logsAt } from './request-logger';
@@ -165,6 +165,12 @@ export async function buildHttpServer(s: AppServices, options: HttpOptions = {})
       if (failed) req.log.error(entry, 'request failed');
       else req.log.debug(entry, 'request completed');
     }
+    done();
+  });
+  // A NUL in the path or query (%00) names nothing here, and PostgreSQL text cannot even hold it:
+  // refuse it before any route looks it up.
+  app.addHook('onRequest', (req, _reply, done) => {
+    if (req.url.includes('%00')) return done(new DomainError('VALIDATION_FAILED', 'the URL contains a NUL character (%00)'));
     done();
   });
   announceDeprecations(app);

@@ -91,6 +91,30 @@ describe.each(STORES)('bad input on %s is a 4xx in the surface shape, with nothi
     expect(pair.status).toBe(200);
   });
 
+  it('a NUL character, in a body (\\u0000) or in the URL (%00), is a 400 (PostgreSQL text cannot hold it)', async () => {
+    const before = await written(t);
+    const launch = await client(t.baseUrl, op, 'B')('POST', '/v1/sessions/launch', undefined, {
+      rawBody: '{"player_ref":"p\\u0000","currency":"EUR","return_url":"https://casino.test/"}',
+    });
+    expect(launch.status).toBe(400);
+    expect(launch.body).toEqual({ error: 'VALIDATION_FAILED', message: expect.stringMatching(/NUL character/) });
+    const bet = await client(t.baseUrl, op, 'A')('POST', '/api/public/v1/place-bet', undefined, {
+      rawBody: '{"external_user_id":"p\\u0000","amount":100}',
+      idempotencyKey: 'nul-a',
+    });
+    expect(bet.status).toBe(400);
+    expect(await written(t)).toEqual(before);
+    const a = client(t.baseUrl, op, 'A');
+    for (const path of ['/api/public/v1/webhook-deliveries?endpoint_id=%00', '/api/public/v1/webhook-deliveries/a%00', '/api/public/v1/compliance/flags?player=a%00']) {
+      const r = await a('GET', path);
+      expect(r.status, path).toBe(400);
+      expect(r.body, path).toEqual({ error: 'the URL contains a NUL character (%00)', code: 'VALIDATION_FAILED' });
+    }
+    const b = await client(t.baseUrl, op, 'B')('GET', '/v1/rounds/a%00');
+    expect(b.status).toBe(400);
+    expect(b.body).toEqual({ error: 'VALIDATION_FAILED', message: 'the URL contains a NUL character (%00)' });
+  });
+
   it('bytes that are not UTF-8: 400 MALFORMED_JSON on both surfaces, nothing written', async () => {
     const before = await written(t);
     const invalid = Buffer.concat([Buffer.from('{"external_user_id":"p'), Buffer.from([0xff, 0xfe]), Buffer.from('","amount":100}')]);
