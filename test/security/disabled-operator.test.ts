@@ -1,4 +1,9 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startOperatorWallet, type OperatorWallet } from '../../examples/operator-wallet/server';
 import { DashboardAuth } from '../../src/dashboard/auth';
 import { client, eventually, KNOWN_CRASH_SEEDS, startTestApp, STORES, withSeeds, type TestApp } from '../support/harness';
 import { TestReceiver } from '../support/webhook-receiver';
@@ -138,5 +143,59 @@ describe.each(STORES)('a disabled operator on %s', (store) => {
     );
     expect(settled.at).toBeGreaterThanOrEqual(enabledAt);
     await eventually(async () => receiver.on(path).some((r) => r.at > enabledAt && JSON.parse(r.body).type === 'round.opened'), 15_000);
+  });
+});
+
+describe.each(STORES)('wallet settlements of a disabled operator on %s', (store) => {
+  const WALLET_ENV = {
+    STOCK_RACE_BETTING_WINDOW_MS: '800',
+    STOCK_RACE_DURATION_MS: '300',
+    STOCK_RACE_PAUSE_MS: '100',
+    STOCK_RACE_TICK_MS: '100',
+    WALLET_RETRY_SCHEDULE_MS: '0,100,200',
+    WALLET_TIMEOUT_MS: '1000',
+    OUTBOX_POLL_MS: '50',
+    CRASH_BETTING_WINDOW_MS: '600000',
+  };
+  let t: TestApp;
+  let wallet: OperatorWallet;
+  afterAll(async () => {
+    await wallet?.close();
+    await t?.close();
+  });
+
+  it('are still paid: a bet reserved before the disable is settled to the player, exact to the minor unit', async () => {
+    t = await startTestApp({ store, env: WALLET_ENV });
+    const op = await t.createOperator({ name: 'Wallet operator' });
+    wallet = await startOperatorWallet({
+      serviceUrl: t.baseUrl,
+      apiKey: op.apiKey,
+      apiSecret: op.apiSecret,
+      dataFile: join(mkdtempSync(join(tmpdir(), 'wallet-')), 'ledger.json'),
+    });
+    await t.app.services.operators.setWalletUrl(op.id, wallet.url);
+    const post = async (url: string, body: unknown) => {
+      const res = await request(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+      return { status: res.statusCode, body: (await res.body.json()) as any };
+    };
+    expect((await post(`${wallet.url}/players/alice/deposit`, { currency: 'EUR', amount: 100 })).status).toBe(200);
+    const session = await post(`${wallet.url}/players/alice/sessions`, { return_url: 'https://operator.example/lobby' });
+    // Two bets on complementary halves of the field: exactly one wins 10.00 × 8 × 0.95 / 4 = 19.00.
+    await eventually(async () => {
+      const current = await client(t.baseUrl, op, 'B')('GET', '/v1/rounds/current');
+      if (current.status !== 200 || current.body.status !== 'open' || current.body.betting_closes_at - Date.now() < 400) return undefined;
+      const placed = await Promise.all(
+        [['AAPL', 'AMZN', 'GOOG', 'META'], ['MSFT', 'NFLX', 'NVDA', 'TSLA']].map((selected) =>
+          post(`${wallet.url}/players/alice/bets`, { session_id: session.body.session_id, round_id: current.body.round_id, selected_stocks: selected, stake: 10 }),
+        ),
+      );
+      expect(placed.map((p) => p.status)).toEqual([200, 200]);
+      return true;
+    }, 15_000);
+    await t.app.services.operators.setStatus(op.id, 'disabled');
+
+    await eventually(async () => wallet.settleLog().filter((e) => e.result === 'credited').length === 2, 15_000);
+    expect(wallet.store.player('alice')).toEqual({ currency: 'EUR', balance: 10_000 - 2000 + 1900, reserved: 0 });
+    expect((await t.app.services.operators.get(op.id)).status).toBe('disabled');
   });
 });
