@@ -145,11 +145,11 @@ export async function buildHttpServer(s: AppServices, options: HttpOptions = {})
   // During shutdown, responses to requests already in flight close their keep-alive connection,
   // so the server is not left waiting for clients to hang up.
   let closing = false;
-  // Hooks on every request are plain callbacks, not async functions: each async hook costs a
-  // promise and a microtask turn per request, and these do nothing that needs to wait.
   // Served over TLS (natively or by the declared proxy): browsers must never fall back to plain HTTP.
   // Not in development, where a laptop's localhost would be pinned to https for a year.
   const hsts = Boolean(s.config.tls || s.config.trustProxyTls) && s.config.env !== 'development';
+  // Hooks on every request are plain callbacks, not async functions: each async hook costs a
+  // promise and a microtask turn per request, and these do nothing that needs to wait.
   app.addHook('onSend', (req, reply, payload, done) => {
     reply.header('x-request-id', String(req.id));
     if (hsts) reply.header('strict-transport-security', 'max-age=31536000; includeSubDomains');
