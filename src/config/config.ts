@@ -106,13 +106,17 @@ const PROXY_PRESETS = new Set(['loopback', 'linklocal', 'uniquelocal']);
 function proxyTrust(env: Env): number | string[] | null {
   const hops = int(env, 'TRUST_PROXY_HOPS', 0, 0, 10);
   const addresses = list(env, 'TRUST_PROXY_ADDRESSES', []);
-  if (hops > 0 && addresses.length > 0) throw new ConfigError('set TRUST_PROXY_HOPS or TRUST_PROXY_ADDRESSES, not both');
+  if (hops > 0 && addresses.length > 0) {
+    throw new ConfigError('set TRUST_PROXY_HOPS or TRUST_PROXY_ADDRESSES, not both');
+  }
   for (const a of addresses) {
     const [ip, prefix, extra] = a.split('/');
     const family = isIP(ip ?? '');
     const prefixOk = prefix === undefined || (/^\d{1,3}$/.test(prefix) && Number(prefix) <= (family === 6 ? 128 : 32));
     if (PROXY_PRESETS.has(a) || (family !== 0 && prefixOk && extra === undefined)) continue;
-    throw new ConfigError(`TRUST_PROXY_ADDRESSES: "${a}" is not an IP address, a CIDR range or one of loopback, linklocal, uniquelocal`);
+    throw new ConfigError(
+      `TRUST_PROXY_ADDRESSES: "${a}" is not an IP address, a CIDR range or one of loopback, linklocal, uniquelocal`,
+    );
   }
   if (addresses.length > 0) return addresses;
   return hops > 0 ? hops : null;
@@ -142,7 +146,8 @@ export function loadConfig(env: Env = process.env, options: { serving?: boolean 
   const trustedProxies = proxyTrust(env);
   if (serving && appEnv === 'production' && trustProxyTls && trustedProxies === null) {
     throw new ConfigError(
-      'TRUST_PROXY_TLS=true in production needs to know which proxy to believe: set TRUST_PROXY_ADDRESSES (its addresses or CIDR ranges) or TRUST_PROXY_HOPS (how many proxies stand in front)',
+      'TRUST_PROXY_TLS=true in production needs to know which proxy to believe: set TRUST_PROXY_ADDRESSES ' +
+        '(its addresses or CIDR ranges) or TRUST_PROXY_HOPS (how many proxies stand in front)',
     );
   }
   const databaseUrl = env.DATABASE_URL || null;

@@ -5,8 +5,10 @@ export type FormBody = Record<string, string | string[] | undefined>;
 
 // The service also parses JSON bodies, so a "form" may hold numbers, objects or null, or not be an
 // object at all: only strings count as values, anything else is as good as absent.
-const valueOf = (body: FormBody, name: string): unknown =>
-  body !== null && typeof body === 'object' && !Array.isArray(body) && Object.hasOwn(body, name) ? body[name] : undefined;
+const valueOf = (body: FormBody, name: string): unknown => {
+  const isForm = body !== null && typeof body === 'object' && !Array.isArray(body);
+  return isForm && Object.hasOwn(body, name) ? body[name] : undefined;
+};
 
 /** The first value of a form field, as sent ('' when absent or not text). */
 export function field(body: FormBody, name: string): string {

@@ -64,9 +64,8 @@ export async function dashboardRoutes(app: FastifyInstance, s: AppServices): Pro
     const refused = !domain && !validation && typeof given === 'number' && given >= 400 && given < 500 ? given : null;
     const status = domain ? SURFACE_B_STATUS[domain.code] : validation ? 400 : (refused ?? 500);
     if (status >= 500) req.log.error({ err: error }, 'dashboard request failed');
-    const message = domain
-      ? domain.message
-      : validation ?? (refused ? refusalMessage(refused) : `Something went wrong on our side (trace ${String(req.id)}).`);
+    const fault = `Something went wrong on our side (trace ${String(req.id)}).`;
+    const message = domain ? domain.message : (validation ?? (refused ? refusalMessage(refused) : fault));
     const code = domain?.code ?? (validation ? 'VALIDATION_FAILED' : refused ? refusalCode(refused) : 'INTERNAL');
     if (req.url.startsWith('/dashboard/api/')) return reply.status(status).send({ error: code, message });
     const title = status === 404 ? 'Not found' : status >= 500 ? 'Error' : 'That did not work';
@@ -144,7 +143,9 @@ export async function dashboardRoutes(app: FastifyInstance, s: AppServices): Pro
       // Read from the store on every request, so a disable applies at once.
       if (operator.status !== 'active' && req.routeOptions.url !== '/dashboard/logout') {
         const message = 'This operator account is disabled. Contact the service provider to have it enabled again.';
-        if (req.url.startsWith('/dashboard/api/')) return reply.status(403).send({ error: 'OPERATOR_DISABLED', message });
+        if (req.url.startsWith('/dashboard/api/')) {
+          return reply.status(403).send({ error: 'OPERATOR_DISABLED', message });
+        }
         return reply
           .status(403)
           .type('text/html; charset=utf-8')

@@ -76,7 +76,8 @@ function parseSlowly(text: string): unknown {
 /** No request of this service nests anywhere near this deep; the limit keeps every later walk cheap. */
 export const MAX_JSON_DEPTH = 32;
 
-const tooDeep = (): DomainError => new DomainError('MALFORMED_JSON', `the JSON body is nested more than ${MAX_JSON_DEPTH} levels deep`);
+const tooDeep = (): DomainError =>
+  new DomainError('MALFORMED_JSON', `the JSON body is nested more than ${MAX_JSON_DEPTH} levels deep`);
 
 // With the u flag a surrogate pair is one code point, so this matches only a surrogate standing alone.
 const LONE_SURROGATE = /[\ud800-\udfff]/u;
@@ -113,7 +114,10 @@ function checkShape(root: unknown, mayHaveEscapes: boolean): void {
 
 function checkText(text: string): void {
   if (LONE_SURROGATE.test(text)) {
-    throw new DomainError('MALFORMED_JSON', 'the body contains a \\u escape of a lone UTF-16 surrogate, which is not a Unicode character');
+    const message = 'the body contains a \\u escape of a lone UTF-16 surrogate, which is not a Unicode character';
+    throw new DomainError('MALFORMED_JSON', message);
   }
-  if (text.includes(NUL)) throw new DomainError('VALIDATION_FAILED', 'the body contains a NUL character (\\u0000), which no field accepts');
+  if (text.includes(NUL)) {
+    throw new DomainError('VALIDATION_FAILED', 'the body contains a NUL character (\\u0000), which no field accepts');
+  }
 }

@@ -62,7 +62,9 @@ function clientErrorHandler(error: Error & { code?: string; rawPacket?: unknown 
  * addresses of the chain (Fastify itself ignores a bare number, since it cannot tell a proxy from a
  * client that connects directly: hops are only safe when nothing reaches the port but the proxies).
  */
-function proxyTrust(trusted: number | string[] | null): boolean | string[] | ((address: string, hop: number) => boolean) {
+type TrustProxy = boolean | string[] | ((address: string, hop: number) => boolean);
+
+function proxyTrust(trusted: number | string[] | null): TrustProxy {
   if (trusted === null) return false;
   if (typeof trusted === 'number') return (_address, hop) => hop < trusted;
   return trusted;
@@ -107,7 +109,8 @@ export async function buildHttpServer(s: AppServices, options: HttpOptions = {})
     frameworkErrors: (error, req, reply) => {
       if (error.code === 'FST_ERR_MAX_PARAM_LENGTH') {
         const surface = surfaceFor(req.url);
-        const body = surface.errorBody('URI_TOO_LONG', 'a path segment is longer than any identifier of this API', String(req.id));
+        const message = 'a path segment is longer than any identifier of this API';
+        const body = surface.errorBody('URI_TOO_LONG', message, String(req.id));
         return void (reply as FastifyReply).status(surface.status.URI_TOO_LONG).send(body);
       }
       rootErrors(req.url)(error as Error, req as FastifyRequest, reply as FastifyReply);
@@ -170,8 +173,8 @@ export async function buildHttpServer(s: AppServices, options: HttpOptions = {})
   // A NUL in the path or query (%00) names nothing here, and PostgreSQL text cannot even hold it:
   // refuse it before any route looks it up.
   app.addHook('onRequest', (req, _reply, done) => {
-    if (req.url.includes('%00')) return done(new DomainError('VALIDATION_FAILED', 'the URL contains a NUL character (%00)'));
-    done();
+    if (!req.url.includes('%00')) return done();
+    done(new DomainError('VALIDATION_FAILED', 'the URL contains a NUL character (%00)'));
   });
   announceDeprecations(app);
   app.addHook('onClose', async () => closeAllStreams());

@@ -22,7 +22,13 @@ const streamsPerSession = new Map<string, number>();
  * Serves a game's live feed as Server-Sent Events: a snapshot first, then every change. With
  * `sessionId`, refuses (429, before anything is streamed) a stream beyond MAX_STREAMS_PER_SESSION.
  */
-export async function streamFeed(req: FastifyRequest, reply: FastifyReply, feed: LiveFeed, game: Game, sessionId?: string): Promise<void> {
+export async function streamFeed(
+  req: FastifyRequest,
+  reply: FastifyReply,
+  feed: LiveFeed,
+  game: Game,
+  sessionId?: string,
+): Promise<void> {
   if (sessionId !== undefined) {
     const held = streamsPerSession.get(sessionId) ?? 0;
     if (held >= MAX_STREAMS_PER_SESSION) {

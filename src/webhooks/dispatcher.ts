@@ -249,7 +249,8 @@ export class WebhookDispatcher {
       const rows = await tx.all<ClaimRow>(
         `SELECT id, event_id, endpoint_id, attempts, claimed_until FROM webhook_deliveries
          WHERE status = 'pending' AND next_attempt_at <= ? AND (claimed_until IS NULL OR claimed_until <= ?)
-           AND NOT EXISTS (SELECT 1 FROM operators o WHERE o.id = webhook_deliveries.operator_id AND o.status <> 'active')
+           AND NOT EXISTS (SELECT 1 FROM operators o
+                           WHERE o.id = webhook_deliveries.operator_id AND o.status <> 'active')
          ORDER BY next_attempt_at LIMIT ?${skipLocked(tx)}`,
         [now, now, limit],
       );

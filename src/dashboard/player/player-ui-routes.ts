@@ -40,7 +40,11 @@ export const newNonce = (): string => randomBytes(16).toString('base64');
 export async function playerRefusal(s: AppServices, token: string | undefined, code: ErrorCode, nonce: string): Promise<{ status: number; html: string }> {
   const expired = code === 'SESSION_EXPIRED';
   const row =
-    expired && token ? await s.db.reads.get<{ return_url: string }>('SELECT return_url FROM sessions WHERE token_hash = ?', [hashToken(token)]) : undefined;
+    expired && token
+      ? await s.db.reads.get<{ return_url: string }>('SELECT return_url FROM sessions WHERE token_hash = ?', [
+          hashToken(token),
+        ])
+      : undefined;
   const html = expired
     ? playerRefusalPage({
         title: 'Session expired',
