@@ -5,10 +5,12 @@ import { signRequest } from '../../src/signing/request-signature';
 import { client, startTestApp, STORES, type TestApp, type TestOperator } from '../support/harness';
 
 const PASSWORD = 'long enough password';
+const FORM = 'application/x-www-form-urlencoded';
 
 /** Rows a refused request must not have written. */
 async function written(t: TestApp): Promise<Record<string, number>> {
-  const count = async (table: string) => Number((await t.app.services.db.get<{ n: number }>(`SELECT COUNT(*) AS n FROM ${table}`))!.n);
+  const count = async (table: string) =>
+    Number((await t.app.services.db.get<{ n: number }>(`SELECT COUNT(*) AS n FROM ${table}`))!.n);
   return {
     bets: await count('bets'),
     idempotency_keys: await count('idempotency_keys'),
@@ -20,7 +22,8 @@ async function written(t: TestApp): Promise<Record<string, number>> {
 /** Sends raw bytes, signed over exactly those bytes as an integrator's client would. */
 async function sendBytes(t: TestApp, op: TestOperator, surface: 'A' | 'B', path: string, body: Buffer) {
   const ts = String(Date.now());
-  const names = surface === 'A' ? ['x-api-key', 'x-timestamp', 'x-signature'] : ['x-operator-key', 'x-timestamp', 'x-signature'];
+  const keyHeader = surface === 'A' ? 'x-api-key' : 'x-operator-key';
+  const names = [keyHeader, 'x-timestamp', 'x-signature'];
   const res = await request(`${t.baseUrl}${path}`, {
     method: 'POST',
     headers: {
@@ -91,7 +94,7 @@ describe.each(STORES)('bad input on %s is a 4xx in the surface shape, with nothi
     expect(pair.status).toBe(200);
   });
 
-  it('a NUL character, in a body (\\u0000) or in the URL (%00), is a 400 (PostgreSQL text cannot hold it)', async () => {
+  it('a NUL character, in a body (\\u0000) or the URL (%00), is a 400 (PostgreSQL cannot store it)', async () => {
     const before = await written(t);
     const launch = await client(t.baseUrl, op, 'B')('POST', '/v1/sessions/launch', undefined, {
       rawBody: '{"player_ref":"p\\u0000","currency":"EUR","return_url":"https://casino.test/"}',
@@ -105,7 +108,12 @@ describe.each(STORES)('bad input on %s is a 4xx in the surface shape, with nothi
     expect(bet.status).toBe(400);
     expect(await written(t)).toEqual(before);
     const a = client(t.baseUrl, op, 'A');
-    for (const path of ['/api/public/v1/webhook-deliveries?endpoint_id=%00', '/api/public/v1/webhook-deliveries/a%00', '/api/public/v1/compliance/flags?player=a%00']) {
+    const paths = [
+      '/api/public/v1/webhook-deliveries?endpoint_id=%00',
+      '/api/public/v1/webhook-deliveries/a%00',
+      '/api/public/v1/compliance/flags?player=a%00',
+    ];
+    for (const path of paths) {
       const r = await a('GET', path);
       expect(r.status, path).toBe(400);
       expect(r.body, path).toEqual({ error: 'the URL contains a NUL character (%00)', code: 'VALIDATION_FAILED' });
@@ -117,10 +125,12 @@ describe.each(STORES)('bad input on %s is a 4xx in the surface shape, with nothi
 
   it('bytes that are not UTF-8: 400 MALFORMED_JSON on both surfaces, nothing written', async () => {
     const before = await written(t);
-    const invalid = Buffer.concat([Buffer.from('{"external_user_id":"p'), Buffer.from([0xff, 0xfe]), Buffer.from('","amount":100}')]);
+    const notUtf8 = Buffer.from([0xff, 0xfe]);
+    const invalid = Buffer.concat([Buffer.from('{"external_user_id":"p'), notUtf8, Buffer.from('","amount":100}')]);
     const a = await sendBytes(t, op, 'A', '/api/public/v1/place-bet', invalid);
     expect(a).toEqual({ status: 400, body: { error: 'the body is not valid UTF-8', code: 'MALFORMED_JSON' } });
-    const launch = Buffer.concat([Buffer.from('{"player_ref":"p'), Buffer.from([0xc3]), Buffer.from('","currency":"EUR","return_url":"https://casino.test/"}')]);
+    const launchRest = Buffer.from('","currency":"EUR","return_url":"https://casino.test/"}');
+    const launch = Buffer.concat([Buffer.from('{"player_ref":"p'), Buffer.from([0xc3]), launchRest]);
     const b = await sendBytes(t, op, 'B', '/v1/sessions/launch', launch);
     expect(b).toEqual({ status: 400, body: { error: 'MALFORMED_JSON', message: 'the body is not valid UTF-8' } });
     expect(await written(t)).toEqual(before);
@@ -140,7 +150,8 @@ describe('bad input outside the API surfaces', () => {
   };
 
   it('the dashboard keeps 413 for an oversized form and 415 for a body that is not a form', async () => {
-    const big = await raw('POST', '/dashboard/login', { 'content-type': 'application/x-www-form-urlencoded' }, `email=${'x'.repeat(20_000)}`);
+    const form = { 'content-type': 'application/x-www-form-urlencoded' };
+    const big = await raw('POST', '/dashboard/login', form, `email=${'x'.repeat(20_000)}`);
     expect(big.status).toBe(413);
     expect(big.text).toContain('The form is larger than the dashboard accepts.');
     const plain = await raw('POST', '/dashboard/login', { 'content-type': 'text/plain' }, 'email=a');
@@ -157,7 +168,7 @@ describe('bad input outside the API surfaces', () => {
       password: PASSWORD,
     });
     const jar: string[] = [];
-    const go = async (method: string, path: string, body?: string, type = 'application/x-www-form-urlencoded', extra: Record<string, string> = {}) => {
+    const go = async (method: string, path: string, body?: string, type = FORM, extra: Record<string, string> = {}) => {
       const res = await fetch(`${t.baseUrl}${path}`, {
         method,
         redirect: 'manual',
@@ -170,9 +181,12 @@ describe('bad input outside the API surfaces', () => {
     const csrfOf = (html: string): string => /name="_csrf" value="([^"]+)"/.exec(html)![1]!;
     const login = csrfOf((await go('GET', '/dashboard/login')).text);
     const json = 'application/json';
-    expect((await go('POST', '/dashboard/login', JSON.stringify({ _csrf: 5, email: 'json@example.com', password: 'x' }), json)).status).toBe(403);
-    expect((await go('POST', '/dashboard/login', JSON.stringify({ _csrf: login, email: 5, password: 7 }), json)).status).toBe(401);
-    const signedIn = await go('POST', '/dashboard/login', `_csrf=${login}&email=json%40example.com&password=${encodeURIComponent(PASSWORD)}`);
+    const wrongToken = JSON.stringify({ _csrf: 5, email: 'json@example.com', password: 'x' });
+    expect((await go('POST', '/dashboard/login', wrongToken, json)).status).toBe(403);
+    const numbers = JSON.stringify({ _csrf: login, email: 5, password: 7 });
+    expect((await go('POST', '/dashboard/login', numbers, json)).status).toBe(401);
+    const credentials = `_csrf=${login}&email=json%40example.com&password=${encodeURIComponent(PASSWORD)}`;
+    const signedIn = await go('POST', '/dashboard/login', credentials);
     expect(signedIn.status).toBe(303);
     const csrf = csrfOf((await go('GET', '/dashboard/credentials')).text);
     for (const body of [{ _csrf: csrf, url: 5, events: 3 }, { url: {}, events: [1] }, null]) {
@@ -186,17 +200,19 @@ describe('bad input outside the API surfaces', () => {
     for (const path of ['/healthz', '/play', '/play/bets', '/nowhere']) {
       const r = await raw('POST', path, { 'content-type': 'application/json' }, '{"a":');
       expect(r.status, path).toBe(400);
-      expect(JSON.parse(r.text), path).toEqual({ error: 'MALFORMED_JSON', message: expect.stringMatching(/not valid JSON/) });
+      const expected = { error: 'MALFORMED_JSON', message: expect.stringMatching(/not valid JSON/) };
+      expect(JSON.parse(r.text), path).toEqual(expected);
     }
   });
 
   it('a URL that is not valid percent-encoding is a 400 in the surface shape', async () => {
     const a = await raw('GET', '/api/public/v1/rounds/%E0%A4%A', {});
     expect(a.status).toBe(400);
-    expect(JSON.parse(a.text)).toEqual({ error: expect.stringMatching(/not a valid url component/), code: 'VALIDATION_FAILED' });
+    const badUrl = expect.stringMatching(/not a valid url component/);
+    expect(JSON.parse(a.text)).toEqual({ error: badUrl, code: 'VALIDATION_FAILED' });
     const b = await raw('GET', '/v1/rounds/%E0%A4%A', {});
     expect(b.status).toBe(400);
-    expect(JSON.parse(b.text)).toEqual({ error: 'VALIDATION_FAILED', message: expect.stringMatching(/not a valid url component/) });
+    expect(JSON.parse(b.text)).toEqual({ error: 'VALIDATION_FAILED', message: badUrl });
   });
 
   it('odd query strings and cookies on the player page and dashboard never give a 5xx', async () => {

@@ -5,7 +5,15 @@ import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startOperatorWallet, type OperatorWallet } from '../../examples/operator-wallet/server';
 import { DashboardAuth } from '../../src/dashboard/auth';
-import { client, eventually, KNOWN_CRASH_SEEDS, startTestApp, STORES, withSeeds, type TestApp } from '../support/harness';
+import {
+  client,
+  eventually,
+  KNOWN_CRASH_SEEDS,
+  startTestApp,
+  STORES,
+  withSeeds,
+  type TestApp,
+} from '../support/harness';
 import { TestReceiver } from '../support/webhook-receiver';
 
 const ENV = {
@@ -27,7 +35,10 @@ function browser(baseUrl: string) {
     const res = await fetch(`${baseUrl}${path}`, {
       method,
       redirect: 'manual',
-      headers: { cookie: [...jar].map(([k, v]) => `${k}=${v}`).join('; '), ...(body ? { 'content-type': 'application/x-www-form-urlencoded' } : {}) },
+      headers: {
+        cookie: [...jar].map(([k, v]) => `${k}=${v}`).join('; '),
+        ...(body ? { 'content-type': 'application/x-www-form-urlencoded' } : {}),
+      },
       body,
     });
     for (const c of res.headers.getSetCookie()) {
@@ -57,12 +68,15 @@ describe.each(STORES)('a disabled operator on %s', (store) => {
     await receiver.close();
   });
 
-  it('loses its dashboard at once (no pages, no secret rotation, no new endpoint) and gets it back when enabled', async () => {
+  it('loses its dashboard at once (pages, secret rotation, new endpoints), gets it back when enabled', async () => {
     const op = await t.createOperator();
-    await new DashboardAuth(t.app.services.db, t.app.services.clock).createUser({ operatorId: op.id, email: `d-${store}@example.com`, password: PASSWORD });
+    const email = `d-${store}@example.com`;
+    const auth = new DashboardAuth(t.app.services.db, t.app.services.clock);
+    await auth.createUser({ operatorId: op.id, email, password: PASSWORD });
     const b = browser(t.baseUrl);
     const form = await b.go('GET', '/dashboard/login');
-    expect((await b.go('POST', '/dashboard/login', { _csrf: csrfOf(form.text), email: `d-${store}@example.com`, password: PASSWORD })).status).toBe(303);
+    const signIn = { _csrf: csrfOf(form.text), email, password: PASSWORD };
+    expect((await b.go('POST', '/dashboard/login', signIn)).status).toBe(303);
     const page = await b.go('GET', '/dashboard/credentials');
     expect(page.status).toBe(200);
     const csrf = csrfOf(page.text);
@@ -75,7 +89,8 @@ describe.each(STORES)('a disabled operator on %s', (store) => {
     expect(refused.text).not.toContain(op.apiKey);
     expect((await b.go('GET', '/dashboard/api/stats')).status).toBe(403);
     expect((await b.go('POST', '/dashboard/credentials/rotate', { _csrf: csrf, confirm: '1' })).status).toBe(403);
-    const added = await b.go('POST', '/dashboard/webhooks', { _csrf: csrf, url: `${base}/from-dashboard`, events: 'bet.settled' });
+    const newEndpoint = { _csrf: csrf, url: `${base}/from-dashboard`, events: 'bet.settled' };
+    const added = await b.go('POST', '/dashboard/webhooks', newEndpoint);
     expect(added.status).toBe(403);
     expect(await t.app.services.webhooks.listEndpoints(op.id)).toEqual([]);
     // The API refuses it too (as before).
@@ -86,20 +101,25 @@ describe.each(STORES)('a disabled operator on %s', (store) => {
     // The same session works again, and the secret was never rotated: the old one still signs.
     expect((await b.go('GET', '/dashboard/credentials')).status).toBe(200);
     expect((await client(t.baseUrl, op)('GET', '/api/public/v1/rounds/current')).status).toBe(200);
-    const row = await t.app.services.db.get<{ previous_secret_enc: string | null }>('SELECT previous_secret_enc FROM operators WHERE id = ?', [op.id]);
+    const row = await t.app.services.db.get<{ previous_secret_enc: string | null }>(
+      'SELECT previous_secret_enc FROM operators WHERE id = ?',
+      [op.id],
+    );
     expect(row?.previous_secret_enc).toBeNull();
   });
 
-  it('gets no webhook while disabled: round events are not queued, its own bet.settled is held and sent once enabled', async () => {
+  it('gets no webhook while disabled: no round events queued, its bet.settled held and sent once enabled', async () => {
     const op = await t.createOperator();
     const call = client(t.baseUrl, op);
     const path = `/disabled-${store}`;
-    const created = await call('POST', '/api/public/v1/webhook-endpoints', { url: `${base}${path}`, events: ['round.opened', 'bet.settled'] });
+    const events = ['round.opened', 'bet.settled'];
+    const created = await call('POST', '/api/public/v1/webhook-endpoints', { url: `${base}${path}`, events });
     expect(created.status).toBe(201);
     const endpointId = created.body.endpoint_id as string;
 
     const placed = await eventually(async () => {
-      const r = await call('POST', '/api/public/v1/place-bet', { external_user_id: 'p1', amount: 100, auto_cashout: 1.01 }, { idempotencyKey: `k-${Math.random()}` });
+      const bet = { external_user_id: 'p1', amount: 100, auto_cashout: 1.01 };
+      const r = await call('POST', '/api/public/v1/place-bet', bet, { idempotencyKey: `k-${Math.random()}` });
       return r.status === 200 ? r : undefined;
     }, 20_000);
     const betId = placed.body.bet_id as string;
@@ -117,10 +137,11 @@ describe.each(STORES)('a disabled operator on %s', (store) => {
     // Give the dispatcher (polling every 20 ms) ample time to send anything it would send.
     await new Promise((r) => setTimeout(r, 500));
 
-    const settledWhileDisabled = receiver.on(path).filter((r) => JSON.parse(r.body).type === 'bet.settled');
+    const typeOf = (r: { body: string }): string => JSON.parse(r.body).type;
+    const settledWhileDisabled = receiver.on(path).filter((r) => typeOf(r) === 'bet.settled');
     expect(settledWhileDisabled).toEqual([]);
     // A delivery claimed just before the disable may still land; nothing queued after it may.
-    const openedLater = receiver.on(path).filter((r) => r.at > disabledAt + 200 && JSON.parse(r.body).type === 'round.opened');
+    const openedLater = receiver.on(path).filter((r) => r.at > disabledAt + 200 && typeOf(r) === 'round.opened');
     expect(openedLater).toEqual([]);
     const queuedLater = await db.all(
       `SELECT d.id FROM webhook_deliveries d JOIN events e ON e.id = d.event_id
@@ -133,16 +154,19 @@ describe.each(STORES)('a disabled operator on %s', (store) => {
        WHERE d.endpoint_id = ? AND e.type = 'bet.settled'`,
       [endpointId],
     );
-    expect(held.map((h) => ({ status: h.status, attempts: Number(h.attempts) }))).toEqual([{ status: 'pending', attempts: 0 }]);
+    const states = held.map((h) => ({ status: h.status, attempts: Number(h.attempts) }));
+    expect(states).toEqual([{ status: 'pending', attempts: 0 }]);
 
     await t.app.services.operators.setStatus(op.id, 'active');
     const enabledAt = Date.now();
     const settled = await eventually(
-      async () => receiver.on(path).find((r) => JSON.parse(r.body).type === 'bet.settled' && JSON.parse(r.body).data.bet_id === betId),
+      async () =>
+        receiver.on(path).find((r) => typeOf(r) === 'bet.settled' && JSON.parse(r.body).data.bet_id === betId),
       15_000,
     );
     expect(settled.at).toBeGreaterThanOrEqual(enabledAt);
-    await eventually(async () => receiver.on(path).some((r) => r.at > enabledAt && JSON.parse(r.body).type === 'round.opened'), 15_000);
+    const openedSince = (at: number) => receiver.on(path).some((r) => r.at > at && typeOf(r) === 'round.opened');
+    await eventually(async () => openedSince(enabledAt), 15_000);
   });
 });
 
@@ -164,7 +188,7 @@ describe.each(STORES)('wallet settlements of a disabled operator on %s', (store)
     await t?.close();
   });
 
-  it('are still paid: a bet reserved before the disable is settled to the player, exact to the minor unit', async () => {
+  it('are still paid: a bet reserved before the disable is settled to the player, to the minor unit', async () => {
     t = await startTestApp({ store, env: WALLET_ENV });
     const op = await t.createOperator({ name: 'Wallet operator' });
     wallet = await startOperatorWallet({
@@ -175,18 +199,26 @@ describe.each(STORES)('wallet settlements of a disabled operator on %s', (store)
     });
     await t.app.services.operators.setWalletUrl(op.id, wallet.url);
     const post = async (url: string, body: unknown) => {
-      const res = await request(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+      const headers = { 'content-type': 'application/json' };
+      const res = await request(url, { method: 'POST', headers, body: JSON.stringify(body) });
       return { status: res.statusCode, body: (await res.body.json()) as any };
     };
     expect((await post(`${wallet.url}/players/alice/deposit`, { currency: 'EUR', amount: 100 })).status).toBe(200);
-    const session = await post(`${wallet.url}/players/alice/sessions`, { return_url: 'https://operator.example/lobby' });
+    const lobby = { return_url: 'https://operator.example/lobby' };
+    const session = await post(`${wallet.url}/players/alice/sessions`, lobby);
     // Two bets on complementary halves of the field: exactly one wins 10.00 × 8 × 0.95 / 4 = 19.00.
     await eventually(async () => {
       const current = await client(t.baseUrl, op, 'B')('GET', '/v1/rounds/current');
-      if (current.status !== 200 || current.body.status !== 'open' || current.body.betting_closes_at - Date.now() < 400) return undefined;
+      const open = current.status === 200 && current.body.status === 'open';
+      if (!open || current.body.betting_closes_at - Date.now() < 400) return undefined;
       const placed = await Promise.all(
         [['AAPL', 'AMZN', 'GOOG', 'META'], ['MSFT', 'NFLX', 'NVDA', 'TSLA']].map((selected) =>
-          post(`${wallet.url}/players/alice/bets`, { session_id: session.body.session_id, round_id: current.body.round_id, selected_stocks: selected, stake: 10 }),
+          post(`${wallet.url}/players/alice/bets`, {
+            session_id: session.body.session_id,
+            round_id: current.body.round_id,
+            selected_stocks: selected,
+            stake: 10,
+          }),
         ),
       );
       expect(placed.map((p) => p.status)).toEqual([200, 200]);

@@ -9,6 +9,8 @@ import { client, eventually, startTestApp, type TestApp } from '../support/harne
  * different addresses in X-Forwarded-For: only a trusted proxy's claim may count as two places
  * (compliance keeps one row per hashed client address a session was used from).
  */
+const PLACES = 'SELECT COUNT(*) AS n FROM compliance_session_places WHERE operator_id = ?';
+
 async function placesSeen(t: TestApp, forwardedFor: [string, string]): Promise<number> {
   const op = await t.createOperator();
   const launched = await client(t.baseUrl, op, 'B')('POST', '/v1/sessions/launch', {
@@ -19,13 +21,13 @@ async function placesSeen(t: TestApp, forwardedFor: [string, string]): Promise<n
   expect(launched.status).toBe(200);
   const token = new URL(launched.body.launch_url).searchParams.get('token')!;
   for (const xff of forwardedFor) {
-    const res = await request(`${t.baseUrl}/play?token=${encodeURIComponent(token)}`, { headers: { 'x-forwarded-for': xff } });
+    const url = `${t.baseUrl}/play?token=${encodeURIComponent(token)}`;
+    const res = await request(url, { headers: { 'x-forwarded-for': xff } });
     await res.body.text();
     expect(res.statusCode).toBe(200);
   }
   // The compliance check runs beside the page: wait for what it records (one row per place).
-  const places = async () =>
-    Number((await t.app.services.db.get<{ n: number }>('SELECT COUNT(*) AS n FROM compliance_session_places WHERE operator_id = ?', [op.id]))!.n);
+  const places = async () => Number((await t.app.services.db.get<{ n: number }>(PLACES, [op.id]))!.n);
   await eventually(async () => (await places()) >= 1);
   // Generous room for the second visit's write to land too, on a loaded machine.
   await eventually(async () => (await places()) >= 2, 1500).catch(() => undefined);
@@ -40,7 +42,8 @@ describe('X-Forwarded-For is believed only from a configured proxy', () => {
   });
 
   it('ignores it from a peer that is not a listed proxy, even with TRUST_PROXY_TLS', async () => {
-    t = await startTestApp({ engines: false, env: { TRUST_PROXY_TLS: 'true', TRUST_PROXY_ADDRESSES: '10.9.9.9,192.0.2.0/24' } });
+    const env = { TRUST_PROXY_TLS: 'true', TRUST_PROXY_ADDRESSES: '10.9.9.9,192.0.2.0/24' };
+    t = await startTestApp({ engines: false, env });
     expect(await placesSeen(t, ['198.51.100.7', '203.0.113.9'])).toBe(1);
   });
 
@@ -71,12 +74,15 @@ describe('proxy settings', () => {
 
   it('refuse to boot in production behind a TLS proxy without saying which proxy to believe', () => {
     expect(() => loadConfig(prod)).toThrow(/TRUST_PROXY_ADDRESSES .* or TRUST_PROXY_HOPS/);
-    expect(loadConfig({ ...prod, TRUST_PROXY_ADDRESSES: '10.0.0.0/8, fd00::1' }).trustedProxies).toEqual(['10.0.0.0/8', 'fd00::1']);
+    const listed = loadConfig({ ...prod, TRUST_PROXY_ADDRESSES: '10.0.0.0/8, fd00::1' });
+    expect(listed.trustedProxies).toEqual(['10.0.0.0/8', 'fd00::1']);
     expect(loadConfig({ ...prod, TRUST_PROXY_HOPS: '2' }).trustedProxies).toBe(2);
   });
 
   it('refuse what is not an address, a range or a preset, and both settings at once', () => {
-    expect(() => loadConfig({ ...prod, TRUST_PROXY_ADDRESSES: 'proxy.internal' })).toThrow(/"proxy.internal" is not an IP address/);
+    expect(() => loadConfig({ ...prod, TRUST_PROXY_ADDRESSES: 'proxy.internal' })).toThrow(
+      /"proxy.internal" is not an IP address/,
+    );
     expect(() => loadConfig({ ...prod, TRUST_PROXY_ADDRESSES: '10.0.0.0/33' })).toThrow(/TRUST_PROXY_ADDRESSES/);
     expect(() => loadConfig({ ...prod, TRUST_PROXY_ADDRESSES: '10.0.0.1', TRUST_PROXY_HOPS: '1' })).toThrow(/not both/);
     expect(loadConfig({ ...prod, TRUST_PROXY_ADDRESSES: 'loopback' }).trustedProxies).toEqual(['loopback']);

@@ -15,7 +15,8 @@ const deep = (n: number): string => '['.repeat(n) + ']'.repeat(n);
 
 async function launch(t: TestApp): Promise<string> {
   const op = await t.createOperator();
-  const r = await client(t.baseUrl, op, 'B')('POST', '/v1/sessions/launch', { player_ref: 'p1', currency: 'EUR', return_url: 'https://casino.test/' });
+  const body = { player_ref: 'p1', currency: 'EUR', return_url: 'https://casino.test/' };
+  const r = await client(t.baseUrl, op, 'B')('POST', '/v1/sessions/launch', body);
   expect(r.status).toBe(200);
   return new URL(r.body.launch_url).searchParams.get('token')!;
 }
@@ -40,7 +41,8 @@ describe('small doors', () => {
 
   it('?notice= shows only the notices the dashboard defines, never what every object inherits', async () => {
     const op = await t.createOperator();
-    await new DashboardAuth(t.app.services.db, t.app.services.clock).createUser({ operatorId: op.id, email: 'n@example.com', password: PASSWORD });
+    const auth = new DashboardAuth(t.app.services.db, t.app.services.clock);
+    await auth.createUser({ operatorId: op.id, email: 'n@example.com', password: PASSWORD });
     const jar: string[] = [];
     const go = async (method: string, path: string, form?: Record<string, string>) => {
       const res = await fetch(`${t.baseUrl}${path}`, {
@@ -54,14 +56,16 @@ describe('small doors', () => {
     };
     const form = await go('GET', '/dashboard/login');
     const csrf = /name="_csrf" value="([^"]+)"/.exec(form.text)![1]!;
-    expect((await go('POST', '/dashboard/login', { _csrf: csrf, email: 'n@example.com', password: PASSWORD })).status).toBe(303);
+    const signIn = { _csrf: csrf, email: 'n@example.com', password: PASSWORD };
+    expect((await go('POST', '/dashboard/login', signIn)).status).toBe(303);
     for (const key of ['toString', 'constructor', '__proto__', 'hasOwnProperty']) {
       const page = await go('GET', `/dashboard/webhooks?notice=${key}`);
       expect(page.status).toBe(200);
       expect(page.text).not.toContain('class="notice"');
       expect(page.text).not.toMatch(/native code|function/);
     }
-    expect((await go('GET', '/dashboard/webhooks?notice=resent')).text).toContain('Delivery queued again as a new delivery.');
+    const resent = await go('GET', '/dashboard/webhooks?notice=resent');
+    expect(resent.text).toContain('Delivery queued again as a new delivery.');
   });
 
   it('404 outside every surface comes in the surface shape, not Fastify\'s', async () => {
@@ -87,12 +91,14 @@ describe('small doors', () => {
   it('431 for oversized headers, in each surface shape', async () => {
     const port = new URL(t.baseUrl).port;
     const big = 'y'.repeat(20_000);
-    const a = await rawHttp(Number(port), `GET /api/public/v1/rounds/current HTTP/1.1\r\nHost: x\r\nX-Big: ${big}\r\n\r\n`);
+    const request431 = (path: string) => `GET ${path} HTTP/1.1\r\nHost: x\r\nX-Big: ${big}\r\n\r\n`;
+    const bodyOf = (response: string): unknown => JSON.parse(response.slice(response.indexOf('\r\n\r\n') + 4));
+    const a = await rawHttp(Number(port), request431('/api/public/v1/rounds/current'));
     expect(a).toMatch(/^HTTP\/1\.1 431 /);
-    expect(JSON.parse(a.slice(a.indexOf('\r\n\r\n') + 4))).toEqual({ error: expect.any(String), code: 'HEADERS_TOO_LARGE' });
+    expect(bodyOf(a)).toEqual({ error: expect.any(String), code: 'HEADERS_TOO_LARGE' });
     const b = await rawHttp(Number(port), `GET /v1/rounds/current HTTP/1.1\r\nHost: x\r\nX-Big: ${big}\r\n\r\n`);
     expect(b).toMatch(/^HTTP\/1\.1 431 /);
-    expect(JSON.parse(b.slice(b.indexOf('\r\n\r\n') + 4))).toEqual({ error: 'HEADERS_TOO_LARGE', message: expect.any(String) });
+    expect(bodyOf(b)).toEqual({ error: 'HEADERS_TOO_LARGE', message: expect.any(String) });
   });
 
   it('a deeply nested body is a 400 that says so, with nothing about the parser', async () => {
@@ -106,12 +112,14 @@ describe('small doors', () => {
     expect(escaped.status).toBe(400);
     expect(escaped.body).toEqual({ error: 'the JSON body is nested more than 32 levels deep', code: 'MALFORMED_JSON' });
     expect(escaped.text).not.toMatch(/stack|RangeError/i);
-    const plain = await client(t.baseUrl, op, 'B')('POST', '/v1/sessions/launch', undefined, { rawBody: `{"player_ref":${deep(40)}}` });
+    const rawBody = `{"player_ref":${deep(40)}}`;
+    const plain = await client(t.baseUrl, op, 'B')('POST', '/v1/sessions/launch', undefined, { rawBody });
     expect(plain.status).toBe(400);
-    expect(plain.body).toEqual({ error: 'MALFORMED_JSON', message: 'the JSON body is nested more than 32 levels deep' });
+    const tooDeep = { error: 'MALFORMED_JSON', message: 'the JSON body is nested more than 32 levels deep' };
+    expect(plain.body).toEqual(tooDeep);
   });
 
-  it(`caps live streams per player session at ${MAX_STREAMS_PER_SESSION} with a clear 429; a closed one frees its slot`, async () => {
+  it(`caps live streams per player session at ${MAX_STREAMS_PER_SESSION} (429); closing one frees a slot`, async () => {
     const token = await launch(t);
     const controllers: AbortController[] = [];
     const open = async (path: string) => {
@@ -129,7 +137,8 @@ describe('small doors', () => {
       const refused = await open('/play/feed');
       expect(refused.statusCode).toBe(429);
       expect(refused.headers['retry-after']).toBe('5');
-      expect(await refused.body.json()).toEqual({ error: 'RATE_LIMITED', message: expect.stringMatching(/already has 3 live streams open/) });
+      const tooMany = expect.stringMatching(/already has 3 live streams open/);
+      expect(await refused.body.json()).toEqual({ error: 'RATE_LIMITED', message: tooMany });
       // Another session is not affected.
       const otherToken = await launch(t);
       const c = new AbortController();
@@ -154,7 +163,8 @@ describe('small doors', () => {
 
 describe('HSTS', () => {
   it('is sent in production behind the declared TLS proxy, and not in development', async () => {
-    const prod = await startTestApp({ engines: false, env: { APP_ENV: 'production', TRUST_PROXY_TLS: 'true', TRUST_PROXY_ADDRESSES: '127.0.0.1' } });
+    const behindProxy = { APP_ENV: 'production', TRUST_PROXY_TLS: 'true', TRUST_PROXY_ADDRESSES: '127.0.0.1' };
+    const prod = await startTestApp({ engines: false, env: behindProxy });
     try {
       for (const path of ['/healthz', '/dashboard/login', '/nope']) {
         const r = await request(`${prod.baseUrl}${path}`);
@@ -219,7 +229,7 @@ describe.each(STORES)('player page reads on %s', (store) => {
   });
   afterAll(async () => t?.close());
 
-  it('answer from committed data while writers hold every write connection, and never show an uncommitted write', async () => {
+  it('answer from committed data while writers hold every write connection, never an uncommitted write', async () => {
     const token = await launch(t);
     let release!: () => void;
     const gate = new Promise<void>((r) => (release = r));
