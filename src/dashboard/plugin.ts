@@ -139,8 +139,8 @@ export async function dashboardRoutes(app: FastifyInstance, s: AppServices): Pro
       const operator = await s.operators.get(session.user.operatorId);
       // A disabled operator's users keep their sessions (enabling the operator restores them) but
       // can neither see nor change anything meanwhile: no endpoints, no secret rotation, no feed
-      // (signing out still works).
-      // Read from the store on every request, so a disable applies at once.
+      // (signing out still works). The status is read from the store on every request, so a
+      // disable applies at once.
       if (operator.status !== 'active' && req.routeOptions.url !== '/dashboard/logout') {
         const message = 'This operator account is disabled. Contact the service provider to have it enabled again.';
         if (req.url.startsWith('/dashboard/api/')) {
