@@ -61,6 +61,9 @@ const LOST_ATTEMPT = 'outcome unknown: the worker stopped before it recorded the
  * sends at once over keep-alive connections, up to `maxInFlight`. Each answer joins a queue that
  * is written in batches, one transaction per batch, so a slow endpoint holds only its own sends.
  *
+ * A disabled operator's deliveries are held: not claimed, their attempts untouched, still pending,
+ * and sent once the operator is enabled again.
+ *
  * The attempt counter moves at claim time, so an attempt number is used once even if the worker
  * dies mid-send: the next claim finds the expired lease, logs that attempt as "outcome unknown"
  * and sends the next one.
@@ -257,6 +260,8 @@ export class WebhookDispatcher {
       const rows = await tx.all<ClaimRow>(
         `SELECT id, event_id, endpoint_id, attempts, claimed_until FROM webhook_deliveries
          WHERE status = 'pending' AND next_attempt_at <= ? AND (claimed_until IS NULL OR claimed_until <= ?)
+           AND NOT EXISTS (SELECT 1 FROM operators o
+                           WHERE o.id = webhook_deliveries.operator_id AND o.status <> 'active')
          ORDER BY next_attempt_at LIMIT ?${skipLocked(tx)}`,
         [now, now, limit],
       );

@@ -42,6 +42,7 @@ export async function recordEvents(tx: SqlExecutor, events: readonly DomainEvent
     eventRows.push([id, seq, event.operatorId, event.type, now, JSON.stringify(event.data), livemode ? 1 : 0]);
     for (const endpoint of endpoints) {
       if (event.operatorId !== null && endpoint.operator_id !== event.operatorId) continue;
+      if (event.operatorId === null && !endpoint.activeOperator) continue;
       if (!endpoint.types.has(event.type)) continue;
       deliveryRows.push([`dlv_${randomUUID()}`, id, endpoint.id, endpoint.operator_id, now, now]);
     }
@@ -77,16 +78,24 @@ interface EndpointRow {
   operator_id: string;
   events: string;
   types: Set<string>;
+  /** False only when known to be disabled (looked up for round-wide events, the only ones it changes). */
+  activeOperator: boolean;
 }
 
+/**
+ * Endpoints that receive these events. A disabled operator's endpoints get no round-wide events
+ * (round.opened / round.closed keep coming every few seconds and would pile up unsent); events of
+ * its own bets (only bets placed before the disable can still settle) are queued and held by the
+ * dispatcher until the operator is enabled again: they may carry money the operator owes a player.
+ */
 async function subscribedEndpoints(tx: SqlExecutor, events: readonly DomainEvent[]): Promise<EndpointRow[]> {
   const operatorIds = new Set(events.map((e) => e.operatorId));
   // A live round's events (operator null) reach live operators only: a sandbox hears of its own rounds.
   const rows = operatorIds.has(null)
     ? (
-        await tx.all<Omit<EndpointRow, 'types'> & { mode: string }>(
-          `SELECT e.id, e.operator_id, e.events, o.mode FROM webhook_endpoints e
-           JOIN operators o ON o.id = e.operator_id WHERE e.enabled = 1`,
+        await tx.all<Omit<EndpointRow, 'types' | 'activeOperator'> & { mode: string; active: number }>(
+          `SELECT e.id, e.operator_id, e.events, o.mode, CASE WHEN o.status = 'active' THEN 1 ELSE 0 END AS active
+           FROM webhook_endpoints e JOIN operators o ON o.id = e.operator_id WHERE e.enabled = 1`,
         )
       ).filter((r) => r.mode !== 'test' || operatorIds.has(r.operator_id))
     : operatorIds.size === 1
@@ -96,7 +105,13 @@ async function subscribedEndpoints(tx: SqlExecutor, events: readonly DomainEvent
       : (await tx.all<Omit<EndpointRow, 'types'>>('SELECT id, operator_id, events FROM webhook_endpoints WHERE enabled = 1')).filter((r) =>
           operatorIds.has(r.operator_id),
         );
-  return rows.map((r) => ({ ...r, types: new Set(JSON.parse(r.events) as string[]) }));
+  return rows.map((r) => ({
+    id: r.id,
+    operator_id: r.operator_id,
+    events: r.events,
+    types: new Set(JSON.parse(r.events) as string[]),
+    activeOperator: !('active' in r) || Number(r.active) === 1,
+  }));
 }
 
 // An operator's mode is fixed when it is created, so what this process once read stays true.

@@ -48,7 +48,7 @@ export async function playerRoutes(app: FastifyInstance, s: AppServices): Promis
   r.get('/play', { schema: { hide: true, querystring: TokenQuery } }, async (req, reply) => {
     let session: PlayerSession;
     try {
-      session = await s.sessions.byToken(req.query.token);
+      session = await s.sessions.byToken(req.query.token, s.db.reads);
     } catch (error) {
       if (!isDomainError(error)) throw error;
       // The refusal links back to the operator when the (expired) session is known.
@@ -59,7 +59,7 @@ export async function playerRoutes(app: FastifyInstance, s: AppServices): Promis
     }
     const sandbox = await sandboxOf(s, session);
     seen(session, req.ip, req.log, sandbox);
-    const latest = await roundRepository.latest(s.db, 'stock_race', sandbox);
+    const latest = await roundRepository.latest(s.db.reads, 'stock_race', sandbox);
     const round = latest ? { ...presentRound(latest), symbols: s.stockRaceGame.symbolsOf(latest) } : null;
     const nonce = newNonce();
     playerPageHeaders(reply, nonce);
@@ -69,10 +69,10 @@ export async function playerRoutes(app: FastifyInstance, s: AppServices): Promis
   });
 
   r.get('/play/feed', { schema: { hide: true, querystring: TokenQuery } }, async (req, reply) => {
-    const session = await s.sessions.byToken(req.query.token);
+    const session = await s.sessions.byToken(req.query.token, s.db.reads);
     const sandbox = await sandboxOf(s, session);
     seen(session, req.ip, req.log, sandbox);
-    await streamFeed(req, reply, sandbox === null ? s.feed : s.sandbox.feedOf(sandbox), 'stock_race');
+    await streamFeed(req, reply, sandbox === null ? s.feed : s.sandbox.feedOf(sandbox), 'stock_race', session.id);
     // The stream ends with the session; the page's EventSource reconnect is then refused.
     const left = session.expiresAt - s.clock.now();
     const timer = setTimeout(() => reply.raw.end(), Math.min(Math.max(0, left), 2 ** 31 - 1));
