@@ -61,7 +61,7 @@ describe('config', () => {
   });
 
   it('lets the service contribute chain salts itself only outside production', () => {
-    const prod = { APP_ENV: 'production', MASTER_KEY: 'a'.repeat(64), TRUST_PROXY_TLS: 'true' };
+    const prod = { APP_ENV: 'production', MASTER_KEY: 'a'.repeat(64), TRUST_PROXY_TLS: 'true', TRUST_PROXY_HOPS: '1' };
     expect(loadConfig({ APP_ENV: 'development' }).fairness.autoContribute).toBe(true);
     expect(loadConfig({ APP_ENV: 'test' }).fairness.autoContribute).toBe(true);
     expect(loadConfig({ APP_ENV: 'development', FAIR_AUTO_CONTRIBUTE: 'false' }).fairness.autoContribute).toBe(false);

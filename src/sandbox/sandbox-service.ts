@@ -11,7 +11,7 @@ import type { FeedMessage, LiveFeed } from '../rounds/live-feed';
 import type { Game } from '../rounds/round';
 import { presentRound } from '../rounds/round-presenter';
 import { roundRepository } from '../rounds/round-repository';
-import type { Database } from '../store/database';
+import type { Database, SqlExecutor } from '../store/database';
 import { SandboxCrashGame, SandboxStockRaceGame, sandboxSeeds } from './sandbox-games';
 import {
   sandboxStore,
@@ -297,9 +297,10 @@ function assertTestMode(operator: Operator): void {
 
 /** The sandbox a player session plays in: its operator's id when that operator is in test mode, else null (live). */
 export async function sandboxOf(
-  s: { operators: Pick<OperatorService, 'get'> },
+  s: { operators: Pick<OperatorService, 'get'>; db: { reads: SqlExecutor } },
   session: { operatorId: string },
 ): Promise<string | null> {
-  const operator = await s.operators.get(session.operatorId);
+  // Player pages read on the read-only path: they never wait behind a writer's connection.
+  const operator = await s.operators.get(session.operatorId, s.db.reads);
   return operator.mode === 'test' ? operator.id : null;
 }
