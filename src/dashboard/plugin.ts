@@ -29,7 +29,7 @@ const safeNext = (raw: unknown): string => (typeof raw === 'string' && NEXT.test
  * changes is scoped to the signed-in user's operator.
  */
 export async function dashboardRoutes(app: FastifyInstance, s: AppServices): Promise<void> {
-  const auth = new DashboardAuth(s.db, s.clock);
+  const auth = new DashboardAuth(s.db, s.clock, s.loginThrottle);
   // Plain HTTP is only ever served in development and tests; everywhere else the cookie needs TLS.
   const secure = s.config.env !== 'development' && s.config.env !== 'test';
   if (!app.hasRequestDecorator('cookies')) await app.register(cookie);
@@ -87,7 +87,7 @@ export async function dashboardRoutes(app: FastifyInstance, s: AppServices): Pro
       return showLogin(reply, { next, email, status: 403, error: 'The sign-in form expired. Please try again.' });
     }
     try {
-      const { sessionId, session } = await auth.signIn(email, field(body, 'password'));
+      const { sessionId, session } = await auth.signIn(email, field(body, 'password'), req.ip);
       reply.clearCookie(LOGIN_COOKIE, { path: '/dashboard/login' });
       reply.setCookie(SESSION_COOKIE, sessionId, {
         path: '/dashboard',
@@ -99,7 +99,11 @@ export async function dashboardRoutes(app: FastifyInstance, s: AppServices): Pro
       return reply.redirect(next, 303);
     } catch (error) {
       if (!isDomainError(error)) throw error;
-      return showLogin(reply, { next, email, status: 401, error: 'Wrong email or password (after 5 failures, wait 15 minutes).' });
+      if (error.code === 'RATE_LIMITED') {
+        reply.header('retry-after', String(error.details?.retryAfterSeconds ?? 1));
+        return showLogin(reply, { next, email, status: 429, error: `Too many failed sign-ins. ${error.message.replace(/^.*: /, '')}.` });
+      }
+      return showLogin(reply, { next, email, status: 401, error: 'Wrong email or password.' });
     }
   });
 

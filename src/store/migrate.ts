@@ -1,6 +1,7 @@
 import { Kysely, Migrator, PostgresDialect, SqliteDialect, type Migration, type MigrationProvider } from 'kysely';
 import * as m001 from './migrations/001_initial';
 import * as m002webhooks from './migrations/002_webhook_pipeline';
+import * as m003seen from './migrations/003_seen_signatures';
 import type { PostgresDatabase } from './postgres';
 import type { SqliteDatabase } from './sqlite';
 
@@ -12,6 +13,7 @@ import type { SqliteDatabase } from './sqlite';
 const MIGRATIONS: Record<string, Migration> = {
   '001_initial': m001,
   '002_webhook_pipeline': m002webhooks,
+  '003_seen_signatures': m003seen,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };

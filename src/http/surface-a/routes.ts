@@ -87,6 +87,8 @@ export async function surfaceARoutes(app: FastifyInstance, s: AppServices): Prom
   r.post(
     '/place-bet',
     {
+      // A repeat of the same signed bytes is the idempotent retry only under the same Idempotency-Key.
+      config: { replay: 'idempotency-key' },
       schema: {
         summary: 'Place a Crash bet in the current betting window',
         tags: ['Crash'],
@@ -127,6 +129,8 @@ export async function surfaceARoutes(app: FastifyInstance, s: AppServices): Prom
   r.post(
     '/cashout',
     {
+      // A repeat of the same signed bytes is the idempotent retry only under the same Idempotency-Key.
+      config: { replay: 'idempotency-key' },
       schema: {
         summary: 'Cash out an active Crash bet at the current multiplier',
         tags: ['Crash'],
