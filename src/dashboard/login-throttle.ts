@@ -3,7 +3,7 @@ import { RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible'
 import { BoundedKeys, flexibleLimiter } from '../http/rate-limit';
 
 export interface LoginThrottleOptions {
-  /** Failed sign-ins one client address may make per window before that address is refused until it ends. */
+  /** Failed sign-ins one client address may make per window; then that address is refused until the window ends. */
   addressFailures: number;
   addressWindowSeconds: number;
   /** Failures on one account (any address) before each further failure imposes a wait. */
@@ -60,7 +60,7 @@ export class LoginThrottle {
   /** Seconds before this address may try this account again; 0 when it may try now. */
   async waitSeconds(address: string, email: string): Promise<number> {
     const [addr, wait] = await Promise.all([this.byAddress.get(address), this.accountWait.get(email)]);
-    const addressMs = addr && addr.consumedPoints > this.options.addressFailures ? addr.msBeforeNext : 0;
+    const addressMs = addr && addr.consumedPoints >= this.options.addressFailures ? addr.msBeforeNext : 0;
     const accountMs = wait && wait.consumedPoints > 1 ? wait.msBeforeNext : 0;
     const ms = Math.max(addressMs, accountMs);
     return ms > 0 ? Math.ceil(ms / 1000) : 0;
