@@ -188,18 +188,20 @@ export class AuthFailureLimiter {
     return Math.ceil(left / 1000);
   }
 
-  /** Counts one failure; returns the seconds to wait when this failure used up the budget. */
+  /** Counts one failure; returns the seconds to wait when this failure used up the budget (0 otherwise). */
   async noteFailure(address: string): Promise<number> {
     this.tracked.touch(address);
+    let outcome: RateLimiterRes;
     try {
-      await this.limiter.consume(address);
-      return 0;
-    } catch (outcome) {
-      if (!(outcome instanceof RateLimiterRes)) throw outcome;
-      this.blockedUntil.delete(address);
-      this.blockedUntil.set(address, Date.now() + outcome.msBeforeNext);
-      while (this.blockedUntil.size > this.maxBlocked) this.blockedUntil.delete(this.blockedUntil.keys().next().value as string);
-      return Math.max(1, Math.ceil(outcome.msBeforeNext / 1000));
+      outcome = await this.limiter.consume(address);
+      if (outcome.remainingPoints > 0) return 0;
+    } catch (refused) {
+      if (!(refused instanceof RateLimiterRes)) throw refused;
+      outcome = refused;
     }
+    this.blockedUntil.delete(address);
+    this.blockedUntil.set(address, Date.now() + outcome.msBeforeNext);
+    while (this.blockedUntil.size > this.maxBlocked) this.blockedUntil.delete(this.blockedUntil.keys().next().value as string);
+    return Math.max(1, Math.ceil(outcome.msBeforeNext / 1000));
   }
 }

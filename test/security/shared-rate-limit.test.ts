@@ -1,0 +1,55 @@
+import { randomBytes } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { client, startTestApp, type TestApp } from '../support/harness';
+
+/**
+ * Two instances on one PostgreSQL database and one Redis spend from one token bucket per operator:
+ * an operator sees the same limit whichever instance its requests reach, not one per instance.
+ */
+const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
+
+describe('the per-operator rate limit across two instances sharing Redis', () => {
+  let first: TestApp;
+  let second: TestApp;
+
+  beforeAll(async () => {
+    const env = { REDIS_URL, REDIS_KEY_PREFIX: `test-${randomBytes(6).toString('hex')}:` };
+    first = await startTestApp({ store: 'postgres', engines: false, env });
+    second = await startTestApp({ replicaOf: first, engines: false, env });
+  });
+  afterAll(async () => {
+    await second?.close();
+    await first?.close();
+  });
+
+  it('allows the burst once in total, not once per instance, and says when to retry', async () => {
+    const op = await first.createOperator();
+    await first.app.services.operators.updateSettings(op.id, { rate_limit: { refill_per_second: 1, burst: 10 } });
+    const one = client(first.baseUrl, op, 'B');
+    const two = client(second.baseUrl, op, 'B');
+
+    const statuses: number[] = [];
+    for (let i = 0; i < 20; i++) {
+      const call = i % 2 === 0 ? one : two;
+      statuses.push((await call('GET', '/v1/settlements')).status);
+    }
+    // 10 at once, plus at most one or two refilled while the requests ran on a loaded machine.
+    const allowed = statuses.filter((s) => s === 200).length;
+    expect(allowed).toBeGreaterThanOrEqual(10);
+    expect(allowed).toBeLessThanOrEqual(12);
+    expect(statuses.filter((s) => s === 429).length).toBe(20 - allowed);
+
+    const refused = await two('GET', '/v1/settlements');
+    expect(refused.status).toBe(429);
+    expect(refused.body).toEqual({ error: 'RATE_LIMITED', message: 'rate limit exceeded: 10 burst, 1 requests per second' });
+    expect(refused.headers['retry-after']).toBe('1');
+    expect(refused.headers['ratelimit-limit']).toBe('10');
+  });
+
+  it('keeps operators apart in the shared store', async () => {
+    const other = await first.createOperator({ name: 'Other' });
+    const answer = await client(second.baseUrl, other, 'B')('GET', '/v1/settlements');
+    expect(answer.status).toBe(200);
+    expect(answer.headers['ratelimit-remaining']).toBe('499');
+  });
+});
