@@ -11,12 +11,18 @@ import type { SeenSignatureStore } from './replay-guard';
 declare module 'fastify' {
   interface FastifyRequest {
     operator?: OperatorCredentials;
+    /**
+     * On 'idempotency-key' routes: the accepted signature, which the route hands to the
+     * idempotency layer to record on the key row in the command's own transaction.
+     */
+    signatureRecord?: string;
   }
   interface FastifyContextConfig {
     /**
      * How a repeat of an accepted signature is judged on a state-changing route:
      * - absent: never legitimate (the call has no idempotency key): refused as REQUEST_REPLAYED;
      * - 'idempotency-key': allowed only with the same Idempotency-Key header (the idempotent retry);
+     *   recorded by the idempotency layer on the key row, in the command's transaction (no extra write);
      * - 'signed-body': the idempotency key is inside the signed body, so a repeat is always the same
      *   request under the same key and the idempotency layer replays it; no record needed.
      */
@@ -150,21 +156,16 @@ export function authenticator(surface: Surface, deps: AuthDeps) {
       }
       reply.header('ratelimit-remaining', String(decision.remaining));
       const mode = req.routeOptions.config?.replay;
-      if (!READS.has(req.method) && mode !== 'signed-body') {
-        const key = header(req, 'idempotency-key') ?? '';
-        const binding = mode === 'idempotency-key' ? `key:${key}` : 'once';
-        // Lowercased: the signature is compared as bytes, so its hex case must not make a new entry.
-        const seen = `${operator.id}:${signature!.toLowerCase()}`;
+      // Lowercased: the signature is compared as bytes, so its hex case must not make a new entry.
+      const seen = `${operator.id}:${signature!.toLowerCase()}`;
+      if (mode === 'idempotency-key') {
+        req.signatureRecord = seen;
+      } else if (!READS.has(req.method) && mode !== 'signed-body') {
         // Kept a little past the window so instances whose clocks differ slightly still agree.
         const expiresAt = Number(timestamp) + deps.signatureToleranceMs + 60_000;
-        const verdict = await unavailableOnFailure(req, () => deps.seenSignatures.claim(seen, binding, expiresAt));
-        if (verdict === 'other-binding' || (verdict === 'same-binding' && mode !== 'idempotency-key')) {
-          throw new DomainError(
-            'REQUEST_REPLAYED',
-            mode === 'idempotency-key'
-              ? 'this signed request was already received under another Idempotency-Key; sign each new request afresh'
-              : 'this signed request was already received; sign each new request afresh (new timestamp)',
-          );
+        const verdict = await unavailableOnFailure(req, () => deps.seenSignatures.claim(seen, 'once', expiresAt));
+        if (verdict !== 'first') {
+          throw new DomainError('REQUEST_REPLAYED', 'this signed request was already received; sign each new request afresh (new timestamp)');
         }
       }
       req.operator = operator;
