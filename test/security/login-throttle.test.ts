@@ -6,7 +6,7 @@ import { systemClock } from '../../src/clock/clock';
 import { DashboardAuth } from '../../src/dashboard/auth';
 import { DEFAULT_LOGIN_THROTTLE, LoginThrottle } from '../../src/dashboard/login-throttle';
 import type { Database } from '../../src/store/database';
-import { freshDatabase, startTestApp, type TestApp } from '../support/harness';
+import { freshDatabase, REDIS_URL, startTestApp, type TestApp } from '../support/harness';
 
 /**
  * Dashboard sign-in throttling: an attacker guessing the owner's password from one address gets
@@ -17,7 +17,6 @@ const OWNER = 'owner@casino.test';
 const PASSWORD = 'correct horse battery staple';
 const ATTACKER = '203.0.113.66';
 const OWNER_ADDRESS = '198.51.100.7';
-const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const TOO_LONG = 'x'.repeat(1025); // refused before any password hashing: keeps the loops fast
 

@@ -1,18 +1,15 @@
-import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { client, eventually, startTestApp, STORES, type TestApp, type TestOperator } from '../support/harness';
+import { client, eventually, redisEnv, startTestApp, STORES, type TestApp, type TestOperator } from '../support/harness';
 
 /**
  * A captured signed request sent again byte for byte within the 5-minute window. With the same
  * Idempotency-Key it is the idempotent retry (the stored answer); under a new key, or on a route
  * that has no key, it is refused with 409 REQUEST_REPLAYED and moves nothing.
  */
-const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 const KINDS = [
   ...STORES.map((store) => ({ label: `${store} store`, store, redis: false })),
   { label: 'Redis (SQLite store)', store: 'sqlite' as const, redis: true },
 ];
-const redisEnv = () => ({ REDIS_URL, REDIS_KEY_PREFIX: `test-${randomBytes(6).toString('hex')}:` });
 
 async function betsOf(t: TestApp, operatorId: string): Promise<number> {
   const row = await t.app.services.db.get<{ n: number | string }>('SELECT COUNT(*) AS n FROM bets WHERE operator_id = ?', [operatorId]);

@@ -1,19 +1,17 @@
-import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { client, startTestApp, type TestApp } from '../support/harness';
+import { client, redisEnv, startTestApp, type TestApp } from '../support/harness';
 
 /**
  * Two instances on one PostgreSQL database and one Redis spend from one token bucket per operator:
  * an operator sees the same limit whichever instance its requests reach, not one per instance.
  */
-const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 
 describe('the per-operator rate limit across two instances sharing Redis', () => {
   let first: TestApp;
   let second: TestApp;
 
   beforeAll(async () => {
-    const env = { REDIS_URL, REDIS_KEY_PREFIX: `test-${randomBytes(6).toString('hex')}:` };
+    const env = redisEnv();
     first = await startTestApp({ store: 'postgres', engines: false, env });
     second = await startTestApp({ replicaOf: first, engines: false, env });
   });
