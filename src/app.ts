@@ -60,6 +60,15 @@ export function createLogger(config: Config): Logger {
   });
 }
 
+/** What a service process says at start when it runs on PostgreSQL without Redis (null when all is shared). */
+export function sharedStateWarning(config: Config): string | null {
+  if (!config.databaseUrl || config.redisUrl) return null;
+  return (
+    'DATABASE_URL is set but REDIS_URL is not: the rate-limit bucket, failed-authentication counts and dashboard sign-in ' +
+    'throttling are per process. That is right for one instance only; set REDIS_URL before starting a second instance on this database.'
+  );
+}
+
 export function secretBoxFor(config: Config): SecretBox {
   return config.masterKey ? SecretBox.fromString(config.masterKey) : SecretBox.fromDataDir(config.dataDir);
 }
@@ -71,12 +80,6 @@ export async function createApp(config: Config, overrides: AppOverrides = {}): P
   const db = overrides.db ?? (await openDatabase(config));
   const redis = overrides.redis ?? (config.redisUrl ? await openRedis(config.redisUrl, logger, config.redisKeyPrefix) : null);
   const ownsRedis = !overrides.redis && redis !== null;
-  if (config.databaseUrl && !redis) {
-    logger.warn(
-      'DATABASE_URL is set but REDIS_URL is not: rate limits, the signature replay cache and login throttling are per process. ' +
-        'That is right for one instance only; set REDIS_URL before starting a second instance on this database.',
-    );
-  }
   const operators = new OperatorService(db, secretBoxFor(config), clock, config.secretRotationOverlapMs);
   const complianceFlags = new ComplianceService(logger.child({ part: 'compliance' }));
   const compliance: ComplianceHooks = complianceFlags;

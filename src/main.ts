@@ -1,4 +1,4 @@
-import { createApp } from './app';
+import { createApp, sharedStateWarning } from './app';
 import { ConfigError, loadConfig } from './config/config';
 
 async function main(): Promise<void> {
@@ -15,6 +15,8 @@ async function main(): Promise<void> {
   const app = await createApp(config);
   const { logger } = app.services;
   if (config.env === 'development' && !config.tls) logger.warn('development mode: serving plain HTTP; production requires TLS');
+  const unshared = sharedStateWarning(config);
+  if (unshared) logger.warn(unshared);
   await app.http.listen({ host: config.host, port: config.port });
   await app.startBackground();
   logger.info({ url: config.publicBaseUrl, docs: `${config.publicBaseUrl}/docs`, store: config.databaseUrl ? 'postgresql' : 'sqlite' }, 'service ready');

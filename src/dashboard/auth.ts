@@ -48,6 +48,11 @@ export function sameToken(a: string, b: string): boolean {
   return x.length === y.length && timingSafeEqual(x, y);
 }
 
+/** Sign-in fails closed when the shared throttle cannot be reached: no unthrottled guessing during an outage. */
+const throttleUnavailable = (): never => {
+  throw new DomainError('SERVICE_UNAVAILABLE', 'sign-in is unavailable for a moment; try again shortly');
+};
+
 const toUser = (r: UserRow): DashboardUser => ({ id: r.id, operatorId: r.operator_id, email: r.email, createdAt: Number(r.created_at) });
 
 /**
@@ -115,17 +120,17 @@ export class DashboardAuth {
   async signIn(emailRaw: string, password: string, clientAddress = 'unknown'): Promise<{ sessionId: string; session: DashboardSession }> {
     const email = emailRaw.trim().toLowerCase().slice(0, 320);
     const now = this.clock.now();
-    const wait = await this.throttle.waitSeconds(clientAddress, email);
+    const wait = await this.throttle.waitSeconds(clientAddress, email).catch(throttleUnavailable);
     if (wait > 0) {
       throw new DomainError('RATE_LIMITED', `too many failed sign-ins: try again in ${wait} s`, { retryAfterSeconds: wait });
     }
     const row = await this.db.get<UserRow>('SELECT * FROM dashboard_users WHERE email = ?', [email]);
     const ok = password.length <= MAX_PASSWORD_LENGTH && (await this.check(row?.password_hash, password));
     if (!row || !ok) {
-      await this.throttle.noteFailure(clientAddress, email);
+      await this.throttle.noteFailure(clientAddress, email).catch(throttleUnavailable);
       throw new DomainError('MISSING_CREDENTIALS', 'wrong email or password');
     }
-    await this.throttle.noteSuccess(email);
+    await this.throttle.noteSuccess(email).catch(throttleUnavailable);
     const sessionId = randomBytes(32).toString('base64url');
     const csrfToken = randomBytes(32).toString('base64url');
     const expiresAt = now + DASHBOARD_SESSION_TTL_MS;

@@ -194,7 +194,8 @@ export function errorHandler(surface: Surface) {
     const status = surface.status[code];
     if (status >= 500) req.log.error({ err: error }, 'request failed');
     for (const [k, v] of Object.entries(headers)) reply.header(k, v);
-    const safeMessage = status >= 500 ? 'internal error' : message;
+    // A 503's message is ours (what to do: retry); any other 5xx says nothing about the fault.
+    const safeMessage = status >= 500 && code !== 'SERVICE_UNAVAILABLE' ? 'internal error' : message;
     void reply.status(status).send(surface.errorBody(code, safeMessage, String(req.id)));
   };
 }

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { client, redisEnv, startTestApp, type TestApp } from '../support/harness';
+import { sharedStateWarning } from '../../src/app';
+import { client, PG_URL, redisEnv, startTestApp, testConfig, type TestApp } from '../support/harness';
 
 /**
  * Two instances on one PostgreSQL database and one Redis spend from one token bucket per operator:
@@ -49,5 +50,29 @@ describe('the per-operator rate limit across two instances sharing Redis', () =>
     const answer = await client(second.baseUrl, other, 'B')('GET', '/v1/settlements');
     expect(answer.status).toBe(200);
     expect(answer.headers['ratelimit-remaining']).toBe('499');
+  });
+});
+
+describe('an instance on PostgreSQL without Redis', () => {
+  it('is told at start that its limits are per process', () => {
+    expect(sharedStateWarning(testConfig({ DATABASE_URL: PG_URL }))).toMatch(/REDIS_URL is not.*set REDIS_URL before starting a second instance/);
+    expect(sharedStateWarning(testConfig({ DATABASE_URL: PG_URL, ...redisEnv() }))).toBeNull();
+    expect(sharedStateWarning(testConfig({}))).toBeNull();
+  });
+});
+
+describe('when Redis cannot be reached', () => {
+  it('refuses with 503 and Retry-After in the surface shape, never lets the call through unchecked', async () => {
+    const t = await startTestApp({ engines: false, env: redisEnv() });
+    try {
+      const op = await t.createOperator();
+      t.app.services.redis!.disconnect();
+      const a = await client(t.baseUrl, op, 'A')('GET', '/api/public/v1/rounds/current');
+      expect(a.status).toBe(503);
+      expect(a.body).toEqual({ code: 'SERVICE_UNAVAILABLE', error: expect.stringContaining('retry shortly') });
+      expect(a.headers['retry-after']).toBe('1');
+    } finally {
+      await t.close();
+    }
   });
 });

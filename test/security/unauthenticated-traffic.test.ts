@@ -104,6 +104,28 @@ describe('unauthenticated traffic', () => {
     expect(JSON.parse(answer.body)).toEqual({ code: 'BODY_TOO_LARGE', error: 'the request body is larger than the limit for this endpoint' });
   });
 
+  it('cuts a chunked body at the limit with 413', async () => {
+    const timestamp = String(Date.now());
+    const { hostname, port } = new URL(t.baseUrl);
+    const answer = await new Promise<string>((resolve, reject) => {
+      const socket = connect(Number(port), hostname);
+      let data = '';
+      socket.on('data', (c) => (data += c.toString('latin1')));
+      socket.on('close', () => resolve(data));
+      socket.on('error', () => resolve(data));
+      setTimeout(() => reject(new Error('no answer to an oversized chunked body')), 5_000).unref();
+      socket.write(
+        `POST /api/public/v1/place-bet HTTP/1.1\r\nhost: localhost\r\nx-api-key: ${op.apiKey}\r\nx-timestamp: ${timestamp}\r\n` +
+          `x-signature: ${'a'.repeat(64)}\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n`,
+      );
+      const chunk = Buffer.alloc(8 * 1024, 0x20);
+      for (let i = 0; i < 4; i++) socket.write(`${chunk.length.toString(16)}\r\n${chunk.toString('latin1')}\r\n`);
+      socket.write('0\r\n\r\n');
+    });
+    expect(answer).toMatch(/^HTTP\/1\.1 413/);
+    expect(answer).toContain('"code":"BODY_TOO_LARGE"');
+  });
+
   it('limits failed authentication per address across surfaces and management routes: 429 with Retry-After', async () => {
     // Two failures above already counted; four more reach the budget of six.
     const wrong = { ...op, apiSecret: 'not-the-secret' };
