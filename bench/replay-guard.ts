@@ -22,7 +22,9 @@ import { migrate } from '../src/store/migrate';
 import { PostgresDatabase } from '../src/store/postgres';
 import { SqliteDatabase } from '../src/store/sqlite';
 
-const { values: flags } = parseArgs({ options: { n: { type: 'string', default: '20000' }, batch: { type: 'string', default: '40' } } });
+const { values: flags } = parseArgs({
+  options: { n: { type: 'string', default: '20000' }, batch: { type: 'string', default: '40' } },
+});
 const n = Number(flags.n);
 const batch = Number(flags.batch);
 const PG_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
@@ -42,7 +44,8 @@ async function measure(label: string, store: SeenSignatureStore): Promise<void> 
   for (let i = 0; i < sequential; i++) await store.claim(sig(), 'key:k', expiresAt);
   const latencyUs = Number(process.hrtime.bigint() - started) / 1000 / sequential;
   console.log(
-    `${label.padEnd(10)} batches of ${batch}: ${concurrentUs.toFixed(1)} µs per claim (${Math.round(1e6 / concurrentUs)} claims/s); ` +
+    `${label.padEnd(10)} batches of ${batch}: ${concurrentUs.toFixed(1)} µs per claim ` +
+      `(${Math.round(1e6 / concurrentUs)} claims/s); ` +
       `one at a time: ${latencyUs.toFixed(0)} µs`,
   );
 }
@@ -58,7 +61,8 @@ async function measureFolded(label: string, db: Database): Promise<void> {
       await Promise.all(
         Array.from({ length: batch }, () => {
           const id = randomBytes(12).toString('hex');
-          const scope = { operatorId: 'op', key: id, route: 'POST /bench', body: { id }, ...(signed ? { signature: `op:${randomBytes(32).toString('hex')}` } : {}) };
+          const signature = signed ? `op:${randomBytes(32).toString('hex')}` : undefined;
+          const scope = { operatorId: 'op', key: id, route: 'POST /bench', body: { id }, signature };
           return idem.execute(scope, present, async (tx) => {
             await tx.run('INSERT INTO bench_effect (id) VALUES (?)', [id]);
             return { statusCode: 200, body: { id } };
@@ -80,7 +84,8 @@ async function measureFolded(label: string, db: Database): Promise<void> {
   const base = median(plains);
   const signed = median(signeds);
   console.log(
-    `${label.padEnd(10)} keyed command, batches of ${batch}: ${base.toFixed(1)} µs without the signature, ${signed.toFixed(1)} µs with it ` +
+    `${label.padEnd(10)} keyed command, batches of ${batch}: ${base.toFixed(1)} µs without the signature, ` +
+      `${signed.toFixed(1)} µs with it ` +
       `(${(((signed - base) / base) * 100).toFixed(1)}%)`,
   );
 }

@@ -64,8 +64,9 @@ export function createLogger(config: Config): Logger {
 export function sharedStateWarning(config: Config): string | null {
   if (!config.databaseUrl || config.redisUrl) return null;
   return (
-    'DATABASE_URL is set but REDIS_URL is not: the rate-limit bucket, failed-authentication counts and dashboard sign-in ' +
-    'throttling are per process. That is right for one instance only; set REDIS_URL before starting a second instance on this database.'
+    'DATABASE_URL is set but REDIS_URL is not: the rate-limit bucket, failed-authentication counts and ' +
+    'dashboard sign-in throttling are per process. That is right for one instance only; ' +
+    'set REDIS_URL before starting a second instance on this database.'
   );
 }
 
@@ -78,7 +79,8 @@ export async function createApp(config: Config, overrides: AppOverrides = {}): P
   const clock = overrides.clock ?? systemClock;
   const logger = overrides.logger ?? createLogger(config);
   const db = overrides.db ?? (await openDatabase(config));
-  const redis = overrides.redis ?? (config.redisUrl ? await openRedis(config.redisUrl, logger, config.redisKeyPrefix) : null);
+  const redis =
+    overrides.redis ?? (config.redisUrl ? await openRedis(config.redisUrl, logger, config.redisKeyPrefix) : null);
   const ownsRedis = !overrides.redis && redis !== null;
   const operators = new OperatorService(db, secretBoxFor(config), clock, config.secretRotationOverlapMs);
   const complianceFlags = new ComplianceService(logger.child({ part: 'compliance' }));
@@ -176,7 +178,9 @@ export async function createApp(config: Config, overrides: AppOverrides = {}): P
       purgeTimer.unref();
       // Seen signatures are useless once their timestamp is out of the window: cleared every minute.
       seenPurgeTimer = setInterval(() => {
-        void services.seenSignatures.purge(clock.now()).catch((err) => logger.warn({ err }, 'seen-signature purge failed'));
+        void services.seenSignatures
+          .purge(clock.now())
+          .catch((err) => logger.warn({ err }, 'seen-signature purge failed'));
       }, 60_000);
       seenPurgeTimer.unref();
     },

@@ -125,7 +125,9 @@ export function loadConfig(env: Env = process.env, options: { serving?: boolean 
     throw new ConfigError('DATABASE_URL must be a postgres:// or postgresql:// URL (leave it empty for the embedded SQLite store)');
   }
   const redisUrl = env.REDIS_URL || null;
-  if (redisUrl && !/^rediss?:\/\//.test(redisUrl)) throw new ConfigError('REDIS_URL must be a redis:// or rediss:// URL (leave it empty for in-process state)');
+  if (redisUrl && !/^rediss?:\/\//.test(redisUrl)) {
+    throw new ConfigError('REDIS_URL must be a redis:// or rediss:// URL (leave it empty for in-process state)');
+  }
   const masterKey = env.MASTER_KEY || null;
   if (appEnv === 'production' && !masterKey) throw new ConfigError('MASTER_KEY is required in production (32 bytes, hex or base64)');
   const symbols = list(env, 'STOCK_SYMBOLS', DEFAULT_SYMBOLS).map((s) => s.toUpperCase());

@@ -117,12 +117,18 @@ export class DashboardAuth {
    * wrong password) so the form does not tell which emails exist; a throttled try is refused with
    * RATE_LIMITED and the wait, before any password work, whether or not the email exists.
    */
-  async signIn(emailRaw: string, password: string, clientAddress = 'unknown'): Promise<{ sessionId: string; session: DashboardSession }> {
+  async signIn(
+    emailRaw: string,
+    password: string,
+    clientAddress = 'unknown',
+  ): Promise<{ sessionId: string; session: DashboardSession }> {
     const email = emailRaw.trim().toLowerCase().slice(0, 320);
     const now = this.clock.now();
     const wait = await this.throttle.waitSeconds(clientAddress, email).catch(throttleUnavailable);
     if (wait > 0) {
-      throw new DomainError('RATE_LIMITED', `too many failed sign-ins: try again in ${wait} s`, { retryAfterSeconds: wait });
+      throw new DomainError('RATE_LIMITED', `too many failed sign-ins: try again in ${wait} s`, {
+        retryAfterSeconds: wait,
+      });
     }
     const row = await this.db.get<UserRow>('SELECT * FROM dashboard_users WHERE email = ?', [email]);
     const ok = password.length <= MAX_PASSWORD_LENGTH && (await this.check(row?.password_hash, password));

@@ -52,8 +52,16 @@ export class LoginThrottle {
       blockDuration: options.addressWindowSeconds,
     });
     // Counts failures only (never refuses by itself): the wait is set on `accountWait`.
-    this.byAccount = flexibleLimiter(redis, { keyPrefix: 'login:acct', points: Number.MAX_SAFE_INTEGER, duration: options.accountWindowSeconds });
-    this.accountWait = flexibleLimiter(redis, { keyPrefix: 'login:wait', points: 1, duration: options.maxAccountWaitSeconds });
+    this.byAccount = flexibleLimiter(redis, {
+      keyPrefix: 'login:acct',
+      points: Number.MAX_SAFE_INTEGER,
+      duration: options.accountWindowSeconds,
+    });
+    this.accountWait = flexibleLimiter(redis, {
+      keyPrefix: 'login:wait',
+      points: 1,
+      duration: options.maxAccountWaitSeconds,
+    });
     this.tracked = [this.byAddress, this.byAccount, this.accountWait].map((l) => new BoundedKeys(l, options.maxKeys));
   }
 

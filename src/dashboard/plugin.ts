@@ -102,11 +102,13 @@ export async function dashboardRoutes(app: FastifyInstance, s: AppServices): Pro
       if (error.code === 'RATE_LIMITED') {
         const wait = Number(error.details?.retryAfterSeconds ?? 1);
         reply.header('retry-after', String(wait));
-        return showLogin(reply, { next, email, status: 429, error: `Too many failed sign-ins: try again in ${wait} s.` });
+        const text = `Too many failed sign-ins: try again in ${wait} s.`;
+        return showLogin(reply, { next, email, status: 429, error: text });
       }
       if (error.code === 'SERVICE_UNAVAILABLE') {
         reply.header('retry-after', '1');
-        return showLogin(reply, { next, email, status: 503, error: 'Sign-in is unavailable for a moment. Please try again shortly.' });
+        const text = 'Sign-in is unavailable for a moment. Please try again shortly.';
+        return showLogin(reply, { next, email, status: 503, error: text });
       }
       return showLogin(reply, { next, email, status: 401, error: 'Wrong email or password.' });
     }

@@ -102,7 +102,8 @@ export class RedisTokenBucketLimiter implements OperatorRateLimiter {
   }
 
   async take(key: string, limits: BucketLimits): Promise<RateDecision> {
-    const [allowed, tokens] = await this.script(this.prefix + key, this.clock.now(), limits.refillPerSecond, limits.burst);
+    const { refillPerSecond, burst } = limits;
+    const [allowed, tokens] = await this.script(this.prefix + key, this.clock.now(), refillPerSecond, burst);
     return decide(allowed === 1, Number(tokens), limits);
   }
 }
@@ -145,8 +146,12 @@ export interface FailureLimits {
 }
 
 /** A rate-limiter-flexible limiter in Redis when configured, in memory otherwise. */
-export function flexibleLimiter(redis: Redis | null, options: { keyPrefix: string; points: number; duration: number; blockDuration?: number }) {
-  return redis ? new RateLimiterRedis({ storeClient: redis, useRedisPackage: false, ...options }) : new RateLimiterMemory(options);
+export function flexibleLimiter(
+  redis: Redis | null,
+  options: { keyPrefix: string; points: number; duration: number; blockDuration?: number },
+): RateLimiterAbstract {
+  if (!redis) return new RateLimiterMemory(options);
+  return new RateLimiterRedis({ storeClient: redis, useRedisPackage: false, ...options });
 }
 
 /**
@@ -201,7 +206,9 @@ export class AuthFailureLimiter {
     }
     this.blockedUntil.delete(address);
     this.blockedUntil.set(address, Date.now() + outcome.msBeforeNext);
-    while (this.blockedUntil.size > this.maxBlocked) this.blockedUntil.delete(this.blockedUntil.keys().next().value as string);
+    while (this.blockedUntil.size > this.maxBlocked) {
+      this.blockedUntil.delete(this.blockedUntil.keys().next().value as string);
+    }
     return Math.max(1, Math.ceil(outcome.msBeforeNext / 1000));
   }
 }

@@ -32,9 +32,13 @@ export class DatabaseSeenSignatures implements SeenSignatureStore {
     // PostgreSQL: one autocommit statement (a single round trip). SQLite: the write joins the
     // adapter's group commit, sharing its fsync with the requests around it.
     const inserted =
-      this.db.dialect === 'postgres' ? await this.db.run(sql, params) : await this.db.transaction((tx) => tx.run(sql, params));
+      this.db.dialect === 'postgres'
+        ? await this.db.run(sql, params)
+        : await this.db.transaction((tx) => tx.run(sql, params));
     if (inserted.changes === 1) return 'first';
-    const row = await this.db.get<{ binding: string }>('SELECT binding FROM seen_signatures WHERE signature = ?', [signature]);
+    const row = await this.db.get<{ binding: string }>('SELECT binding FROM seen_signatures WHERE signature = ?', [
+      signature,
+    ]);
     return verdict(row?.binding, binding);
   }
 

@@ -65,7 +65,13 @@ const header = (req: FastifyRequest, name: string): string | undefined => {
 };
 
 /** Codes that count against the client address's failed-authentication budget. */
-const AUTH_FAILURES: ReadonlySet<ErrorCode> = new Set(['MISSING_CREDENTIALS', 'UNKNOWN_API_KEY', 'INVALID_SIGNATURE', 'STALE_TIMESTAMP', 'REQUEST_REPLAYED']);
+const AUTH_FAILURES: ReadonlySet<ErrorCode> = new Set([
+  'MISSING_CREDENTIALS',
+  'UNKNOWN_API_KEY',
+  'INVALID_SIGNATURE',
+  'STALE_TIMESTAMP',
+  'REQUEST_REPLAYED',
+]);
 const READS: ReadonlySet<string> = new Set(['GET', 'HEAD', 'OPTIONS']);
 
 // The operator found from the headers, before the body has been read and the signature checked.
@@ -77,7 +83,9 @@ async function countingFailures(req: FastifyRequest, deps: AuthDeps, step: () =>
     await step();
   } catch (error) {
     if (isDomainError(error) && AUTH_FAILURES.has(error.code)) {
-      await deps.authFailures.noteFailure(req.ip).catch((err: unknown) => req.log.warn({ err }, 'could not count a failed authentication'));
+      await deps.authFailures
+        .noteFailure(req.ip)
+        .catch((err: unknown) => req.log.warn({ err }, 'could not count a failed authentication'));
     }
     throw error;
   }
@@ -92,7 +100,8 @@ export function screener(surface: Surface, deps: AuthDeps) {
   return async (req: FastifyRequest, reply: FastifyReply): Promise<void> => {
     const wait = deps.authFailures.retryAfterSeconds(req.ip);
     if (wait > 0) {
-      throw new HttpProblem('RATE_LIMITED', `too many failed authentications from this address; retry in ${wait} s`, { 'retry-after': String(wait) });
+      const message = `too many failed authentications from this address; retry in ${wait} s`;
+      throw new HttpProblem('RATE_LIMITED', message, { 'retry-after': String(wait) });
     }
     const declared = Number(req.headers['content-length'] ?? 0);
     if (declared > deps.bodyLimitBytes) {
@@ -104,7 +113,9 @@ export function screener(surface: Surface, deps: AuthDeps) {
       const apiKey = header(req, surface.headers.apiKey);
       if (!apiKey) throw new DomainError('MISSING_CREDENTIALS', `the ${surface.headers.apiKey} header is missing`);
       const operator = await deps.operators.byApiKey(apiKey);
-      if (!operator) throw new DomainError('UNKNOWN_API_KEY', `no operator has the API key given in ${surface.headers.apiKey}`);
+      if (!operator) {
+        throw new DomainError('UNKNOWN_API_KEY', `no operator has the API key given in ${surface.headers.apiKey}`);
+      }
       const refused = checkSignatureHeaders({
         timestamp: header(req, surface.headers.timestamp),
         signature: header(req, surface.headers.signature),
@@ -150,9 +161,8 @@ export function authenticator(surface: Surface, deps: AuthDeps) {
       reply.header('ratelimit-reset', String(decision.resetSeconds));
       if (!decision.allowed) {
         reply.header('ratelimit-remaining', '0');
-        throw new HttpProblem('RATE_LIMITED', `rate limit exceeded: ${limits.burst} burst, ${limits.refillPerSecond} requests per second`, {
-          'retry-after': String(decision.retryAfterSeconds),
-        });
+        const message = `rate limit exceeded: ${limits.burst} burst, ${limits.refillPerSecond} requests per second`;
+        throw new HttpProblem('RATE_LIMITED', message, { 'retry-after': String(decision.retryAfterSeconds) });
       }
       reply.header('ratelimit-remaining', String(decision.remaining));
       const mode = req.routeOptions.config?.replay;
@@ -165,7 +175,10 @@ export function authenticator(surface: Surface, deps: AuthDeps) {
         const expiresAt = Number(timestamp) + deps.signatureToleranceMs + 60_000;
         const verdict = await unavailableOnFailure(req, () => deps.seenSignatures.claim(seen, 'once', expiresAt));
         if (verdict !== 'first') {
-          throw new DomainError('REQUEST_REPLAYED', 'this signed request was already received; sign each new request afresh (new timestamp)');
+          throw new DomainError(
+            'REQUEST_REPLAYED',
+            'this signed request was already received; sign each new request afresh (new timestamp)',
+          );
         }
       }
       req.operator = operator;
@@ -179,7 +192,8 @@ async function unavailableOnFailure<T>(req: FastifyRequest, step: () => T | Prom
   } catch (err) {
     if (isDomainError(err)) throw err;
     req.log.error({ err }, 'shared request state unavailable');
-    throw new HttpProblem('SERVICE_UNAVAILABLE', 'the service cannot check this request right now; retry shortly', { 'retry-after': '1' });
+    const message = 'the service cannot check this request right now; retry shortly';
+    throw new HttpProblem('SERVICE_UNAVAILABLE', message, { 'retry-after': '1' });
   }
 }
 

@@ -40,10 +40,17 @@ export function requestHash(route: string, body: unknown): string {
 }
 
 /** Failures about the key itself, or a replay: never stored as the key's answer. */
-const NOT_STORED: ReadonlySet<string> = new Set(['IDEMPOTENCY_KEY_REUSED', 'IDEMPOTENCY_KEY_IN_FLIGHT', 'REQUEST_REPLAYED']);
+const NOT_STORED: ReadonlySet<string> = new Set([
+  'IDEMPOTENCY_KEY_REUSED',
+  'IDEMPOTENCY_KEY_IN_FLIGHT',
+  'REQUEST_REPLAYED',
+]);
 
 const replayedUnderAnotherKey = () =>
-  new DomainError('REQUEST_REPLAYED', 'this signed request was already received under another Idempotency-Key; sign each new request afresh');
+  new DomainError(
+    'REQUEST_REPLAYED',
+    'this signed request was already received under another Idempotency-Key; sign each new request afresh',
+  );
 
 interface KeyRow {
   request_hash: string;
@@ -104,7 +111,8 @@ export class IdempotencyService {
     try {
       return await this.db.transaction(async (tx) => {
         const claimed = await tx.run(
-          `INSERT INTO idempotency_keys (operator_id, idem_key, request_hash, created_at, signature) VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
+          `INSERT INTO idempotency_keys (operator_id, idem_key, request_hash, created_at, signature)
+           VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
           [scope.operatorId, scope.key, hash, this.now(), scope.signature ?? null],
         );
         if (claimed.changes === 0) {
@@ -129,8 +137,18 @@ export class IdempotencyService {
         // The signature is recorded with the refusal too: replayed under a new key, the same bytes
         // must not get a second chance (in a later round, say).
         const r = await tx.run(
-          `INSERT INTO idempotency_keys (operator_id, idem_key, request_hash, status_code, response, created_at, signature) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
-          [scope.operatorId, scope.key, hash, response.statusCode, JSON.stringify(response.body), this.now(), scope.signature ?? null],
+          `INSERT INTO idempotency_keys
+             (operator_id, idem_key, request_hash, status_code, response, created_at, signature)
+           VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
+          [
+            scope.operatorId,
+            scope.key,
+            hash,
+            response.statusCode,
+            JSON.stringify(response.body),
+            this.now(),
+            scope.signature ?? null,
+          ],
         );
         return r.changes;
       });

@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { client, eventually, redisEnv, startTestApp, STORES, type TestApp, type TestOperator } from '../support/harness';
+import { signRequest } from '../../src/signing/request-signature';
+import { client, eventually, redisEnv, startTestApp, STORES } from '../support/harness';
+import type { TestApp, TestOperator } from '../support/harness';
 
 /**
  * A captured signed request sent again byte for byte within the 5-minute window. With the same
@@ -11,10 +13,12 @@ const KINDS = [
   { label: 'Redis (SQLite store)', store: 'sqlite' as const, redis: true },
 ];
 
-async function betsOf(t: TestApp, operatorId: string): Promise<number> {
-  const row = await t.app.services.db.get<{ n: number | string }>('SELECT COUNT(*) AS n FROM bets WHERE operator_id = ?', [operatorId]);
+async function countOf(t: TestApp, table: 'bets' | 'sessions', operatorId: string): Promise<number> {
+  const sql = `SELECT COUNT(*) AS n FROM ${table} WHERE operator_id = ?`;
+  const row = await t.app.services.db.get<{ n: number | string }>(sql, [operatorId]);
   return Number(row?.n ?? 0);
 }
+const betsOf = (t: TestApp, operatorId: string) => countOf(t, 'bets', operatorId);
 
 async function bettingOpen(call: ReturnType<typeof client>): Promise<void> {
   await eventually(async () => (await call('GET', '/api/public/v1/rounds/current')).body?.status === 'open', 15_000);
@@ -43,7 +47,8 @@ describe.each(KINDS)('signed request replay on $label', ({ store, redis }) => {
 
     const replay = await a('POST', '/api/public/v1/place-bet', body, { timestamp, idempotencyKey: 'bet-forged' });
     expect(replay.status).toBe(409);
-    expect(replay.body).toEqual({ code: 'REQUEST_REPLAYED', error: expect.stringContaining('another Idempotency-Key') });
+    const refusal = { code: 'REQUEST_REPLAYED', error: expect.stringContaining('another Idempotency-Key') };
+    expect(replay.body).toEqual(refusal);
     expect(await betsOf(t, op.id)).toBe(1);
   });
 
@@ -62,7 +67,8 @@ describe.each(KINDS)('signed request replay on $label', ({ store, redis }) => {
 
   it('refuses a replayed cash-out under a new key', async () => {
     await bettingOpen(a);
-    const placed = await a('POST', '/api/public/v1/place-bet', { external_user_id: 'dora', amount: 300 }, { idempotencyKey: 'bet-dora' });
+    const bet = { external_user_id: 'dora', amount: 300 };
+    const placed = await a('POST', '/api/public/v1/place-bet', bet, { idempotencyKey: 'bet-dora' });
     expect(placed.status).toBe(200);
     const timestamp = Date.now();
     const body = { bet_id: placed.body.bet_id };
@@ -103,8 +109,7 @@ describe.each(KINDS)('signed request replay on $label', ({ store, redis }) => {
     const replay = await b('POST', '/v1/sessions/launch', body, { timestamp });
     expect(replay.status).toBe(409);
     expect(replay.body.error).toBe('REQUEST_REPLAYED');
-    const sessions = await t.app.services.db.get<{ n: number | string }>('SELECT COUNT(*) AS n FROM sessions WHERE operator_id = ?', [op.id]);
-    expect(Number(sessions?.n)).toBe(1);
+    expect(await countOf(t, 'sessions', op.id)).toBe(1);
   });
 
   it('does not let a change of hex case in the signature make it a new request', async () => {
@@ -112,8 +117,8 @@ describe.each(KINDS)('signed request replay on $label', ({ store, redis }) => {
     const body = { player_ref: 'p-2', currency: 'EUR', return_url: 'https://casino.example.test/back' };
     const first = await b('POST', '/v1/sessions/launch', body, { timestamp });
     expect(first.status).toBe(200);
-    const { signRequest } = await import('../../src/signing/request-signature');
-    const upper = signRequest(op.apiSecret, 'POST', '/v1/sessions/launch', String(timestamp), JSON.stringify(body)).toUpperCase();
+    const raw = JSON.stringify(body);
+    const upper = signRequest(op.apiSecret, 'POST', '/v1/sessions/launch', String(timestamp), raw).toUpperCase();
     const replay = await b('POST', '/v1/sessions/launch', body, { timestamp, headers: { 'X-Signature': upper } });
     expect(replay.status).toBe(409);
   });
@@ -132,7 +137,8 @@ describe('a replay sent to another instance', () => {
         await bettingOpen(one);
         const timestamp = Date.now();
         const body = { external_user_id: 'carol', amount: 500 };
-        expect((await one('POST', '/api/public/v1/place-bet', body, { timestamp, idempotencyKey: 'k-1' })).status).toBe(200);
+        const placed = await one('POST', '/api/public/v1/place-bet', body, { timestamp, idempotencyKey: 'k-1' });
+        expect(placed.status).toBe(200);
         const replay = await two('POST', '/api/public/v1/place-bet', body, { timestamp, idempotencyKey: 'k-2' });
         expect(replay.status).toBe(409);
         expect(replay.body.code).toBe('REQUEST_REPLAYED');

@@ -40,7 +40,8 @@ describe('the per-operator rate limit across two instances sharing Redis', () =>
 
     const refused = await two('GET', '/v1/settlements');
     expect(refused.status).toBe(429);
-    expect(refused.body).toEqual({ error: 'RATE_LIMITED', message: 'rate limit exceeded: 10 burst, 1 requests per second' });
+    const message = 'rate limit exceeded: 10 burst, 1 requests per second';
+    expect(refused.body).toEqual({ error: 'RATE_LIMITED', message });
     expect(refused.headers['retry-after']).toBe('1');
     expect(refused.headers['ratelimit-limit']).toBe('10');
   });
@@ -55,7 +56,8 @@ describe('the per-operator rate limit across two instances sharing Redis', () =>
 
 describe('an instance on PostgreSQL without Redis', () => {
   it('is told at start that its limits are per process', () => {
-    expect(sharedStateWarning(testConfig({ DATABASE_URL: PG_URL }))).toMatch(/REDIS_URL is not.*set REDIS_URL before starting a second instance/);
+    const warning = sharedStateWarning(testConfig({ DATABASE_URL: PG_URL }));
+    expect(warning).toMatch(/REDIS_URL is not.*set REDIS_URL before starting a second instance/);
     expect(sharedStateWarning(testConfig({ DATABASE_URL: PG_URL, ...redisEnv() }))).toBeNull();
     expect(sharedStateWarning(testConfig({}))).toBeNull();
   });

@@ -101,7 +101,8 @@ describe('unauthenticated traffic', () => {
       }),
     );
     expect(answer.status).toBe(413);
-    expect(JSON.parse(answer.body)).toEqual({ code: 'BODY_TOO_LARGE', error: 'the request body is larger than the limit for this endpoint' });
+    const error = 'the request body is larger than the limit for this endpoint';
+    expect(JSON.parse(answer.body)).toEqual({ code: 'BODY_TOO_LARGE', error });
   });
 
   it('cuts a chunked body at the limit with 413', async () => {
@@ -115,8 +116,14 @@ describe('unauthenticated traffic', () => {
       socket.on('error', () => resolve(data));
       setTimeout(() => reject(new Error('no answer to an oversized chunked body')), 5_000).unref();
       socket.write(
-        `POST /api/public/v1/place-bet HTTP/1.1\r\nhost: localhost\r\nx-api-key: ${op.apiKey}\r\nx-timestamp: ${timestamp}\r\n` +
-          `x-signature: ${'a'.repeat(64)}\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n`,
+        head('POST', '/api/public/v1/place-bet', {
+          'x-api-key': op.apiKey,
+          'x-timestamp': timestamp,
+          'x-signature': 'a'.repeat(64),
+          'content-type': 'application/json',
+          'transfer-encoding': 'chunked',
+          connection: 'close',
+        }),
       );
       const chunk = Buffer.alloc(8 * 1024, 0x20);
       for (let i = 0; i < 4; i++) socket.write(`${chunk.length.toString(16)}\r\n${chunk.toString('latin1')}\r\n`);
@@ -126,7 +133,7 @@ describe('unauthenticated traffic', () => {
     expect(answer).toContain('"code":"BODY_TOO_LARGE"');
   });
 
-  it('limits failed authentication per address across surfaces and management routes: 429 with Retry-After', async () => {
+  it('limits failed authentication per address, surfaces and management routes alike: 429, Retry-After', async () => {
     // Two failures above already counted; four more reach the budget of six.
     const wrong = { ...op, apiSecret: 'not-the-secret' };
     const a = client(t.baseUrl, wrong, 'A');

@@ -74,7 +74,13 @@ export async function surfaceARoutes(app: FastifyInstance, s: AppServices): Prom
       throw new DomainError('IDEMPOTENCY_KEY_MISSING', 'the Idempotency-Key header is required on this POST');
     }
     const result: IdempotentResult = await s.idempotency.execute(
-      { operatorId: req.operator!.id, key, route: `${req.method} ${req.routeOptions.url}`, body: req.body, signature: req.signatureRecord },
+      {
+        operatorId: req.operator!.id,
+        key,
+        route: `${req.method} ${req.routeOptions.url}`,
+        body: req.body,
+        signature: req.signatureRecord,
+      },
       (error) => ({ statusCode: surfaceA.status[error.code], body: surfaceA.errorBody(error.code, error.message, String(req.id)) }),
       effect,
     );

@@ -18,7 +18,12 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .execute();
   await db.schema.createIndex('seen_signatures_expires').on('seen_signatures').column('expires_at').execute();
   await db.schema.alterTable('idempotency_keys').addColumn('signature', 'text').execute();
-  await db.schema.createIndex('idempotency_keys_signature').on('idempotency_keys').column('signature').unique().execute();
+  await db.schema
+    .createIndex('idempotency_keys_signature')
+    .on('idempotency_keys')
+    .column('signature')
+    .unique()
+    .execute();
 }
 
 export async function down(db: Kysely<unknown>): Promise<void> {
