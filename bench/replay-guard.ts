@@ -30,9 +30,12 @@ const batch = Number(flags.batch);
 const PG_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 
+/** The record's shape in the service: the signed timestamp, then 128 bits of the signature. */
+const recordKey = () => `${String(Date.now()).padStart(15, '0')}.${randomBytes(16).toString('hex')}`;
+
 async function measure(label: string, store: SeenSignatureStore): Promise<void> {
   const expiresAt = Date.now() + 360_000;
-  const sig = () => randomBytes(32).toString('hex');
+  const sig = recordKey;
   for (let i = 0; i < 500; i++) await store.claim(sig(), 'key:w', expiresAt);
   let started = process.hrtime.bigint();
   for (let done = 0; done < n; done += batch) {
@@ -61,7 +64,7 @@ async function measureFolded(label: string, db: Database): Promise<void> {
       await Promise.all(
         Array.from({ length: batch }, () => {
           const id = randomBytes(12).toString('hex');
-          const signature = signed ? `op:${randomBytes(32).toString('hex')}` : undefined;
+          const signature = signed ? recordKey() : undefined;
           const scope = { operatorId: 'op', key: id, route: 'POST /bench', body: { id }, signature };
           return idem.execute(scope, present, async (tx) => {
             await tx.run('INSERT INTO bench_effect (id) VALUES (?)', [id]);
