@@ -10,7 +10,11 @@ import { dashboardRoutes } from './dashboard/plugin';
 import { complianceRoutes } from './http/compliance/routes';
 import { playerRoutes } from './http/player/player-routes';
 import { sandboxRoutes } from './http/sandbox/routes';
-import { TokenBucketLimiter } from './http/rate-limit';
+import type { Redis } from 'ioredis';
+import { LoginThrottle } from './dashboard/login-throttle';
+import { AuthFailureLimiter, RedisTokenBucketLimiter, TokenBucketLimiter } from './http/rate-limit';
+import { DatabaseSeenSignatures, RedisSeenSignatures } from './http/replay-guard';
+import { closeRedis, openRedis } from './redis/client';
 import { buildHttpServer } from './http/server';
 import { surfaceA } from './http/surface-a/routes';
 import { surfaceB, surfaceBRoutes } from './http/surface-b/routes';
@@ -35,6 +39,8 @@ export interface AppOverrides {
   clock?: Clock;
   logger?: Logger;
   db?: Database;
+  /** A Redis connection to use instead of opening one from REDIS_URL (the caller closes it). */
+  redis?: Redis;
 }
 
 export interface App {
@@ -57,6 +63,16 @@ export function createLogger(config: Config): Logger {
   });
 }
 
+/** What a service process says at start when it runs on PostgreSQL without Redis (null when all is shared). */
+export function sharedStateWarning(config: Config): string | null {
+  if (!config.databaseUrl || config.redisUrl) return null;
+  return (
+    'DATABASE_URL is set but REDIS_URL is not: the rate-limit bucket, failed-authentication counts and ' +
+    'dashboard sign-in throttling are per process. That is right for one instance only; ' +
+    'set REDIS_URL before starting a second instance on this database.'
+  );
+}
+
 export function secretBoxFor(config: Config): SecretBox {
   return config.masterKey ? SecretBox.fromString(config.masterKey) : SecretBox.fromDataDir(config.dataDir);
 }
@@ -66,6 +82,9 @@ export async function createApp(config: Config, overrides: AppOverrides = {}): P
   const clock = overrides.clock ?? systemClock;
   const logger = overrides.logger ?? createLogger(config);
   const db = overrides.db ?? (await openDatabase(config));
+  const redis =
+    overrides.redis ?? (config.redisUrl ? await openRedis(config.redisUrl, logger, config.redisKeyPrefix) : null);
+  const ownsRedis = !overrides.redis && redis !== null;
   const operators = new OperatorService(db, secretBoxFor(config), clock, config.secretRotationOverlapMs, {
     allowPrivateTargets: config.wallet.allowPrivateTargets,
   });
@@ -150,7 +169,11 @@ export async function createApp(config: Config, overrides: AppOverrides = {}): P
     operators,
     idempotency: new IdempotencyService(db, () => clock.now()),
     compliance,
-    limiter: new TokenBucketLimiter(clock),
+    limiter: redis ? new RedisTokenBucketLimiter(redis, clock) : new TokenBucketLimiter(clock),
+    seenSignatures: redis ? new RedisSeenSignatures(redis, () => clock.now()) : new DatabaseSeenSignatures(db),
+    authFailures: new AuthFailureLimiter(redis, config.authFailureLimit),
+    loginThrottle: new LoginThrottle(redis),
+    redis,
     crashGame,
     engines: { crash: crashEngine, stockRace: stockRaceEngine },
     stockRaceGame,
@@ -181,6 +204,7 @@ export async function createApp(config: Config, overrides: AppOverrides = {}): P
     ],
   });
   let purgeTimer: NodeJS.Timeout | null = null;
+  let seenPurgeTimer: NodeJS.Timeout | null = null;
 
   return {
     services,
@@ -197,9 +221,17 @@ export async function createApp(config: Config, overrides: AppOverrides = {}): P
         void services.idempotency.purge(clock.now() - config.idempotencyRetentionMs).catch((err) => logger.warn({ err }, 'idempotency purge failed'));
       }, 3600_000);
       purgeTimer.unref();
+      // Seen signatures are useless once their timestamp is out of the window: cleared every minute.
+      seenPurgeTimer = setInterval(() => {
+        void services.seenSignatures
+          .purge(clock.now())
+          .catch((err) => logger.warn({ err }, 'seen-signature purge failed'));
+      }, 60_000);
+      seenPurgeTimer.unref();
     },
     async stop() {
       if (purgeTimer) clearInterval(purgeTimer);
+      if (seenPurgeTimer) clearInterval(seenPurgeTimer);
       await http.close();
       await crashEngine.stop();
       await stockRaceEngine.stop();
@@ -208,6 +240,7 @@ export async function createApp(config: Config, overrides: AppOverrides = {}): P
       await webhooks.dispatcher.stop();
       feed.stop();
       await db.close();
+      if (ownsRedis) await closeRedis(redis!);
     },
   };
 }
