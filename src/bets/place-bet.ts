@@ -1,4 +1,5 @@
 import type { ComplianceHooks } from '../compliance/hooks';
+import { afterCommit } from '../observability/instrumented-db';
 import type { SqlExecutor } from '../store/database';
 import type { Bet } from './bet';
 import { newBetId } from './bet-id';
@@ -12,5 +13,6 @@ export async function recordPlacedBet(tx: SqlExecutor, compliance: ComplianceHoo
   const bet: Bet = { ...fields, id: newBetId(now), payout: null, cashoutMultiplier: null, cashoutKind: null, placedAt: now, settledAt: null };
   await betRepository.insert(tx, bet);
   await compliance.betPlaced(tx, bet, now);
+  afterCommit(tx, (m) => m.betsPlaced.inc({ game: bet.game }));
   return bet;
 }

@@ -54,6 +54,10 @@ export interface Config {
   /** Whether this process runs the round engines and outbox workers (API-only replicas can opt out). */
   runEngines: boolean;
   shutdownGraceMs: number;
+  /** GET /metrics: a bearer token when set; `public` is the explicit choice to serve it without one. */
+  metrics: { token: string | null; public: boolean };
+  /** OpenTelemetry traces go to this OTLP/HTTP endpoint; null leaves tracing off (no SDK loaded). */
+  tracing: { otlpEndpoint: string; serviceName: string } | null;
 }
 
 export class ConfigError extends Error {
@@ -125,6 +129,17 @@ export function loadConfig(env: Env = process.env, options: { serving?: boolean 
   if (new Set(symbols).size !== symbols.length) throw new ConfigError('STOCK_SYMBOLS has a duplicate symbol');
   for (const s of symbols) if (!/^[A-Z0-9.]{1,12}$/.test(s)) throw new ConfigError(`STOCK_SYMBOLS: "${s}" is not a ticker symbol`);
   const salt = env.CRASH_SALT || DEFAULT_BUSTABIT_SALT;
+  const metricsToken = env.METRICS_TOKEN || null;
+  const metricsPublic = bool(env, 'METRICS_PUBLIC', false);
+  if (serving && appEnv === 'production' && !metricsToken && !metricsPublic) {
+    throw new ConfigError(
+      'refusing to serve /metrics to anyone in production: set METRICS_TOKEN, or METRICS_PUBLIC=true when a network boundary protects it',
+    );
+  }
+  const otlpEndpoint = (env.OTEL_EXPORTER_OTLP_ENDPOINT || '').replace(/\/+$/, '');
+  if (otlpEndpoint && !/^https?:\/\/[^/]/.test(otlpEndpoint)) {
+    throw new ConfigError(`OTEL_EXPORTER_OTLP_ENDPOINT must be an http:// or https:// URL, got "${otlpEndpoint}"`);
+  }
   const scheme = tls || trustProxyTls ? 'https' : 'http';
   const publicBaseUrl = (env.PUBLIC_BASE_URL || `${scheme}://${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}`).replace(/\/+$/, '');
   try {
@@ -182,5 +197,7 @@ export function loadConfig(env: Env = process.env, options: { serving?: boolean 
     },
     runEngines: bool(env, 'RUN_ENGINES', true),
     shutdownGraceMs: int(env, 'SHUTDOWN_GRACE_MS', 10_000, 0),
+    metrics: { token: metricsToken, public: metricsPublic },
+    tracing: otlpEndpoint ? { otlpEndpoint, serviceName: env.OTEL_SERVICE_NAME || 'round-betting-service' } : null,
   };
 }

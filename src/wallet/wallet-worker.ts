@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import { request, type Dispatcher } from 'undici';
 import type { Clock, TimerHandle } from '../clock/clock';
 import type { OperatorCredentials } from '../operators/operator';
+import { traced } from '../observability/outbound';
 import { signRequest } from '../signing/request-signature';
 import type { Database } from '../store/database';
 import { settlementRepository, type AttemptResult, type Settlement } from './settlements';
@@ -114,19 +115,22 @@ export class WalletSettlementWorker {
     const url = new URL(settleUrl(operator.walletUrl));
     const timestamp = String(this.o.clock.now());
     const signature = signRequest(operator.secrets[0]!, 'POST', url.pathname + url.search, timestamp, s.body);
-    const res = await request(url, {
-      method: 'POST',
-      headers: {
-        'content-type': 'application/json',
-        'x-operator-key': operator.apiKey,
-        'x-timestamp': timestamp,
-        'x-signature': signature,
-        'idempotency-key': s.idempotencyKey,
-      },
-      body: s.body,
-      signal: AbortSignal.timeout(this.o.timeoutMs),
-      ...(this.o.dispatcher ? { dispatcher: this.o.dispatcher } : {}),
-    });
+    const headers: Record<string, string> = {
+      'content-type': 'application/json',
+      'x-operator-key': operator.apiKey,
+      'x-timestamp': timestamp,
+      'x-signature': signature,
+      'idempotency-key': s.idempotencyKey,
+    };
+    const res = await traced('wallet settle', url, headers, () =>
+      request(url, {
+        method: 'POST',
+        headers,
+        body: s.body,
+        signal: AbortSignal.timeout(this.o.timeoutMs),
+        ...(this.o.dispatcher ? { dispatcher: this.o.dispatcher } : {}),
+      }),
+    );
     const text = await res.body.text();
     const delivered = res.statusCode >= 200 && res.statusCode < 300;
     return {

@@ -5,6 +5,7 @@
  */
 import { isIP } from 'node:net';
 import { Agent, request } from 'undici';
+import { traced } from '../observability/outbound';
 import { signRequest } from '../signing/request-signature';
 import { serviceSignatureHeader, standardWebhookHeaders, SERVICE_SIGNATURE_HEADER } from '../signing/webhook-signature';
 import type { EndpointSurface } from './endpoints';
@@ -129,13 +130,10 @@ export class WebhookSender {
     const timer = setTimeout(() => controller.abort(), this.o.timeoutMs);
     try {
       // undici's request never follows redirects: a 3xx is an answer like any other non-2xx.
-      const res = await request(url, {
-        method: 'POST',
-        headers: signedHeaders(m, d, now),
-        body: d.body,
-        dispatcher: this.agent,
-        signal: controller.signal,
-      });
+      const headers = signedHeaders(m, d, now);
+      const res = await traced('webhook delivery', url, headers, () =>
+        request(url, { method: 'POST', headers, body: d.body, dispatcher: this.agent, signal: controller.signal }),
+      );
       const excerpt = await readExcerpt(res.body);
       const ok = res.statusCode >= 200 && res.statusCode < 300;
       return {
