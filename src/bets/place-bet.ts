@@ -13,6 +13,6 @@ export async function recordPlacedBet(tx: SqlExecutor, compliance: ComplianceHoo
   const bet: Bet = { ...fields, id: newBetId(now), payout: null, cashoutMultiplier: null, cashoutKind: null, placedAt: now, settledAt: null };
   await betRepository.insert(tx, bet);
   await compliance.betPlaced(tx, bet, now);
-  afterCommit(tx, (m) => m.betsPlaced.inc({ game: bet.game }));
+  afterCommit(tx, (m) => m.betPlaced(bet.game));
   return bet;
 }

@@ -65,17 +65,21 @@ export class InstrumentedDatabase implements Database {
     return this.spans ? this.spans.transaction(options?.label, () => this.counted(fn, options)) : this.counted(fn, options);
   }
 
-  private async counted<T>(fn: (tx: SqlExecutor) => Promise<T>, options?: TransactionOptions): Promise<T> {
+  private counted<T>(fn: (tx: SqlExecutor) => Promise<T>, options?: TransactionOptions): Promise<T> {
     let hooks: CommitHook[] = [];
-    const value = await this.inner.transaction((tx) => {
-      // A fresh list per attempt: if the adapter ever re-runs fn, only the committed run counts.
-      hooks = [];
-      const unit = new UnitExecutor(tx);
-      hooksOf.set(unit, hooks);
-      return fn(unit);
-    }, options);
-    for (const hook of hooks) hook(this.metrics);
-    return value;
+    // A plain .then, not an async wrapper: this runs for every transaction on the hot path.
+    return this.inner
+      .transaction((tx) => {
+        // A fresh list per attempt: if the adapter ever re-runs fn, only the committed run counts.
+        hooks = [];
+        const unit = new UnitExecutor(tx);
+        hooksOf.set(unit, hooks);
+        return fn(unit);
+      }, options)
+      .then((value) => {
+        for (const hook of hooks) hook(this.metrics);
+        return value;
+      });
   }
 
   tryAcquireLease(name: string): Promise<Lease | null> {
