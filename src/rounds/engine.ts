@@ -6,7 +6,7 @@ import { recordEvents, type DomainEvent } from '../webhooks/events';
 import type { FairChainService } from './fair-chain';
 import type { Game, Round } from './round';
 import { roundRepository } from './round-repository';
-import { presentRoundEvent } from './round-presenter';
+import { presentRoundWith } from './round-presenter';
 
 /** What a game plugs into the shared engine. */
 export interface GameDriver {
@@ -18,6 +18,8 @@ export interface GameDriver {
   readonly recoverRunning: 'void' | 'finish';
   /** Game settings frozen into each round when it opens. */
   roundSettings(): Record<string, unknown>;
+  /** The game's own fields in every presentation of a round (read endpoints and round webhooks). */
+  roundFields?(round: Round): Record<string, unknown>;
   /** Length of the running phase, which the seed fixes in advance (the crash instant, the race length). */
   runningDurationMs(round: Round): number;
   /** Prepares in-memory state for a running round (also after a takeover with recoverRunning 'finish'). */
@@ -73,6 +75,11 @@ export class RoundEngine {
 
   get game(): Game {
     return this.o.driver.game;
+  }
+
+  /** The round as the read endpoints show it: the round event payloads are exactly this. */
+  present(round: Round): Record<string, unknown> {
+    return presentRoundWith(round, this.o.driver.roundFields?.(round) ?? {});
   }
 
   get isLeader(): boolean {
@@ -185,7 +192,7 @@ export class RoundEngine {
         bettingClosesAt: now + this.o.driver.bettingWindowMs,
         settings: this.o.driver.roundSettings(),
       });
-      await recordEvents(tx, [{ operatorId: null, type: 'round.opened', data: presentRoundEvent(created) }], now);
+      await recordEvents(tx, [{ operatorId: null, type: 'round.opened', data: this.present(created) }], now);
       return created;
     });
     this.current = round;
@@ -239,7 +246,7 @@ export class RoundEngine {
       const { outcome, events } = await this.o.driver.close(tx, r, now);
       await roundRepository.transition(tx, r, 'closed', { closed_at: now, outcome: JSON.stringify(outcome) });
       const final: Round = { ...r, status: 'closed', closedAt: now, outcome: outcome as Round['outcome'] };
-      await recordEvents(tx, [{ operatorId: null, type: 'round.closed', data: presentRoundEvent(final) }, ...events], now);
+      await recordEvents(tx, [{ operatorId: null, type: 'round.closed', data: this.present(final) }, ...events], now);
       return final;
     });
     if (closed) {
@@ -257,7 +264,7 @@ export class RoundEngine {
       const events = await this.o.driver.voidBets(tx, r, now);
       await roundRepository.transition(tx, r, 'void', { voided_at: now, void_reason: reason });
       const final: Round = { ...r, status: 'void', voidedAt: now, voidReason: reason };
-      await recordEvents(tx, [{ operatorId: null, type: 'round.closed', data: presentRoundEvent(final) }, ...events], now);
+      await recordEvents(tx, [{ operatorId: null, type: 'round.closed', data: this.present(final) }, ...events], now);
       return final;
     });
     if (voided) {

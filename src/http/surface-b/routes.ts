@@ -6,7 +6,6 @@ import { presentAmount } from '../../bets/bet-events';
 import { betRepository } from '../../bets/bet-repository';
 import { reserveStockRaceBet } from '../../bets/stock-race-bets';
 import { DomainError } from '../../errors/codes';
-import { presentRound } from '../../rounds/round-presenter';
 import { roundRepository } from '../../rounds/round-repository';
 import type { Round } from '../../rounds/round';
 import type { AppServices } from '../../services';
@@ -65,11 +64,7 @@ export async function surfaceBRoutes(app: FastifyInstance, s: AppServices): Prom
   guardSurface(app, surfaceB, s, { ownsNotFound: true });
 
   const presentLive = (round: Round): Static<typeof StockRaceRoundView> => {
-    const view: Static<typeof StockRaceRoundView> = {
-      ...presentRound(round),
-      symbols: s.stockRaceGame.symbolsOf(round),
-      race_ms: s.stockRaceGame.runningDurationMs(round),
-    };
+    const view = s.engines.stockRace.present(round) as Static<typeof StockRaceRoundView>;
     const frame = s.stockRaceGame.frame(round, s.clock.now());
     if (frame) Object.assign(view, { progress_permille: frame.progress_permille, stocks: frame.stocks });
     return view;
