@@ -168,11 +168,17 @@ describe('partner dashboard in Chromium', () => {
     await page.keyboard.press('Tab');
     await expect(page.locator(':focus').textContent()).resolves.toBe('Skip to content');
     await page.setViewportSize({ width: 390, height: 844 });
-    for (const path of ['/dashboard', '/dashboard/webhooks', '/dashboard/rounds', '/dashboard/bets']) {
+    for (const path of ['/dashboard', '/dashboard/webhooks', '/dashboard/rounds', '/dashboard/bets', '/dashboard/settlements', '/dashboard/credentials', '/dashboard/compliance']) {
       await page.goto(`${t.baseUrl}${path}`);
       expect(await horizontalOverflow(page), path).toBeLessThanOrEqual(0);
       // Wide data tables may scroll inside their labelled, focusable region; everything else fits.
       expect(await offscreen(page, 'body *:not(.table-wrap *)'), path).toEqual([]);
+      // A table that scrolls does so in a region a keyboard can reach and scroll.
+      const wraps = page.locator('.table-wrap');
+      for (let i = 0; i < (await wraps.count()); i++) {
+        await expect(wraps.nth(i).getAttribute('tabindex'), path).resolves.toBe('0');
+        await expect(wraps.nth(i).getAttribute('role'), path).resolves.toBe('region');
+      }
     }
     await page.setViewportSize({ width: 1280, height: 860 });
 
