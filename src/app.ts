@@ -72,11 +72,11 @@ export async function createApp(config: Config, overrides: AppOverrides = {}): P
     ? new (await import('./observability/tracing')).Tracing({ ...config.tracing, dialect: store.dialect })
     : null;
   if (tracing) installOutboundTracer(tracing);
-  let engines: RoundEngine[] = [];
   const metrics = new ServiceMetrics({
     db: store,
     now: () => clock.now(),
-    leaders: () => engines.map((e) => ({ game: e.game, leader: e.isLeader })),
+    // Read at scrape time, when both engines exist.
+    leaders: () => [crashEngine, stockRaceEngine].map((e) => ({ game: e.game, leader: e.isLeader })),
   });
   const db = new InstrumentedDatabase(store, metrics, tracing);
   const operators = new OperatorService(db, secretBoxFor(config), clock, config.secretRotationOverlapMs);
@@ -117,7 +117,6 @@ export async function createApp(config: Config, overrides: AppOverrides = {}): P
     timeoutMs: config.wallet.timeoutMs,
     pollIntervalMs: config.wallet.pollIntervalMs,
   });
-  engines = [crashEngine, stockRaceEngine];
   const feed = new LiveFeed(db, clock, [crashEngine, stockRaceEngine]);
   const services: AppServices = {
     config,
