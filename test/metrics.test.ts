@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startOperatorWallet, type OperatorWallet } from '../examples/operator-wallet/server';
 import { client, eventually, KNOWN_CRASH_SEEDS, startTestApp, STORES, withSeeds, type TestApp, type TestOperator } from './support/harness';
 import { parsePrometheusText, type Exposition } from './support/prometheus-text';
+import { TestReceiver } from './support/webhook-receiver';
 
 const P = 'rbs_';
 
@@ -30,8 +31,12 @@ describe.each(STORES)('GET /metrics counts what the store committed, on %s', (st
   let t: TestApp;
   let op: TestOperator;
   let wallet: OperatorWallet;
+  const receiver = new TestReceiver();
+  let hooks = '';
 
   beforeAll(async () => {
+    hooks = await receiver.start();
+    receiver.behaviour = (r) => (r.path === '/down' ? { status: 503 } : { status: 200 });
     t = await startTestApp({
       store,
       env: {
@@ -43,6 +48,7 @@ describe.each(STORES)('GET /metrics counts what the store committed, on %s', (st
         STOCK_RACE_PAUSE_MS: '200',
         STOCK_RACE_TICK_MS: '100',
         WALLET_RETRY_SCHEDULE_MS: '0,100,200',
+        WEBHOOK_RETRY_SCHEDULE_MS: '0,50,50',
         OUTBOX_POLL_MS: '50',
       },
       // Round 1 crashes at 1.26x (a published bustabit result), so every payout is known.
@@ -52,10 +58,13 @@ describe.each(STORES)('GET /metrics counts what the store committed, on %s', (st
     const dataFile = join(mkdtempSync(join(tmpdir(), 'wallet-')), 'ledger.json');
     wallet = await startOperatorWallet({ serviceUrl: t.baseUrl, apiKey: op.apiKey, apiSecret: op.apiSecret, dataFile });
     await t.app.services.operators.setWalletUrl(op.id, wallet.url);
+    const ep = await client(t.baseUrl, op)('POST', '/api/public/v1/webhook-endpoints', { url: `${hooks}/settled`, events: ['bet.settled'] });
+    expect(ep.status).toBe(201);
   });
   afterAll(async () => {
     await wallet?.close();
     await t?.close();
+    await receiver.close();
   });
 
   it('is valid Prometheus text with the Node defaults, zeroed counters and this process as engine leader', async () => {
@@ -135,6 +144,20 @@ describe.each(STORES)('GET /metrics counts what the store committed, on %s', (st
     }, 10_000);
     expect(recorded.value(`${P}outbox_pending`, { queue: 'wallet' })).toBe(0);
     expect(recorded.value(`${P}wallet_settlements_total`, { outcome: 'failed' })).toBeUndefined();
+  });
+
+  it('counts webhook deliveries: the four bet.settled events delivered, a failing endpoint retried then dead', async () => {
+    const call = client(t.baseUrl, op);
+    const down = await call('POST', '/api/public/v1/webhook-endpoints', { url: `${hooks}/down`, events: ['bet.settled'] });
+    expect((await call('POST', `/api/public/v1/webhook-endpoints/${down.body.endpoint_id}/test`)).status).toBe(202);
+    const m = await eventually(async () => {
+      const now = await metrics(t);
+      return now.value(`${P}webhook_deliveries_total`, { outcome: 'dead' }) === 1 && receiver.on('/settled').length === 4 ? now : undefined;
+    }, 15_000);
+    // Three attempts (WEBHOOK_RETRY_SCHEDULE_MS has three entries): two retries, then the dead letter.
+    expect(receiver.on('/down')).toHaveLength(3);
+    expect(m.value(`${P}webhook_deliveries_total`, { outcome: 'retry' })).toBe(2);
+    await eventually(async () => (await metrics(t)).value(`${P}webhook_deliveries_total`, { outcome: 'delivered' }) === 4, 10_000);
   });
 });
 
