@@ -20,6 +20,10 @@ import { surfaceA } from './http/surface-a/routes';
 import { surfaceB, surfaceBRoutes } from './http/surface-b/routes';
 import { webhookRoutes } from './http/webhooks/routes';
 import { IdempotencyService } from './idempotency/idempotency';
+import { InstrumentedDatabase } from './observability/instrumented-db';
+import { ServiceMetrics } from './observability/metrics';
+import { installOutboundTracer } from './observability/outbound';
+import type { Tracing } from './observability/tracing';
 import { OperatorService } from './operators/operators';
 import { SecretBox } from './operators/secret-box';
 import { RoundEngine } from './rounds/engine';
@@ -81,7 +85,19 @@ export function secretBoxFor(config: Config): SecretBox {
 export async function createApp(config: Config, overrides: AppOverrides = {}): Promise<App> {
   const clock = overrides.clock ?? systemClock;
   const logger = overrides.logger ?? createLogger(config);
-  const db = overrides.db ?? (await openDatabase(config));
+  const store = overrides.db ?? (await openDatabase(config));
+  // The SDK is imported only when tracing is configured: off means not loaded, not merely idle.
+  const tracing: Tracing | null = config.tracing
+    ? new (await import('./observability/tracing')).Tracing({ ...config.tracing, dialect: store.dialect })
+    : null;
+  if (tracing) installOutboundTracer(tracing);
+  const metrics = new ServiceMetrics({
+    db: store,
+    now: () => clock.now(),
+    // Read at scrape time, when both engines exist.
+    leaders: () => [crashEngine, stockRaceEngine].map((e) => ({ game: e.game, leader: e.isLeader })),
+  });
+  const db = new InstrumentedDatabase(store, metrics, tracing);
   const redis =
     overrides.redis ?? (config.redisUrl ? await openRedis(config.redisUrl, logger, config.redisKeyPrefix) : null);
   const ownsRedis = !overrides.redis && redis !== null;
@@ -190,6 +206,7 @@ export async function createApp(config: Config, overrides: AppOverrides = {}): P
     sandbox,
   };
   const http = await buildHttpServer(services, {
+    observability: { metrics, tracing, metricsToken: config.metrics.token },
     modules: [
       { prefix: '/v1', register: surfaceBRoutes },
       { prefix: '', register: playerRoutes },
@@ -240,6 +257,10 @@ export async function createApp(config: Config, overrides: AppOverrides = {}): P
       await webhooks.dispatcher.stop();
       feed.stop();
       await db.close();
+      if (tracing) {
+        installOutboundTracer(null);
+        await tracing.shutdown();
+      }
       if (ownsRedis) await closeRedis(redis!);
     },
   };

@@ -150,7 +150,7 @@ describe('dashboard over HTTP: sessions, CSRF, scoping, escaping', () => {
 
 describe('dashboard cookie outside development and test', () => {
   it('is Secure', async () => {
-    const env = { APP_ENV: 'production', TRUST_PROXY_TLS: 'true', TRUST_PROXY_HOPS: '1' };
+    const env = { APP_ENV: 'production', TRUST_PROXY_TLS: 'true', TRUST_PROXY_HOPS: '1', METRICS_TOKEN: 'm'.repeat(32) };
     const t = await startTestApp({ engines: false, env });
     try {
       const op = await t.createOperator();

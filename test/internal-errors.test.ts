@@ -1,10 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Database } from '../src/store/database';
 import { client, startTestApp, type TestApp } from './support/harness';
 
 describe('server faults', () => {
   let t: TestApp;
+  let store: Database;
   beforeAll(async () => {
-    t = await startTestApp({ engines: false });
+    t = await startTestApp({ engines: false, beforeStart: async (db) => void (store = db) });
   });
   afterAll(async () => {
     await t?.app.http.close();
@@ -12,7 +14,7 @@ describe('server faults', () => {
 
   it('answer 500 with a trace id and nothing internal', async () => {
     const op = await t.createOperator();
-    const raw = t.app.services.db as unknown as { raw: { close(): void } };
+    const raw = store as unknown as { raw: { close(): void } };
     raw.raw.close(); // the store becomes unusable: every query now throws
     const r = await client(t.baseUrl, op)('GET', '/api/public/v1/rounds/current', undefined, { headers: { 'x-request-id': 'trace-abc-123' } });
     expect(r.status).toBe(500);

@@ -1,4 +1,6 @@
 import type { ComplianceHooks } from '../compliance/hooks';
+import { afterCommit } from '../observability/instrumented-db';
+import { isTestOperator } from '../webhooks/events';
 import type { SqlExecutor } from '../store/database';
 import type { Bet } from './bet';
 import { newBetId } from './bet-id';
@@ -12,5 +14,7 @@ export async function recordPlacedBet(tx: SqlExecutor, compliance: ComplianceHoo
   const bet: Bet = { ...fields, id: newBetId(now), payout: null, cashoutMultiplier: null, cashoutKind: null, placedAt: now, settledAt: null };
   await betRepository.insert(tx, bet);
   await compliance.betPlaced(tx, bet, now);
+  // Sandbox bets are test data: live metrics never count them.
+  if (!(await isTestOperator(tx, bet.operatorId))) afterCommit(tx, (m) => m.betPlaced(bet.game));
   return bet;
 }

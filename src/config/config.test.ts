@@ -17,14 +17,27 @@ describe('config', () => {
       MASTER_KEY: 'a'.repeat(64),
       TRUST_PROXY_TLS: 'true',
       TRUST_PROXY_HOPS: '1',
+      METRICS_PUBLIC: 'true',
     };
     expect(loadConfig(behindProxy).publicBaseUrl).toMatch(/^https:/);
-    expect(loadConfig({ APP_ENV: 'production', MASTER_KEY: 'a'.repeat(64), TLS_CERT_FILE: '/c', TLS_KEY_FILE: '/k' }).tls).toEqual({
+    expect(loadConfig({ APP_ENV: 'production', MASTER_KEY: 'a'.repeat(64), TLS_CERT_FILE: '/c', TLS_KEY_FILE: '/k', METRICS_TOKEN: 'x' }).tls).toEqual({
       certFile: '/c',
       keyFile: '/k',
     });
     // The admin CLI does not listen, so it does not need TLS.
     expect(loadConfig({ APP_ENV: 'production', MASTER_KEY: 'a'.repeat(64) }, { serving: false }).env).toBe('production');
+  });
+
+  it('refuses to serve /metrics to anyone in production unless a token is set or it is declared public', () => {
+    const prod = { APP_ENV: 'production', MASTER_KEY: 'a'.repeat(64), TRUST_PROXY_TLS: 'true' };
+    expect(() => loadConfig(prod)).toThrow(/refusing to serve \/metrics to anyone in production/);
+    expect(loadConfig({ ...prod, METRICS_TOKEN: 'scrape-me' }).metrics).toEqual({ token: 'scrape-me', public: false });
+    expect(loadConfig({ ...prod, METRICS_PUBLIC: 'true' }).metrics).toEqual({ token: null, public: true });
+    // Outside production an open /metrics is the convenient default.
+    expect(loadConfig({ APP_ENV: 'development' }).metrics).toEqual({ token: null, public: false });
+    expect(() => loadConfig({ APP_ENV: 'development', OTEL_EXPORTER_OTLP_ENDPOINT: 'collector:4318' })).toThrow(/OTEL_EXPORTER_OTLP_ENDPOINT/);
+    expect(loadConfig({ APP_ENV: 'development', OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318/' }).tracing?.otlpEndpoint).toBe('http://c:4318');
+    expect(loadConfig({ APP_ENV: 'development' }).tracing).toBeNull();
   });
 
   it('names the variable that is wrong', () => {

@@ -97,6 +97,10 @@ export interface Config {
      */
     autoContribute: boolean;
   };
+  /** GET /metrics: a bearer token when set; `public` is the explicit choice to serve it without one. */
+  metrics: { token: string | null; public: boolean };
+  /** OpenTelemetry traces go to this OTLP/HTTP endpoint; null leaves tracing off (no SDK loaded). */
+  tracing: { otlpEndpoint: string; serviceName: string } | null;
 }
 
 export class ConfigError extends Error {
@@ -211,6 +215,17 @@ export function loadConfig(env: Env = process.env, options: { serving?: boolean 
   const heartbeatMs = engineHeartbeatMs(crashTickMs);
   // Below two heartbeats a live engine would have its cash-outs refused between two of them.
   const engineStaleMs = int(env, 'CRASH_ENGINE_STALE_MS', defaultEngineStaleMs(heartbeatMs), 2 * heartbeatMs, 60_000);
+  const metricsToken = env.METRICS_TOKEN || null;
+  const metricsPublic = bool(env, 'METRICS_PUBLIC', false);
+  if (serving && appEnv === 'production' && !metricsToken && !metricsPublic) {
+    throw new ConfigError(
+      'refusing to serve /metrics to anyone in production: set METRICS_TOKEN, or METRICS_PUBLIC=true when a network boundary protects it',
+    );
+  }
+  const otlpEndpoint = (env.OTEL_EXPORTER_OTLP_ENDPOINT || '').replace(/\/+$/, '');
+  if (otlpEndpoint && !/^https?:\/\/[^/]/.test(otlpEndpoint)) {
+    throw new ConfigError(`OTEL_EXPORTER_OTLP_ENDPOINT must be an http:// or https:// URL, got "${otlpEndpoint}"`);
+  }
   const scheme = tls || trustProxyTls ? 'https' : 'http';
   const webhookAllowPrivateTargets = bool(env, 'WEBHOOK_ALLOW_PRIVATE_TARGETS', appEnv !== 'production');
   const publicBaseUrl = (env.PUBLIC_BASE_URL || `${scheme}://${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}`).replace(/\/+$/, '');
@@ -284,5 +299,7 @@ export function loadConfig(env: Env = process.env, options: { serving?: boolean 
     engineLeaseCheckMs: int(env, 'ENGINE_LEASE_CHECK_MS', 1_000, 100, 60_000),
     shutdownGraceMs: int(env, 'SHUTDOWN_GRACE_MS', 10_000, 0),
     fairness: { autoContribute },
+    metrics: { token: metricsToken, public: metricsPublic },
+    tracing: otlpEndpoint ? { otlpEndpoint, serviceName: env.OTEL_SERVICE_NAME || 'round-betting-service' } : null,
   };
 }

@@ -72,7 +72,13 @@ export class CrashGame implements GameDriver {
   crashPoint(round: Round): number {
     const scripted = scriptedCrashPoint(round);
     if (scripted !== null) return scripted;
-    return crashPointOf(round.seed, String(round.settings.salt ?? this.o.salt), Number(round.settings.house_edge_bp ?? this.o.houseEdgeBp));
+    const { salt, house_edge_bp } = this.roundFields(round);
+    return crashPointOf(round.seed, salt, house_edge_bp);
+  }
+
+  /** What anyone needs, with the revealed seed, to recompute this round: frozen when it opened. */
+  roundFields(round: Round): { salt: string; house_edge_bp: number } {
+    return { salt: String(round.settings.salt ?? this.o.salt), house_edge_bp: Number(round.settings.house_edge_bp ?? this.o.houseEdgeBp) };
   }
 
   runningDurationMs(round: Round): number {

@@ -1,16 +1,22 @@
 import { Type } from 'typebox';
 
-/** The round fields both surfaces present (see src/rounds/round-presenter.ts). */
+/**
+ * The round fields every surface presents (see src/rounds/round-presenter.ts). The read endpoints,
+ * the live feed and the round.opened / round.closed webhooks all describe a round with these, so
+ * the published schemas cannot drift apart.
+ */
 export const roundFields = {
   round_id: Type.String(),
   round_number: Type.Integer(),
-  game: Type.String(),
-  status: Type.String({ description: 'open | running | closed | void' }),
-  seed_hash: Type.String({ description: 'sha256 of the seed, published when the round opens' }),
-  seed: Type.Union([Type.String(), Type.Null()], { description: 'revealed once the round is closed or void' }),
-  opened_at: Type.Integer(),
-  betting_closes_at: Type.Integer(),
-  running_at: Type.Union([Type.Integer(), Type.Null()]),
+  game: Type.Union([Type.Literal('crash'), Type.Literal('stock_race')]),
+  status: Type.Union([Type.Literal('open'), Type.Literal('running'), Type.Literal('closed'), Type.Literal('void')], {
+    description: 'open | running | closed | void (the round could not complete: every stake is returned)',
+  }),
+  seed_hash: Type.String({ description: 'sha256 of the seed, the commitment published when the round opens' }),
+  seed: Type.Union([Type.String(), Type.Null()], { description: 'the revealed seed once the round is closed or void; null before' }),
+  opened_at: Type.Integer({ description: 'when the round opened (milliseconds since epoch)' }),
+  betting_closes_at: Type.Integer({ description: 'end of the betting window (milliseconds since epoch)' }),
+  running_at: Type.Union([Type.Integer(), Type.Null()], { description: 'when the multiplier / race started' }),
   closed_at: Type.Union([Type.Integer(), Type.Null()]),
   voided_at: Type.Union([Type.Integer(), Type.Null()]),
   void_reason: Type.Union([Type.String(), Type.Null()]),
@@ -18,4 +24,16 @@ export const roundFields = {
   scripted: Type.Optional(
     Type.Boolean({ description: 'sandbox rounds: the outcome was scripted, not drawn from a hash chain' }),
   ),
+};
+
+/** Crash rounds also carry what the crash point is computed with, frozen when the round opened. */
+export const crashRoundFields = {
+  salt: Type.String({ description: 'Crash: the HMAC key, used as UTF-8 text (see docs/decisions.md, Provably fair)' }),
+  house_edge_bp: Type.Integer({ description: 'Crash: the house edge in basis points (100 = 1%, RTP 99%)' }),
+};
+
+/** Stock Race rounds also carry what the race is run with, frozen when the round opened. */
+export const stockRaceRoundFields = {
+  symbols: Type.Array(Type.String(), { description: 'Stock Race: the stocks racing in this round' }),
+  race_ms: Type.Integer({ description: 'Stock Race: length of the running phase (milliseconds)' }),
 };

@@ -17,12 +17,15 @@ import { errorHandler, type Surface } from './surface';
 import { publicRoutes } from './public-routes';
 import { openApiWebhooks } from '../webhooks/payloads';
 import { SECURITY_SCHEMES, withWebhookSecurity } from './openapi';
+import { instrumentHttp, type HttpObservability } from '../observability/http';
 
 export type RouteModule = (app: FastifyInstance, services: AppServices) => Promise<void>;
 
 export interface HttpOptions {
   /** Extra route modules mounted by the composition root: prefix → module. */
   modules?: { prefix: string; register: RouteModule }[];
+  /** Request metrics, server spans and GET /metrics. */
+  observability?: HttpObservability;
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -90,6 +93,8 @@ export async function buildHttpServer(s: AppServices, options: HttpOptions = {})
     // Clients may pass their own correlation id; otherwise each request gets one, echoed back and
     // used as the trace_id of any 5xx body.
     genReqId: (req) => {
+      // With tracing on, the request id is the trace id, so logs and error bodies name the trace.
+      if (options.observability?.tracing) return options.observability.tracing.startServerSpan(req);
       const given = req.headers['x-request-id'];
       return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
     },
@@ -178,6 +183,7 @@ export async function buildHttpServer(s: AppServices, options: HttpOptions = {})
     done(new DomainError('VALIDATION_FAILED', 'the URL contains a NUL character (%00)'));
   });
   announceDeprecations(app);
+  if (options.observability) instrumentHttp(app, options.observability);
   app.addHook('onClose', async () => closeAllStreams());
   // Requests that arrive on open connections after shutdown began are refused in the surface's
   // own error shape (Fastify's built-in 503 would not carry our codes).

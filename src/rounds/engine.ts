@@ -6,7 +6,7 @@ import { recordEvents, type DomainEvent } from '../webhooks/events';
 import type { FairChainService } from './fair-chain';
 import type { Game, Round } from './round';
 import { roundRepository } from './round-repository';
-import { presentRoundEvent } from './round-presenter';
+import { presentRoundWith } from './round-presenter';
 
 /** What a game plugs into the shared engine. */
 export interface GameDriver {
@@ -23,6 +23,8 @@ export interface GameDriver {
   readonly heartbeatMs?: number;
   /** Game settings frozen into each round when it opens. */
   roundSettings(): Record<string, unknown>;
+  /** The game's own fields in every presentation of a round (read endpoints and round webhooks). */
+  roundFields?(round: Round): Record<string, unknown>;
   /** Length of the running phase, which the seed fixes in advance (the crash instant, the race length). */
   runningDurationMs(round: Round): number;
   /** Prepares in-memory state for a running round (also after a takeover with recoverRunning 'finish'). */
@@ -99,6 +101,11 @@ export class RoundEngine {
   /** Live round events go to every operator (null); a sandbox's only to its operator. */
   private get eventOwner(): string | null {
     return this.o.operatorId ?? null;
+  }
+
+  /** The round as the read endpoints show it: the round event payloads are exactly this. */
+  present(round: Round): Record<string, unknown> {
+    return presentRoundWith(round, this.o.driver.roundFields?.(round) ?? {});
   }
 
   get isLeader(): boolean {
@@ -232,7 +239,7 @@ export class RoundEngine {
         settings: { ...this.o.driver.roundSettings(), ...(seed.salt === null ? {} : { salt: seed.salt }) },
         operatorId: this.o.operatorId ?? null,
       });
-      const opened = { operatorId: this.eventOwner, type: 'round.opened' as const, data: presentRoundEvent(created) };
+      const opened = { operatorId: this.eventOwner, type: 'round.opened' as const, data: this.present(created) };
       await recordEvents(tx, [opened], now);
       return created;
     });
@@ -314,7 +321,7 @@ export class RoundEngine {
       const roundClosed: DomainEvent = {
         operatorId: this.eventOwner,
         type: 'round.closed',
-        data: presentRoundEvent(final),
+        data: this.present(final),
       };
       await recordEvents(tx, [roundClosed, ...events], now);
       return final;
@@ -337,7 +344,7 @@ export class RoundEngine {
       const roundClosed: DomainEvent = {
         operatorId: this.eventOwner,
         type: 'round.closed',
-        data: presentRoundEvent(final),
+        data: this.present(final),
       };
       await recordEvents(tx, [roundClosed, ...events], now);
       return final;

@@ -9,8 +9,8 @@ import { isFinal, type CrashOutcome, type Round, type StockRaceOutcome } from '.
 export interface RoundJson {
   round_id: string;
   round_number: number;
-  game: string;
-  status: string;
+  game: Round['game'];
+  status: Round['status'];
   seed_hash: string;
   seed: string | null;
   opened_at: number;
@@ -61,5 +61,11 @@ export function presentOutcome(round: Round): Record<string, unknown> | null {
   };
 }
 
-/** round.opened / round.closed payload (v1). */
-export const presentRoundEvent = (round: Round): Record<string, unknown> => ({ ...presentRound(round) });
+/**
+ * A round with its game's own fields (Stock Race: symbols, race_ms): the read endpoints' object and
+ * the round.opened / round.closed payload (v1), one function for both.
+ */
+export const presentRoundWith = (round: Round, gameFields: Record<string, unknown>): RoundJson & Record<string, unknown> => ({
+  ...presentRound(round),
+  ...gameFields,
+});

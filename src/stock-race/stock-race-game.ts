@@ -58,6 +58,10 @@ export class StockRaceGame implements GameDriver {
     return { symbols: [...this.o.symbols], race_ms: this.o.raceMs };
   }
 
+  roundFields(round: Round): { symbols: string[]; race_ms: number } {
+    return { symbols: this.symbolsOf(round), race_ms: this.runningDurationMs(round) };
+  }
+
   symbolsOf(round: Round): string[] {
     const frozen = round.settings.symbols;
     return Array.isArray(frozen) ? (frozen as string[]) : [...this.o.symbols];

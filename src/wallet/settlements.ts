@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { DomainError } from '../errors/codes';
+import { afterCommit } from '../observability/instrumented-db';
 import { skipLocked, type Database, type SqlExecutor, nullableNumber } from '../store/database';
 
 /**
@@ -129,6 +130,7 @@ export const settlementRepository = {
         [s.betId],
       );
       if (!current) return;
+      afterCommit(tx, (m) => m.walletSettlements.inc({ outcome: result.delivered ? 'delivered' : 'failed' }));
       const attempt = Number(current.attempts) + 1;
       await tx.run(
         `INSERT INTO wallet_attempts (id, bet_id, attempt, started_at, latency_ms, status_code, error, response_excerpt) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,

@@ -10,6 +10,7 @@ import {
   refuseTarget,
   ResponseTooLargeError,
 } from '../outbound/outbound-http';
+import { traced } from '../observability/outbound';
 import { signRequest } from '../signing/request-signature';
 import type { Database } from '../store/database';
 import type { Resolver } from '../webhooks/url-safety';
@@ -155,19 +156,22 @@ export class WalletSettlementWorker {
     if (refusal) return { delivered: false, statusCode: null, error: refusal, responseExcerpt: null };
     const timestamp = String(this.o.clock.now());
     const signature = signRequest(operator.secrets[0]!, 'POST', url.pathname + url.search, timestamp, s.body);
-    const res = await postWithLimits(url, {
-      headers: {
-        'content-type': 'application/json',
-        'x-operator-key': operator.apiKey,
-        'x-timestamp': timestamp,
-        'x-signature': signature,
-        'idempotency-key': s.idempotencyKey,
-      },
-      body: s.body,
-      dispatcher: this.dispatcher,
-      timeoutMs: this.o.timeoutMs,
-      maxResponseBytes: this.maxResponseBytes,
-    });
+    const headers: Record<string, string> = {
+      'content-type': 'application/json',
+      'x-operator-key': operator.apiKey,
+      'x-timestamp': timestamp,
+      'x-signature': signature,
+      'idempotency-key': s.idempotencyKey,
+    };
+    const res = await traced('wallet settle', url, headers, () =>
+      postWithLimits(url, {
+        headers,
+        body: s.body,
+        dispatcher: this.dispatcher,
+        timeoutMs: this.o.timeoutMs,
+        maxResponseBytes: this.maxResponseBytes,
+      }),
+    );
     const text = res.body.toString('utf8');
     const delivered = res.statusCode >= 200 && res.statusCode < 300;
     return {

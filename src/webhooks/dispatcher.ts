@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Clock, TimerHandle } from '../clock/clock';
 import type { OperatorService } from '../operators/operators';
+import { afterCommit } from '../observability/instrumented-db';
 import { skipLocked, type Database } from '../store/database';
 import type { EndpointRow, WebhookEndpointService } from './endpoints';
 import { envelope, marks, writeOutcomes, type Claimed, type Decided, type Outcome } from './outcomes';
@@ -249,7 +250,13 @@ export class WebhookDispatcher {
       else if (o.c.attempt >= this.maxAttempts) d.dead.push(o);
       else d.retry.push({ o, at: now + this.nextDelay(o.c.attempt, o.result.retryAfterMs) });
     }
-    await this.o.db.transaction((tx) => writeOutcomes(tx, d, now));
+    await this.o.db.transaction((tx) => {
+      afterCommit(tx, (m) => {
+        for (const outcome of ['delivered', 'dead', 'cancelled'] as const) m.webhookDeliveries.inc({ outcome }, d[outcome].length);
+        m.webhookDeliveries.inc({ outcome: 'retry' }, d.retry.length);
+      });
+      return writeOutcomes(tx, d, now);
+    });
     for (const { c, result } of d.dead) {
       this.o.logger.warn({ delivery: c.id, endpoint: c.endpointId, attempts: c.attempt, error: result!.error }, 'webhook delivery dead-lettered');
     }
@@ -281,6 +288,8 @@ export class WebhookDispatcher {
         else take.push(row);
       }
       if (exhausted.length > 0) {
+        // Dead-lettered here, without a send: the worker that held the last attempt never recorded it.
+        afterCommit(tx, (m) => m.webhookDeliveries.inc({ outcome: 'dead' }, exhausted.length));
         await tx.run(
           `UPDATE webhook_deliveries SET status = 'dead', dead_at = ?, claimed_until = NULL, next_attempt_at = NULL, last_error = ?
            WHERE id IN (${marks(exhausted)})`,

@@ -117,6 +117,13 @@ async function subscribedEndpoints(tx: SqlExecutor, events: readonly DomainEvent
 // An operator's mode is fixed when it is created, so what this process once read stays true.
 const modeSeen = new Map<string, boolean>();
 
+/** Whether an operator plays in test mode (sandbox): its bets stay out of live figures such as metrics. */
+export async function isTestOperator(tx: SqlExecutor, operatorId: string): Promise<boolean> {
+  const known = modeSeen.get(operatorId);
+  if (known !== undefined) return known;
+  return (await testModeOperators(tx, [{ operatorId, type: 'bet.settled', data: {} }])).has(operatorId);
+}
+
 /** The test-mode operators among the events' owners (their events carry livemode: false). */
 async function testModeOperators(tx: SqlExecutor, events: readonly DomainEvent[]): Promise<Set<string>> {
   const ids = [...new Set(events.map((e) => e.operatorId).filter((id): id is string => id !== null))];

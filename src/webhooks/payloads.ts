@@ -6,32 +6,30 @@
  */
 import type { OpenAPIV3_1 } from 'openapi-types';
 import { Type, type TSchema } from 'typebox';
+import { crashRoundFields, roundFields, stockRaceRoundFields } from '../http/round-schema';
 
 export const WEBHOOK_PAYLOAD_VERSION = 'v1';
 
 const Nullable = <T extends TSchema>(t: T, description?: string) => Type.Union([t, Type.Null()], description ? { description } : {});
 const Ms = (description: string) => Type.Integer({ description: `${description} (milliseconds since epoch)` });
 
+/**
+ * round.opened / round.closed: the round as its read endpoint presents it at that moment (GET
+ * /api/public/v1/rounds/{round_number} for Crash, GET /v1/rounds/{round_id} for Stock Race), built
+ * by the same presenter from the same field schemas (src/http/round-schema.ts). round.opened has
+ * status open; round.closed has closed (with the outcome) or void.
+ */
 export const RoundEventData = Type.Object(
   {
-    round_id: Type.String(),
-    round_number: Type.Integer(),
-    game: Type.Union([Type.Literal('crash'), Type.Literal('stock_race')]),
-    status: Type.Union([Type.Literal('open'), Type.Literal('running'), Type.Literal('closed'), Type.Literal('void')], {
-      description: 'round.opened: open. round.closed: closed, or void when the round could not complete (every stake is returned)',
-    }),
-    seed_hash: Type.String({ description: 'sha256 of the seed, the commitment published when the round opens' }),
-    seed: Nullable(Type.String(), 'the revealed seed once the round is closed or void; null before'),
-    opened_at: Ms('when the round opened'),
-    betting_closes_at: Ms('end of the betting window'),
-    running_at: Nullable(Type.Integer(), 'when the multiplier / race started'),
-    closed_at: Nullable(Type.Integer()),
-    voided_at: Nullable(Type.Integer()),
-    void_reason: Nullable(Type.String()),
+    ...roundFields,
     outcome: Nullable(
       Type.Object({}, { additionalProperties: true }),
       'crash: {crash_point}. stock_race: {winner, pct, stocks: [{symbol, pct}]}. null unless closed',
     ),
+    salt: Type.Optional(crashRoundFields.salt),
+    house_edge_bp: Type.Optional(crashRoundFields.house_edge_bp),
+    symbols: Type.Optional(stockRaceRoundFields.symbols),
+    race_ms: Type.Optional(stockRaceRoundFields.race_ms),
   },
   { additionalProperties: true },
 );

@@ -12,6 +12,7 @@ import {
   refuseTarget,
   ResponseTooLargeError,
 } from '../outbound/outbound-http';
+import { traced } from '../observability/outbound';
 import { signRequest } from '../signing/request-signature';
 import { serviceSignatureHeader, standardWebhookHeaders, SERVICE_SIGNATURE_HEADER } from '../signing/webhook-signature';
 import type { EndpointSurface } from './endpoints';
@@ -124,13 +125,16 @@ export class WebhookSender {
     const refusal = refuseTarget(url, this.o.allowPrivateTargets);
     if (refusal) return failure(null, 0, refusal);
     try {
-      const res = await postWithLimits(url, {
-        headers: signedHeaders(m, d, now),
-        body: d.body,
-        dispatcher: this.agent,
-        timeoutMs: this.o.timeoutMs,
-        maxResponseBytes: this.maxResponseBytes,
-      });
+      const headers = signedHeaders(m, d, now);
+      const res = await traced('webhook delivery', url, headers, () =>
+        postWithLimits(url, {
+          headers,
+          body: d.body,
+          dispatcher: this.agent,
+          timeoutMs: this.o.timeoutMs,
+          maxResponseBytes: this.maxResponseBytes,
+        }),
+      );
       const ok = res.statusCode >= 200 && res.statusCode < 300;
       return {
         ok,

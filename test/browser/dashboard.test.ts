@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DashboardAuth } from '../../src/dashboard/auth';
 import { verifyServiceSignature } from '../../src/signing/webhook-signature';
 import { client, eventually, startTestApp, withSeeds, type TestApp, type TestOperator } from '../support/harness';
-import { FAST_ROUNDS, horizontalOverflow, launchBrowser, screenshot, shortCrashSeeds, startReceiver, unexpectedErrors, watchedPage, type Receiver, type WatchedPage } from './support';
+import { FAST_ROUNDS, horizontalOverflow, launchBrowser, offscreen, screenshot, shortCrashSeeds, startReceiver, unexpectedErrors, watchedPage, type Receiver, type WatchedPage } from './support';
 
 const EMAIL = 'ops@partner.example';
 const PASSWORD = 'a long dashboard passphrase';
@@ -168,9 +168,17 @@ describe('partner dashboard in Chromium', () => {
     await page.keyboard.press('Tab');
     await expect(page.locator(':focus').textContent()).resolves.toBe('Skip to content');
     await page.setViewportSize({ width: 390, height: 844 });
-    for (const path of ['/dashboard', '/dashboard/webhooks', '/dashboard/rounds', '/dashboard/bets']) {
+    for (const path of ['/dashboard', '/dashboard/webhooks', '/dashboard/rounds', '/dashboard/bets', '/dashboard/settlements', '/dashboard/credentials', '/dashboard/compliance']) {
       await page.goto(`${t.baseUrl}${path}`);
       expect(await horizontalOverflow(page), path).toBeLessThanOrEqual(0);
+      // Wide data tables may scroll inside their labelled, focusable region; everything else fits.
+      expect(await offscreen(page, 'body *:not(.table-wrap *)'), path).toEqual([]);
+      // A table that scrolls does so in a region a keyboard can reach and scroll.
+      const wraps = page.locator('.table-wrap');
+      for (let i = 0; i < (await wraps.count()); i++) {
+        await expect(wraps.nth(i).getAttribute('tabindex'), path).resolves.toBe('0');
+        await expect(wraps.nth(i).getAttribute('role'), path).resolves.toBe('region');
+      }
     }
     await page.setViewportSize({ width: 1280, height: 860 });
 

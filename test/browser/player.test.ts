@@ -1,7 +1,7 @@
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { client, eventually, startTestApp, withSeeds, type TestApp } from '../support/harness';
-import { FAST_ROUNDS, horizontalOverflow, launchBrowser, screenshot, shortCrashSeeds, unexpectedErrors, watchedPage, type WatchedPage } from './support';
+import { FAST_ROUNDS, horizontalOverflow, launchBrowser, offscreen, screenshot, shortCrashSeeds, unexpectedErrors, watchedPage, type WatchedPage } from './support';
 
 const RETURN_URL = 'https://operator.example/lobby?from=game';
 const PHONE = { width: 390, height: 844 };
@@ -82,6 +82,8 @@ describe('player page in Chromium', () => {
     expect(bet.status).toBe(picks.includes(winner) ? 'won' : 'lost');
     await expect.poll(() => betRow.textContent()).toBe(`#${current.round_number}AAPL, NVDA2.50${bet.status}${(bet.payout as number).toFixed(2)}`);
     expect(await horizontalOverflow(page)).toBeLessThanOrEqual(0);
+    // At 390 px every column of the bets table, Payout included, is on screen without scrolling.
+    expect(await offscreen(page, 'body *')).toEqual([]);
     await screenshot(page, 'player-resolved');
   });
 
@@ -99,7 +101,34 @@ describe('player page in Chromium', () => {
     // Every seed of this run busts at 1.30x or later.
     await page.locator('#multiplier', { hasText: /^1\.(1[5-9]|2\d)x$/ }).waitFor();
     expect(await horizontalOverflow(page)).toBeLessThanOrEqual(0);
+    expect(await offscreen(page, 'body *')).toEqual([]);
     await screenshot(page, 'player-crash');
+  });
+
+  it('fits the bets table on a 390 px phone with long stock lists and four-digit payouts', async () => {
+    const { page } = w;
+    const { sessionId, url } = await launch('a-rather-long-player-reference-0001');
+    await page.goto(url);
+    const current = await eventually(async () => {
+      const r = await call('GET', '/v1/rounds/current');
+      return r.body.status === 'open' && r.body.betting_closes_at - Date.now() > 500 ? r.body : undefined;
+    }, 15_000);
+    const picks = [['AAPL', 'AMZN', 'GOOG', 'META'], ['MSFT', 'NFLX', 'NVDA', 'TSLA', 'AAPL', 'AMZN', 'GOOG']];
+    for (const [i, selected] of picks.entries()) {
+      const r = await call('POST', '/v1/bets/reserve', {
+        session_id: sessionId,
+        round_id: current.round_id,
+        selected_stocks: selected,
+        stake: 999.99,
+        idempotency_key: `wide-${current.round_id}-${i}`,
+      });
+      expect(r.status).toBe(200);
+    }
+    // Settled: one of the two bets won 999.99 × 8 × 0.95 / 4 = 1899.98, or 7 stocks' 1085.70.
+    await expect.poll(() => page.locator('#bets tbody tr td.num:last-child', { hasText: /^\d+\.\d{2}$/ }).count(), { timeout: 20_000 }).toBe(2);
+    expect(await horizontalOverflow(page)).toBeLessThanOrEqual(0);
+    expect(await offscreen(page, 'body *')).toEqual([]);
+    await screenshot(page, 'player-phone-bets', true);
   });
 
   it('refuses an expired token with a page that links back to the operator, and an unknown one', async () => {

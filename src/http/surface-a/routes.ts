@@ -10,7 +10,6 @@ import { noCompliance } from '../../compliance/hooks';
 import { DomainError } from '../../errors/codes';
 import type { Operator } from '../../operators/operator';
 import type { IdempotentResult } from '../../idempotency/idempotency';
-import { presentRound } from '../../rounds/round-presenter';
 import { roundRepository } from '../../rounds/round-repository';
 import type { Round } from '../../rounds/round';
 import type { AppServices } from '../../services';
@@ -177,7 +176,7 @@ export async function surfaceARoutes(app: FastifyInstance, s: AppServices): Prom
   );
 
   const presentLive = (round: Round): Static<typeof RoundView> => {
-    const view: Static<typeof RoundView> = presentRound(round);
+    const view = s.engines.crash.present(round) as Static<typeof RoundView>;
     if (round.status === 'running' && round.runningAt !== null) {
       view.multiplier = formatMultiplier(liveMultiplier(s.clock.now() - round.runningAt, s.crashGame.crashPoint(round)));
     }

@@ -1,5 +1,5 @@
 import { Type, type Static } from 'typebox';
-import { roundFields } from '../round-schema';
+import { crashRoundFields, roundFields } from '../round-schema';
 
 /** Surface A request and response schemas: validation, TypeScript types and OpenAPI from one place. */
 export const AuthHeaders = Type.Object(
@@ -68,6 +68,7 @@ export const RoundView = Type.Object(
   {
     ...roundFields,
     outcome: Type.Union([Type.Object({}, { additionalProperties: true }), Type.Null()], { description: 'closed: {crash_point}' }),
+    ...crashRoundFields,
     multiplier: Type.Optional(Type.Number({ description: 'while running: the multiplier now' })),
   },
   { additionalProperties: true },

@@ -8,7 +8,6 @@ import { reserveStockRaceBet } from '../../bets/stock-race-bets';
 import { noCompliance } from '../../compliance/hooks';
 import { DomainError } from '../../errors/codes';
 import type { Operator } from '../../operators/operator';
-import { presentRound } from '../../rounds/round-presenter';
 import { roundRepository } from '../../rounds/round-repository';
 import type { Round } from '../../rounds/round';
 import type { AppServices } from '../../services';
@@ -76,11 +75,7 @@ export async function surfaceBRoutes(app: FastifyInstance, s: AppServices): Prom
   const scopeOf = (o: Operator): string | null => (isTest(o) ? o.id : null);
 
   const presentLive = (round: Round): Static<typeof StockRaceRoundView> => {
-    const view: Static<typeof StockRaceRoundView> = {
-      ...presentRound(round),
-      symbols: s.stockRaceGame.symbolsOf(round),
-      race_ms: s.stockRaceGame.runningDurationMs(round),
-    };
+    const view = s.engines.stockRace.present(round) as Static<typeof StockRaceRoundView>;
     const frame = s.stockRaceGame.frame(round, s.clock.now());
     if (frame) Object.assign(view, { progress_permille: frame.progress_permille, stocks: frame.stocks });
     return view;

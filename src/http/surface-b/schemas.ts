@@ -1,5 +1,5 @@
 import { Type, type Static } from 'typebox';
-import { roundFields } from '../round-schema';
+import { roundFields, stockRaceRoundFields } from '../round-schema';
 
 /** Surface B request and response schemas: validation, TypeScript types and OpenAPI from one place. */
 export const AuthHeadersB = Type.Object(
@@ -103,8 +103,7 @@ export const StockRaceRoundView = Type.Object(
   {
     ...roundFields,
     outcome: Type.Union([Type.Object({}, { additionalProperties: true }), Type.Null()], { description: 'closed: {winner, pct, stocks[{symbol, pct}]}' }),
-    symbols: Type.Array(Type.String(), { description: 'the stocks racing in this round' }),
-    race_ms: Type.Integer({ description: 'length of the running phase' }),
+    ...stockRaceRoundFields,
     progress_permille: Type.Optional(Type.Integer({ description: 'while running: how far the race is, 0..1000' })),
     stocks: Type.Optional(Type.Array(Type.Object({ symbol: Type.String(), pct: Type.Number() }), { description: 'while running: each stock now' })),
   },

@@ -1,0 +1,145 @@
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { Game } from '../rounds/round';
+import type { SqlExecutor } from '../store/database';
+
+/** Every metric name starts with this, so dashboards and alerts can find the service's own series. */
+export const METRIC_PREFIX = 'rbs_';
+
+/** A label value for unknown routes: the raw URL would let any client create series at will. */
+export const UNMATCHED_ROUTE = 'unmatched';
+
+export type OutboxQueue = 'webhooks' | 'wallet';
+const OUTBOX_QUEUES: readonly OutboxQueue[] = ['webhooks', 'wallet'];
+
+export interface MetricSources {
+  /** Read at scrape time, so the gauges show the store as it is, whichever instance wrote to it. */
+  db: SqlExecutor;
+  now: () => number;
+  /** Whether this process holds each game's engine lease. */
+  leaders: () => { game: Game; leader: boolean }[];
+}
+
+/**
+ * The service's Prometheus metrics, in a registry of their own (never the process-wide default, so
+ * several apps in one process, as in tests, do not share counters). Labels are bounded by
+ * construction: games, outcomes, route patterns, currencies and status codes; never operator or
+ * bet ids.
+ */
+export class ServiceMetrics {
+  readonly registry = new Registry();
+  readonly httpDuration: Histogram<'method' | 'route' | 'status_code'>;
+  readonly betsPlaced: Counter<'game'>;
+  readonly betsSettled: Counter<'game' | 'outcome'>;
+  readonly payouts: Counter<'game' | 'currency'>;
+  readonly webhookDeliveries: Counter<'outcome'>;
+  readonly walletSettlements: Counter<'outcome'>;
+  readonly rateLimited: Counter<'surface'>;
+
+  constructor(sources: MetricSources) {
+    const registers = [this.registry];
+    collectDefaultMetrics({ register: this.registry, prefix: METRIC_PREFIX });
+    this.httpDuration = new Histogram({
+      name: `${METRIC_PREFIX}http_request_duration_seconds`,
+      help: 'Time from request received to response sent, by route pattern.',
+      labelNames: ['method', 'route', 'status_code'],
+      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+      registers,
+    });
+    this.betsPlaced = new Counter({
+      name: `${METRIC_PREFIX}bets_placed_total`,
+      help: 'Bets accepted and committed.',
+      labelNames: ['game'],
+      registers,
+    });
+    this.betsSettled = new Counter({
+      name: `${METRIC_PREFIX}bets_settled_total`,
+      help: 'Bets settled and committed, by final status (cashed_out, won, lost, void).',
+      labelNames: ['game', 'outcome'],
+      registers,
+    });
+    this.payouts = new Counter({
+      name: `${METRIC_PREFIX}payouts_minor_total`,
+      help: 'Sum of committed payouts in minor units (currency "none": Surface A plain units).',
+      labelNames: ['game', 'currency'],
+      registers,
+    });
+    this.webhookDeliveries = new Counter({
+      name: `${METRIC_PREFIX}webhook_deliveries_total`,
+      help: 'Webhook delivery attempts recorded: delivered, retry (failed, will retry), dead (gave up), cancelled.',
+      labelNames: ['outcome'],
+      registers,
+    });
+    this.walletSettlements = new Counter({
+      name: `${METRIC_PREFIX}wallet_settlements_total`,
+      help: 'Wallet settlement attempts recorded: delivered (wallet answered 2xx) or failed (will retry).',
+      labelNames: ['outcome'],
+      registers,
+    });
+    this.rateLimited = new Counter({
+      name: `${METRIC_PREFIX}rate_limited_total`,
+      help: 'Requests refused with 429 by the rate limiter, by API surface.',
+      labelNames: ['surface'],
+      registers,
+    });
+    // Read from the store at scrape: one small aggregate per queue and gauge (prom-client collects
+    // the metrics of a scrape concurrently, so the two gauges cannot share one read).
+    new Gauge({
+      name: `${METRIC_PREFIX}outbox_pending`,
+      help: 'Outbox rows not yet delivered (webhook deliveries, wallet settlements), read from the store at scrape.',
+      labelNames: ['queue'],
+      registers,
+      async collect() {
+        for (const queue of OUTBOX_QUEUES) this.set({ queue }, (await outboxBacklog(sources.db, queue)).pending);
+      },
+    });
+    new Gauge({
+      name: `${METRIC_PREFIX}outbox_oldest_age_seconds`,
+      help: 'Age of the oldest undelivered outbox row (0 when none), read from the store at scrape.',
+      labelNames: ['queue'],
+      registers,
+      async collect() {
+        for (const queue of OUTBOX_QUEUES) {
+          const { oldestAt } = await outboxBacklog(sources.db, queue);
+          this.set({ queue }, oldestAt === null ? 0 : Math.max(0, (sources.now() - oldestAt) / 1000));
+        }
+      },
+    });
+    new Gauge({
+      name: `${METRIC_PREFIX}round_engine_leader`,
+      help: '1 when this process holds the game engine lease and runs its rounds.',
+      labelNames: ['game'],
+      registers,
+      collect() {
+        for (const { game, leader } of sources.leaders()) this.set({ game }, leader ? 1 : 0);
+      },
+    });
+    for (const game of ['crash', 'stock_race'] as const) {
+      this.betsPlaced.inc({ game }, 0);
+      this.placedByGame[game] = this.betsPlaced.labels({ game });
+    }
+  }
+
+  /** Label children made once: an increment then skips hashing the label set (place-bet's hot path). */
+  private readonly placedByGame = {} as Record<Game, { inc(): void }>;
+
+  betPlaced(game: Game): void {
+    this.placedByGame[game].inc();
+  }
+
+  /** The surface a URL belongs to, for the rate-limit counter (a fixed set of values). */
+  static surfaceOf(url: string): string {
+    if (url.startsWith('/api/public/')) return 'a';
+    if (url.startsWith('/v1/')) return 'b';
+    return 'other';
+  }
+}
+
+const BACKLOG_SQL: Record<OutboxQueue, string> = {
+  webhooks: `SELECT COUNT(*) AS pending, MIN(created_at) AS oldest FROM webhook_deliveries WHERE status = 'pending'`,
+  wallet: `SELECT COUNT(*) AS pending, MIN(created_at) AS oldest FROM wallet_settlements WHERE status = 'pending'`,
+};
+
+async function outboxBacklog(db: SqlExecutor, queue: OutboxQueue): Promise<{ pending: number; oldestAt: number | null }> {
+  const row = await db.get<{ pending: number | string; oldest: number | string | null }>(BACKLOG_SQL[queue]);
+  return { pending: Number(row?.pending ?? 0), oldestAt: row?.oldest === null || row?.oldest === undefined ? null : Number(row.oldest) };
+}

@@ -1,0 +1,117 @@
+/**
+ * OpenTelemetry tracing, loaded (by a dynamic import in src/app.ts) only when
+ * OTEL_EXPORTER_OTLP_ENDPOINT is set: with tracing off none of this code or the SDK is loaded.
+ * Spans are made by hand at the three places that matter (HTTP in, HTTP out, store transactions)
+ * rather than by monkey-patching modules, which would depend on import order.
+ */
+import type { IncomingMessage } from 'node:http';
+import { context, defaultTextMapGetter, defaultTextMapSetter, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Span } from '@opentelemetry/api';
+import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
+import { W3CTraceContextPropagator } from '@opentelemetry/core';
+import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
+import { resourceFromAttributes } from '@opentelemetry/resources';
+import { BasicTracerProvider, BatchSpanProcessor } from '@opentelemetry/sdk-trace-base';
+import type { Dialect } from '../store/database';
+import type { StoreSpans } from './instrumented-db';
+import type { OutboundTracer } from './outbound';
+
+export interface TracingOptions {
+  otlpEndpoint: string;
+  serviceName: string;
+  dialect: Dialect;
+}
+
+export class Tracing implements StoreSpans, OutboundTracer {
+  private readonly provider: BasicTracerProvider;
+  private readonly tracer;
+  private readonly propagator = new W3CTraceContextPropagator();
+  private readonly serverSpans = new WeakMap<IncomingMessage, Span>();
+
+  constructor(private readonly o: TracingOptions) {
+    // Spans follow the request through awaits; a context manager set earlier in the process is kept.
+    context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
+    this.provider = new BasicTracerProvider({
+      resource: resourceFromAttributes({ 'service.name': o.serviceName }),
+      // Exported in batches off the request path; OTLP/HTTP appends /v1/traces to the base endpoint.
+      spanProcessors: [new BatchSpanProcessor(new OTLPTraceExporter({ url: `${o.otlpEndpoint}/v1/traces` }), { scheduledDelayMillis: 500 })],
+    });
+    this.tracer = this.provider.getTracer('round-betting-service');
+  }
+
+  /**
+   * Starts the server span as the request arrives and returns its trace id, which becomes the
+   * request id: logs, the x-request-id header and error bodies' trace_id then name the trace. A
+   * caller's W3C traceparent makes the span its child, in the caller's trace.
+   */
+  startServerSpan(req: IncomingMessage): string {
+    const parent = this.propagator.extract(ROOT_CONTEXT, req.headers, defaultTextMapGetter);
+    const span = this.tracer.startSpan(
+      req.method ?? 'HTTP',
+      { kind: SpanKind.SERVER, attributes: { 'http.request.method': req.method ?? '' } },
+      parent,
+    );
+    this.serverSpans.set(req, span);
+    return span.spanContext().traceId;
+  }
+
+  /** Runs `next` (the rest of the request's hooks and its handler) with the server span active. */
+  withServerSpan(req: IncomingMessage, next: () => void): void {
+    const span = this.serverSpans.get(req);
+    if (!span) return next();
+    context.with(trace.setSpan(context.active(), span), next);
+  }
+
+  endServerSpan(req: IncomingMessage, route: string, statusCode: number): void {
+    const span = this.serverSpans.get(req);
+    if (!span) return;
+    this.serverSpans.delete(req);
+    span.updateName(`${req.method} ${route}`);
+    span.setAttributes({ 'http.route': route, 'http.response.status_code': statusCode });
+    if (statusCode >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
+    span.end();
+  }
+
+  transaction<T>(label: string | undefined, run: () => Promise<T>): Promise<T> {
+    const name = label ? `db.transaction ${label}` : 'db.transaction';
+    return this.tracer.startActiveSpan(name, { kind: SpanKind.CLIENT, attributes: { 'db.system.name': this.o.dialect } }, (span) =>
+      this.finish(span, run()),
+    );
+  }
+
+  call<T extends { statusCode: number }>(name: string, url: URL, headers: Record<string, string>, run: () => Promise<T>): Promise<T> {
+    const attributes = { 'http.request.method': 'POST', 'server.address': url.hostname, 'url.path': url.pathname };
+    return this.tracer.startActiveSpan(name, { kind: SpanKind.CLIENT, attributes }, (span) => {
+      this.propagator.inject(context.active(), headers, defaultTextMapSetter);
+      return this.finish(
+        span,
+        run().then((res) => {
+          span.setAttribute('http.response.status_code', res.statusCode);
+          if (res.statusCode >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
+          return res;
+        }),
+      );
+    });
+  }
+
+  /** Sends what is still buffered; called on shutdown. */
+  async shutdown(): Promise<void> {
+    await this.provider.shutdown();
+  }
+
+  /** Exposed for tests and for the flush on shutdown. */
+  async flush(): Promise<void> {
+    await this.provider.forceFlush();
+  }
+
+  private async finish<T>(span: Span, work: Promise<T>): Promise<T> {
+    try {
+      return await work;
+    } catch (error) {
+      span.recordException(error as Error);
+      span.setStatus({ code: SpanStatusCode.ERROR });
+      throw error;
+    } finally {
+      span.end();
+    }
+  }
+}
