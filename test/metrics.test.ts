@@ -113,7 +113,7 @@ describe.each(STORES)('GET /metrics counts what the store committed, on %s', (st
     expect(m.value(`${P}http_request_duration_seconds_count`, { method: 'POST', route: '/api/public/v1/place-bet', status_code: '200' })).toBe(3);
   });
 
-  it('leaves a sandbox operator's bets out of the live figures', async () => {
+  it("leaves a sandbox operator's bets out of the live figures", async () => {
     const sandbox = client(t.baseUrl, await t.createOperator({ mode: 'test' }));
     const before = (await metrics(t)).value(`${P}bets_placed_total`, { game: 'crash' });
     let n = 0;

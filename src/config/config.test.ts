@@ -29,7 +29,7 @@ describe('config', () => {
   });
 
   it('refuses to serve /metrics to anyone in production unless a token is set or it is declared public', () => {
-    const prod = { APP_ENV: 'production', MASTER_KEY: 'a'.repeat(64), TRUST_PROXY_TLS: 'true' };
+    const prod = { APP_ENV: 'production', MASTER_KEY: 'a'.repeat(64), TRUST_PROXY_TLS: 'true', TRUST_PROXY_HOPS: '1' };
     expect(() => loadConfig(prod)).toThrow(/refusing to serve \/metrics to anyone in production/);
     expect(loadConfig({ ...prod, METRICS_TOKEN: 'scrape-me' }).metrics).toEqual({ token: 'scrape-me', public: false });
     expect(loadConfig({ ...prod, METRICS_PUBLIC: 'true' }).metrics).toEqual({ token: null, public: true });
@@ -74,7 +74,7 @@ describe('config', () => {
   });
 
   it('lets the service contribute chain salts itself only outside production', () => {
-    const prod = { APP_ENV: 'production', MASTER_KEY: 'a'.repeat(64), TRUST_PROXY_TLS: 'true', TRUST_PROXY_HOPS: '1' };
+    const prod = { APP_ENV: 'production', MASTER_KEY: 'a'.repeat(64), TRUST_PROXY_TLS: 'true', TRUST_PROXY_HOPS: '1', METRICS_PUBLIC: 'true' };
     expect(loadConfig({ APP_ENV: 'development' }).fairness.autoContribute).toBe(true);
     expect(loadConfig({ APP_ENV: 'test' }).fairness.autoContribute).toBe(true);
     expect(loadConfig({ APP_ENV: 'development', FAIR_AUTO_CONTRIBUTE: 'false' }).fairness.autoContribute).toBe(false);

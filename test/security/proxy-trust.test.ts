@@ -70,7 +70,7 @@ describe('X-Forwarded-For is believed only from a configured proxy', () => {
 });
 
 describe('proxy settings', () => {
-  const prod = { APP_ENV: 'production', MASTER_KEY: 'a'.repeat(64), TRUST_PROXY_TLS: 'true' };
+  const prod = { APP_ENV: 'production', MASTER_KEY: 'a'.repeat(64), TRUST_PROXY_TLS: 'true', METRICS_TOKEN: 'scrape' };
 
   it('refuse to boot in production behind a TLS proxy without saying which proxy to believe', () => {
     expect(() => loadConfig(prod)).toThrow(/TRUST_PROXY_ADDRESSES .* or TRUST_PROXY_HOPS/);

@@ -163,7 +163,7 @@ describe('small doors', () => {
 
 describe('HSTS', () => {
   it('is sent in production behind the declared TLS proxy, and not in development', async () => {
-    const behindProxy = { APP_ENV: 'production', TRUST_PROXY_TLS: 'true', TRUST_PROXY_ADDRESSES: '127.0.0.1' };
+    const behindProxy = { APP_ENV: 'production', TRUST_PROXY_TLS: 'true', TRUST_PROXY_ADDRESSES: '127.0.0.1', METRICS_TOKEN: 'scrape' };
     const prod = await startTestApp({ engines: false, env: behindProxy });
     try {
       for (const path of ['/healthz', '/dashboard/login', '/nope']) {

@@ -693,13 +693,17 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
+                            /** @description end of the betting window (milliseconds since epoch) */
                             betting_closes_at: number;
                             closed_at: number | null;
-                            game: string;
+                            game: "crash" | "stock_race";
+                            /** @description Crash: the house edge in basis points (100 = 1%, RTP 99%) */
+                            house_edge_bp: number;
                             /** @description false for a sandbox round of a test-mode operator (test data) */
                             livemode: boolean;
                             /** @description while running: the multiplier now */
                             multiplier?: number;
+                            /** @description when the round opened (milliseconds since epoch) */
                             opened_at: number;
                             /** @description closed: {crash_point} */
                             outcome: {
@@ -707,15 +711,18 @@ export interface paths {
                             } | null;
                             round_id: string;
                             round_number: number;
+                            /** @description when the multiplier / race started */
                             running_at: number | null;
+                            /** @description Crash: the HMAC key, used as UTF-8 text (see docs/decisions.md, Provably fair) */
+                            salt: string;
                             /** @description sandbox rounds: the outcome was scripted, not drawn from a hash chain */
                             scripted?: boolean;
-                            /** @description revealed once the round is closed or void */
+                            /** @description the revealed seed once the round is closed or void; null before */
                             seed: string | null;
-                            /** @description sha256 of the seed, published when the round opens */
+                            /** @description sha256 of the seed, the commitment published when the round opens */
                             seed_hash: string;
-                            /** @description open | running | closed | void */
-                            status: string;
+                            /** @description open | running | closed | void (the round could not complete: every stake is returned) */
+                            status: "open" | "running" | "closed" | "void";
                             void_reason: string | null;
                             voided_at: number | null;
                         } & {
@@ -877,13 +884,17 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
+                            /** @description end of the betting window (milliseconds since epoch) */
                             betting_closes_at: number;
                             closed_at: number | null;
-                            game: string;
+                            game: "crash" | "stock_race";
+                            /** @description Crash: the house edge in basis points (100 = 1%, RTP 99%) */
+                            house_edge_bp: number;
                             /** @description false for a sandbox round of a test-mode operator (test data) */
                             livemode: boolean;
                             /** @description while running: the multiplier now */
                             multiplier?: number;
+                            /** @description when the round opened (milliseconds since epoch) */
                             opened_at: number;
                             /** @description closed: {crash_point} */
                             outcome: {
@@ -891,15 +902,18 @@ export interface paths {
                             } | null;
                             round_id: string;
                             round_number: number;
+                            /** @description when the multiplier / race started */
                             running_at: number | null;
+                            /** @description Crash: the HMAC key, used as UTF-8 text (see docs/decisions.md, Provably fair) */
+                            salt: string;
                             /** @description sandbox rounds: the outcome was scripted, not drawn from a hash chain */
                             scripted?: boolean;
-                            /** @description revealed once the round is closed or void */
+                            /** @description the revealed seed once the round is closed or void; null before */
                             seed: string | null;
-                            /** @description sha256 of the seed, published when the round opens */
+                            /** @description sha256 of the seed, the commitment published when the round opens */
                             seed_hash: string;
-                            /** @description open | running | closed | void */
-                            status: string;
+                            /** @description open | running | closed | void (the round could not complete: every stake is returned) */
+                            status: "open" | "running" | "closed" | "void";
                             void_reason: string | null;
                             voided_at: number | null;
                         } & {
@@ -5710,11 +5724,13 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
+                            /** @description end of the betting window (milliseconds since epoch) */
                             betting_closes_at: number;
                             closed_at: number | null;
-                            game: string;
+                            game: "crash" | "stock_race";
                             /** @description false for a sandbox round of a test-mode operator (test data) */
                             livemode: boolean;
+                            /** @description when the round opened (milliseconds since epoch) */
                             opened_at: number;
                             /** @description closed: {winner, pct, stocks[{symbol, pct}]} */
                             outcome: {
@@ -5722,25 +5738,26 @@ export interface paths {
                             } | null;
                             /** @description while running: how far the race is, 0..1000 */
                             progress_permille?: number;
-                            /** @description length of the running phase */
+                            /** @description Stock Race: length of the running phase (milliseconds) */
                             race_ms: number;
                             round_id: string;
                             round_number: number;
+                            /** @description when the multiplier / race started */
                             running_at: number | null;
                             /** @description sandbox rounds: the outcome was scripted, not drawn from a hash chain */
                             scripted?: boolean;
-                            /** @description revealed once the round is closed or void */
+                            /** @description the revealed seed once the round is closed or void; null before */
                             seed: string | null;
-                            /** @description sha256 of the seed, published when the round opens */
+                            /** @description sha256 of the seed, the commitment published when the round opens */
                             seed_hash: string;
-                            /** @description open | running | closed | void */
-                            status: string;
+                            /** @description open | running | closed | void (the round could not complete: every stake is returned) */
+                            status: "open" | "running" | "closed" | "void";
                             /** @description while running: each stock now */
                             stocks?: {
                                 pct: number;
                                 symbol: string;
                             }[];
-                            /** @description the stocks racing in this round */
+                            /** @description Stock Race: the stocks racing in this round */
                             symbols: string[];
                             void_reason: string | null;
                             voided_at: number | null;
@@ -5934,11 +5951,13 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
+                            /** @description end of the betting window (milliseconds since epoch) */
                             betting_closes_at: number;
                             closed_at: number | null;
-                            game: string;
+                            game: "crash" | "stock_race";
                             /** @description false for a sandbox round of a test-mode operator (test data) */
                             livemode: boolean;
+                            /** @description when the round opened (milliseconds since epoch) */
                             opened_at: number;
                             /** @description closed: {winner, pct, stocks[{symbol, pct}]} */
                             outcome: {
@@ -5946,25 +5965,26 @@ export interface paths {
                             } | null;
                             /** @description while running: how far the race is, 0..1000 */
                             progress_permille?: number;
-                            /** @description length of the running phase */
+                            /** @description Stock Race: length of the running phase (milliseconds) */
                             race_ms: number;
                             round_id: string;
                             round_number: number;
+                            /** @description when the multiplier / race started */
                             running_at: number | null;
                             /** @description sandbox rounds: the outcome was scripted, not drawn from a hash chain */
                             scripted?: boolean;
-                            /** @description revealed once the round is closed or void */
+                            /** @description the revealed seed once the round is closed or void; null before */
                             seed: string | null;
-                            /** @description sha256 of the seed, published when the round opens */
+                            /** @description sha256 of the seed, the commitment published when the round opens */
                             seed_hash: string;
-                            /** @description open | running | closed | void */
-                            status: string;
+                            /** @description open | running | closed | void (the round could not complete: every stake is returned) */
+                            status: "open" | "running" | "closed" | "void";
                             /** @description while running: each stock now */
                             stocks?: {
                                 pct: number;
                                 symbol: string;
                             }[];
-                            /** @description the stocks racing in this round */
+                            /** @description Stock Race: the stocks racing in this round */
                             symbols: string[];
                             void_reason: string | null;
                             voided_at: number | null;
@@ -10731,22 +10751,34 @@ export interface webhooks {
                             betting_closes_at: number;
                             closed_at: number | null;
                             game: "crash" | "stock_race";
+                            /** @description Crash: the house edge in basis points (100 = 1%, RTP 99%) */
+                            house_edge_bp?: number;
+                            /** @description false for a sandbox round of a test-mode operator (test data) */
+                            livemode: boolean;
                             /** @description when the round opened (milliseconds since epoch) */
                             opened_at: number;
                             /** @description crash: {crash_point}. stock_race: {winner, pct, stocks: [{symbol, pct}]}. null unless closed */
                             outcome: {
                                 [key: string]: unknown;
                             } | null;
+                            /** @description Stock Race: length of the running phase (milliseconds) */
+                            race_ms?: number;
                             round_id: string;
                             round_number: number;
                             /** @description when the multiplier / race started */
                             running_at: number | null;
+                            /** @description Crash: the HMAC key, used as UTF-8 text (see docs/decisions.md, Provably fair) */
+                            salt?: string;
+                            /** @description sandbox rounds: the outcome was scripted, not drawn from a hash chain */
+                            scripted?: boolean;
                             /** @description the revealed seed once the round is closed or void; null before */
                             seed: string | null;
                             /** @description sha256 of the seed, the commitment published when the round opens */
                             seed_hash: string;
-                            /** @description round.opened: open. round.closed: closed, or void when the round could not complete (every stake is returned) */
+                            /** @description open | running | closed | void (the round could not complete: every stake is returned) */
                             status: "open" | "running" | "closed" | "void";
+                            /** @description Stock Race: the stocks racing in this round */
+                            symbols?: string[];
                             void_reason: string | null;
                             voided_at: number | null;
                         } & {
@@ -10807,22 +10839,34 @@ export interface webhooks {
                             betting_closes_at: number;
                             closed_at: number | null;
                             game: "crash" | "stock_race";
+                            /** @description Crash: the house edge in basis points (100 = 1%, RTP 99%) */
+                            house_edge_bp?: number;
+                            /** @description false for a sandbox round of a test-mode operator (test data) */
+                            livemode: boolean;
                             /** @description when the round opened (milliseconds since epoch) */
                             opened_at: number;
                             /** @description crash: {crash_point}. stock_race: {winner, pct, stocks: [{symbol, pct}]}. null unless closed */
                             outcome: {
                                 [key: string]: unknown;
                             } | null;
+                            /** @description Stock Race: length of the running phase (milliseconds) */
+                            race_ms?: number;
                             round_id: string;
                             round_number: number;
                             /** @description when the multiplier / race started */
                             running_at: number | null;
+                            /** @description Crash: the HMAC key, used as UTF-8 text (see docs/decisions.md, Provably fair) */
+                            salt?: string;
+                            /** @description sandbox rounds: the outcome was scripted, not drawn from a hash chain */
+                            scripted?: boolean;
                             /** @description the revealed seed once the round is closed or void; null before */
                             seed: string | null;
                             /** @description sha256 of the seed, the commitment published when the round opens */
                             seed_hash: string;
-                            /** @description round.opened: open. round.closed: closed, or void when the round could not complete (every stake is returned) */
+                            /** @description open | running | closed | void (the round could not complete: every stake is returned) */
                             status: "open" | "running" | "closed" | "void";
+                            /** @description Stock Race: the stocks racing in this round */
+                            symbols?: string[];
                             void_reason: string | null;
                             voided_at: number | null;
                         } & {
