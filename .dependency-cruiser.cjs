@@ -20,6 +20,13 @@ module.exports = {
       to: { path: '^src/(http|dashboard)/' },
     },
     {
+      name: 'cli-imported',
+      comment: 'The CLI is an entry point: nothing in the service imports it.',
+      severity: 'error',
+      from: { path: '^src/', pathNot: '^src/cli/' },
+      to: { path: '^src/cli/' },
+    },
+    {
       name: 'cli-imports-http',
       comment: 'The CLI is a surface of its own: it calls services, not HTTP routes or plugins.',
       severity: 'error',
