@@ -57,8 +57,8 @@ export class Tracing implements StoreSpans, OutboundTracer {
   /** Runs `next` (the rest of the request's hooks and its handler) with the server span active. */
   withServerSpan(req: IncomingMessage, next: () => void): void {
     const span = this.serverSpans.get(req);
-    if (!span) return next();
-    context.with(trace.setSpan(context.active(), span), next);
+    if (span) context.with(trace.setSpan(context.active(), span), next);
+    else next();
   }
 
   endServerSpan(req: IncomingMessage, route: string, statusCode: number): void {

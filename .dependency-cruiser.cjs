@@ -1,0 +1,70 @@
+/**
+ * Import boundaries of the service (see "Import direction" in docs/architecture.md).
+ *
+ * Today's code already breaks some of these rules; those violations are recorded in
+ * import-boundaries.known-violations.json and ignored, so `npm run lint` fails only on a NEW violation or cycle.
+ * The restructure removes the recorded ones; after removing some, regenerate the file with
+ * `npm run lint:baseline` so that they cannot come back. Never regenerate it to admit a new violation.
+ */
+
+/** @type {import('dependency-cruiser').IConfiguration} */
+module.exports = {
+  forbidden: [
+    {
+      name: 'surface-imported-from-outside',
+      comment:
+        'src/http and src/dashboard are surfaces: they call services, nothing calls them. Only the composition ' +
+        'root (src/app.ts) wires them in, and tests drive them.',
+      severity: 'error',
+      from: { path: '^src/', pathNot: ['^src/(http|dashboard)/', '^src/app\\.ts$'] },
+      to: { path: '^src/(http|dashboard)/' },
+    },
+    {
+      name: 'cli-imported',
+      comment: 'The CLI is an entry point: nothing in the service imports it.',
+      severity: 'error',
+      from: { path: '^src/', pathNot: '^src/cli/' },
+      to: { path: '^src/cli/' },
+    },
+    {
+      name: 'cli-imports-http',
+      comment: 'The CLI is a surface of its own: it calls services, not HTTP routes or plugins.',
+      severity: 'error',
+      from: { path: '^src/cli/' },
+      to: { path: '^src/http/' },
+    },
+    {
+      name: 'folder-cycle',
+      comment:
+        'Folders depend in one direction (surfaces and CLI -> services -> repositories -> store; games -> engine). ' +
+        'A cycle between folders means neither can be understood, tested or moved without the other.',
+      severity: 'error',
+      scope: 'folder',
+      from: { path: '^src/' },
+      to: { circular: true },
+    },
+    {
+      name: 'not-to-unresolvable',
+      comment: 'An import that does not resolve is a typo or a missing dependency.',
+      severity: 'error',
+      from: {},
+      to: { couldNotResolve: true },
+    },
+  ],
+  options: {
+    doNotFollow: { path: 'node_modules' },
+    // Tests may import any layer to drive it; they are not part of the import graph being checked.
+    exclude: { path: '(^|/)node_modules/|\\.d\\.ts$|\\.test\\.ts$|^test/' },
+    // Type-only imports couple folders as much as value imports do, so they count.
+    tsPreCompilationDeps: true,
+    tsConfig: { fileName: 'tsconfig.json' },
+    enhancedResolveOptions: {
+      exportsFields: ['exports'],
+      conditionNames: ['import', 'require', 'node', 'default', 'types'],
+      extensions: ['.ts', '.js', '.mjs', '.cjs', '.json'],
+    },
+    // TypeScript 7 ships no JavaScript compiler API, so dependency-cruiser parses TypeScript with swc.
+    parser: 'swc',
+    cache: false,
+  },
+};
