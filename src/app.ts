@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import pino, { type Logger } from 'pino';
 import { systemClock, type Clock } from './clock/clock';
+import { LocalChangeBus, PostgresChangeBus, type ChangeBus } from './cluster/change-bus';
 import { ComplianceService } from './compliance/compliance-service';
 import type { ComplianceHooks } from './compliance/hooks';
 import type { Config } from './config/config';
@@ -17,6 +18,7 @@ import { webhookRoutes } from './http/webhooks/routes';
 import { IdempotencyService } from './idempotency/idempotency';
 import { OperatorService } from './operators/operators';
 import { SecretBox } from './operators/secret-box';
+import { Readiness } from './ops/readiness';
 import { RoundEngine } from './rounds/engine';
 import { FairChainService } from './rounds/fair-chain';
 import { LiveFeed } from './rounds/live-feed';
@@ -25,6 +27,7 @@ import { SessionService } from './sessions/session-service';
 import { StockRaceGame } from './stock-race/stock-race-game';
 import type { Database } from './store/database';
 import { openDatabase } from './store/open';
+import { PostgresDatabase } from './store/postgres';
 import { WalletSettlementWorker } from './wallet/wallet-worker';
 import { WebhookService } from './webhooks/service';
 
@@ -39,6 +42,11 @@ export interface App {
   http: FastifyInstance;
   /** Starts the engines and background workers (when configured to run them). */
   startBackground(): Promise<void>;
+  /**
+   * First step of a graceful stop: /readyz answers 503 from now on, while requests are still
+   * served, so load balancers take this instance out of rotation before `stop()` closes it.
+   */
+  drain(): void;
   /** Graceful stop: no new requests, in-flight ones finish, engines and workers stop, store closes. */
   stop(): Promise<void>;
 }
@@ -63,9 +71,16 @@ export async function createApp(config: Config, overrides: AppOverrides = {}): P
   const clock = overrides.clock ?? systemClock;
   const logger = overrides.logger ?? createLogger(config);
   const db = overrides.db ?? (await openDatabase(config));
-  const operators = new OperatorService(db, secretBoxFor(config), clock, config.secretRotationOverlapMs, {
-    allowPrivateTargets: config.wallet.allowPrivateTargets,
-  });
+  // Instances share PostgreSQL, so they talk over it; an SQLite store has exactly one process.
+  const bus: ChangeBus = db instanceof PostgresDatabase ? new PostgresChangeBus(db, logger.child({ part: 'bus' })) : new LocalChangeBus();
+  const operators = new OperatorService(
+    db,
+    secretBoxFor(config),
+    clock,
+    config.secretRotationOverlapMs,
+    { allowPrivateTargets: config.wallet.allowPrivateTargets },
+    bus,
+  );
   const complianceFlags = new ComplianceService(logger.child({ part: 'compliance' }));
   const compliance: ComplianceHooks = complianceFlags;
   const webhooks = new WebhookService({ db, box: secretBoxFor(config), clock, logger, operators, config });
@@ -105,7 +120,8 @@ export async function createApp(config: Config, overrides: AppOverrides = {}): P
     maxResponseBytes: config.wallet.maxResponseBytes,
     pollIntervalMs: config.wallet.pollIntervalMs,
   });
-  const feed = new LiveFeed(db, clock, [crashEngine, stockRaceEngine]);
+  const feed = new LiveFeed(db, clock, [crashEngine, stockRaceEngine], 500, bus);
+  const readiness = new Readiness(db);
   const services: AppServices = {
     config,
     clock,
@@ -127,6 +143,8 @@ export async function createApp(config: Config, overrides: AppOverrides = {}): P
     feed,
     webhooks,
     complianceFlags,
+    bus,
+    readiness,
   };
   const http = await buildHttpServer(services, {
     modules: [
@@ -147,7 +165,12 @@ export async function createApp(config: Config, overrides: AppOverrides = {}): P
     http,
     async startBackground() {
       feed.start();
-      if (!config.runEngines) return;
+      // Listening before ready: no operator change made after this instance takes traffic is missed.
+      if (bus instanceof PostgresChangeBus) await bus.ready();
+      if (!config.runEngines) {
+        readiness.markStarted();
+        return;
+      }
       await crashEngine.start();
       await stockRaceEngine.start();
       walletWorker.start();
@@ -156,8 +179,14 @@ export async function createApp(config: Config, overrides: AppOverrides = {}): P
         void services.idempotency.purge(clock.now() - config.idempotencyRetentionMs).catch((err) => logger.warn({ err }, 'idempotency purge failed'));
       }, 3600_000);
       purgeTimer.unref();
+      await Promise.all([crashEngine.idle(), stockRaceEngine.idle()]);
+      readiness.markStarted();
+    },
+    drain() {
+      readiness.markDraining();
     },
     async stop() {
+      readiness.markDraining();
       if (purgeTimer) clearInterval(purgeTimer);
       await http.close();
       await crashEngine.stop();
@@ -165,6 +194,7 @@ export async function createApp(config: Config, overrides: AppOverrides = {}): P
       await walletWorker.stop();
       await webhooks.dispatcher.stop();
       feed.stop();
+      await bus.close();
       await db.close();
     },
   };

@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import type { Clock } from './clock/clock';
+import type { ChangeBus } from './cluster/change-bus';
 import type { ComplianceHooks } from './compliance/hooks';
 import type { ComplianceService } from './compliance/compliance-service';
 import type { Config } from './config/config';
@@ -8,6 +9,7 @@ import type { TokenBucketLimiter } from './http/rate-limit';
 import type { IdempotencyService } from './idempotency/idempotency';
 import type { OperatorService } from './operators/operators';
 import type { RoundEngine } from './rounds/engine';
+import type { Readiness } from './ops/readiness';
 import type { LiveFeed } from './rounds/live-feed';
 import type { SessionService } from './sessions/session-service';
 import type { StockRaceGame } from './stock-race/stock-race-game';
@@ -35,4 +37,8 @@ export interface AppServices {
   webhooks: WebhookService;
   /** The same object as `compliance`, with flag listing and session-place tracking. */
   complianceFlags: ComplianceService;
+  /** Messages between instances (operator changes, live ticks): NOTIFY on PostgreSQL, local on SQLite. */
+  bus: ChangeBus;
+  /** GET /readyz: start-up done, store and migrations, drain state, and any check added later. */
+  readiness: Readiness;
 }

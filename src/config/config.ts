@@ -65,6 +65,11 @@ export interface Config {
   /** Whether this process runs the round engines and outbox workers (API-only replicas can opt out). */
   runEngines: boolean;
   shutdownGraceMs: number;
+  /**
+   * On SIGTERM, how long /readyz reports 503 while the instance still serves, so load balancers
+   * notice and stop routing before the listener closes.
+   */
+  drainDelayMs: number;
 }
 
 export class ConfigError extends Error {
@@ -197,5 +202,6 @@ export function loadConfig(env: Env = process.env, options: { serving?: boolean 
     },
     runEngines: bool(env, 'RUN_ENGINES', true),
     shutdownGraceMs: int(env, 'SHUTDOWN_GRACE_MS', 10_000, 0),
+    drainDelayMs: int(env, 'DRAIN_DELAY_MS', 0, 0, 600_000),
   };
 }
