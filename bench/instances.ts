@@ -91,11 +91,14 @@ export async function runInstancesCase(o: InstancesCaseOptions): Promise<{ rows:
       non2xx: results.reduce((s, r) => s + r.non2xx, 0),
       errors: results.reduce((s, r) => s + r.errors, 0),
       timeouts: results.reduce((s, r) => s + r.timeouts, 0),
-      statusCodes: {},
+      statusCodes: results.reduce<Record<string, number>>((all, r) => {
+        for (const [code, n] of Object.entries(r.statusCodes)) all[code] = (all[code] ?? 0) + n;
+        return all;
+      }, {}),
       errorSamples: results.flatMap((r) => r.errorSamples).slice(0, 5),
       cpuUsPerReq: null,
       built: results.reduce((s, r) => s + r.built, 0),
-      note: 'p50/p99 are the slowest instance\'s; CPU per request is per instance above',
+      note: 'combined: the sum of the instances\' req/s; p50/p99 are the slowest instance\'s; CPU per request is per instance',
     };
     const ok = found === acknowledged.length && distinct === acknowledged.length && stored >= acknowledged.length;
     const inFlight = stored - acknowledged.length;
