@@ -120,7 +120,8 @@ export async function createApp(config: Config, overrides: AppOverrides = {}): P
     maxResponseBytes: config.wallet.maxResponseBytes,
     pollIntervalMs: config.wallet.pollIntervalMs,
   });
-  const feed = new LiveFeed(db, clock, [crashEngine, stockRaceEngine], 500, bus);
+  // One process on SQLite: its engines feed its subscribers directly, nothing to fan out.
+  const feed = new LiveFeed(db, clock, [crashEngine, stockRaceEngine], 500, bus instanceof PostgresChangeBus ? bus : undefined);
   const readiness = new Readiness(db);
   const services: AppServices = {
     config,

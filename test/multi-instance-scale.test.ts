@@ -95,6 +95,31 @@ describe('two instances on one PostgreSQL schema behave as one service', () => {
       }, 1_000, 20);
       expect(refused.body.code).toBe('STAKE_OUT_OF_RANGE');
     });
+
+    it('keeps propagating after the listening connections were cut', async () => {
+      const listeners = async (terminate: boolean) => {
+        const admin = new pg.Client({ connectionString: PG_URL });
+        await admin.connect();
+        try {
+          const r = await admin.query(
+            `SELECT ${terminate ? 'pg_terminate_backend(pid)' : 'pid'} AS x FROM pg_stat_activity
+              WHERE pid <> pg_backend_pid() AND query LIKE $1`,
+            [`LISTEN "rbs_${a.schema}_%`],
+          );
+          return r.rowCount ?? 0;
+        } finally {
+          await admin.end();
+        }
+      };
+      expect(await listeners(true)).toBe(2);
+      // Both instances listen again on their own, without a restart.
+      await eventually(async () => (await listeners(false)) === 2, 10_000, 100);
+      const op = await a.createOperator();
+      const viaB = client(b.baseUrl, op);
+      expect((await viaB('GET', '/api/public/v1/rounds/current')).status).toBe(200);
+      await a.app.services.operators.setStatus(op.id, 'disabled');
+      await eventually(async () => (await viaB('GET', '/api/public/v1/rounds/current')).status === 403, 1_000, 20);
+    });
   });
 
   it('applies the per-round cap to what is still open, counting cash-outs taken on the non-leader', async () => {
