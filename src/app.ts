@@ -122,6 +122,9 @@ export async function createApp(config: Config, overrides: AppOverrides = {}): P
   });
   // One process on SQLite: its engines feed its subscribers directly, nothing to fan out.
   const feed = new LiveFeed(db, clock, [crashEngine, stockRaceEngine], 500, bus instanceof PostgresChangeBus ? bus : undefined);
+  // Every shared dependency an instance needs to serve correctly gets a readiness check, so a
+  // balancer stops routing to an instance that lost one: a Redis client adds
+  // readiness.addCheck('redis', async () => void (await redis.ping())) where it is created.
   const readiness = new Readiness(db);
   const services: AppServices = {
     config,
