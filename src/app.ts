@@ -84,7 +84,14 @@ export async function createApp(config: Config, overrides: AppOverrides = {}): P
   const complianceFlags = new ComplianceService(logger.child({ part: 'compliance' }));
   const compliance: ComplianceHooks = complianceFlags;
   const webhooks = new WebhookService({ db, box: secretBoxFor(config), clock, logger, operators, config });
-  const chain = new FairChainService(db, (game) => (game === 'crash' ? config.crash.chainLength : config.stockRace.chainLength));
+  const chainLengthOf = (game: 'crash' | 'stock_race') =>
+    game === 'crash' ? config.crash.chainLength : config.stockRace.chainLength;
+  const chain = new FairChainService(db, chainLengthOf, {
+    clock,
+    logger: logger.child({ part: 'fairness' }),
+    autoContribute: config.fairness.autoContribute,
+    allowFixtures: config.env === 'test',
+  });
   const crashGame = new CrashGame({
     db,
     logger: logger.child({ game: 'crash' }),
@@ -93,10 +100,19 @@ export async function createApp(config: Config, overrides: AppOverrides = {}): P
     bettingWindowMs: config.crash.bettingWindowMs,
     pauseMs: config.crash.pauseMs,
     tickMs: config.crash.tickMs,
+    heartbeatMs: config.crash.heartbeatMs,
     salt: config.crash.salt,
     houseEdgeBp: config.crash.houseEdgeBp,
   });
-  const crashEngine = new RoundEngine({ db, clock, chain, driver: crashGame, logger: logger.child({ engine: 'crash' }) });
+  const leaseCheckMs = config.engineLeaseCheckMs;
+  const crashEngine = new RoundEngine({
+    db,
+    clock,
+    chain,
+    driver: crashGame,
+    logger: logger.child({ engine: 'crash' }),
+    leaseCheckMs,
+  });
   const stockRaceGame = new StockRaceGame({
     logger: logger.child({ game: 'stock_race' }),
     compliance,
@@ -108,7 +124,14 @@ export async function createApp(config: Config, overrides: AppOverrides = {}): P
     tickMs: config.stockRace.tickMs,
     firstSettleDelayMs: config.wallet.retryScheduleMs[0] ?? 0,
   });
-  const stockRaceEngine = new RoundEngine({ db, clock, chain, driver: stockRaceGame, logger: logger.child({ engine: 'stock_race' }) });
+  const stockRaceEngine = new RoundEngine({
+    db,
+    clock,
+    chain,
+    driver: stockRaceGame,
+    logger: logger.child({ engine: 'stock_race' }),
+    leaseCheckMs,
+  });
   const walletWorker = new WalletSettlementWorker({
     db,
     clock,
@@ -149,6 +172,7 @@ export async function createApp(config: Config, overrides: AppOverrides = {}): P
     complianceFlags,
     bus,
     readiness,
+    fairChains: chain,
   };
   const http = await buildHttpServer(services, {
     modules: [

@@ -15,8 +15,12 @@ async function main(): Promise<void> {
   const app = await createApp(config);
   const { logger } = app.services;
   if (config.env === 'development' && !config.tls) logger.warn('development mode: serving plain HTTP; production requires TLS');
-  await app.http.listen({ host: config.host, port: config.port });
+  // Engines first: an instance that takes a game's lease voids and refunds the Crash round a previous
+  // process left running before the port accepts a single request, so nothing is paid against a
+  // round that nobody was driving. An instance that finds the lease held serves at once; its
+  // cash-outs are guarded by the round heartbeat (src/bets/crash-bets.ts).
   await app.startBackground();
+  await app.http.listen({ host: config.host, port: config.port });
   logger.info({ url: config.publicBaseUrl, docs: `${config.publicBaseUrl}/docs`, store: config.databaseUrl ? 'postgresql' : 'sqlite' }, 'service ready');
 
   let stopping = false;

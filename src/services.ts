@@ -10,6 +10,7 @@ import type { IdempotencyService } from './idempotency/idempotency';
 import type { OperatorService } from './operators/operators';
 import type { RoundEngine } from './rounds/engine';
 import type { Readiness } from './ops/readiness';
+import type { FairChainService } from './rounds/fair-chain';
 import type { LiveFeed } from './rounds/live-feed';
 import type { SessionService } from './sessions/session-service';
 import type { StockRaceGame } from './stock-race/stock-race-game';
@@ -41,4 +42,6 @@ export interface AppServices {
   bus: ChangeBus;
   /** GET /readyz: start-up done, store and migrations, drain state, and any check added later. */
   readiness: Readiness;
+  /** Hash chains: their public records, contributions that fix salts, revealed seeds. */
+  fairChains: FairChainService;
 }

@@ -1,8 +1,11 @@
 import BetterSqlite3 from 'better-sqlite3';
+import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { crashPointOf } from '../src/crash/crash-rules';
+import { DEFAULT_BUSTABIT_SALT } from '../src/crash/fairness';
 import { ChildService } from './support/child-service';
-import { client, eventually, type TestOperator } from './support/harness';
+import { client, eventually, STORES, withSeeds, type TestOperator } from './support/harness';
 
 interface BetRow {
   id: string;
@@ -136,5 +139,92 @@ describe('Crash survives kill -9', () => {
     const r = await call('GET', `/api/public/v1/rounds/${round.round_number}`);
     expect(['void', 'closed']).toContain(r.body.status);
     if (r.body.status === 'void') expect(r.body.void_reason).toMatch(/restarted/);
+  }, 200_000);
+});
+
+/** Seeds whose rounds run for over a minute (crash point at least 100x), so the outage, not the crash, ends them. */
+function longRoundSeeds(count: number): string[] {
+  const seeds: string[] = [];
+  while (seeds.length < count) {
+    const seed = randomBytes(32).toString('hex');
+    if (crashPointOf(seed, DEFAULT_BUSTABIT_SALT, 100) >= 10_000) seeds.push(seed);
+  }
+  return seeds;
+}
+
+/**
+ * The restart rule, as an operator lives it: the service dies (SIGKILL) while a Crash round runs, and
+ * its players press "cash out" the instant it is reachable again. The multiplier the stored start
+ * time implies has kept climbing through the outage, but nothing drove the round: not one of those
+ * cash-outs is paid, and every open bet (auto cash-outs the outage "passed" included) is refunded,
+ * with exactly one bet.settled each.
+ */
+describe.each(STORES)('kill -9 while a Crash round runs, cash-outs at restart, on %s', (store) => {
+  const env = { CRASH_BETTING_WINDOW_MS: '8000', CRASH_PAUSE_MS: '300', CRASH_TICK_MS: '50' };
+  const svc = new ChildService(env, { store });
+  let call: ReturnType<typeof client>;
+
+  beforeAll(async () => {
+    await svc.prepare(withSeeds('crash', longRoundSeeds(3)));
+    // The operator exists before the first round opens, so that round's whole window is left for bets.
+    const created = await svc.admin('operator', 'create', '--name', `restart-${store}`);
+    await svc.start();
+    call = client(svc.baseUrl, { id: created.operator_id, apiKey: created.api_key, apiSecret: created.api_secret });
+  }, 90_000);
+  afterAll(async () => {
+    await svc.stop();
+    await svc.dispose();
+  });
+
+  it('pays none of them and refunds every open bet exactly once', async () => {
+    const round = await eventually(async () => {
+      const r = (await call('GET', '/api/public/v1/rounds/current')).body;
+      return r?.status === 'open' && r.betting_closes_at - Date.now() >= 2_000 ? r : undefined;
+    }, 60_000);
+    const stakes = new Map<string, number>();
+    // Half wait for a manual cash-out; half have an auto cash-out the curve reaches only during the outage.
+    const autoTargets = [null, null, null, 1.3, 1.5, 2];
+    for (const [i, auto] of autoTargets.entries()) {
+      const body = { external_user_id: `r${i}`, amount: 1_000 + i, auto_cashout: auto };
+      const r = await call('POST', '/api/public/v1/place-bet', body, { idempotencyKey: `restart-${i}` });
+      expect(r.status).toBe(200);
+      stakes.set(r.body.bet_id, 1_000 + i);
+    }
+    const running = async () => (await call('GET', '/api/public/v1/rounds/current')).body?.status === 'running';
+    await eventually(running, 30_000, 10);
+    await svc.kill9();
+    const atKill = await svc.rows<{ id: string; status: string }>(`SELECT id, status FROM bets`);
+    expect(atKill.filter((b) => stakes.has(b.id)).map((b) => b.status)).toEqual([...stakes.keys()].map(() => 'active'));
+    // The outage lasts a few seconds: long enough for the wall-clock multiplier to pass the auto targets.
+    await new Promise((r) => setTimeout(r, 3_000));
+
+    await svc.start({ until: 'port' });
+    const cashouts = await Promise.all(
+      [...stakes.keys()].map((betId, i) =>
+        call('POST', '/api/public/v1/cashout', { bet_id: betId }, { idempotencyKey: `at-restart-${i}` }),
+      ),
+    );
+    expect(cashouts.filter((r) => r.status === 200).map((r) => r.body)).toEqual([]);
+    for (const r of cashouts) {
+      expect(r.status).toBe(409);
+      expect(['BET_NOT_ACTIVE', 'ROUND_INTERRUPTED']).toContain(r.body.code);
+    }
+
+    // What the operator reads afterwards: each bet void with its stake back, and one bet.settled each.
+    for (const [betId, stake] of stakes) {
+      const bet = await eventually(async () => {
+        const r = await call('GET', `/api/public/v1/bets/${betId}`);
+        return r.status === 200 && r.body.status !== 'active' ? r.body : undefined;
+      }, 30_000);
+      expect(bet).toMatchObject({ status: 'void', payout: stake, multiplier: null, cashout_kind: null });
+    }
+    const settled = await svc.rows<{ data: string }>(`SELECT data FROM events WHERE type = 'bet.settled'`);
+    const payloads = settled.map((e) => JSON.parse(e.data)).filter((d) => stakes.has(d.bet_id));
+    expect(payloads.map((d) => d.bet_id).sort()).toEqual([...stakes.keys()].sort());
+    for (const d of payloads) {
+      expect(d).toMatchObject({ status: 'void', amount: stakes.get(d.bet_id), payout: stakes.get(d.bet_id) });
+    }
+    const after = (await call('GET', `/api/public/v1/rounds/${round.round_number}`)).body;
+    expect(after).toMatchObject({ status: 'void', void_reason: expect.stringMatching(/restarted/) });
   }, 200_000);
 });

@@ -88,7 +88,10 @@ describe.each(STORES)('POST /v1/bets/reserve and the Stock Race reads on %s', (s
     const { idempotency_key: _omit, ...body } = base();
     const res = await reserve(body);
     expect(res.status).toBe(400);
-    expect(res.body.error).toBe('IDEMPOTENCY_KEY_MISSING');
+    expect(res.body).toEqual({
+      error: 'IDEMPOTENCY_KEY_MISSING',
+      message: 'field "idempotency_key" is required: reserve is a monetary write',
+    });
   });
 
   it.each([

@@ -8,11 +8,10 @@
  * Run it alone: `npx tsx examples/operator-wallet/server.ts` (environment: see README.md).
  */
 import Fastify, { type FastifyReply, type FastifyRequest } from 'fastify';
+import { BettingApiError, StockRaceClient, verifySignedRequest } from '@round-betting/client';
 import { randomUUID } from 'node:crypto';
 import { pathToFileURL } from 'node:url';
-import { request } from 'undici';
 import { currencyExponent, decimalToMinor, minorToDecimal } from '../../src/money/currency';
-import { signRequest, verifyRequest } from '../../src/signing/request-signature';
 import { WalletError, WalletStore, type PlayerAccount } from './wallet-store';
 
 export interface WalletBehaviour {
@@ -83,24 +82,19 @@ export async function startOperatorWallet(o: OperatorWalletOptions): Promise<Ope
     return reply.status(400).send({ error: e.code ?? 'BAD_REQUEST', message: e.message ?? String(error) });
   });
 
-  /** A signed call to the service, with the Surface B headers. */
-  const callService = async (method: 'GET' | 'POST', path: string, body?: unknown) => {
-    const url = new URL(path, o.serviceUrl);
-    const raw = body === undefined ? '' : JSON.stringify(body);
-    const timestamp = String(Date.now());
-    const res = await request(url, {
-      method,
-      headers: {
-        'x-operator-key': o.apiKey,
-        'x-timestamp': timestamp,
-        'x-signature': signRequest(o.apiSecret, method, url.pathname + url.search, timestamp, raw),
-        ...(raw ? { 'content-type': 'application/json' } : {}),
-      },
-      body: raw || undefined,
-      signal: AbortSignal.timeout(10_000),
-    });
-    const text = await res.body.text();
-    return { status: res.statusCode, body: text ? (JSON.parse(text) as Record<string, any>) : {} };
+  // Calls to the service go through the client package: it signs them and retries a reserve that got
+  // no answer (or a 5xx/429) with the same idempotency_key, so the service books it at most once.
+  const service = new StockRaceClient({
+    baseUrl: o.serviceUrl,
+    apiKey: o.apiKey,
+    apiSecret: o.apiSecret,
+    timeoutMs: 10_000,
+    retry: { maxAttempts: 3, baseDelayMs: 200 },
+  });
+  /** The service's refusal, passed on to the caller as it came. */
+  const refusal = (reply: FastifyReply, error: unknown) => {
+    if (error instanceof BettingApiError) return reply.status(error.status).send(error.body);
+    throw error;
   };
 
   app.post<{ Params: { ref: string } }>('/players/:ref/deposit', async (req) => {
@@ -122,19 +116,22 @@ export async function startOperatorWallet(o: OperatorWalletOptions): Promise<Ope
     const account = store.player(req.params.ref);
     if (!account) throw new WalletError(404, 'PLAYER_NOT_FOUND', `no player ${req.params.ref}`);
     const { return_url: returnUrl } = json(req);
-    const r = await callService('POST', '/v1/sessions/launch', {
-      player_ref: req.params.ref,
-      currency: account.currency,
-      return_url: typeof returnUrl === 'string' ? returnUrl : 'https://operator.example/lobby',
-    });
-    return reply.status(r.status).send(r.body);
+    try {
+      return await service.launchSession({
+        player_ref: req.params.ref,
+        currency: account.currency,
+        return_url: typeof returnUrl === 'string' ? returnUrl : 'https://operator.example/lobby',
+      });
+    } catch (error) {
+      return refusal(reply, error);
+    }
   });
 
   /**
    * Places a bet: hold the stake here first, then reserve at the service with an idempotency_key.
-   * A refusal (4xx) gives the stake back; no answer (timeout, 5xx) is retried with the same key,
-   * because the service may have recorded the bet; still nothing after that, the stake stays held
-   * under that key for reconciliation rather than being returned on a guess.
+   * A refusal (4xx) gives the stake back; no answer (timeout, 5xx) is retried by the client with the
+   * same key, because the service may have recorded the bet; still nothing after that, the stake
+   * stays held under that key for reconciliation rather than being returned on a guess.
    */
   app.post<{ Params: { ref: string } }>('/players/:ref/bets', async (req, reply) => {
     const ref = req.params.ref;
@@ -143,31 +140,28 @@ export async function startOperatorWallet(o: OperatorWalletOptions): Promise<Ope
     if (!account) throw new WalletError(404, 'PLAYER_NOT_FOUND', `no player ${ref}`);
     let roundId = input.round_id as string | undefined;
     if (!roundId) {
-      const current = await callService('GET', '/v1/rounds/current');
-      if (current.status !== 200 || current.body.status !== 'open') throw new WalletError(409, 'NO_OPEN_ROUND', 'no Stock Race round is taking bets now');
-      roundId = current.body.round_id as string;
+      const current = await service.currentRound().catch(() => null);
+      if (current?.status !== 'open') {
+        throw new WalletError(409, 'NO_OPEN_ROUND', 'no Stock Race round is taking bets now');
+      }
+      roundId = current.round_id;
     }
     const stakeMinor = decimalToMinor(Number(input.stake), currencyExponent(account.currency));
     const key = `rsv_${randomUUID()}`;
     store.hold(ref, stakeMinor, key, Date.now());
     const body = { session_id: input.session_id, round_id: roundId, selected_stocks: input.selected_stocks, stake: input.stake, idempotency_key: key };
-    for (let attempt = 1; attempt <= 3; attempt++) {
-      try {
-        const r = await callService('POST', '/v1/bets/reserve', body);
-        if (r.status === 200) {
-          store.confirm(key, r.body.bet_id as string, account.currency);
-          return { bet: r.body, account: presentAccount(ref, store.player(ref)!) };
-        }
-        if (r.status >= 400 && r.status < 500 && r.status !== 429) {
-          store.release(key);
-          return reply.status(r.status).send(r.body);
-        }
-      } catch {
-        // No answer: the service may or may not have the bet; ask again with the same key.
+    try {
+      const bet = await service.reserve(body);
+      store.confirm(key, bet.bet_id, account.currency);
+      return { bet, account: presentAccount(ref, store.player(ref)!) };
+    } catch (error) {
+      if (error instanceof BettingApiError && error.status < 500 && error.status !== 429) {
+        store.release(key);
+        return reply.status(error.status).send(error.body);
       }
-      await new Promise((resolve) => setTimeout(resolve, 200 * attempt));
+      const message = 'the service did not answer; the stake stays held';
+      return reply.status(502).send({ error: 'RESERVE_UNKNOWN', message, idempotency_key: key });
     }
-    return reply.status(502).send({ error: 'RESERVE_UNKNOWN', message: 'the service did not answer; the stake stays held', idempotency_key: key });
   });
 
   /** The service's settle call: verify, then credit once per idempotency_key. */
@@ -175,20 +169,18 @@ export async function startOperatorWallet(o: OperatorWalletOptions): Promise<Ope
     const raw = (req.body as Buffer | undefined) ?? Buffer.alloc(0);
     const entry = (result: SettleLogEntry['result'], status: number, key: string | null = null, betId: string | null = null) =>
       log.push({ idempotency_key: key, bet_id: betId, result, status, at: Date.now() });
-    const header = (name: string) => (typeof req.headers[name] === 'string' ? (req.headers[name] as string) : undefined);
-    const check = verifyRequest({
+    const check = await verifySignedRequest({
       secrets: [o.apiSecret],
+      apiKey: o.apiKey,
       method: req.method,
       path: req.url,
-      timestamp: header('x-timestamp'),
-      signature: header('x-signature'),
-      body: raw,
-      now: Date.now(),
+      headers: req.headers,
+      rawBody: raw,
       toleranceMs: o.signatureToleranceMs ?? 300_000,
     });
-    if (header('x-operator-key') !== o.apiKey || !check.ok) {
+    if (!check.valid) {
       entry('refused', 401);
-      return reply.status(401).send({ error: 'INVALID_SIGNATURE', message: check.ok ? 'unknown operator key' : check.message });
+      return reply.status(401).send({ error: 'INVALID_SIGNATURE', message: check.message });
     }
     const body = json(req) as { bet_id?: string; payout?: number; idempotency_key?: string };
     const key = typeof body.idempotency_key === 'string' ? body.idempotency_key : null;

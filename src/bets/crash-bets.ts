@@ -14,6 +14,8 @@ import { recordPlacedBet } from './place-bet';
 export interface CrashRules {
   salt: string;
   houseEdgeBp: number;
+  /** How old the round's last engine heartbeat may be for a cash-out to be paid (config.crash.engineStaleMs). */
+  engineStaleMs: number;
 }
 
 interface OpenRoundRow {
@@ -66,6 +68,15 @@ export async function placeCrashBet(
  * Cashes out an active bet at the multiplier of this instant. Everything is decided from the round's
  * stored start time and seed, so any instance can serve it; the conditional UPDATE settles races with
  * the engine (auto cash-out, crash) in favour of whichever commits first.
+ *
+ * Only while the round's engine is demonstrably alive: its lease holder records a heartbeat on the
+ * running round every few ticks, and a heartbeat older than `engineStaleMs` means nobody is driving
+ * the round (the process died, or lost its lease). The multiplier computed from wall time would then
+ * keep "climbing" through the outage, so the cash-out is refused and the round is voided and
+ * refunded by whichever process takes the lease. The heartbeat is a column of the round row the
+ * cash-out reads anyway: no extra statement. No lock on the round is needed: the bet row is locked
+ * first, and a void must update that bet too, so a void and this cash-out commit one after the other
+ * and the bet ends either cashed out or refunded, once.
  */
 export async function cashoutCrashBet(
   tx: SqlExecutor,
@@ -85,7 +96,24 @@ export async function cashoutCrashBet(
     throw new DomainError('ROUND_NOT_RUNNING', `round ${round.roundNumber} has not started yet; cash-out opens when the multiplier starts climbing`);
   }
   if (round.status !== 'running' || round.runningAt === null) throw new DomainError('BET_NOT_ACTIVE', `round ${round.roundNumber} is over`);
-  const crash = crashPointOf(round.seed, rules.salt, rules.houseEdgeBp);
+  // Checked before the crash: a round nobody drove past its crash point is voided, not lost.
+  const lastSignOfLife = round.heartbeatAt ?? round.runningAt;
+  const silentForMs = now - lastSignOfLife;
+  if (silentForMs > rules.engineStaleMs) {
+    throw new DomainError(
+      'ROUND_INTERRUPTED',
+      `round ${round.roundNumber} is interrupted: its engine has not been heard from for ${silentForMs} ms ` +
+        `(limit ${rules.engineStaleMs} ms); no cash-out is paid, and unless the engine resumes ` +
+        'the round is voided and the stake refunded',
+      { round_number: round.roundNumber, last_heartbeat_at: lastSignOfLife },
+    );
+  }
+  // The round's frozen salt and edge (its chain's salt), never today's configuration.
+  const crash = crashPointOf(
+    round.seed,
+    String(round.settings.salt ?? rules.salt),
+    Number(round.settings.house_edge_bp ?? rules.houseEdgeBp),
+  );
   const now_m = multiplierAt(Math.max(0, now - round.runningAt));
   const target = effectiveTarget(bet, operator.settings.crash.max_payout_per_bet);
   let multiplier: number;

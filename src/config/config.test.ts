@@ -58,6 +58,30 @@ describe('config', () => {
     );
   });
 
+  it('lets the service contribute chain salts itself only outside production', () => {
+    const prod = { APP_ENV: 'production', MASTER_KEY: 'a'.repeat(64), TRUST_PROXY_TLS: 'true' };
+    expect(loadConfig({ APP_ENV: 'development' }).fairness.autoContribute).toBe(true);
+    expect(loadConfig({ APP_ENV: 'test' }).fairness.autoContribute).toBe(true);
+    expect(loadConfig({ APP_ENV: 'development', FAIR_AUTO_CONTRIBUTE: 'false' }).fairness.autoContribute).toBe(false);
+    expect(loadConfig(prod).fairness.autoContribute).toBe(false);
+    expect(() => loadConfig({ ...prod, FAIR_AUTO_CONTRIBUTE: 'true' })).toThrow(
+      /FAIR_AUTO_CONTRIBUTE cannot be true in production/,
+    );
+  });
+
+  it('derives the engine heartbeat and its staleness bound from the tick, and bounds lease takeover', () => {
+    const c = loadConfig({ APP_ENV: 'development' });
+    expect(c.crash).toMatchObject({ tickMs: 100, heartbeatMs: 250, engineStaleMs: 1_000 });
+    expect(c.engineLeaseCheckMs).toBe(1_000);
+    const slowTicks = loadConfig({ APP_ENV: 'development', CRASH_TICK_MS: '500' }).crash;
+    expect(slowTicks).toMatchObject({ heartbeatMs: 500, engineStaleMs: 2_000 });
+    expect(loadConfig({ APP_ENV: 'development', CRASH_ENGINE_STALE_MS: '3000' }).crash.engineStaleMs).toBe(3_000);
+    // Below two heartbeats a live engine would see its cash-outs refused between them.
+    const tooTight = () => loadConfig({ APP_ENV: 'development', CRASH_ENGINE_STALE_MS: '400' });
+    expect(tooTight).toThrow(/CRASH_ENGINE_STALE_MS must be between 500/);
+    expect(loadConfig({ APP_ENV: 'development', ENGINE_LEASE_CHECK_MS: '250' }).engineLeaseCheckMs).toBe(250);
+  });
+
   it('keeps idempotency keys at least 24 hours', () => {
     expect(() => loadConfig({ APP_ENV: 'development', IDEMPOTENCY_RETENTION_MS: '1000' })).toThrow(/IDEMPOTENCY_RETENTION_MS must be between 86400000/);
   });

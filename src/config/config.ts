@@ -4,6 +4,7 @@
  * documented in `.env.example`; a bad value stops the boot with a message naming the variable.
  */
 import { resolve } from 'node:path';
+import { defaultEngineStaleMs, engineHeartbeatMs } from '../crash/crash-rules';
 import { DEFAULT_BUSTABIT_SALT } from '../crash/fairness';
 
 export type AppEnv = 'development' | 'production' | 'test';
@@ -34,6 +35,10 @@ export interface Config {
     salt: string;
     houseEdgeBp: number;
     chainLength: number;
+    /** How often the engine records that a running round is alive (rounds.heartbeat_at). */
+    heartbeatMs: number;
+    /** A cash-out is refused once the round's last heartbeat is older than this: its engine is gone. */
+    engineStaleMs: number;
   };
   stockRace: {
     bettingWindowMs: number;
@@ -64,12 +69,24 @@ export interface Config {
   };
   /** Whether this process runs the round engines and outbox workers (API-only replicas can opt out). */
   runEngines: boolean;
+  /**
+   * How often a standby tries to take an engine lease and the holder checks it still has it. A holder
+   * silent for 3 × this loses the lease, so a takeover takes at most about 4 × this.
+   */
+  engineLeaseCheckMs: number;
   shutdownGraceMs: number;
   /**
    * On SIGTERM, how long /readyz reports 503 while the instance still serves, so load balancers
    * notice and stop routing before the listener closes.
    */
   drainDelayMs: number;
+  fairness: {
+    /**
+     * Whether the service fixes a new chain's salt itself, right after publishing its commitment
+     * (recorded as automatic). Development and test only: production waits for a contribution.
+     */
+    autoContribute: boolean;
+  };
 }
 
 export class ConfigError extends Error {
@@ -141,6 +158,16 @@ export function loadConfig(env: Env = process.env, options: { serving?: boolean 
   if (new Set(symbols).size !== symbols.length) throw new ConfigError('STOCK_SYMBOLS has a duplicate symbol');
   for (const s of symbols) if (!/^[A-Z0-9.]{1,12}$/.test(s)) throw new ConfigError(`STOCK_SYMBOLS: "${s}" is not a ticker symbol`);
   const salt = env.CRASH_SALT || DEFAULT_BUSTABIT_SALT;
+  const autoContribute = bool(env, 'FAIR_AUTO_CONTRIBUTE', appEnv !== 'production');
+  if (autoContribute && appEnv === 'production') {
+    throw new ConfigError(
+      'FAIR_AUTO_CONTRIBUTE cannot be true in production: a salt the service picks itself proves nothing',
+    );
+  }
+  const crashTickMs = int(env, 'CRASH_TICK_MS', 100, 10, 5000);
+  const heartbeatMs = engineHeartbeatMs(crashTickMs);
+  // Below two heartbeats a live engine would have its cash-outs refused between two of them.
+  const engineStaleMs = int(env, 'CRASH_ENGINE_STALE_MS', defaultEngineStaleMs(heartbeatMs), 2 * heartbeatMs, 60_000);
   const scheme = tls || trustProxyTls ? 'https' : 'http';
   const webhookAllowPrivateTargets = bool(env, 'WEBHOOK_ALLOW_PRIVATE_TARGETS', appEnv !== 'production');
   const publicBaseUrl = (env.PUBLIC_BASE_URL || `${scheme}://${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}`).replace(/\/+$/, '');
@@ -172,10 +199,12 @@ export function loadConfig(env: Env = process.env, options: { serving?: boolean 
     crash: {
       bettingWindowMs: int(env, 'CRASH_BETTING_WINDOW_MS', 10_000, 100),
       pauseMs: int(env, 'CRASH_PAUSE_MS', 3_000, 0),
-      tickMs: int(env, 'CRASH_TICK_MS', 100, 10, 5000),
+      tickMs: crashTickMs,
       salt,
       houseEdgeBp: int(env, 'CRASH_HOUSE_EDGE_BP', 100, 0, 5000),
       chainLength: int(env, 'FAIR_CHAIN_LENGTH', 10_000, 10, 10_000_000),
+      heartbeatMs,
+      engineStaleMs,
     },
     stockRace: {
       bettingWindowMs: int(env, 'STOCK_RACE_BETTING_WINDOW_MS', 15_000, 100),
@@ -201,7 +230,9 @@ export function loadConfig(env: Env = process.env, options: { serving?: boolean 
       pollIntervalMs: int(env, 'OUTBOX_POLL_MS', 250, 10),
     },
     runEngines: bool(env, 'RUN_ENGINES', true),
+    engineLeaseCheckMs: int(env, 'ENGINE_LEASE_CHECK_MS', 1_000, 100, 60_000),
     shutdownGraceMs: int(env, 'SHUTDOWN_GRACE_MS', 10_000, 0),
     drainDelayMs: int(env, 'DRAIN_DELAY_MS', 0, 0, 600_000),
+    fairness: { autoContribute },
   };
 }

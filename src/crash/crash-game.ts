@@ -8,7 +8,7 @@ import type { GameDriver } from '../rounds/engine';
 import type { Round } from '../rounds/round';
 import type { Database, SqlExecutor } from '../store/database';
 import { recordEvents, type DomainEvent } from '../webhooks/events';
-import { cappedPayout, crashPointOf, effectiveTarget, liveMultiplier } from './crash-rules';
+import { cappedPayout, crashPointOf, effectiveTarget, engineHeartbeatMs, liveMultiplier } from './crash-rules';
 import { crashElapsedMs, formatMultiplier, GROWTH_PER_MS } from './multiplier';
 
 export interface CrashGameOptions {
@@ -19,6 +19,8 @@ export interface CrashGameOptions {
   bettingWindowMs: number;
   pauseMs: number;
   tickMs: number;
+  /** How often the engine records that a running round is alive; derived from tickMs by default. */
+  heartbeatMs?: number;
   salt: string;
   houseEdgeBp: number;
 }
@@ -40,6 +42,8 @@ export class CrashGame implements GameDriver {
   readonly bettingWindowMs: number;
   readonly pauseMs: number;
   readonly tickMs: number;
+  // Players cash out while the round runs, on any instance: they need proof the engine is alive.
+  readonly heartbeatMs: number;
   private exits: Exit[] = [];
   private nextExit = 0;
   private exposure = new Map<string, number>();
@@ -51,6 +55,7 @@ export class CrashGame implements GameDriver {
     this.bettingWindowMs = o.bettingWindowMs;
     this.pauseMs = o.pauseMs;
     this.tickMs = o.tickMs;
+    this.heartbeatMs = o.heartbeatMs ?? engineHeartbeatMs(o.tickMs);
   }
 
   roundSettings(): Record<string, unknown> {

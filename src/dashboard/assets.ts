@@ -30,7 +30,15 @@ function load(dir: URL, names: readonly string[]): Map<string, Asset> {
 const STATIC_DIR = new URL('./static/', import.meta.url);
 
 export const DASHBOARD_ASSETS = load(STATIC_DIR, ['dashboard.css', 'icon.svg', 'live.js', 'crash-view.js', 'race-view.js', 'forms.js']);
-export const PLAYER_ASSETS = load(STATIC_DIR, ['player.css', 'icon.svg', 'player.js', 'crash-view.js', 'race-view.js']);
+export const PLAYER_ASSETS = load(STATIC_DIR, [
+  'player.css',
+  'icon.svg',
+  'player.js',
+  'crash-view.js',
+  'race-view.js',
+  'verify-page.js',
+  'verify-core.js',
+]);
 
 /** GET {prefix}/:name for a fixed set of files; revalidated by ETag so a deploy is picked up at once. */
 export function serveAssets(app: FastifyInstance, path: string, assets: Map<string, Asset>): void {

@@ -4,6 +4,7 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import { randomBytes } from 'node:crypto';
 import { isDomainError } from '../errors/codes';
 import { SURFACE_B_STATUS } from '../http/error-maps';
+import { hideFromOpenApi } from '../http/openapi';
 import type { AppServices } from '../services';
 import { ASSET_PATH, DASHBOARD_ASSETS, serveAssets } from './assets';
 import { DashboardAuth, sameToken } from './auth';
@@ -29,6 +30,7 @@ const safeNext = (raw: unknown): string => (typeof raw === 'string' && NEXT.test
  * changes is scoped to the signed-in user's operator.
  */
 export async function dashboardRoutes(app: FastifyInstance, s: AppServices): Promise<void> {
+  hideFromOpenApi(app);
   const auth = new DashboardAuth(s.db, s.clock);
   // Plain HTTP is only ever served in development and tests; everywhere else the cookie needs TLS.
   const secure = s.config.env !== 'development' && s.config.env !== 'test';

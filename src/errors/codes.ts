@@ -34,6 +34,9 @@ export const ERROR_CODES = [
   'BETTING_CLOSED',
   'ROUND_NOT_RUNNING',
   'BET_NOT_ACTIVE',
+  // A running round whose engine has stopped proving it is alive: no cash-out until it does; if it
+  // does not, the round is voided and every open stake refunded.
+  'ROUND_INTERRUPTED',
   'ILLEGAL_TRANSITION',
   'SESSION_EXPIRED',
   'WRONG_GAME',

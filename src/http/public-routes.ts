@@ -5,10 +5,11 @@ import { crashPointFromHash, isGameHash, previousHash } from '../crash/fairness'
 import { crashElapsedMs, formatMultiplier } from '../crash/multiplier';
 import { DomainError } from '../errors/codes';
 import { roundRepository } from '../rounds/round-repository';
-import { sha256Hex } from '../rounds/fair-chain';
-import { deriveStockRaceOutcome, pctFromBp } from '../stock-race/outcome';
+import { CONTRIBUTION_PATTERN, sha256Hex, type ChainRecord, type FairChainService } from '../rounds/fair-chain';
+import { deriveStockRaceOutcome, pctFromBp, raceKey } from '../stock-race/outcome';
 import type { AppServices } from '../services';
 import { SURFACE_B_STATUS } from './error-maps';
+import { documentSecurity } from './openapi';
 import { errorHandler, type Surface } from './surface';
 
 /** Unauthenticated endpoints: health, fairness verification. Errors use the Surface B shape. */
@@ -24,6 +25,8 @@ const Seed = Type.String({ pattern: '^[0-9a-f]{64}$', description: 'must be the 
 export async function publicRoutes(app: FastifyInstance, s: AppServices): Promise<void> {
   const r = app.withTypeProvider<TypeBoxTypeProvider>();
   app.setErrorHandler(errorHandler(publicSurface));
+  // Anyone may recompute a round: these operations need no credentials (an explicit empty list).
+  documentSecurity(app, []);
 
   r.get(
     '/fairness/crash',
@@ -68,12 +71,17 @@ export async function publicRoutes(app: FastifyInstance, s: AppServices): Promis
       schema: {
         summary: 'Recompute a Stock Race round from its revealed seed',
         description:
-          'Per symbol: digest = HMAC-SHA256(key = seed bytes, message = symbol); move = (first 52 bits mod 2001) - 1000 hundredths of a percent. ' +
+          'key = HMAC-SHA256(key = salt text, message = seed bytes), or the seed itself without a salt. ' +
+          'Per symbol: digest = HMAC-SHA256(key = key bytes, message = symbol); ' +
+          'move = (first 52 bits mod 2001) - 1000 hundredths of a percent. ' +
           'The best move wins; equal moves are ordered by the larger digest.',
         tags: ['Fairness'],
         querystring: Type.Object(
           {
             seed: Seed,
+            salt: Type.Optional(
+              Type.String({ minLength: 1, maxLength: 200, description: "the round's chain salt; none: unsalted" }),
+            ),
             symbols: Type.Optional(Type.String({ description: 'comma-separated, in the round\'s order; defaults to the configured list' })),
           },
           { additionalProperties: false },
@@ -82,9 +90,12 @@ export async function publicRoutes(app: FastifyInstance, s: AppServices): Promis
     },
     async (req) => {
       const symbols = req.query.symbols ? req.query.symbols.split(',').map((x) => x.trim()) : s.config.stockRace.symbols;
-      const outcome = deriveStockRaceOutcome(req.query.seed, symbols);
+      const key = raceKey(req.query.seed, req.query.salt ?? null);
+      const outcome = deriveStockRaceOutcome(key, symbols);
       return {
         seed: req.query.seed,
+        salt: req.query.salt ?? null,
+        race_key: key,
         seed_hash: sha256Hex(req.query.seed),
         previous_seed: previousHash(req.query.seed),
         winner: outcome.winner,
@@ -106,18 +117,147 @@ export async function publicRoutes(app: FastifyInstance, s: AppServices): Promis
     async (req) => {
       const round = await roundRepository.byId(s.db, req.params.round_id);
       if (!round) throw new DomainError('ROUND_NOT_FOUND', `no round ${req.params.round_id}`);
+      const chain = await s.fairChains.record(round.chainId);
+      const edgeBp = Number(round.settings.house_edge_bp);
+      // What a verifier needs besides the seed: the chain, the index and the rules frozen into the round.
+      const verifyData = {
+        chain_id: round.chainId,
+        chain_idx: round.chainIdx,
+        commitment: chain?.commitment ?? null,
+        salt: typeof round.settings.salt === 'string' ? round.settings.salt : null,
+        ...(round.game === 'crash'
+          ? { house_edge_bp: edgeBp, rtp_bp: 10_000 - edgeBp }
+          : { symbols: round.settings.symbols as string[] }),
+      };
       if (round.status !== 'closed' && round.status !== 'void') {
-        return { round_id: round.id, status: round.status, seed_hash: round.seedHash, verified: null, reason: 'the seed is revealed when the round ends' };
+        return {
+          round_id: round.id,
+          game: round.game,
+          status: round.status,
+          seed_hash: round.seedHash,
+          ...verifyData,
+          verified: null,
+          reason: 'the seed is revealed when the round ends',
+        };
       }
       const commitmentHolds = sha256Hex(round.seed) === round.seedHash;
+      const linksToCommitment = chain ? hashForward(round.seed, round.chainIdx + 1) === chain.commitment : false;
       const recomputed =
         round.game === 'crash'
           ? { crash_point: formatMultiplier(crashPointFromHash(round.seed, String(round.settings.salt), Number(round.settings.house_edge_bp))) }
           : (() => {
-              const o = deriveStockRaceOutcome(round.seed, round.settings.symbols as string[]);
-              return { winner: o.winner, pct: pctFromBp(o.winner_pct_bp) };
+              const key = raceKey(round.seed, verifyData.salt);
+              const o = deriveStockRaceOutcome(key, round.settings.symbols as string[]);
+              return { race_key: key, winner: o.winner, pct: pctFromBp(o.winner_pct_bp) };
             })();
-      return { round_id: round.id, game: round.game, status: round.status, seed: round.seed, seed_hash: round.seedHash, commitment_holds: commitmentHolds, recomputed };
+      return {
+        round_id: round.id,
+        game: round.game,
+        status: round.status,
+        seed: round.seed,
+        seed_hash: round.seedHash,
+        ...verifyData,
+        outcome: round.outcome,
+        commitment_holds: commitmentHolds,
+        links_to_commitment: linksToCommitment,
+        recomputed,
+      };
     },
   );
+
+  r.get(
+    '/fairness/chains',
+    {
+      schema: {
+        summary: 'Every hash chain: its commitment, when it was published, its salt and when that was fixed',
+        tags: ['Fairness'],
+        querystring: Type.Object(
+          { game: Type.Optional(Type.Union([Type.Literal('crash'), Type.Literal('stock_race')])) },
+          { additionalProperties: false },
+        ),
+      },
+    },
+    async (req) => {
+      const records = await s.fairChains.list(req.query.game);
+      return { chains: records.map((c) => presentChain(s.fairChains, c)) };
+    },
+  );
+
+  r.get(
+    '/fairness/chains/:chain_id',
+    {
+      schema: {
+        summary: "One chain's public record, with every revealed seed checked against the commitment",
+        description:
+          'A seed revealed at index i is `verified` when sha256 applied i + 1 times (each step to the ' +
+          '64-character lowercase hex text of the previous result) gives the commitment. ' +
+          'salt = sha256(commitment + ":" + contribution), hex.',
+        tags: ['Fairness'],
+        params: Type.Object({ chain_id: Type.String({ minLength: 1, maxLength: 100 }) }),
+      },
+    },
+    async (req) => {
+      const record = await s.fairChains.record(req.params.chain_id);
+      if (!record) throw new DomainError('NOT_FOUND', `no hash chain ${req.params.chain_id}`);
+      const revealed = await s.fairChains.revealed(record);
+      return {
+        ...presentChain(s.fairChains, record),
+        revealed_count: revealed.length,
+        all_verified: revealed.every((r) => r.verified),
+        revealed_seeds: revealed.map((r) => ({ idx: r.idx, round_id: r.roundId, seed: r.seed, verified: r.verified })),
+      };
+    },
+  );
+
+  r.post(
+    '/fairness/chains/:chain_id/contribution',
+    {
+      schema: {
+        summary: "Contribute the value that fixes a chain's salt (the first contribution after the commitment wins)",
+        tags: ['Fairness'],
+        params: Type.Object({ chain_id: Type.String({ minLength: 1, maxLength: 100 }) }),
+        body: Type.Object(
+          {
+            contributor: Type.String({ minLength: 1, maxLength: 64, description: 'who contributes, as shown' }),
+            value: Type.String({
+              pattern: CONTRIBUTION_PATTERN.source,
+              description: 'must be 1 to 256 printable ASCII characters',
+            }),
+          },
+          { additionalProperties: false },
+        ),
+      },
+    },
+    async (req) => {
+      const { contributor, value } = req.body;
+      const record = await s.fairChains.contribute(req.params.chain_id, { contributor, value });
+      return presentChain(s.fairChains, record);
+    },
+  );
+}
+
+/** sha256 of the hex text, `steps` times: from a seed at index i, i + 1 steps reach the chain's commitment. */
+function hashForward(seed: string, steps: number): string {
+  let h = seed;
+  for (let i = 0; i < steps; i++) h = sha256Hex(h);
+  return h;
+}
+
+export function presentChain(chains: FairChainService, c: ChainRecord): Record<string, unknown> {
+  return {
+    chain_id: c.chainId,
+    game: c.game,
+    length: c.length,
+    origin: c.origin,
+    status: chains.statusOf(c),
+    commitment: c.commitment,
+    committed_at: c.committedAt,
+    contribution: c.contribution,
+    contributor: c.contributor,
+    contribution_automatic: c.contributionAutomatic,
+    salt: c.salt,
+    salt_fixed_at: c.saltFixedAt,
+    first_played_idx: c.firstPlayedIdx,
+    first_played_at: c.firstPlayedAt,
+  };
 }

@@ -11,6 +11,7 @@ import { closeAllStreams } from './sse';
 import { surfaceARoutes } from './surface-a/routes';
 import { publicRoutes } from './public-routes';
 import { openApiWebhooks } from '../webhooks/payloads';
+import { SECURITY_SCHEMES, withWebhookSecurity } from './openapi';
 
 export type RouteModule = (app: FastifyInstance, services: AppServices) => Promise<void>;
 
@@ -118,6 +119,8 @@ export async function buildHttpServer(s: AppServices, options: HttpOptions = {})
           'Surface A (`/api/public/v1`, partner API): Crash. Surface B (`/v1`, seamless-wallet operator API): Stock Race. ' +
           'Every request is signed: hex HMAC-SHA256 over METHOD\\nPATH\\nTIMESTAMP\\nBODY with the operator secret. See docs/ in the repository.',
       },
+      servers: [{ url: s.config.publicBaseUrl, description: 'this deployment (PUBLIC_BASE_URL)' }],
+      components: { securitySchemes: SECURITY_SCHEMES },
       tags: [
         { name: 'Crash', description: 'Surface A: Crash game' },
         { name: 'Stock Race', description: 'Surface B: Stock Race and the seamless wallet' },
@@ -126,7 +129,7 @@ export async function buildHttpServer(s: AppServices, options: HttpOptions = {})
         { name: 'Compliance', description: 'Flags raised by the per-operator compliance rules' },
       ],
       // OpenAPI 3.1 outbound webhooks: the signed payload of every event type.
-      webhooks: openApiWebhooks(),
+      webhooks: withWebhookSecurity(openApiWebhooks()),
     },
   });
   await app.register(swaggerUi, { routePrefix: '/docs' });

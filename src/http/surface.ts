@@ -5,6 +5,7 @@ import type { OperatorCredentials } from '../operators/operator';
 import type { OperatorService } from '../operators/operators';
 import { verifyRequest } from '../signing/request-signature';
 import type { AppServices } from '../services';
+import { documentSecurity, SURFACE_SECURITY } from './openapi';
 import type { TokenBucketLimiter } from './rate-limit';
 
 declare module 'fastify' {
@@ -131,6 +132,19 @@ interface ValidationIssue {
   parentSchema?: { description?: string };
 }
 
+/**
+ * Fields (`context:name`) whose absence has its own code. The schema marks them required (so the published
+ * document and generated clients say so), and a request without one gets the code integrators
+ * handle for it rather than a generic validation failure.
+ */
+const MISSING_FIELD_CODES: Partial<Record<string, { code: ErrorCode; message: string }>> = {
+  'body:idempotency_key': {
+    code: 'IDEMPOTENCY_KEY_MISSING',
+    message: 'field "idempotency_key" is required: reserve is a monetary write',
+  },
+  'headers:idempotency-key': { code: 'IDEMPOTENCY_KEY_MISSING', message: 'the Idempotency-Key header is required on this POST' },
+};
+
 /** Turns the first schema violation into a sentence that names the field and what it must be. */
 export function describeValidation(issues: ValidationIssue[], context: string): { code: ErrorCode; message: string } {
   const issue = issues.find((i) => i.keyword === 'additionalProperties') ?? issues.find((i) => i.keyword === 'required') ?? issues[0]!;
@@ -144,6 +158,8 @@ export function describeValidation(issues: ValidationIssue[], context: string): 
   if (issue.keyword === 'required') {
     const missing = String(issue.params.missingProperty);
     const field = path ? `${path}.${missing}` : missing;
+    const special = path ? undefined : MISSING_FIELD_CODES[`${context}:${missing}`];
+    if (special) return special;
     return { code: 'VALIDATION_FAILED', message: `${where}field "${field}" is required` };
   }
   const field = path || (context === 'body' ? 'body' : context);
@@ -175,6 +191,7 @@ export function guardSurface(
     }),
   );
   app.setErrorHandler(errorHandler(surface));
+  documentSecurity(app, SURFACE_SECURITY[surface.name]);
   if (options.ownsNotFound) {
     app.setNotFoundHandler((req, reply) => {
       void reply.status(404).send(surface.errorBody('NOT_FOUND', `no route ${req.method} ${req.url.split('?')[0]}`, String(req.id)));

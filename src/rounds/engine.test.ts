@@ -6,6 +6,7 @@ import { cashoutCrashBet, placeCrashBet } from '../bets/crash-bets';
 import { FakeClock } from '../clock/clock';
 import { noCompliance } from '../compliance/hooks';
 import { CrashGame } from '../crash/crash-game';
+import { defaultEngineStaleMs, engineHeartbeatMs } from '../crash/crash-rules';
 import { DEFAULT_BUSTABIT_SALT } from '../crash/fairness';
 import { elapsedForMultiplier } from '../crash/multiplier';
 import { OperatorService } from '../operators/operators';
@@ -24,6 +25,9 @@ const SEED_126 = 'b2acd37fbdb5509926ab5d7329704c840f8467266c90019682f3b260a029bd
 const WINDOW = 5_000;
 const PAUSE = 1_000;
 const TICK = 100;
+// A heartbeat every 250 ms; a cash-out needs one at most 1 s old.
+const STALE = defaultEngineStaleMs(engineHeartbeatMs(TICK));
+const RULES = { salt: DEFAULT_BUSTABIT_SALT, houseEdgeBp: 100, engineStaleMs: STALE };
 
 describe('round engine driving Crash on a fake clock', () => {
   let db: SqliteDatabase;
@@ -49,7 +53,8 @@ describe('round engine driving Crash on a fake clock', () => {
       salt: DEFAULT_BUSTABIT_SALT,
       houseEdgeBp: 100,
     });
-    engine = new RoundEngine({ db, clock, driver: game, logger, chain: new FairChainService(db, () => 10), leaseCheckMs: 60_000 });
+    const chain = new FairChainService(db, () => 10, { clock, logger, autoContribute: true, allowFixtures: true });
+    engine = new RoundEngine({ db, clock, driver: game, logger, chain, leaseCheckMs: 60_000 });
     events = [];
     engine.on((e) => events.push(e));
   }
@@ -62,6 +67,12 @@ describe('round engine driving Crash on a fake clock', () => {
     await db.transaction(async (tx) => {
       await tx.run(`INSERT INTO fair_chains (game, chain_id, idx, hash) VALUES ('crash', 'c1', 0, ?), ('crash', 'c1', 1, ?)`, [SEED_377, SEED_126]);
       await tx.run(`INSERT INTO fair_chain_cursor (game, chain_id, next_idx, length) VALUES ('crash', 'c1', 0, 2)`);
+      // Chosen seeds, not a hash chain: a test fixture played with bustabit's salt.
+      await tx.run(
+        `INSERT INTO fair_chain_records (chain_id, game, length, origin, commitment, committed_at, salt, salt_fixed_at)
+         VALUES ('c1', 'crash', 2, 'fixture', ?, 0, ?, 0)`,
+        [SEED_377, DEFAULT_BUSTABIT_SALT],
+      );
     });
     await build();
   });
@@ -95,7 +106,7 @@ describe('round engine driving Crash on a fake clock', () => {
     // Half-way up the curve a manual cash-out pays floor(700 * m).
     await clock.advanceAsync(elapsedForMultiplier(200));
     const cashed = await db.transaction((tx) =>
-      cashoutCrashBet(tx, noCompliance, { salt: DEFAULT_BUSTABIT_SALT, houseEdgeBp: 100 }, op, manual.id, clock.now()),
+      cashoutCrashBet(tx, noCompliance, RULES, op, manual.id, clock.now()),
     );
     expect(cashed).toMatchObject({ status: 'cashed_out', cashoutMultiplier: 200, payout: 1_400, cashoutKind: 'manual' });
     expect(await betRepository.byId(db, low.id)).toMatchObject({ status: 'cashed_out', cashoutMultiplier: 150, payout: 499, cashoutKind: 'auto' });
@@ -114,6 +125,9 @@ describe('round engine driving Crash on a fake clock', () => {
     expect(await roundRepository.latest(db, 'crash')).toMatchObject({ roundNumber: 2, status: 'open', seed: SEED_126 });
   });
 
+  const cashout = (op: Awaited<ReturnType<OperatorService['get']>>, betId: string) =>
+    db.transaction((tx) => cashoutCrashBet(tx, noCompliance, RULES, op, betId, clock.now()));
+
   it('refuses bets once the betting window has closed', async () => {
     const op = await operators.create({ name: 'o' });
     await engine.start();
@@ -128,11 +142,56 @@ describe('round engine driving Crash on a fake clock', () => {
     await settle();
     const b = await bet(op.id, 100, null);
     await clock.advanceAsync(WINDOW);
-    await engine.stop(); // the engine stalls: nobody closes the round
-    clock.advance(elapsedForMultiplier(377) + 10);
-    await expect(
-      db.transaction((tx) => cashoutCrashBet(tx, noCompliance, { salt: DEFAULT_BUSTABIT_SALT, houseEdgeBp: 100 }, op as never, b.id, clock.now())),
-    ).rejects.toMatchObject({ code: 'BET_NOT_ACTIVE' });
+    // The engine is alive up to just before the crash, then stalls: nobody closes the round.
+    await clock.advanceAsync(elapsedForMultiplier(377) - 50);
+    await engine.stop();
+    clock.advance(100);
+    await expect(cashout(op, b.id)).rejects.toMatchObject({ code: 'BET_NOT_ACTIVE' });
+  });
+
+  it('pays a cash-out only while the round has a recent heartbeat from its engine', async () => {
+    const op = await operators.create({ name: 'o' });
+    await engine.start();
+    await settle();
+    const early = await bet(op.id, 1_000, null, 'early');
+    const late = await bet(op.id, 1_000, null, 'late');
+    const auto = await bet(op.id, 1_000, 150, 'auto');
+    await clock.advanceAsync(WINDOW);
+    const round = (await roundRepository.latest(db, 'crash'))!;
+    // Every few ticks, not every tick: at 1.40x the last heartbeat is at most one interval old.
+    await clock.advanceAsync(elapsedForMultiplier(140));
+    const beat = (await roundRepository.byId(db, round.id))!.heartbeatAt!;
+    expect(clock.now() - beat).toBeLessThan(engineHeartbeatMs(TICK) + TICK);
+    expect(beat).toBeGreaterThan(round.runningAt!);
+
+    // The engine dies: nothing more is written for the round. Within the bound a cash-out is still
+    // paid at the curve's value; past it, nothing is, not even an auto target the curve has passed.
+    await engine.stop();
+    clock.advance(beat + STALE - clock.now());
+    const paid = await cashout(op, early.id);
+    expect(paid).toMatchObject({ status: 'cashed_out', cashoutKind: 'manual' });
+    clock.advance(1);
+    for (const id of [late.id, auto.id]) {
+      await expect(cashout(op, id)).rejects.toMatchObject({
+        code: 'ROUND_INTERRUPTED',
+        message: expect.stringMatching(/round 1 is interrupted.*voided and the stake refunded/),
+      });
+    }
+    // An outage of minutes changes nothing: the multiplier the wall clock implies is never paid.
+    clock.advance(elapsedForMultiplier(300));
+    await expect(cashout(op, late.id)).rejects.toMatchObject({ code: 'ROUND_INTERRUPTED' });
+    expect(await betRepository.byId(db, late.id)).toMatchObject({ status: 'active', payout: null });
+
+    // The next lease holder voids the round and refunds every bet not cashed out, once.
+    await build();
+    await engine.start();
+    expect(await roundRepository.byId(db, round.id)).toMatchObject({ status: 'void' });
+    expect(await betRepository.byId(db, late.id)).toMatchObject({ status: 'void', payout: 1_000 });
+    expect(await betRepository.byId(db, auto.id)).toMatchObject({ status: 'void', payout: 1_000 });
+    expect(await betRepository.byId(db, early.id)).toMatchObject({ status: 'cashed_out', payout: paid.payout });
+    const settledEvents = await db.all<{ data: string }>(`SELECT data FROM events WHERE type = 'bet.settled'`);
+    expect(settledEvents.map((e) => JSON.parse(e.data).bet_id).sort()).toEqual([early.id, late.id, auto.id].sort());
+    await expect(cashout(op, late.id)).rejects.toMatchObject({ code: 'BET_NOT_ACTIVE' });
   });
 
   it('voids a round found running after a restart and refunds every bet not cashed out, once', async () => {

@@ -16,6 +16,11 @@ export interface GameDriver {
   readonly tickMs: number;
   /** What happens to a round found running by a process that just took the lease. */
   readonly recoverRunning: 'void' | 'finish';
+  /**
+   * Games whose players act while a round runs (a Crash cash-out) need proof that its engine is
+   * alive: the engine then records a heartbeat on the running round at least this often.
+   */
+  readonly heartbeatMs?: number;
   /** Game settings frozen into each round when it opens. */
   roundSettings(): Record<string, unknown>;
   /** Length of the running phase, which the seed fixes in advance (the crash instant, the race length). */
@@ -44,7 +49,10 @@ export interface RoundEngineOptions {
   chain: FairChainService;
   driver: GameDriver;
   logger: Logger;
-  /** How often a standby process tries to take the lease, and the leader checks it still holds it. */
+  /**
+   * How often a standby process tries to take the lease, and the leader checks it still holds it.
+   * A leader silent for three times this loses the lease to the store, so takeover is bounded.
+   */
   leaseCheckMs?: number;
   /** Back-off after a failed step (the store was unreachable, say). */
   retryMs?: number;
@@ -62,12 +70,14 @@ export class RoundEngine {
   private chainTail: Promise<void> = Promise.resolve();
   private stopped = true;
   private current: Round | null = null;
+  /** When this process last recorded a heartbeat on the current running round. */
+  private lastHeartbeat = { roundId: '', at: 0 };
   private readonly leaseCheckMs: number;
   private readonly retryMs: number;
 
   constructor(private readonly o: RoundEngineOptions) {
     this.emitter.setMaxListeners(0);
-    this.leaseCheckMs = o.leaseCheckMs ?? 2_000;
+    this.leaseCheckMs = o.leaseCheckMs ?? 1_000;
     this.retryMs = o.retryMs ?? 1_000;
   }
 
@@ -89,6 +99,11 @@ export class RoundEngine {
     return () => this.emitter.off('event', listener);
   }
 
+  /**
+   * Resolves once this process has either taken the lease and recovered the game's unfinished
+   * rounds (an interrupted Crash round is voided and refunded by then), or found another process
+   * holding it. The service listens only after that (src/main.ts).
+   */
   async start(): Promise<void> {
     this.stopped = false;
     await this.tryLead();
@@ -120,7 +135,7 @@ export class RoundEngine {
   private async tryLead(): Promise<void> {
     if (this.stopped) return;
     try {
-      this.lease = await this.o.db.tryAcquireLease(`engine:${this.game}`);
+      this.lease = await this.o.db.tryAcquireLease(`engine:${this.game}`, { silentForMs: 3 * this.leaseCheckMs });
     } catch (error) {
       this.o.logger.warn({ err: error, game: this.game }, 'could not reach the store to take the engine lease');
     }
@@ -130,7 +145,7 @@ export class RoundEngine {
     }
     this.o.logger.info({ game: this.game }, 'took the engine lease; this process runs the rounds');
     this.later(this.leaseCheckMs, () => void this.watchLease());
-    this.serial(() => this.recover());
+    await this.serial(() => this.recover());
   }
 
   private async watchLease(): Promise<void> {
@@ -139,7 +154,12 @@ export class RoundEngine {
       this.later(this.leaseCheckMs, () => void this.watchLease());
       return;
     }
-    // Another process may already be running the rounds: stop touching them at once.
+    this.standDown();
+  }
+
+  /** Another process may already be running the rounds: stop touching them at once. */
+  private standDown(): void {
+    if (!this.lease) return;
     this.o.logger.error({ game: this.game }, 'lost the engine lease; standing by');
     for (const t of this.timers) t.cancel();
     this.timers.clear();
@@ -163,7 +183,7 @@ export class RoundEngine {
     }
     if (this.o.driver.recoverRunning === 'void') {
       this.o.logger.warn({ game: this.game, round: round.roundNumber }, 'voiding a round left running by a previous process');
-      await this.doVoid(round, 'the service restarted while the round was running');
+      await this.doVoid(round, 'the service restarted or failed over while the round was running');
       this.later(this.o.driver.pauseMs, () => this.serial(() => this.openRound()));
       return;
     }
@@ -176,7 +196,15 @@ export class RoundEngine {
 
   private async openRound(): Promise<void> {
     if (this.stopped || !this.lease) return;
-    await this.o.chain.ensureChain(this.game);
+    // A process that was frozen past its lease (the store ended its session) must not open a round
+    // beside the new leader's: one round trip per round is a cheap fence.
+    if (!(await this.lease.isHeld())) return this.standDown();
+    // No playable chain (its salt is not fixed yet, or breaks the rules): the chain service has said
+    // why in the log; look again later rather than play a round whose outcome could have been chosen.
+    if (!(await this.o.chain.ensureChain(this.game))) {
+      this.later(this.retryMs, () => void this.serial(() => this.openRound()));
+      return;
+    }
     const now = this.o.clock.now();
     const round = await this.o.db.transaction(async (tx) => {
       const seed = await this.o.chain.takeSeed(tx, this.game);
@@ -188,7 +216,8 @@ export class RoundEngine {
         chainIdx: seed.idx,
         openedAt: now,
         bettingClosesAt: now + this.o.driver.bettingWindowMs,
-        settings: this.o.driver.roundSettings(),
+        // The salt is the chain's, fixed after its commitment; the round carries it for verification.
+        settings: { ...this.o.driver.roundSettings(), ...(seed.salt === null ? {} : { salt: seed.salt }) },
       });
       await recordEvents(tx, [{ operatorId: null, type: 'round.opened', data: presentRoundEvent(created) }], now);
       return created;
@@ -206,14 +235,17 @@ export class RoundEngine {
       // Voided during its betting window (operations): nothing to run, go on to the next round.
       if (r.status !== 'open') return null;
       const endsAt = now + this.o.driver.runningDurationMs(r);
-      await roundRepository.transition(tx, r, 'running', { running_at: now, ends_at: endsAt });
-      return { ...r, status: 'running' as const, runningAt: now, endsAt };
+      const heartbeatAt = this.o.driver.heartbeatMs ? now : null;
+      const fields = { running_at: now, ends_at: endsAt, heartbeat_at: heartbeatAt };
+      await roundRepository.transition(tx, r, 'running', fields);
+      return { ...r, status: 'running' as const, runningAt: now, endsAt, heartbeatAt };
     });
     if (!round) {
       this.later(this.o.driver.pauseMs, () => this.serial(() => this.openRound()));
       return;
     }
     this.current = round;
+    this.lastHeartbeat = { roundId: round.id, at: now };
     await this.o.driver.onRunning(round);
     this.emit({ type: 'round.running', round });
     this.scheduleTicks(round);
@@ -227,12 +259,32 @@ export class RoundEngine {
       if (round.endsAt !== null && now >= round.endsAt) return;
       this.serial(async () => {
         if (this.current?.id !== round.id || this.current.status !== 'running') return;
-        const data = await this.o.driver.onTick(round, this.o.clock.now());
+        const at = this.o.clock.now();
+        const data = await this.o.driver.onTick(round, at);
+        // After the tick's payouts committed, and at the same instant: every auto cash-out due by a
+        // recorded heartbeat is already paid, so voiding the round later refunds only what no
+        // live engine had reached.
+        await this.heartbeat(round, at);
         this.emit({ type: 'round.tick', round, at: this.o.clock.now(), data });
       });
       this.later(this.o.driver.tickMs, tick);
     };
     this.later(this.o.driver.tickMs, tick);
+  }
+
+  private async heartbeat(round: Round, at: number): Promise<void> {
+    const every = this.o.driver.heartbeatMs;
+    if (!every || !this.lease) return;
+    if (this.lastHeartbeat.roundId === round.id && at - this.lastHeartbeat.at < every) return;
+    try {
+      await roundRepository.recordHeartbeat(this.lease, round.id, at);
+      this.lastHeartbeat = { roundId: round.id, at };
+    } catch (error) {
+      // The lease session is gone or the store is unreachable: cash-outs will be refused once the
+      // last heartbeat is stale, and the lease watch stands this process down.
+      const context = { err: error, game: this.game, round: round.roundNumber };
+      this.o.logger.warn(context, 'could not record the round heartbeat');
+    }
   }
 
   private async closeRound(roundId: string): Promise<void> {

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { DomainError } from '../errors/codes';
-import { forUpdate, type SqlExecutor, nullableNumber } from '../store/database';
+import { forUpdate, type Lease, type SqlExecutor, nullableNumber } from '../store/database';
 import { assertTransition, type Game, type Round, type RoundStatus } from './round';
 
 interface RoundRow {
@@ -16,6 +16,7 @@ interface RoundRow {
   betting_closes_at: number;
   running_at: number | null;
   ends_at: number | null;
+  heartbeat_at: number | null;
   closed_at: number | null;
   voided_at: number | null;
   void_reason: string | null;
@@ -37,6 +38,7 @@ function toRound(r: RoundRow): Round {
     bettingClosesAt: Number(r.betting_closes_at),
     runningAt: nullableNumber(r.running_at),
     endsAt: nullableNumber(r.ends_at),
+    heartbeatAt: nullableNumber(r.heartbeat_at),
     closedAt: nullableNumber(r.closed_at),
     voidedAt: nullableNumber(r.voided_at),
     voidReason: r.void_reason,
@@ -55,6 +57,8 @@ export interface NewRound {
   bettingClosesAt: number;
   settings: Record<string, unknown>;
 }
+
+type RoundField = 'running_at' | 'ends_at' | 'heartbeat_at' | 'closed_at' | 'voided_at' | 'void_reason' | 'outcome';
 
 export const roundRepository = {
   async insert(tx: SqlExecutor, input: NewRound): Promise<Round> {
@@ -107,6 +111,17 @@ export const roundRepository = {
   },
 
   /**
+   * Records that the lease holder is still driving a running round. Written on the lease's own
+   * session, so a process that lost the lease cannot vouch for a round any more; a round that is no
+   * longer running is left alone. Resolves false when nothing was written.
+   */
+  async recordHeartbeat(lease: Pick<Lease, 'runAsHolder'>, roundId: string, at: number): Promise<boolean> {
+    const sql = `UPDATE rounds SET heartbeat_at = ? WHERE id = ? AND status = 'running'`;
+    const r = await lease.runAsHolder(sql, [at, roundId]);
+    return r.changes === 1;
+  },
+
+  /**
    * Moves a round from one state to the next, refusing anything the state machine forbids and
    * anything another writer got to first (the conditional UPDATE is the arbiter).
    */
@@ -114,7 +129,7 @@ export const roundRepository = {
     tx: SqlExecutor,
     round: Pick<Round, 'id' | 'status'>,
     to: RoundStatus,
-    fields: Partial<Record<'running_at' | 'ends_at' | 'closed_at' | 'voided_at' | 'void_reason' | 'outcome', string | number | null>>,
+    fields: Partial<Record<RoundField, string | number | null>>,
   ): Promise<void> {
     assertTransition(round.status, to);
     const keys = Object.keys(fields) as (keyof typeof fields)[];

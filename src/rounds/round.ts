@@ -49,6 +49,11 @@ export interface Round {
   runningAt: number | null;
   /** When the running phase ends: the crash instant, or the race's finish. */
   endsAt: number | null;
+  /**
+   * While running: the last time the lease holder recorded that it is driving this round (Crash).
+   * Cash-outs trust the round only while this is recent.
+   */
+  heartbeatAt: number | null;
   closedAt: number | null;
   voidedAt: number | null;
   voidReason: string | null;

@@ -7,6 +7,7 @@ import {
   intermediateMoves,
   moveFromDigest,
   pctFromBp,
+  raceKey,
   selectWinner,
   stockRacePayoutMinor,
   type StockDraw,
@@ -255,5 +256,34 @@ describe('intermediateMoves', () => {
     expect(codeOf(() => intermediateMoves(SEED, SYMBOLS, -1))).toBe('VALIDATION_FAILED');
     expect(codeOf(() => intermediateMoves(SEED, SYMBOLS, 1001))).toBe('VALIDATION_FAILED');
     expect(codeOf(() => intermediateMoves(SEED, SYMBOLS, 0.5))).toBe('VALIDATION_FAILED');
+  });
+});
+
+describe('raceKey (the chain salt keys the race)', () => {
+  const BUSTABIT_GAME = 'b2acd37fbdb5509926ab5d7329704c840f8467266c90019682f3b260a029bdba';
+  const SALT = '5f0c1d2e3a4b5c6d7e8f90112233445566778899aabbccddeeff001122334455';
+
+  it('is HMAC-SHA256(key = salt text, message = seed bytes), and the seed itself without a salt', () => {
+    const hmac = createHmac('sha256', SALT).update(Buffer.from(BUSTABIT_GAME, 'hex')).digest('hex');
+    expect(raceKey(BUSTABIT_GAME, SALT)).toBe(hmac);
+    expect(raceKey(BUSTABIT_GAME, null)).toBe(BUSTABIT_GAME);
+    expect(() => raceKey('zz', SALT)).toThrow(DomainError);
+  });
+
+  it('gives the moves the shell commands of docs/fairness.md print', () => {
+    // Computed with openssl dgst -mac HMAC (key:$SALT over the seed bytes, then hexkey: per symbol).
+    const draws = drawStocks(raceKey(BUSTABIT_GAME, SALT), ['AAPL', 'MSFT', 'NVDA']);
+    expect(draws.map((d) => [d.symbol, d.pct_bp])).toEqual([
+      ['AAPL', 204],
+      ['MSFT', 434],
+      ['NVDA', -436],
+    ]);
+    expect(draws[1]!.digest).toBe('fc66f908ffe890784921441139a689845203c818abc57f1a471b52d9d7c313af');
+  });
+
+  it('changes the race when only the salt changes', () => {
+    const a = deriveStockRaceOutcome(raceKey(SEED, SALT), SYMBOLS);
+    const b = deriveStockRaceOutcome(raceKey(SEED, SALT.replace(/^5/, '6')), SYMBOLS);
+    expect(a.moves).not.toEqual(b.moves);
   });
 });

@@ -80,6 +80,21 @@ export function moveFromDigest(digest: string): number {
   return (r % MOVE_VALUES) - MAX_MOVE_BP;
 }
 
+/**
+ * The key a salted round races with: HMAC-SHA256(key = the salt's text, message = the 32 seed bytes),
+ * as 64 lowercase hex digits (the same construction as a Crash point's random). The chain's salt is
+ * fixed only after its commitment is published, so no one choosing a chain could know the races it
+ * holds. A round without a salt (recorded before chains had one) races with its seed directly.
+ */
+export function raceKey(seed: string, salt: string | null): string {
+  assertSeed(seed);
+  if (salt === null) return seed.toLowerCase();
+  if (typeof salt !== 'string' || salt.length === 0) {
+    throw new DomainError('VALIDATION_FAILED', 'salt must not be empty');
+  }
+  return createHmac('sha256', salt).update(Buffer.from(seed, 'hex')).digest('hex');
+}
+
 /** Every symbol's digest and move, in the given order. */
 export function drawStocks(seed: string, symbols: readonly string[]): StockDraw[] {
   assertSeed(seed);

@@ -10,7 +10,7 @@ import type { Round } from '../rounds/round';
 import type { SqlExecutor } from '../store/database';
 import { settleIdempotencyKey, settlementRepository, type SettleBody } from '../wallet/settlements';
 import type { DomainEvent } from '../webhooks/events';
-import { deriveStockRaceOutcome, intermediateMoves, pctFromBp, type StockRaceOutcome } from './outcome';
+import { deriveStockRaceOutcome, intermediateMoves, pctFromBp, raceKey, type StockRaceOutcome } from './outcome';
 import { winningPayoutMinor } from './stock-race-rules';
 
 export interface StockRaceGameOptions {
@@ -79,17 +79,23 @@ export class StockRaceGame implements GameDriver {
     if (round.status !== 'running' || round.runningAt === null) return null;
     const elapsed = Math.max(0, now - round.runningAt);
     const progress = Math.min(1000, Math.floor((elapsed * 1000) / this.runningDurationMs(round)));
-    const moves = intermediateMoves(round.seed, this.symbolsOf(round), progress);
+    const moves = intermediateMoves(this.raceKeyOf(round), this.symbolsOf(round), progress);
     return { progress_permille: progress, elapsed_ms: elapsed, stocks: moves.map((m) => ({ symbol: m.symbol, pct: pctFromBp(m.pct_bp) })) };
   }
 
   outcomeOf(round: Round): StockRaceOutcome {
-    return deriveStockRaceOutcome(round.seed, this.symbolsOf(round));
+    return deriveStockRaceOutcome(this.raceKeyOf(round), this.symbolsOf(round));
+  }
+
+  /** The round's chain salt keys the race (see raceKey); rounds from before salted chains use the seed. */
+  raceKeyOf(round: Round): string {
+    const salt = round.settings.salt;
+    return raceKey(round.seed, typeof salt === 'string' ? salt : null);
   }
 
   async close(tx: SqlExecutor, round: Round, now: number): Promise<{ outcome: unknown; events: DomainEvent[] }> {
     const symbols = this.symbolsOf(round);
-    const outcome = deriveStockRaceOutcome(round.seed, symbols);
+    const outcome = deriveStockRaceOutcome(this.raceKeyOf(round), symbols);
     const pct = pctFromBp(outcome.winner_pct_bp);
     const operators = new Map<string, Operator>();
     const events: DomainEvent[] = [];

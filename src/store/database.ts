@@ -31,15 +31,30 @@ export interface Database extends SqlExecutor {
   transaction<T>(fn: (tx: SqlExecutor) => Promise<T>, options?: TransactionOptions): Promise<T>;
   /**
    * Takes a named lease that only one process holds at a time (PostgreSQL advisory lock on a
-   * dedicated connection). Resolves to a release function, or null when another process holds it.
+   * dedicated connection). Resolves to the lease, or null when another process holds it.
    */
-  tryAcquireLease(name: string): Promise<Lease | null>;
+  tryAcquireLease(name: string, options?: LeaseOptions): Promise<Lease | null>;
   close(): Promise<void>;
+}
+
+export interface LeaseOptions {
+  /**
+   * A holder that has not been heard from for this long loses the lease even if its connection
+   * looks open (a frozen process, a host gone without closing its sockets), so a standby can take
+   * over within a bounded time. The adapter keeps a live holder's session busy well within it.
+   */
+  silentForMs?: number;
 }
 
 export interface Lease {
   /** Resolves false once the lease has been lost (its connection died). */
   isHeld(): Promise<boolean>;
+  /**
+   * Runs one statement as the holder: on PostgreSQL on the lease's own session, so it cannot
+   * succeed once the lease is lost (that session ending is what frees the lock). Used for writes
+   * that claim "the lease holder is alive", which no other process may make in its name.
+   */
+  runAsHolder(sql: string, params?: readonly SqlParam[]): Promise<RunResult>;
   release(): Promise<void>;
 }
 

@@ -2,6 +2,8 @@ import { Kysely, Migrator, PostgresDialect, SqliteDialect, type Migration, type 
 import * as m001 from './migrations/001_initial';
 import * as m002webhooks from './migrations/002_webhook_pipeline';
 import type { SqlExecutor } from './database';
+import * as m003chains from './migrations/003_chain_commitments';
+import * as m004heartbeat from './migrations/004_round_heartbeat';
 import type { PostgresDatabase } from './postgres';
 import type { SqliteDatabase } from './sqlite';
 
@@ -13,6 +15,8 @@ import type { SqliteDatabase } from './sqlite';
 const MIGRATIONS: Record<string, Migration> = {
   '001_initial': m001,
   '002_webhook_pipeline': m002webhooks,
+  '003_chain_commitments': m003chains,
+  '004_round_heartbeat': m004heartbeat,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };

@@ -1,6 +1,6 @@
 import pg from 'pg';
 import { createHash } from 'node:crypto';
-import type { Database, Lease, RunResult, SqlExecutor, SqlParam } from './database';
+import type { Database, Lease, LeaseOptions, RunResult, SqlExecutor, SqlParam } from './database';
 
 // int8 columns hold ms timestamps and minor units, always below 2^53: read them as numbers.
 pg.types.setTypeParser(pg.types.builtins.INT8, (v) => Number(v));
@@ -18,6 +18,8 @@ function toPg(sql: string): string {
 }
 
 type Queryable = pg.Pool | pg.PoolClient;
+
+const IDLE_IN_TRANSACTION_TIMEOUT_MS = 5_000;
 
 function executorFor(q: Queryable): SqlExecutor {
   return {
@@ -48,12 +50,17 @@ export class PostgresDatabase implements Database {
   readonly dialect = 'postgres' as const;
   readonly pool: pg.Pool;
   private readonly executor: SqlExecutor;
+  private scope: string | undefined;
 
   constructor(readonly options: PostgresOptions) {
     this.pool = new pg.Pool({
       connectionString: options.connectionString,
       max: options.poolSize ?? 10,
       options: options.schema ? `-c search_path=${options.schema}` : undefined,
+      // Transactions here never wait on anything but their own statements (see Database.transaction),
+      // so one idle this long belongs to a frozen or vanished process: the server ends it and frees its
+      // row locks, which would otherwise block the next engine's takeover (voiding the round) forever.
+      idle_in_transaction_session_timeout: IDLE_IN_TRANSACTION_TIMEOUT_MS,
     });
     // An idle client that dies must not crash the process; the pool replaces it.
     this.pool.on('error', () => {});
@@ -85,10 +92,9 @@ export class PostgresDatabase implements Database {
     }
   }
 
-  async tryAcquireLease(name: string): Promise<Lease | null> {
+  async tryAcquireLease(name: string, options: LeaseOptions = {}): Promise<Lease | null> {
     // A session-level advisory lock lives exactly as long as its connection: if this process dies,
     // PostgreSQL drops the connection and the lock, and another instance takes over.
-    const key = createHash('sha256').update(`lease:${this.options.schema ?? ''}:${name}`).digest().readBigInt64BE(0);
     const client = new pg.Client({
       connectionString: this.options.connectionString,
       options: this.options.schema ? `-c search_path=${this.options.schema}` : undefined,
@@ -97,27 +103,71 @@ export class PostgresDatabase implements Database {
     client.on('error', () => (alive = false));
     client.on('end', () => (alive = false));
     await client.connect();
-    const r = await client.query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1) AS ok', [key.toString()]);
-    if (!r.rows[0]?.ok) {
-      await client.end();
-      return null;
-    }
-    return {
-      isHeld: async () => {
-        if (!alive) return false;
-        try {
-          await client.query('SELECT 1');
-          return true;
-        } catch {
-          return false;
-        }
-      },
-      release: async () => {
-        if (!alive) return;
-        await client.query('SELECT pg_advisory_unlock($1)', [key.toString()]).catch(() => {});
-        await client.end().catch(() => {});
-      },
+    let keepAlive: NodeJS.Timeout | null = null;
+    const end = async (): Promise<void> => {
+      if (keepAlive) clearInterval(keepAlive);
+      await client.end().catch(() => {});
     };
+    try {
+      const scope = await this.leaseScope(client);
+      const key = createHash('sha256').update(`lease:${scope}:${name}`).digest().readBigInt64BE(0);
+      const r = await client.query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1) AS ok', [key.toString()]);
+      if (!r.rows[0]?.ok) {
+        await end();
+        return null;
+      }
+      if (options.silentForMs) {
+        // The server ends a session idle for this long, and the lock with it: a frozen holder, or one
+        // whose host vanished without closing the socket, frees the lease instead of keeping it for
+        // the hours TCP takes to notice. Live holders ping well within it, on real time (this is about
+        // the connection, not game time). Before PostgreSQL 14 the setting does not exist: the lease
+        // then lasts as long as the connection, as it always did.
+        const timeout = String(options.silentForMs);
+        await client.query(`SELECT set_config('idle_session_timeout', $1, false)`, [timeout]).catch(() => {});
+        const ping = (): void => void client.query('SELECT 1').catch(() => (alive = false));
+        keepAlive = setInterval(ping, Math.max(50, Math.floor(options.silentForMs / 3)));
+        keepAlive.unref();
+      }
+      return {
+        isHeld: async () => {
+          if (!alive) return false;
+          try {
+            await client.query('SELECT 1');
+            return true;
+          } catch {
+            return false;
+          }
+        },
+        runAsHolder: async (sql, params = []) => {
+          if (!alive) throw new Error(`the lease ${name} is lost`);
+          const result = await client.query(toPg(sql), params as unknown[]);
+          return { changes: result.rowCount ?? 0 };
+        },
+        release: async () => {
+          if (!alive) return end();
+          await client.query('SELECT pg_advisory_unlock($1)', [key.toString()]).catch(() => {});
+          await end();
+        },
+      };
+    } catch (error) {
+      await end();
+      throw error;
+    }
+  }
+
+  /**
+   * What a lease name is scoped to: the schema the tables live in, so deployments (or test runs)
+   * sharing one database in separate schemas never share an engine. The default schema keeps the
+   * empty scope that keys have always used.
+   */
+  private async leaseScope(client: pg.Client): Promise<string> {
+    if (this.options.schema) return this.options.schema;
+    if (this.scope === undefined) {
+      const r = await client.query<{ schema: string | null }>('SELECT current_schema() AS schema');
+      const schema = r.rows[0]?.schema ?? '';
+      this.scope = schema === 'public' ? '' : schema;
+    }
+    return this.scope;
   }
 
   async close(): Promise<void> {

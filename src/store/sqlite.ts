@@ -131,7 +131,11 @@ export class SqliteDatabase implements Database {
 
   async tryAcquireLease(): Promise<Lease | null> {
     // One process owns a SQLite file's engines; the lease is trivially held.
-    return { isHeld: async () => !this.closed, release: async () => {} };
+    return {
+      isHeld: async () => !this.closed,
+      runAsHolder: (sql, params) => this.transaction((tx) => tx.run(sql, params)),
+      release: async () => {},
+    };
   }
 
   async close(): Promise<void> {

@@ -1,12 +1,12 @@
 import BetterSqlite3 from 'better-sqlite3';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { freshDatabase, STORES } from '../../test/support/harness';
+import { freshDatabase, PG_URL, STORES } from '../../test/support/harness';
 import { DomainError } from '../errors/codes';
 import { IdempotencyService } from '../idempotency/idempotency';
 import type { Database } from './database';
 import { migrate } from './migrate';
-import type { PostgresDatabase } from './postgres';
+import { PostgresDatabase as PostgresDatabaseClass, type PostgresDatabase } from './postgres';
 import { SqliteDatabase as SqliteDatabaseClass, type SqliteDatabase } from './sqlite';
 
 /** The same suite runs against both adapters: what the domain relies on must hold on each. */
@@ -179,6 +179,54 @@ describe.each(STORES)('store contract on %s', (kind) => {
       const second = await db.tryAcquireLease('engine:test');
       expect(second).not.toBeNull();
       await second!.release();
+    });
+
+    it('frees the lease of a holder that goes silent, and its holder can no longer write as holder', async () => {
+      const pgdb = db as PostgresDatabase;
+      const { connectionString, schema } = pgdb.options;
+      const standby = new PostgresDatabaseClass({ connectionString, schema });
+      try {
+        const frozen = await db.tryAcquireLease('engine:silent', { silentForMs: 300 });
+        expect(frozen).not.toBeNull();
+        expect((await frozen!.runAsHolder('SELECT 1')).changes).toBe(1);
+        expect(await standby.tryAcquireLease('engine:silent')).toBeNull();
+        // The whole process stops (no timer, no socket read) for longer than the bound; the server
+        // does not, and ends the silent session with its lock.
+        Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 1_200);
+        const next = await standby.tryAcquireLease('engine:silent');
+        expect(next).not.toBeNull();
+        expect(await frozen!.isHeld()).toBe(false);
+        await expect(frozen!.runAsHolder('SELECT 1')).rejects.toThrow();
+        await next!.release();
+        await frozen!.release();
+      } finally {
+        await standby.close();
+      }
+    });
+
+    it('scopes a lease to the schema named in the connection URL', async () => {
+      const pgdb = db as PostgresDatabase;
+      const other = await freshDatabase('postgres');
+      const viaUrl = (schema: string) => {
+        const options = encodeURIComponent(`-c search_path=${schema}`);
+        return new PostgresDatabaseClass({ connectionString: `${PG_URL}?options=${options}` });
+      };
+      const mine = viaUrl(pgdb.options.schema!);
+      const theirs = viaUrl(other.schema!);
+      try {
+        const a = await mine.tryAcquireLease('engine:crash');
+        const b = await theirs.tryAcquireLease('engine:crash');
+        expect(a).not.toBeNull();
+        expect(b).not.toBeNull();
+        // The same schema named either way is the same lease.
+        expect(await db.tryAcquireLease('engine:crash')).toBeNull();
+        await a!.release();
+        await b!.release();
+      } finally {
+        await mine.close();
+        await theirs.close();
+        await other.dispose();
+      }
     });
   }
 

@@ -1,12 +1,19 @@
+import BetterSqlite3 from 'better-sqlite3';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { connect, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
+import pg from 'pg';
 import { request } from 'undici';
+import type { Database } from '../../src/store/database';
+import { migrate } from '../../src/store/migrate';
+import { PostgresDatabase } from '../../src/store/postgres';
+import { SqliteDatabase } from '../../src/store/sqlite';
+import { PG_URL, type StoreKind } from './harness';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 const run = promisify(execFile);
@@ -21,25 +28,57 @@ export async function freePort(): Promise<number> {
   });
 }
 
+/** Resolves once something accepts TCP connections on the port (polling every few milliseconds). */
+async function portAccepts(port: number): Promise<boolean> {
+  return new Promise((ok) => {
+    const socket = connect(port, '127.0.0.1');
+    socket.once('connect', () => {
+      socket.destroy();
+      ok(true);
+    });
+    socket.once('error', () => ok(false));
+  });
+}
+
+const schemaUrl = (schema: string): string => `${PG_URL}?options=${encodeURIComponent(`-c search_path=${schema}`)}`;
+
+export interface ChildServiceOptions {
+  /** SQLite under the data directory (default), or a throwaway schema in the test PostgreSQL. */
+  store?: StoreKind;
+  /** Other instances of one service: same store, same master key, their own port and process. */
+  replicaOf?: ChildService;
+}
+
 /**
  * The real service in its own process (`node --import tsx src/main.ts`), for tests that must kill it
- * with SIGKILL and start it again on the same data directory.
+ * with SIGKILL and start it again on the same data directory (or PostgreSQL schema).
  */
 export class ChildService {
   readonly dataDir: string;
   readonly env: Record<string, string>;
+  readonly store: StoreKind;
+  /** The PostgreSQL schema this service's tables live in (store 'postgres'). */
+  readonly schema: string | null;
+  private readonly owner: boolean;
   private child: ChildProcess | null = null;
   private output = '';
   port = 0;
 
-  constructor(env: Record<string, string> = {}) {
-    this.dataDir = mkdtempSync(join(tmpdir(), 'rbs-child-'));
+  constructor(env: Record<string, string> = {}, options: ChildServiceOptions = {}) {
+    const primary = options.replicaOf;
+    this.store = primary?.store ?? options.store ?? 'sqlite';
+    if (primary && this.store !== 'postgres') throw new Error('instances share a store only on PostgreSQL');
+    this.owner = !primary;
+    this.dataDir = primary?.dataDir ?? mkdtempSync(join(tmpdir(), 'rbs-child-'));
+    this.schema = primary?.schema ?? (this.store === 'postgres' ? `t_${randomBytes(6).toString('hex')}` : null);
     this.env = {
       APP_ENV: 'development',
       LOG_LEVEL: 'warn',
-      MASTER_KEY: randomBytes(32).toString('hex'),
+      MASTER_KEY: primary?.env.MASTER_KEY ?? randomBytes(32).toString('hex'),
       DATA_DIR: this.dataDir,
       FAIR_CHAIN_LENGTH: '200',
+      // The schema rides in the URL, as it would for a deployment that shares one database.
+      ...(this.schema ? { DATABASE_URL: schemaUrl(this.schema) } : {}),
       ...env,
     };
   }
@@ -48,7 +87,70 @@ export class ChildService {
     return `http://127.0.0.1:${this.port}`;
   }
 
-  async start(): Promise<void> {
+  /**
+   * Creates and migrates the store before the first start (the schema, on PostgreSQL), then lets
+   * `setup` write into it: known seeds, say, so a test knows each round's outcome in advance.
+   */
+  async prepare(setup?: (db: Database) => Promise<void>): Promise<void> {
+    if (this.schema && this.owner) {
+      const admin = new pg.Client({ connectionString: PG_URL });
+      await admin.connect();
+      await admin.query(`CREATE SCHEMA IF NOT EXISTS ${this.schema}`);
+      await admin.end();
+    }
+    const db = await this.openStore();
+    try {
+      await setup?.(db);
+    } finally {
+      await db.close();
+    }
+  }
+
+  /** The service's store, opened from the test (read what an operator would see, or seed it). */
+  async openStore(): Promise<Database> {
+    const db = this.schema
+      ? new PostgresDatabase({ connectionString: PG_URL, schema: this.schema, poolSize: 2 })
+      : new SqliteDatabase({ filename: join(this.dataDir, 'service.db') });
+    await migrate(db);
+    return db;
+  }
+
+  /**
+   * Reads the store as an operator's support desk would, while the service runs or after it died:
+   * a read-only SQLite connection, or a PostgreSQL session on the service's schema.
+   */
+  async rows<T>(sql: string): Promise<T[]> {
+    if (!this.schema) {
+      const db = new BetterSqlite3(join(this.dataDir, 'service.db'), { readonly: true });
+      try {
+        return db.prepare(sql).all() as T[];
+      } finally {
+        db.close();
+      }
+    }
+    const c = new pg.Client({ connectionString: PG_URL, options: `-c search_path=${this.schema}` });
+    await c.connect();
+    try {
+      return (await c.query(sql)).rows as T[];
+    } finally {
+      await c.end();
+    }
+  }
+
+  /** Drops the PostgreSQL schema (the owner only); the SQLite data directory is left to the OS. */
+  async dispose(): Promise<void> {
+    if (!this.schema || !this.owner) return;
+    const admin = new pg.Client({ connectionString: PG_URL });
+    await admin.connect();
+    await admin.query(`DROP SCHEMA IF EXISTS ${this.schema} CASCADE`);
+    await admin.end();
+  }
+
+  /**
+   * Starts the process. By default resolves once /healthz answers; with `until: 'port'` as soon as
+   * the port accepts a TCP connection, which is the first moment a client could send anything.
+   */
+  async start(options: { until?: 'healthy' | 'port' } = {}): Promise<void> {
     if (!this.port) this.port = await freePort();
     this.output = '';
     const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
@@ -60,6 +162,14 @@ export class ChildService {
     child.stderr!.on('data', (d) => (this.output += d.toString()));
     this.child = child;
     const deadline = Date.now() + 30_000;
+    if (options.until === 'port') {
+      for (;;) {
+        if (child.exitCode !== null) throw new Error(`service exited during start:\n${this.output}`);
+        if (await portAccepts(this.port)) return;
+        if (Date.now() > deadline) throw new Error(`service did not listen in time:\n${this.output}`);
+        await new Promise((r) => setTimeout(r, 2));
+      }
+    }
     for (;;) {
       if (child.exitCode !== null) throw new Error(`service exited during start:\n${this.output}`);
       try {
@@ -82,6 +192,15 @@ export class ChildService {
     child.kill('SIGKILL');
     await exited;
     this.child = null;
+  }
+
+  /** SIGSTOP / SIGCONT: the process freezes (a hung host, a stop-the-world pause) and thaws. */
+  freeze(): void {
+    this.child?.kill('SIGSTOP');
+  }
+
+  thaw(): void {
+    this.child?.kill('SIGCONT');
   }
 
   /** SIGTERM: a graceful stop. Resolves with the exit code. */

@@ -1,4 +1,5 @@
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
+import { DEFAULT_BUSTABIT_SALT } from '../../src/crash/fairness';
 import pg from 'pg';
 import { request } from 'undici';
 import { createApp, type App } from '../../src/app';
@@ -188,13 +189,30 @@ export async function eventually<T>(check: () => Promise<T | undefined | false>,
 }
 
 /** Makes the next rounds of `game` play these seeds, in order, so tests know each outcome in advance. */
+/**
+ * Seeds a test chose, played in order. They form no hash chain, so they are recorded as a fixture
+ * (playable only with APP_ENV=test) with the salt their outcomes were chosen under: bustabit's for
+ * Crash, none for Stock Race (the race then keys on the seed itself).
+ */
 export function withSeeds(game: 'crash' | 'stock_race', seeds: string[]) {
+  const chainId = `fixture-${game}`;
   return async (db: Database): Promise<void> => {
     await db.transaction(async (tx) => {
       for (const [i, seed] of seeds.entries()) {
-        await tx.run('INSERT INTO fair_chains (game, chain_id, idx, hash) VALUES (?, ?, ?, ?)', [game, 'test-chain', i, seed]);
+        const row = [game, chainId, i, seed];
+        await tx.run('INSERT INTO fair_chains (game, chain_id, idx, hash) VALUES (?, ?, ?, ?)', row);
       }
-      await tx.run('INSERT INTO fair_chain_cursor (game, chain_id, next_idx, length) VALUES (?, ?, 0, ?)', [game, 'test-chain', seeds.length]);
+      const commitment = createHash('sha256').update(seeds[0] ?? '').digest('hex');
+      await tx.run(
+        `INSERT INTO fair_chain_records (chain_id, game, length, origin, commitment, committed_at, salt, salt_fixed_at)
+         VALUES (?, ?, ?, 'fixture', ?, 0, ?, 0)`,
+        [chainId, game, seeds.length, commitment, game === 'crash' ? DEFAULT_BUSTABIT_SALT : null],
+      );
+      await tx.run('INSERT INTO fair_chain_cursor (game, chain_id, next_idx, length) VALUES (?, ?, 0, ?)', [
+        game,
+        chainId,
+        seeds.length,
+      ]);
     });
   };
 }

@@ -5,6 +5,7 @@ import { toBet } from '../../bets/bet-repository';
 import { formatMultiplier } from '../../crash/multiplier';
 import { isDomainError, type ErrorCode } from '../../errors/codes';
 import { SURFACE_B_STATUS } from '../../http/error-maps';
+import { hideFromOpenApi } from '../../http/openapi';
 import { streamFeed } from '../../http/sse';
 import { currencyExponent, formatMinor } from '../../money/currency';
 import type { CrashOutcome } from '../../rounds/round';
@@ -14,7 +15,7 @@ import type { AppServices } from '../../services';
 import { hashToken, type PlayerSession } from '../../sessions/session-service';
 import type { SqlExecutor } from '../../store/database';
 import { PLAYER_ASSETS, serveAssets } from '../assets';
-import { crashPlayerPage, playerRefusalPage } from './player-view';
+import { crashPlayerPage, playerRefusalPage, verifyPlayerPage, type VerifiableRound } from './player-view';
 
 type TokenReq = FastifyRequest<{ Querystring: { token?: string } }>;
 
@@ -97,6 +98,7 @@ async function recentCrashPoints(db: SqlExecutor, limit: number): Promise<{ roun
  * Crash view with its feed. Every route but the assets opens only with a live session token.
  */
 export async function playerUiRoutes(app: FastifyInstance, s: AppServices): Promise<void> {
+  hideFromOpenApi(app);
   app.setErrorHandler((error: FastifyError | Error, req, reply) => {
     const code: ErrorCode = isDomainError(error) ? error.code : (error as FastifyError).validation ? 'VALIDATION_FAILED' : 'INTERNAL';
     const status = SURFACE_B_STATUS[code];
@@ -132,6 +134,34 @@ export async function playerUiRoutes(app: FastifyInstance, s: AppServices): Prom
       serverNow: s.clock.now(),
       round: latest ? presentRound(latest) : null,
       recent: await recentCrashPoints(s.db, 12),
+    });
+    return reply.type('text/html; charset=utf-8').send(html);
+  });
+
+  app.get('/play/verify', async (req: FastifyRequest<{ Querystring: { token?: string; round?: string } }>, reply) => {
+    const nonce = newNonce();
+    let session: PlayerSession;
+    try {
+      session = await s.sessions.byToken(req.query.token);
+    } catch (error) {
+      if (!isDomainError(error)) throw error;
+      playerPageHeaders(reply, nonce);
+      const refusal = await playerRefusal(s, req.query.token, error.code, nonce);
+      return reply.status(refusal.status).type('text/html; charset=utf-8').send(refusal.html);
+    }
+    const recent = await s.db.all<{ id: string; game: VerifiableRound['game']; round_number: number }>(
+      `SELECT id, game, round_number FROM rounds WHERE status = 'closed' ORDER BY closed_at DESC LIMIT 12`,
+    );
+    const asked = req.query.round;
+    const roundId = typeof asked === 'string' && /^[\x21-\x7e]{1,100}$/.test(asked) ? asked : null;
+    playerPageHeaders(reply, nonce);
+    const html = verifyPlayerPage({
+      session,
+      token: req.query.token!,
+      nonce,
+      serverNow: s.clock.now(),
+      roundId,
+      recent: recent.map((r) => ({ round_id: r.id, game: r.game, round_number: Number(r.round_number) })),
     });
     return reply.type('text/html; charset=utf-8').send(html);
   });

@@ -40,13 +40,14 @@ export interface PlayerViewModel {
   serverNow: number;
 }
 
-function header(m: PlayerViewModel, current: 'stock_race' | 'crash'): SafeHtml {
+function header(m: PlayerViewModel, current: 'stock_race' | 'crash' | 'verify'): SafeHtml {
   const q = `?token=${encodeURIComponent(m.token)}`;
-  const link = (game: 'stock_race' | 'crash', href: string, label: string) =>
-    html`<li><a href="${href}${q}"${game === current ? html` aria-current="page"` : ''}>${label}</a></li>`;
+  const link = (page: 'stock_race' | 'crash' | 'verify', href: string, label: string) =>
+    html`<li><a href="${href}${q}"${page === current ? html` aria-current="page"` : ''}>${label}</a></li>`;
+  const games = html`${link('stock_race', '/play', 'Stock Race')}${link('crash', '/play/crash', 'Crash')}`;
   return html`<header class="bar">
 <p class="who">Player <strong>${m.session.playerRef}</strong> · ${m.session.currency}</p>
-<nav aria-label="Games"><ul>${link('stock_race', '/play', 'Stock Race')}${link('crash', '/play/crash', 'Crash')}</ul></nav>
+<nav aria-label="Games"><ul>${games}${link('verify', '/play/verify', 'Verify')}</ul></nav>
 </header>`;
 }
 
@@ -111,6 +112,51 @@ ${jsonScript('player-data', {
     server_now: m.serverNow,
   })}`;
   return shell({ title: 'Crash', nonce: m.nonce, body, script: 'player.js' });
+}
+
+export interface VerifiableRound {
+  round_id: string;
+  game: 'crash' | 'stock_race';
+  round_number: number;
+}
+
+/**
+ * The verify view: the page fetches a finished round's revealed seed and its chain's public record
+ * and recomputes everything in the browser (WebCrypto), so its verdict never rests on the server's.
+ */
+export function verifyPlayerPage(m: PlayerViewModel & { roundId: string | null; recent: VerifiableRound[] }): string {
+  const q = `?token=${encodeURIComponent(m.token)}`;
+  const label = (g: VerifiableRound['game']) => (g === 'crash' ? 'Crash' : 'Stock Race');
+  const body = html`${header(m, 'verify')}
+<main id="player" data-session="${m.session.id}">
+<h1>Verify a round</h1>
+<section class="panel" aria-labelledby="verify-title">
+<h2 id="verify-title">Recompute a finished round in this browser</h2>
+<form id="verify-form" class="verify-form">
+<label for="round-id">Round id</label>
+<input id="round-id" name="round" required maxlength="100" autocomplete="off" spellcheck="false"
+ value="${m.roundId ?? ''}">
+<button type="submit">Verify</button>
+</form>
+<p class="verdict" id="verdict" role="status" aria-live="polite"></p>
+<ul id="checks" class="checks"></ul>
+<dl id="details" class="details" hidden></dl>
+<p class="hint">The seed, salt and commitment come from the public fairness record; the outcome and every link are
+recomputed here with your browser's own SHA-256 and HMAC. See docs/fairness.md to do the same by hand.</p>
+</section>
+<section class="panel" aria-labelledby="recent-title">
+<h2 id="recent-title">Recent finished rounds</h2>
+<ul id="recent-rounds" class="recent-rounds">${m.recent.map(
+    (r) => {
+      const href = `/play/verify${q}&round=${encodeURIComponent(r.round_id)}`;
+      return html`<li><a href="${href}" data-round="${r.round_id}">${label(r.game)} #${r.round_number}</a></li>`;
+    },
+  )}</ul>
+</section>
+${back(m)}
+</main>
+${jsonScript('player-data', { round: m.roundId })}`;
+  return shell({ title: 'Verify a round', nonce: m.nonce, body, script: 'verify-page.js' });
 }
 
 /** A link that opens nothing: what happened, and the way back to the operator when the session is known. */

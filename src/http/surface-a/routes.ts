@@ -59,7 +59,11 @@ export function presentCrashBet(bet: Bet): Static<typeof CrashBetView> {
 export async function surfaceARoutes(app: FastifyInstance, s: AppServices): Promise<void> {
   const r = app.withTypeProvider<TypeBoxTypeProvider>();
   guardSurface(app, surfaceA, s, { ownsNotFound: true });
-  const crashRules = { salt: s.config.crash.salt, houseEdgeBp: s.config.crash.houseEdgeBp };
+  const crashRules = {
+    salt: s.config.crash.salt,
+    houseEdgeBp: s.config.crash.houseEdgeBp,
+    engineStaleMs: s.config.crash.engineStaleMs,
+  };
 
   const idempotent = async (
     req: FastifyRequest,

@@ -14,7 +14,9 @@ export const AuthHeaders = Type.Object(
 export const IdempotentHeaders = Type.Object(
   {
     ...AuthHeaders.properties,
-    'idempotency-key': Type.Optional(Type.String({ description: 'required on POST: 1 to 255 characters, unique per operation' })),
+    // Required like the spec says; a request without it still answers 400 IDEMPOTENCY_KEY_MISSING
+    // (see MISSING_FIELD_CODES in ../surface.ts).
+    'idempotency-key': Type.String({ description: '1 to 255 characters, unique per operation' }),
   },
   { additionalProperties: true },
 );

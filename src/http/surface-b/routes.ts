@@ -112,9 +112,6 @@ export async function surfaceBRoutes(app: FastifyInstance, s: AppServices): Prom
     },
     async (req, reply) => {
       const body = req.body;
-      if (body.idempotency_key === undefined) {
-        throw new DomainError('IDEMPOTENCY_KEY_MISSING', 'field "idempotency_key" is required: reserve is a monetary write');
-      }
       const result = await s.idempotency.execute(
         { operatorId: req.operator!.id, key: body.idempotency_key, route: 'POST /v1/bets/reserve', body },
         (error) => ({ statusCode: surfaceB.status[error.code], body: surfaceB.errorBody(error.code, error.message, String(req.id)) }),

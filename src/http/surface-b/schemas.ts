@@ -42,7 +42,13 @@ export const ReserveBody = Type.Object(
       description: 'must be an array of stock symbols (strings)',
     }),
     stake: Type.Number({ description: 'must be a decimal amount in the session currency' }),
-    idempotency_key: Type.Optional(Type.String({ minLength: 1, maxLength: 255, description: 'required: 1 to 255 characters, unique per reservation' })),
+    // Required like every field here; a missing key still answers 400 IDEMPOTENCY_KEY_MISSING (see
+    // MISSING_FIELD_CODES in ../surface.ts), the code the service gives for any monetary write without one.
+    idempotency_key: Type.String({
+      minLength: 1,
+      maxLength: 255,
+      description: 'must be 1 to 255 characters, unique per reservation',
+    }),
   },
   { additionalProperties: false },
 );

@@ -1,0 +1,59 @@
+/**
+ * Named request and response types, picked out of the generated `openapi.ts` (itself generated
+ * from the schemas the service validates with), so nothing here is a second hand-written copy.
+ */
+import type { paths, webhooks } from './openapi.js';
+
+type JsonOf<T> = T extends { content: { 'application/json': infer Body } } ? Body : never;
+type Method = 'get' | 'post' | 'patch' | 'delete';
+type Operation<P extends keyof paths, M extends Method> = NonNullable<paths[P][M]>;
+
+export type RequestBodyOf<P extends keyof paths, M extends Method> =
+  Operation<P, M> extends { requestBody?: infer R } ? JsonOf<NonNullable<R>> : never;
+export type ResponseOf<P extends keyof paths, M extends Method, S extends number = 200> =
+  Operation<P, M> extends { responses: infer R } ? (S extends keyof R ? JsonOf<R[S]> : never) : never;
+export type QueryOf<P extends keyof paths, M extends Method> =
+  Operation<P, M> extends { parameters: { query?: infer Q } } ? NonNullable<Q> : never;
+
+const A = '/api/public/v1';
+type A = typeof A;
+
+// Surface A: Crash.
+export type PlaceBetRequest = RequestBodyOf<`${A}/place-bet`, 'post'>;
+export type PlacedBet = ResponseOf<`${A}/place-bet`, 'post'>;
+export type CashoutRequest = RequestBodyOf<`${A}/cashout`, 'post'>;
+export type CashoutResult = ResponseOf<`${A}/cashout`, 'post'>;
+export type CrashRound = ResponseOf<`${A}/rounds/current`, 'get'>;
+export type CrashBet = ResponseOf<`${A}/bets/{bet_id}`, 'get'>;
+export type SurfaceAErrorBody = ResponseOf<`${A}/place-bet`, 'post', 400>;
+
+// Surface B: Stock Race and the seamless wallet.
+export type LaunchSessionRequest = RequestBodyOf<'/v1/sessions/launch', 'post'>;
+export type LaunchSessionResult = ResponseOf<'/v1/sessions/launch', 'post'>;
+export type ReserveRequest = RequestBodyOf<'/v1/bets/reserve', 'post'>;
+export type ReservedBet = ResponseOf<'/v1/bets/reserve', 'post'>;
+export type StockRaceRound = ResponseOf<'/v1/rounds/current', 'get'>;
+export type StockRaceBet = ResponseOf<'/v1/bets/{bet_id}', 'get'>;
+export type SettlementsQuery = QueryOf<'/v1/settlements', 'get'>;
+export type SettlementList = ResponseOf<'/v1/settlements', 'get'>;
+export type Settlement = SettlementList['settlements'][number];
+export type SurfaceBErrorBody = ResponseOf<'/v1/bets/reserve', 'post', 400>;
+
+// Webhook management (the same operations on both surfaces).
+export type CreateWebhookEndpointRequest = RequestBodyOf<`${A}/webhook-endpoints`, 'post'>;
+export type WebhookEndpointWithSecret = ResponseOf<`${A}/webhook-endpoints`, 'post', 201>;
+export type WebhookEndpointList = ResponseOf<`${A}/webhook-endpoints`, 'get'>;
+export type WebhookEndpoint = ResponseOf<`${A}/webhook-endpoints/{endpoint_id}`, 'get'>;
+export type UpdateWebhookEndpointRequest = RequestBodyOf<`${A}/webhook-endpoints/{endpoint_id}`, 'patch'>;
+export type RotateWebhookSecretRequest = RequestBodyOf<`${A}/webhook-endpoints/{endpoint_id}/rotate-secret`, 'post'>;
+export type WebhookDelivery = ResponseOf<`${A}/webhook-endpoints/{endpoint_id}/test`, 'post', 202>;
+export type WebhookDeliveriesQuery = QueryOf<`${A}/webhook-deliveries`, 'get'>;
+export type WebhookDeliveryList = ResponseOf<`${A}/webhook-deliveries`, 'get'>;
+export type WebhookDeliveryDetail = ResponseOf<`${A}/webhook-deliveries/{delivery_id}`, 'get'>;
+export type VerifySignatureRequest = RequestBodyOf<`${A}/webhooks/verify-signature`, 'post'>;
+export type VerifySignatureResult = ResponseOf<`${A}/webhooks/verify-signature`, 'post'>;
+
+/** The JSON body of each webhook event, keyed by event type. */
+export type WebhookEvent<T extends keyof webhooks = keyof webhooks> = {
+  [K in T]: NonNullable<webhooks[K]['post']> extends { requestBody?: infer R } ? JsonOf<NonNullable<R>> : never;
+}[T];

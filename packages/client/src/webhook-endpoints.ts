@@ -1,0 +1,133 @@
+import { query, type CallOptions, type Transport } from './transport.js';
+import type {
+  CreateWebhookEndpointRequest,
+  RotateWebhookSecretRequest,
+  UpdateWebhookEndpointRequest,
+  VerifySignatureRequest,
+  VerifySignatureResult,
+  WebhookDeliveriesQuery,
+  WebhookDelivery,
+  WebhookDeliveryDetail,
+  WebhookEndpoint,
+  WebhookEndpointList,
+  WebhookEndpointWithSecret,
+} from './types.js';
+
+const id = encodeURIComponent;
+
+/** Webhook endpoints and deliveries: the same operations under either surface's prefix and signature. */
+export class WebhookEndpointsApi {
+  constructor(
+    private readonly t: Transport,
+    private readonly prefix: string,
+  ) {}
+
+  /** The answer carries the endpoint secret (whsec_…): the only time the service shows it. */
+  async create(body: CreateWebhookEndpointRequest, options: CallOptions = {}): Promise<WebhookEndpointWithSecret> {
+    // Not keyed on the service side: a blind retry after no answer could create a second endpoint.
+    const r = await this.t.send<WebhookEndpointWithSecret>({
+      method: 'POST',
+      path: `${this.prefix}/webhook-endpoints`,
+      body,
+      retrySafe: false,
+      signal: options.signal,
+    });
+    return r.data;
+  }
+
+  async list(options: CallOptions = {}): Promise<WebhookEndpoint[]> {
+    const r = await this.t.send<WebhookEndpointList>({
+      method: 'GET',
+      path: `${this.prefix}/webhook-endpoints`,
+      retrySafe: true,
+      signal: options.signal,
+    });
+    return r.data.endpoints;
+  }
+
+  async get(endpointId: string, options: CallOptions = {}): Promise<WebhookEndpoint> {
+    return (
+      await this.t.send<WebhookEndpoint>({
+        method: 'GET',
+        path: `${this.prefix}/webhook-endpoints/${id(endpointId)}`,
+        retrySafe: true,
+        signal: options.signal,
+      })
+    ).data;
+  }
+
+  async update(
+    endpointId: string,
+    body: UpdateWebhookEndpointRequest,
+    options: CallOptions = {},
+  ): Promise<WebhookEndpoint> {
+    const path = `${this.prefix}/webhook-endpoints/${id(endpointId)}`;
+    return (
+      await this.t.send<WebhookEndpoint>({ method: 'PATCH', path, body, retrySafe: true, signal: options.signal })
+    ).data;
+  }
+
+  async delete(endpointId: string, options: CallOptions = {}): Promise<void> {
+    await this.t.send({
+      method: 'DELETE',
+      path: `${this.prefix}/webhook-endpoints/${id(endpointId)}`,
+      retrySafe: true,
+      signal: options.signal,
+    });
+  }
+
+  /** A new secret; the previous one keeps signing alongside it for `overlap_ms`. */
+  async rotateSecret(
+    endpointId: string,
+    body: RotateWebhookSecretRequest = {},
+    options: CallOptions = {},
+  ): Promise<WebhookEndpointWithSecret> {
+    const path = `${this.prefix}/webhook-endpoints/${id(endpointId)}/rotate-secret`;
+    return (
+      await this.t.send<WebhookEndpointWithSecret>({
+        method: 'POST',
+        path,
+        body,
+        retrySafe: false,
+        signal: options.signal,
+      })
+    ).data;
+  }
+
+  async sendTest(endpointId: string, options: CallOptions = {}): Promise<WebhookDelivery> {
+    const path = `${this.prefix}/webhook-endpoints/${id(endpointId)}/test`;
+    return (await this.t.send<WebhookDelivery>({ method: 'POST', path, retrySafe: false, signal: options.signal }))
+      .data;
+  }
+
+  async deliveries(filter: WebhookDeliveriesQuery = {}, options: CallOptions = {}): Promise<WebhookDelivery[]> {
+    const path = `${this.prefix}/webhook-deliveries${query(filter)}`;
+    const r = await this.t.send<{ deliveries: WebhookDelivery[] }>({
+      method: 'GET',
+      path,
+      retrySafe: true,
+      signal: options.signal,
+    });
+    return r.data.deliveries;
+  }
+
+  async delivery(deliveryId: string, options: CallOptions = {}): Promise<WebhookDeliveryDetail> {
+    const path = `${this.prefix}/webhook-deliveries/${id(deliveryId)}`;
+    return (await this.t.send<WebhookDeliveryDetail>({ method: 'GET', path, retrySafe: true, signal: options.signal }))
+      .data;
+  }
+
+  async resend(deliveryId: string, options: CallOptions = {}): Promise<WebhookDelivery> {
+    const path = `${this.prefix}/webhook-deliveries/${id(deliveryId)}/resend`;
+    return (await this.t.send<WebhookDelivery>({ method: 'POST', path, retrySafe: false, signal: options.signal }))
+      .data;
+  }
+
+  /** Asks the service to check an x-service-signature (for a receiver that cannot verify locally). */
+  async verifySignature(body: VerifySignatureRequest, options: CallOptions = {}): Promise<VerifySignatureResult> {
+    const path = `${this.prefix}/webhooks/verify-signature`;
+    return (
+      await this.t.send<VerifySignatureResult>({ method: 'POST', path, body, retrySafe: true, signal: options.signal })
+    ).data;
+  }
+}

@@ -1,0 +1,26 @@
+// Types for verify-core.js, the browser-side verifier (plain JavaScript so it is served as is).
+export interface VerifyCheck {
+  name: string;
+  ok: boolean;
+  detail: string;
+}
+export interface VerifyResult {
+  verified: boolean;
+  checks: VerifyCheck[];
+  recomputed: { crash_point: number } | { winner: string; winner_pct_bp: number } | null;
+}
+export function hexToBytes(hex: string): Uint8Array;
+export function sha256HexOfText(text: string): Promise<string>;
+export function hmacSha256Hex(keyBytes: Uint8Array, messageBytes: Uint8Array): Promise<string>;
+export function hashForward(seed: string, steps: number): Promise<string>;
+export function deriveSalt(commitment: string, contribution: string): Promise<string>;
+export function crashPoint(seed: string, salt: string, houseEdgeBp: number): Promise<number>;
+export function stockRace(
+  seed: string,
+  salt: string | null,
+  symbols: readonly string[],
+): Promise<{ race_key: string; moves: { symbol: string; pct_bp: number }[]; winner: string; winner_pct_bp: number }>;
+export function verifyRound(
+  round: Record<string, unknown>,
+  chain: Record<string, unknown> | null,
+): Promise<VerifyResult>;

@@ -1,0 +1,138 @@
+// Recomputes a round from what the service revealed, with nothing but WebCrypto (SubtleCrypto): the
+// same file runs in the player's browser and in `npm run verify` (Node 20's globalThis.crypto), and it
+// shares no code with the server, so a fault in the server's own computation cannot hide here.
+//
+// Encodings (docs/fairness.md):
+// - chain link: sha256 of the 64-character lowercase hex TEXT of a seed, as hex text again;
+// - salt: sha256 of the UTF-8 text `<commitment>:<contribution>`, hex;
+// - Crash random: HMAC-SHA256(key = the salt's TEXT, message = the seed's 32 BYTES), first 52 bits;
+// - Stock Race key: the same HMAC as hex; per symbol HMAC-SHA256(key = the key's 32 BYTES, message = symbol).
+
+const subtle = globalThis.crypto.subtle;
+const encoder = new TextEncoder();
+const HEX64 = /^[0-9a-f]{64}$/;
+const TWO_POW_52 = 2n ** 52n;
+
+const toHex = (buffer) => Array.from(new Uint8Array(buffer), (b) => b.toString(16).padStart(2, '0')).join('');
+
+export function hexToBytes(hex) {
+  if (!/^(?:[0-9a-fA-F]{2})*$/.test(hex)) throw new Error('not an even-length hex string');
+  const out = new Uint8Array(hex.length / 2);
+  for (let i = 0; i < out.length; i++) out[i] = parseInt(hex.slice(2 * i, 2 * i + 2), 16);
+  return out;
+}
+
+export async function sha256HexOfText(text) {
+  return toHex(await subtle.digest('SHA-256', encoder.encode(text)));
+}
+
+export async function hmacSha256Hex(keyBytes, messageBytes) {
+  const key = await subtle.importKey('raw', keyBytes, { name: 'HMAC', hash: 'SHA-256' }, false, ['sign']);
+  return toHex(await subtle.sign('HMAC', key, messageBytes));
+}
+
+/** The seed hashed forward `steps` times; from index i, i + 1 steps reach the chain's commitment. */
+export async function hashForward(seed, steps) {
+  let h = seed;
+  for (let i = 0; i < steps; i++) h = await sha256HexOfText(h);
+  return h;
+}
+
+export const deriveSalt = (commitment, contribution) => sha256HexOfText(`${commitment}:${contribution}`);
+
+/** Crash point in hundredths: max(100, floor((10000 - edge) * 2^52 / (100 * (2^52 - r)))), exact. */
+export async function crashPoint(seed, salt, houseEdgeBp) {
+  const digest = await hmacSha256Hex(encoder.encode(salt), hexToBytes(seed));
+  const r = BigInt(`0x${digest.slice(0, 13)}`);
+  const hundredths = ((10000n - BigInt(houseEdgeBp)) * TWO_POW_52) / (100n * (TWO_POW_52 - r));
+  const capped = hundredths > BigInt(Number.MAX_SAFE_INTEGER) ? Number.MAX_SAFE_INTEGER : Number(hundredths);
+  return Math.max(100, capped);
+}
+
+/** Stock Race: per symbol move = (first 52 bits mod 2001) - 1000; best move wins, ties to the larger digest. */
+export async function stockRace(seed, salt, symbols) {
+  const key = salt === null ? seed : await hmacSha256Hex(encoder.encode(salt), hexToBytes(seed));
+  const keyBytes = hexToBytes(key);
+  let best = null;
+  const moves = [];
+  for (const symbol of symbols) {
+    const digest = await hmacSha256Hex(keyBytes, encoder.encode(symbol));
+    const pctBp = Number(BigInt(`0x${digest.slice(0, 13)}`) % 2001n) - 1000;
+    moves.push({ symbol, pct_bp: pctBp });
+    if (best === null || pctBp > best.pct_bp || (pctBp === best.pct_bp && digest > best.digest))
+      best = { symbol, pct_bp: pctBp, digest };
+  }
+  return { race_key: key, moves, winner: best.symbol, winner_pct_bp: best.pct_bp };
+}
+
+/**
+ * Every check a player can make on a finished round, from the round's verify data (GET
+ * /fairness/rounds/:id) and its chain's public record (GET /fairness/chains). `verified` is true only
+ * when every check passes.
+ */
+export async function verifyRound(round, chain) {
+  const checks = [];
+  const check = (name, ok, detail) => checks.push({ name, ok: Boolean(ok), detail });
+  const seed = String(round.seed ?? '');
+  if (!HEX64.test(seed)) {
+    check('the round revealed a seed', false, 'no 64-hex-digit seed in the response (is the round finished?)');
+    return { verified: false, checks, recomputed: null };
+  }
+  check(
+    'sha256(seed) is the seed_hash published when the round opened',
+    (await sha256HexOfText(seed)) === round.seed_hash,
+    round.seed_hash,
+  );
+  if (chain) {
+    const steps = Number(round.chain_idx) + 1;
+    const reached = await hashForward(seed, steps);
+    check(
+      `the seed hashed forward ${steps} time${steps === 1 ? '' : 's'} is the chain's published commitment`,
+      reached === chain.commitment,
+      chain.commitment,
+    );
+    if (chain.contribution !== null && chain.contribution !== undefined) {
+      check(
+        'the salt is sha256(commitment:contribution)',
+        (await deriveSalt(chain.commitment, chain.contribution)) === round.salt,
+        round.salt,
+      );
+      check(
+        'the salt was fixed after the commitment was published',
+        Number(chain.salt_fixed_at) >= Number(chain.committed_at),
+        '',
+      );
+    } else {
+      // Only a test fixture (seeds a test chose, playable with APP_ENV=test alone) has no contribution.
+      check(
+        'the chain is a test fixture whose salt was recorded, not contributed',
+        chain.origin === 'fixture',
+        `origin ${chain.origin}`,
+      );
+    }
+  } else {
+    check("the round's chain is in the public record", false, round.chain_id);
+  }
+  let recomputed = null;
+  if (round.game === 'crash') {
+    const point = await crashPoint(seed, round.salt, Number(round.house_edge_bp));
+    recomputed = { crash_point: point };
+    if (round.outcome)
+      check(
+        'the crash point played is the one the seed and salt give',
+        round.outcome.crash_point === point,
+        `${(point / 100).toFixed(2)}x`,
+      );
+  } else {
+    const race = await stockRace(seed, round.salt ?? null, round.symbols);
+    recomputed = { winner: race.winner, winner_pct_bp: race.winner_pct_bp };
+    if (round.outcome) {
+      check(
+        'the winner played is the one the seed and salt give',
+        round.outcome.winner === race.winner && round.outcome.winner_pct_bp === race.winner_pct_bp,
+        race.winner,
+      );
+    }
+  }
+  return { verified: checks.every((c) => c.ok), checks, recomputed };
+}

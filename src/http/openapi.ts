@@ -1,0 +1,97 @@
+import type { FastifyInstance } from 'fastify';
+import type { OpenAPIV3_1 } from 'openapi-types';
+
+/**
+ * Security schemes of the OpenAPI document. OpenAPI has no HMAC scheme, so each signing header is an
+ * apiKey-type scheme and an operation requires all three of its surface together; the descriptions
+ * say how the signature is computed. Tools (client generators, mock servers, catalogues) then know
+ * which headers each operation needs without reading prose.
+ */
+const REQUEST_SIGNATURE =
+  'lowercase hex HMAC-SHA256 keyed with the API secret over METHOD + "\\n" + PATH (with its query string) + "\\n" + ' +
+  'TIMESTAMP + "\\n" + the raw body (empty for a GET)';
+
+export const SECURITY_SCHEMES: Record<string, OpenAPIV3_1.SecuritySchemeObject> = {
+  partnerApiKey: { type: 'apiKey', in: 'header', name: 'x-api-key', description: 'Surface A: the partner API key' },
+  partnerSignature: {
+    type: 'apiKey',
+    in: 'header',
+    name: 'x-signature',
+    description: `Surface A: ${REQUEST_SIGNATURE}`,
+  },
+  partnerTimestamp: {
+    type: 'apiKey',
+    in: 'header',
+    name: 'x-timestamp',
+    description: 'Surface A: milliseconds since epoch, within 5 minutes of the server clock (part of the signed text)',
+  },
+  operatorKey: { type: 'apiKey', in: 'header', name: 'X-Operator-Key', description: 'Surface B: the operator API key' },
+  operatorSignature: {
+    type: 'apiKey',
+    in: 'header',
+    name: 'X-Signature',
+    description: `Surface B: ${REQUEST_SIGNATURE}`,
+  },
+  operatorTimestamp: {
+    type: 'apiKey',
+    in: 'header',
+    name: 'X-Timestamp',
+    description: 'Surface B: milliseconds since epoch, within 5 minutes of the server clock (part of the signed text)',
+  },
+  serviceSignature: {
+    type: 'apiKey',
+    in: 'header',
+    name: 'x-service-signature',
+    description:
+      'Webhook deliveries: t=<ms>,v1=<hex HMAC-SHA256(endpoint secret, "<t>.<raw body>")>, ' +
+      'one v1 per secret during a rotation',
+  },
+  standardWebhookSignature: {
+    type: 'apiKey',
+    in: 'header',
+    name: 'webhook-signature',
+    description:
+      'Surface A webhook deliveries (Standard Webhooks): v1,<base64 HMAC-SHA256(base64-decoded secret after whsec_, ' +
+      '"<webhook-id>.<webhook-timestamp>.<raw body>")>, with the webhook-id and webhook-timestamp (seconds) headers',
+  },
+};
+
+export type SecurityRequirement = Record<string, string[]>;
+
+export const SURFACE_SECURITY: Record<'A' | 'B', SecurityRequirement[]> = {
+  A: [{ partnerApiKey: [], partnerSignature: [], partnerTimestamp: [] }],
+  B: [{ operatorKey: [], operatorSignature: [], operatorTimestamp: [] }],
+};
+
+/** Deliveries carry x-service-signature always, plus Standard Webhooks (A endpoints) or the request scheme (B). */
+export const WEBHOOK_SECURITY: SecurityRequirement[] = [
+  { serviceSignature: [] },
+  { standardWebhookSignature: [] },
+  { operatorKey: [], operatorSignature: [], operatorTimestamp: [] },
+];
+
+/** Every route registered in this scope (after the call) gets `security` in the document. */
+export function documentSecurity(app: FastifyInstance, security: SecurityRequirement[]): void {
+  app.addHook('onRoute', (route) => {
+    const schema = (route.schema ??= {}) as { security?: SecurityRequirement[] };
+    schema.security ??= security;
+  });
+}
+
+/** HTML pages and browser feeds are not part of the API: keep them out of the document. */
+export function hideFromOpenApi(app: FastifyInstance): void {
+  app.addHook('onRoute', (route) => {
+    const schema = (route.schema ??= {}) as { hide?: boolean };
+    schema.hide = true;
+  });
+}
+
+export function withWebhookSecurity(
+  webhooks: Record<string, OpenAPIV3_1.PathItemObject>,
+): Record<string, OpenAPIV3_1.PathItemObject> {
+  const out: Record<string, OpenAPIV3_1.PathItemObject> = {};
+  for (const [name, item] of Object.entries(webhooks)) {
+    out[name] = item.post ? { ...item, post: { ...item.post, security: WEBHOOK_SECURITY } } : item;
+  }
+  return out;
+}

@@ -1,0 +1,154 @@
+import { createHash } from 'node:crypto';
+import type { Browser } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { withShortCommittedCrashChain } from '../support/fair-chains';
+import { client, eventually, startTestApp, type TestApp } from '../support/harness';
+import {
+  FAST_ROUNDS,
+  horizontalOverflow,
+  launchBrowser,
+  screenshot,
+  unexpectedErrors,
+  watchedPage,
+  type WatchedPage,
+} from './support';
+
+const sha = (text: string): string => createHash('sha256').update(text).digest('hex');
+
+describe('the player verify view in Chromium', () => {
+  let t: TestApp;
+  let browser: Browser;
+  let w: WatchedPage;
+  let verifyUrl: string;
+  const short = withShortCommittedCrashChain(3);
+
+  const closedRound = (game: 'crash' | 'stock_race') =>
+    eventually(
+      async () =>
+        t.app.services.db.get<{ id: string; round_number: number }>(
+          `SELECT id, round_number FROM rounds WHERE game = ? AND status = 'closed' ORDER BY round_number LIMIT 1`,
+          [game],
+        ),
+      45_000,
+      200,
+      `a closed ${game} round`,
+    );
+
+  beforeAll(async () => {
+    t = await startTestApp({ env: FAST_ROUNDS, beforeStart: short.seed });
+    const call = client(t.baseUrl, await t.createOperator({ name: 'Acme Gaming' }), 'B');
+    const res = await call('POST', '/v1/sessions/launch', {
+      player_ref: 'alice',
+      currency: 'EUR',
+      return_url: 'https://operator.example/lobby',
+    });
+    expect(res.status).toBe(200);
+    const launch = new URL(res.body.launch_url);
+    verifyUrl = `${t.baseUrl}/play/verify${launch.search}`;
+    browser = await launchBrowser();
+    w = await watchedPage(browser, { width: 390, height: 844 });
+  });
+
+  afterAll(async () => {
+    await w?.context.close();
+    await browser?.close();
+    await t?.close();
+  });
+
+  it('shows "verified" for a Crash round and a Stock Race round the service played', async () => {
+    const { page } = w;
+    const crash = await closedRound('crash');
+    await page.goto(`${verifyUrl}&round=${crash.id}`);
+    await expect(page.getByRole('heading', { level: 1 }).textContent()).resolves.toBe('Verify a round');
+    await expect(page.getByRole('link', { name: 'Verify' }).getAttribute('aria-current')).resolves.toBe('page');
+    await page.locator('#verdict[data-result="verified"]').waitFor();
+    await expect(page.locator('#verdict').textContent()).resolves.toBe('verified');
+    await expect(page.locator('#checks li.bad').count()).resolves.toBe(0);
+    await expect(page.locator('#checks li.ok').count()).resolves.toBe(5);
+    await expect(page.locator('#details').textContent()).resolves.toContain(`${(short.points[0]! / 100).toFixed(2)}x`);
+    await expect(page.locator('#details').textContent()).resolves.toContain(short.commitment);
+    expect(await horizontalOverflow(page)).toBeLessThanOrEqual(0);
+    await screenshot(page, 'player-verify');
+
+    // Another round through the form, as a player pasting an id from the operator's history.
+    const race = await closedRound('stock_race');
+    await page.getByLabel('Round id').fill(race.id);
+    await page.getByRole('button', { name: 'Verify' }).click();
+    await page.locator('#details', { hasText: 'Stock Race' }).waitFor();
+    await page.locator('#verdict[data-result="verified"]').waitFor();
+    await expect(page.locator('#details').textContent()).resolves.toContain('Winner (recomputed)');
+  });
+
+  it('shows "mismatch" when the response carries an altered seed', async () => {
+    const { page } = w;
+    const crash = await closedRound('crash');
+    const target = `**/fairness/rounds/${crash.id}`;
+    // Another genuine seed of the same chain, handed out as this round's.
+    await page.route(target, async (route) => {
+      const response = await route.fetch();
+      const json = { ...(await response.json()), seed: short.hashes[1] };
+      await route.fulfill({ response, json });
+    });
+    await page.goto(`${verifyUrl}&round=${crash.id}`);
+    await page.locator('#verdict[data-result="mismatch"]').waitFor();
+    await expect(page.locator('#verdict').textContent()).resolves.toBe('mismatch');
+    await expect(page.locator('#checks li.bad').first().textContent()).resolves.toBe(
+      'sha256(seed) is the seed_hash published when the round opened',
+    );
+    await screenshot(page, 'player-verify-mismatch');
+    await page.unroute(target);
+
+    // A consistent lie (seed_hash altered to match the altered seed) still fails the commitment link.
+    const forged = 'ab'.repeat(32);
+    await page.route(target, async (route) => {
+      const response = await route.fetch();
+      const json = { ...(await response.json()), seed: forged, seed_hash: sha(forged) };
+      await route.fulfill({ response, json });
+    });
+    await page.reload();
+    await page.locator('#verdict[data-result="mismatch"]').waitFor();
+    const failed = await page.locator('#checks li.bad').allTextContents();
+    expect(failed).toContain("the seed hashed forward 1 time is the chain's published commitment");
+    expect(failed).toContain('the crash point played is the one the seed and salt give');
+    await page.unroute(target);
+
+    expect(unexpectedErrors(w.errors)).toEqual([]);
+  });
+
+  it("recomputes bustabit's published game #1394728 (1.26x) with Chromium's WebCrypto", async () => {
+    const { page } = w;
+    // bustabit's own values, served in the shape of a round and its chain: game #1394728 sits four
+    // steps above game #1394724, which plays the part of the commitment here.
+    const seed = 'b2acd37fbdb5509926ab5d7329704c840f8467266c90019682f3b260a029bdba';
+    let game1394724 = seed;
+    for (let i = 0; i < 4; i++) game1394724 = sha(game1394724);
+    await page.route('**/fairness/rounds/bustabit-1394728', (route) =>
+      route.fulfill({
+        json: {
+          round_id: 'bustabit-1394728',
+          game: 'crash',
+          status: 'closed',
+          seed,
+          seed_hash: sha(seed),
+          chain_id: 'bustabit-v2',
+          chain_idx: 3,
+          salt: '0000000000000000004d6ec16dafe9d8370958664c1dc422f452892264c59526',
+          house_edge_bp: 100,
+          outcome: { crash_point: 126 },
+        },
+      }),
+    );
+    await page.route('**/fairness/chains?game=crash', (route) =>
+      route.fulfill({
+        json: { chains: [{ chain_id: 'bustabit-v2', origin: 'fixture', commitment: game1394724, contribution: null }] },
+      }),
+    );
+    await page.goto(`${verifyUrl}&round=bustabit-1394728`);
+    await page.locator('#verdict[data-result="verified"]').waitFor();
+    await expect(page.locator('#details').textContent()).resolves.toContain('Crash point (recomputed)1.26x');
+    await expect(page.locator('#checks li.ok').allTextContents()).resolves.toContain(
+      "the seed hashed forward 4 times is the chain's published commitment",
+    );
+    await page.unrouteAll();
+  });
+});
