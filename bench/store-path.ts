@@ -60,6 +60,7 @@ const timedExecutor = (tx: SqlExecutor): SqlExecutor => ({
 });
 const timedDatabase = (db: Database): Database => ({
   ...timedExecutor(db),
+  reads: timedExecutor(db.reads),
   transaction: (fn, options) => db.transaction((tx) => fn(timedExecutor(tx)), options),
   tryAcquireLease: (name) => db.tryAcquireLease(name),
   close: () => db.close(),

@@ -10,6 +10,7 @@ import { playerUiRoutes } from './dashboard/player/player-ui-routes';
 import { dashboardRoutes } from './dashboard/plugin';
 import { complianceRoutes } from './http/compliance/routes';
 import { playerRoutes } from './http/player/player-routes';
+import { sandboxRoutes } from './http/sandbox/routes';
 import { TokenBucketLimiter } from './http/rate-limit';
 import { buildHttpServer } from './http/server';
 import { surfaceA } from './http/surface-a/routes';
@@ -22,6 +23,8 @@ import { Readiness } from './ops/readiness';
 import { RoundEngine } from './rounds/engine';
 import { FairChainService } from './rounds/fair-chain';
 import { LiveFeed } from './rounds/live-feed';
+import { SandboxService } from './sandbox/sandbox-service';
+import { simulatedWallet } from './sandbox/simulated-wallet';
 import type { AppServices } from './services';
 import { SessionService } from './sessions/session-service';
 import { StockRaceGame } from './stock-race/stock-race-game';
@@ -142,6 +145,7 @@ export async function createApp(config: Config, overrides: AppOverrides = {}): P
     allowPrivateTargets: config.wallet.allowPrivateTargets,
     maxResponseBytes: config.wallet.maxResponseBytes,
     pollIntervalMs: config.wallet.pollIntervalMs,
+    simulatedWallet: (s) => simulatedWallet.settle(db, config, s, clock.now()),
   });
   // One process on SQLite: its engines feed its subscribers directly, nothing to fan out.
   const feed = new LiveFeed(db, clock, [crashEngine, stockRaceEngine], 500, bus instanceof PostgresChangeBus ? bus : undefined);
@@ -149,6 +153,15 @@ export async function createApp(config: Config, overrides: AppOverrides = {}): P
   // balancer stops routing to an instance that lost one: a Redis client adds
   // readiness.addCheck('redis', async () => void (await redis.ping())) where it is created.
   const readiness = new Readiness(db);
+  const sandbox = new SandboxService({
+    db,
+    clock,
+    logger: logger.child({ part: 'sandbox' }),
+    config,
+    operators,
+    idleMs: config.sandbox.idleMs,
+    runEngines: config.runEngines,
+  });
   const services: AppServices = {
     config,
     clock,
@@ -173,6 +186,7 @@ export async function createApp(config: Config, overrides: AppOverrides = {}): P
     bus,
     readiness,
     fairChains: chain,
+    sandbox,
   };
   const http = await buildHttpServer(services, {
     modules: [
@@ -182,6 +196,8 @@ export async function createApp(config: Config, overrides: AppOverrides = {}): P
       { prefix: '/v1', register: webhookRoutes(surfaceB) },
       { prefix: '/api/public/v1', register: complianceRoutes(surfaceA) },
       { prefix: '/v1', register: complianceRoutes(surfaceB) },
+      { prefix: '/api/public/v1', register: sandboxRoutes(surfaceA) },
+      { prefix: '/v1', register: sandboxRoutes(surfaceB) },
       { prefix: '/dashboard', register: dashboardRoutes },
       { prefix: '', register: playerUiRoutes },
     ],
@@ -201,6 +217,7 @@ export async function createApp(config: Config, overrides: AppOverrides = {}): P
       }
       await crashEngine.start();
       await stockRaceEngine.start();
+      sandbox.start();
       walletWorker.start();
       await webhooks.dispatcher.start();
       purgeTimer = setInterval(() => {
@@ -219,6 +236,7 @@ export async function createApp(config: Config, overrides: AppOverrides = {}): P
       await http.close();
       await crashEngine.stop();
       await stockRaceEngine.stop();
+      await sandbox.stop();
       await walletWorker.stop();
       await webhooks.dispatcher.stop();
       feed.stop();

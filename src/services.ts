@@ -11,6 +11,7 @@ import type { OperatorService } from './operators/operators';
 import type { RoundEngine } from './rounds/engine';
 import type { Readiness } from './ops/readiness';
 import type { FairChainService } from './rounds/fair-chain';
+import type { SandboxService } from './sandbox/sandbox-service';
 import type { LiveFeed } from './rounds/live-feed';
 import type { SessionService } from './sessions/session-service';
 import type { StockRaceGame } from './stock-race/stock-race-game';
@@ -44,4 +45,6 @@ export interface AppServices {
   readiness: Readiness;
   /** Hash chains: their public records, contributions that fix salts, revealed seeds. */
   fairChains: FairChainService;
+  /** Test mode: sandbox operators' own rounds, scripted outcomes, timing and simulated wallet. */
+  sandbox: SandboxService;
 }

@@ -150,7 +150,8 @@ describe('dashboard over HTTP: sessions, CSRF, scoping, escaping', () => {
 
 describe('dashboard cookie outside development and test', () => {
   it('is Secure', async () => {
-    const t = await startTestApp({ engines: false, env: { APP_ENV: 'production', TRUST_PROXY_TLS: 'true' } });
+    const env = { APP_ENV: 'production', TRUST_PROXY_TLS: 'true', TRUST_PROXY_HOPS: '1' };
+    const t = await startTestApp({ engines: false, env });
     try {
       const op = await t.createOperator();
       await new DashboardAuth(t.app.services.db, t.app.services.clock).createUser({ operatorId: op.id, email: 'p@example.com', password: PASSWORD });

@@ -5,8 +5,8 @@ import { client, eventually, startTestApp, type TestApp } from './support/harnes
 describe('a player session used from several places', () => {
   let t: TestApp;
   beforeAll(async () => {
-    // Behind a trusted proxy the client address comes from X-Forwarded-For.
-    t = await startTestApp({ engines: false, env: { TRUST_PROXY_TLS: 'true' } });
+    // Behind a trusted proxy (here: the loopback peer) the client address comes from X-Forwarded-For.
+    t = await startTestApp({ engines: false, env: { TRUST_PROXY_TLS: 'true', TRUST_PROXY_ADDRESSES: 'loopback' } });
   });
   afterAll(async () => t?.close());
 

@@ -67,7 +67,8 @@ describe.each(STORES)('webhooks on %s', (store) => {
 
     const wh = new Webhook(ep.secret);
     for (const { r, body } of seen) {
-      expect(Object.keys(body).sort()).toEqual(['created_at', 'data', 'id', 'type']);
+      expect(Object.keys(body).sort()).toEqual(['created_at', 'data', 'id', 'livemode', 'type']);
+      expect(body.livemode).toBe(true);
       expect(header(r, 'webhook-id')).toBe(body.id);
       expect(header(r, 'x-event-type')).toBe(body.type);
       // The unmodified library verifies the real delivery, exactly as received.
@@ -206,7 +207,7 @@ describe.each(STORES)('webhooks on %s', (store) => {
     const doc = JSON.parse(await (await fetch(`${t.baseUrl}/openapi.json`)).text());
     expect(Object.keys(doc.webhooks).sort()).toEqual(['bet.settled', 'compliance.flag', 'round.closed', 'round.opened', 'webhook.test']);
     const settled = doc.webhooks['bet.settled'].post.requestBody.content['application/json'].schema;
-    expect(settled.required).toEqual(['id', 'type', 'created_at', 'data']);
+    expect(settled.required).toEqual(['id', 'type', 'created_at', 'livemode', 'data']);
     expect(settled.properties.data.properties.cashout_kind).toBeDefined();
     for (const path of ['/api/public/v1/webhook-endpoints', '/v1/webhook-endpoints', '/api/public/v1/webhooks/verify-signature', '/v1/compliance/flags']) {
       expect(doc.paths[path], path).toBeDefined();

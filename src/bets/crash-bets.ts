@@ -1,5 +1,5 @@
 import type { ComplianceHooks } from '../compliance/hooks';
-import { crashPointOf, cappedPayout, effectiveTarget } from '../crash/crash-rules';
+import { crashPointOf, cappedPayout, effectiveTarget, scriptedCrashPoint } from '../crash/crash-rules';
 import { formatMultiplier, multiplierAt } from '../crash/multiplier';
 import { DomainError } from '../errors/codes';
 import type { Operator } from '../operators/operator';
@@ -38,8 +38,12 @@ export async function placeCrashBet(
   if (input.amount > operator.settings.crash.max_payout_per_bet) {
     throw new DomainError('STAKE_OUT_OF_RANGE', `amount exceeds this operator's maximum payout per bet (${operator.settings.crash.max_payout_per_bet})`);
   }
+  // A test-mode operator plays only in its own sandbox rounds; everyone else only in live ones.
+  const sandbox = operator.mode === 'test';
   const round = await tx.get<OpenRoundRow>(
-    `SELECT id, round_number, betting_closes_at FROM rounds WHERE game = 'crash' AND status = 'open' ORDER BY round_number DESC LIMIT 1${forShare(tx)}`,
+    `SELECT id, round_number, betting_closes_at FROM rounds WHERE game = 'crash' AND status = 'open'
+     AND ${sandbox ? 'operator_id = ?' : 'operator_id IS NULL'} ORDER BY round_number DESC LIMIT 1${forShare(tx)}`,
+    sandbox ? [operator.id] : [],
   );
   if (!round || now >= Number(round.betting_closes_at)) {
     throw new DomainError('BETTING_CLOSED', 'no Crash round is taking bets right now; retry when the next betting window opens');
@@ -109,11 +113,9 @@ export async function cashoutCrashBet(
     );
   }
   // The round's frozen salt and edge (its chain's salt), never today's configuration.
-  const crash = crashPointOf(
-    round.seed,
-    String(round.settings.salt ?? rules.salt),
-    Number(round.settings.house_edge_bp ?? rules.houseEdgeBp),
-  );
+  const crash =
+    scriptedCrashPoint(round) ??
+    crashPointOf(round.seed, String(round.settings.salt ?? rules.salt), Number(round.settings.house_edge_bp ?? rules.houseEdgeBp));
   const now_m = multiplierAt(Math.max(0, now - round.runningAt));
   const target = effectiveTarget(bet, operator.settings.crash.max_payout_per_bet);
   let multiplier: number;

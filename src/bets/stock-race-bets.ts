@@ -45,7 +45,9 @@ export async function reserveStockRaceBet(
 
   await tx.get(`SELECT id FROM rounds WHERE id = ?${forShare(tx)}`, [input.roundId]);
   const round = await roundRepository.byId(tx, input.roundId);
-  if (!round) throw new DomainError('ROUND_NOT_FOUND', `no round ${input.roundId}`);
+  // A test-mode operator's bets go to its own sandbox rounds only, a live operator's to live ones only.
+  const scope = operator.mode === 'test' ? operator.id : null;
+  if (!round || round.operatorId !== scope) throw new DomainError('ROUND_NOT_FOUND', `no round ${input.roundId}`);
   if (round.game !== 'stock_race') {
     throw new DomainError('WRONG_GAME', `round ${input.roundId} is a ${round.game} round; Stock Race bets need a stock_race round`, { game: round.game });
   }

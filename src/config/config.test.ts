@@ -12,7 +12,13 @@ describe('config', () => {
 
   it('refuses plain HTTP in production unless TLS or a trusted TLS proxy is configured', () => {
     expect(() => loadConfig({ APP_ENV: 'production', MASTER_KEY: 'a'.repeat(64) })).toThrow(/refusing to serve plain HTTP in production/);
-    expect(loadConfig({ APP_ENV: 'production', MASTER_KEY: 'a'.repeat(64), TRUST_PROXY_TLS: 'true' }).publicBaseUrl).toMatch(/^https:/);
+    const behindProxy = {
+      APP_ENV: 'production',
+      MASTER_KEY: 'a'.repeat(64),
+      TRUST_PROXY_TLS: 'true',
+      TRUST_PROXY_HOPS: '1',
+    };
+    expect(loadConfig(behindProxy).publicBaseUrl).toMatch(/^https:/);
     expect(loadConfig({ APP_ENV: 'production', MASTER_KEY: 'a'.repeat(64), TLS_CERT_FILE: '/c', TLS_KEY_FILE: '/k' }).tls).toEqual({
       certFile: '/c',
       keyFile: '/k',
@@ -26,7 +32,9 @@ describe('config', () => {
     expect(() => loadConfig({ APP_ENV: 'development', PORT: '70000' })).toThrow(/PORT must be between 0 and 65535/);
     expect(() => loadConfig({ APP_ENV: 'staging' })).toThrow(/APP_ENV must be development, production or test/);
     expect(() => loadConfig({ APP_ENV: 'development', DATABASE_URL: 'mysql://x' })).toThrow(/DATABASE_URL must be a postgres/);
-    expect(() => loadConfig({ APP_ENV: 'production', TRUST_PROXY_TLS: 'true' })).toThrow(/MASTER_KEY is required in production/);
+    expect(() => loadConfig({ APP_ENV: 'production', TRUST_PROXY_TLS: 'true', TRUST_PROXY_HOPS: '1' })).toThrow(
+      /MASTER_KEY is required in production/,
+    );
     expect(() => loadConfig({ APP_ENV: 'development', TLS_CERT_FILE: '/c' })).toThrow(/must be set together/);
     expect(() => loadConfig({ APP_ENV: 'development', STOCK_SYMBOLS: 'AAPL,AAPL' })).toThrow(/duplicate symbol/);
     expect(() => loadConfig({ APP_ENV: 'development', WEBHOOK_RETRY_SCHEDULE_MS: '0,soon' })).toThrow(/WEBHOOK_RETRY_SCHEDULE_MS/);
@@ -59,7 +67,7 @@ describe('config', () => {
   });
 
   it('lets the service contribute chain salts itself only outside production', () => {
-    const prod = { APP_ENV: 'production', MASTER_KEY: 'a'.repeat(64), TRUST_PROXY_TLS: 'true' };
+    const prod = { APP_ENV: 'production', MASTER_KEY: 'a'.repeat(64), TRUST_PROXY_TLS: 'true', TRUST_PROXY_HOPS: '1' };
     expect(loadConfig({ APP_ENV: 'development' }).fairness.autoContribute).toBe(true);
     expect(loadConfig({ APP_ENV: 'test' }).fairness.autoContribute).toBe(true);
     expect(loadConfig({ APP_ENV: 'development', FAIR_AUTO_CONTRIBUTE: 'false' }).fairness.autoContribute).toBe(false);

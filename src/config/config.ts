@@ -3,6 +3,7 @@
  * passed down as a typed value: nothing else in the code reads `process.env`. Every variable is
  * documented in `.env.example`; a bad value stops the boot with a message naming the variable.
  */
+import { isIP } from 'node:net';
 import { resolve } from 'node:path';
 import { defaultEngineStaleMs, engineHeartbeatMs } from '../crash/crash-rules';
 import { DEFAULT_BUSTABIT_SALT } from '../crash/fairness';
@@ -22,6 +23,12 @@ export interface Config {
   tls: { certFile: string; keyFile: string } | null;
   /** Plain HTTP is served only behind a TLS-terminating proxy the deployer vouches for, or in development. */
   trustProxyTls: boolean;
+  /**
+   * Which peers may tell us the client's address (X-Forwarded-For) and scheme: null = none, the
+   * socket's peer is the client. A number trusts that many proxy hops in front of the service; a
+   * list trusts exactly those proxy addresses / CIDR ranges (Fastify's `trustProxy`).
+   */
+  trustedProxies: number | string[] | null;
   logLevel: string;
   bodyLimitBytes: number;
   signatureToleranceMs: number;
@@ -67,6 +74,8 @@ export interface Config {
     maxResponseBytes: number;
     pollIntervalMs: number;
   };
+  /** Test mode: a sandbox operator's engine unused for this long is stopped (started again on demand). */
+  sandbox: { idleMs: number };
   /** Whether this process runs the round engines and outbox workers (API-only replicas can opt out). */
   runEngines: boolean;
   /**
@@ -126,6 +135,28 @@ const msList = (env: Env, name: string, fallback: number[]): number[] => {
   });
 };
 
+/** Presets proxy-addr (behind Fastify's trustProxy) understands besides addresses and CIDR ranges. */
+const PROXY_PRESETS = new Set(['loopback', 'linklocal', 'uniquelocal']);
+
+function proxyTrust(env: Env): number | string[] | null {
+  const hops = int(env, 'TRUST_PROXY_HOPS', 0, 0, 10);
+  const addresses = list(env, 'TRUST_PROXY_ADDRESSES', []);
+  if (hops > 0 && addresses.length > 0) {
+    throw new ConfigError('set TRUST_PROXY_HOPS or TRUST_PROXY_ADDRESSES, not both');
+  }
+  for (const a of addresses) {
+    const [ip, prefix, extra] = a.split('/');
+    const family = isIP(ip ?? '');
+    const prefixOk = prefix === undefined || (/^\d{1,3}$/.test(prefix) && Number(prefix) <= (family === 6 ? 128 : 32));
+    if (PROXY_PRESETS.has(a) || (family !== 0 && prefixOk && extra === undefined)) continue;
+    throw new ConfigError(
+      `TRUST_PROXY_ADDRESSES: "${a}" is not an IP address, a CIDR range or one of loopback, linklocal, uniquelocal`,
+    );
+  }
+  if (addresses.length > 0) return addresses;
+  return hops > 0 ? hops : null;
+}
+
 export const DEFAULT_SYMBOLS = ['AAPL', 'AMZN', 'GOOG', 'META', 'MSFT', 'NFLX', 'NVDA', 'TSLA'];
 
 /** `serving: false` (the admin CLI) skips the checks that only matter to a process that listens. */
@@ -145,6 +176,13 @@ export function loadConfig(env: Env = process.env, options: { serving?: boolean 
   if (serving && appEnv === 'production' && !tls && !trustProxyTls) {
     throw new ConfigError(
       'refusing to serve plain HTTP in production: set TLS_CERT_FILE and TLS_KEY_FILE, or TRUST_PROXY_TLS=true behind a TLS proxy, or APP_ENV=development on a laptop',
+    );
+  }
+  const trustedProxies = proxyTrust(env);
+  if (serving && appEnv === 'production' && trustProxyTls && trustedProxies === null) {
+    throw new ConfigError(
+      'TRUST_PROXY_TLS=true in production needs to know which proxy to believe: set TRUST_PROXY_ADDRESSES ' +
+        '(its addresses or CIDR ranges) or TRUST_PROXY_HOPS (how many proxies stand in front)',
     );
   }
   const databaseUrl = env.DATABASE_URL || null;
@@ -187,6 +225,7 @@ export function loadConfig(env: Env = process.env, options: { serving?: boolean 
     masterKey,
     tls,
     trustProxyTls,
+    trustedProxies,
     logLevel: env.LOG_LEVEL || (appEnv === 'test' ? 'silent' : 'info'),
     bodyLimitBytes: int(env, 'BODY_LIMIT_BYTES', 16 * 1024, 256, 10 * 1024 * 1024),
     signatureToleranceMs: int(env, 'SIGNATURE_TOLERANCE_MS', 300_000, 1000),
@@ -229,6 +268,7 @@ export function loadConfig(env: Env = process.env, options: { serving?: boolean 
       maxResponseBytes: int(env, 'WALLET_MAX_RESPONSE_BYTES', 64 * 1024, 1024, 16 * 1024 * 1024),
       pollIntervalMs: int(env, 'OUTBOX_POLL_MS', 250, 10),
     },
+    sandbox: { idleMs: int(env, 'SANDBOX_IDLE_MS', 600_000, 1_000) },
     runEngines: bool(env, 'RUN_ENGINES', true),
     engineLeaseCheckMs: int(env, 'ENGINE_LEASE_CHECK_MS', 1_000, 100, 60_000),
     shutdownGraceMs: int(env, 'SHUTDOWN_GRACE_MS', 10_000, 0),

@@ -8,7 +8,14 @@ import type { GameDriver } from '../rounds/engine';
 import type { Round } from '../rounds/round';
 import type { Database, SqlExecutor } from '../store/database';
 import { recordEvents, type DomainEvent } from '../webhooks/events';
-import { cappedPayout, crashPointOf, effectiveTarget, engineHeartbeatMs, liveMultiplier } from './crash-rules';
+import {
+  cappedPayout,
+  crashPointOf,
+  effectiveTarget,
+  engineHeartbeatMs,
+  liveMultiplier,
+  scriptedCrashPoint,
+} from './crash-rules';
 import { crashElapsedMs, formatMultiplier, GROWTH_PER_MS } from './multiplier';
 
 export interface CrashGameOptions {
@@ -63,6 +70,8 @@ export class CrashGame implements GameDriver {
   }
 
   crashPoint(round: Round): number {
+    const scripted = scriptedCrashPoint(round);
+    if (scripted !== null) return scripted;
     return crashPointOf(round.seed, String(round.settings.salt ?? this.o.salt), Number(round.settings.house_edge_bp ?? this.o.houseEdgeBp));
   }
 

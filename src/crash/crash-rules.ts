@@ -14,6 +14,19 @@ export function crashPointOf(seed: string, salt: string, houseEdgeBp: number): n
   return value;
 }
 
+/**
+ * The crash point a sandbox operator scripted for one of its own rounds (hundredths), or null. Only a
+ * sandbox round (operatorId set) can carry one: a live round's outcome always comes from its seed.
+ */
+export function scriptedCrashPoint(round: {
+  operatorId: string | null;
+  settings: Record<string, unknown>;
+}): number | null {
+  const scripted = round.settings.scripted_crash_point;
+  if (round.operatorId === null || !Number.isSafeInteger(scripted)) return null;
+  return (scripted as number) >= 100 ? (scripted as number) : null;
+}
+
 /** Lowest multiplier (hundredths) at which a bet of `amount` reaches `maxPayout`: its forced cash-out. */
 export function capMultiplier(amount: number, maxPayout: number): number {
   return Math.max(101, Math.ceil((maxPayout * 100) / amount));

@@ -3,16 +3,24 @@ import { DomainError } from '../errors/codes';
 /** A parsed application/x-www-form-urlencoded body: repeated names become arrays. */
 export type FormBody = Record<string, string | string[] | undefined>;
 
-/** The first value of a form field, as sent ('' when absent). */
+// The service also parses JSON bodies, so a "form" may hold numbers, objects or null, or not be an
+// object at all: only strings count as values, anything else is as good as absent.
+const valueOf = (body: FormBody, name: string): unknown => {
+  const isForm = body !== null && typeof body === 'object' && !Array.isArray(body);
+  return isForm && Object.hasOwn(body, name) ? body[name] : undefined;
+};
+
+/** The first value of a form field, as sent ('' when absent or not text). */
 export function field(body: FormBody, name: string): string {
-  const v = body[name];
-  return (Array.isArray(v) ? v[0] : v) ?? '';
+  const v = valueOf(body, name);
+  const first = Array.isArray(v) ? v[0] : v;
+  return typeof first === 'string' ? first : '';
 }
 
-/** Every value of a repeated field (checkbox groups). */
+/** Every value of a repeated field (checkbox groups); values that are not text are left out. */
 export function fields(body: FormBody, name: string): string[] {
-  const v = body[name];
-  return v === undefined ? [] : Array.isArray(v) ? v : [v];
+  const v = valueOf(body, name);
+  return (Array.isArray(v) ? v : [v]).filter((x): x is string => typeof x === 'string');
 }
 
 /** Outcome messages shown after a redirect; the query string carries only the key. */
@@ -25,7 +33,9 @@ export const NOTICES = {
 } as const;
 export type NoticeKey = keyof typeof NOTICES;
 
-export const notice = (key: unknown): string | null => (typeof key === 'string' && key in NOTICES ? NOTICES[key as NoticeKey] : null);
+// Own keys only: `in` would also find what every object inherits (?notice=toString, constructor…).
+export const notice = (key: unknown): string | null =>
+  typeof key === 'string' && Object.hasOwn(NOTICES, key) ? NOTICES[key as NoticeKey] : null;
 
 /** Query-string filters are optional strings; anything else (arrays, oversize values) is refused. */
 export function queryField(query: Record<string, unknown>, name: string, max = 200): string | undefined {

@@ -2,7 +2,7 @@ import cookie from '@fastify/cookie';
 import formbody from '@fastify/formbody';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { randomBytes } from 'node:crypto';
-import { isDomainError } from '../errors/codes';
+import { isDomainError, type ErrorCode } from '../errors/codes';
 import { SURFACE_B_STATUS } from '../http/error-maps';
 import { hideFromOpenApi } from '../http/openapi';
 import type { AppServices } from '../services';
@@ -23,6 +23,15 @@ const NEXT = /^\/dashboard(?:[/?][^\s\\]*)?$/;
 
 /** Where to go after signing in: only somewhere inside the dashboard, never another site. */
 const safeNext = (raw: unknown): string => (typeof raw === 'string' && NEXT.test(raw) && !raw.includes('//') ? raw : '/dashboard');
+
+const refusalCode = (status: number): ErrorCode =>
+  status === 413 ? 'BODY_TOO_LARGE' : status === 415 ? 'UNSUPPORTED_MEDIA_TYPE' : 'VALIDATION_FAILED';
+const refusalMessage = (status: number): string =>
+  status === 413
+    ? 'The form is larger than the dashboard accepts.'
+    : status === 415
+      ? 'The dashboard accepts forms (application/x-www-form-urlencoded) only.'
+      : 'The request could not be read.';
 
 /**
  * The partner dashboard, under /dashboard: server-rendered pages, one small script per page, a
@@ -52,10 +61,15 @@ export async function dashboardRoutes(app: FastifyInstance, s: AppServices): Pro
   app.setErrorHandler((error: FastifyError | Error, req, reply) => {
     const domain = isDomainError(error) ? error : null;
     const validation = (error as FastifyError).validation ? (error as FastifyError).message : null;
-    const status = domain ? SURFACE_B_STATUS[domain.code] : validation ? 400 : 500;
+    // Fastify's own refusals (form too large, not a form, bad Content-Length) keep their 4xx.
+    const given = (error as FastifyError).statusCode;
+    const refused = !domain && !validation && typeof given === 'number' && given >= 400 && given < 500 ? given : null;
+    const status = domain ? SURFACE_B_STATUS[domain.code] : validation ? 400 : (refused ?? 500);
     if (status >= 500) req.log.error({ err: error }, 'dashboard request failed');
-    const message = domain ? domain.message : validation ?? `Something went wrong on our side (trace ${String(req.id)}).`;
-    if (req.url.startsWith('/dashboard/api/')) return reply.status(status).send({ error: domain?.code ?? (validation ? 'VALIDATION_FAILED' : 'INTERNAL'), message });
+    const fault = `Something went wrong on our side (trace ${String(req.id)}).`;
+    const message = domain ? domain.message : (validation ?? (refused ? refusalMessage(refused) : fault));
+    const code = domain?.code ?? (validation ? 'VALIDATION_FAILED' : refused ? refusalCode(refused) : 'INTERNAL');
+    if (req.url.startsWith('/dashboard/api/')) return reply.status(status).send({ error: code, message });
     const title = status === 404 ? 'Not found' : status >= 500 ? 'Error' : 'That did not work';
     return reply.status(status).type('text/html; charset=utf-8').send(errorPage({ status, title, message, signedIn: Boolean(req.dashboard), user: req.dashboard?.user }));
   });
@@ -125,7 +139,30 @@ export async function dashboardRoutes(app: FastifyInstance, s: AppServices): Pro
         }
       }
       const operator = await s.operators.get(session.user.operatorId);
-      req.dashboard = { session, operator, user: { email: session.user.email, operatorName: operator.name, csrfToken: session.csrfToken } };
+      // A disabled operator's users keep their sessions (enabling the operator restores them) but
+      // can neither see nor change anything meanwhile: no endpoints, no secret rotation, no feed
+      // (signing out still works). The status is read from the store on every request, so a
+      // disable applies at once.
+      if (operator.status !== 'active' && req.routeOptions.url !== '/dashboard/logout') {
+        const message = 'This operator account is disabled. Contact the service provider to have it enabled again.';
+        if (req.url.startsWith('/dashboard/api/')) {
+          return reply.status(403).send({ error: 'OPERATOR_DISABLED', message });
+        }
+        return reply
+          .status(403)
+          .type('text/html; charset=utf-8')
+          .send(errorPage({ status: 403, title: 'Account disabled', message, signedIn: false }));
+      }
+      req.dashboard = {
+        session,
+        operator,
+        user: {
+          email: session.user.email,
+          operatorName: operator.name,
+          csrfToken: session.csrfToken,
+          testMode: operator.mode === 'test',
+        },
+      };
     });
 
     scope.post('/logout', async (req, reply) => {

@@ -10,6 +10,7 @@ const operator: Operator = {
   apiKey: 'pk_stats',
   walletUrl: null,
   status: 'active',
+  mode: 'live',
   settings: { ...DEFAULT_OPERATOR_SETTINGS, stock_race: { ...DEFAULT_OPERATOR_SETTINGS.stock_race, rtp_bp: 9500 } },
   createdAt: 0,
   previousSecretExpiresAt: null,

@@ -51,8 +51,12 @@ export function configuredRtp(game: Game, config: Config, operator: Operator): n
 }
 
 export async function liveStats(db: SqlExecutor, config: Config, operator: Operator): Promise<LiveStats> {
+  // A sandbox operator's charts show its own rounds; everyone else's the live ones.
+  const sandbox = operator.mode === 'test';
   const crashRows = await db.all<{ round_number: number; outcome: string }>(
-    `SELECT round_number, outcome FROM rounds WHERE game = 'crash' AND status = 'closed' ORDER BY round_number DESC LIMIT 60`,
+    `SELECT round_number, outcome FROM rounds WHERE game = 'crash' AND status = 'closed'
+     AND ${sandbox ? 'operator_id = ?' : 'operator_id IS NULL'} ORDER BY round_number DESC LIMIT 60`,
+    sandbox ? [operator.id] : [],
   );
   const crash_points = crashRows
     .map((r) => ({ round_number: Number(r.round_number), crash_point: formatMultiplier((JSON.parse(r.outcome) as CrashOutcome).crash_point) }))

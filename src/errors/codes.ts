@@ -11,12 +11,17 @@ export const ERROR_CODES = [
   'UNKNOWN_FIELD',
   'BODY_TOO_LARGE',
   'UNSUPPORTED_MEDIA_TYPE',
+  'URI_TOO_LONG',
+  'HEADERS_TOO_LARGE',
+  'REQUEST_TIMEOUT',
   // authentication
   'MISSING_CREDENTIALS',
   'UNKNOWN_API_KEY',
   'INVALID_SIGNATURE',
   'STALE_TIMESTAMP',
   'OPERATOR_DISABLED',
+  // test mode: a sandbox call made with a live key
+  'SANDBOX_ONLY',
   // idempotency
   'IDEMPOTENCY_KEY_MISSING',
   'IDEMPOTENCY_KEY_REUSED',
@@ -46,6 +51,7 @@ export const ERROR_CODES = [
   'STAKE_PRECISION',
   'INVALID_SELECTION',
   'INVALID_URL',
+  'INSUFFICIENT_FUNDS',
   // server
   'SERVICE_UNAVAILABLE',
   'INTERNAL',

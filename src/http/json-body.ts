@@ -1,3 +1,4 @@
+import { isUtf8 } from 'node:buffer';
 import { parse as losslessParse } from 'lossless-json';
 import { DomainError } from '../errors/codes';
 
@@ -40,21 +41,83 @@ export function cannotRepeatAKey(text: string): boolean {
  */
 export function parseJsonBody(raw: Buffer): unknown {
   if (raw.length === 0) throw new DomainError('MALFORMED_JSON', 'the request body is empty; send a JSON object');
+  // JSON is UTF-8 (RFC 8259): two different byte strings must not decode to the same text, since
+  // the signature covers the bytes and the idempotency hash the decoded value.
+  if (!isUtf8(raw)) throw new DomainError('MALFORMED_JSON', 'the body is not valid UTF-8');
   const text = raw.toString('utf8');
+  let value: unknown;
   if (cannotRepeatAKey(text)) {
     try {
-      return JSON.parse(text);
+      value = JSON.parse(text);
     } catch {
       // Fall through: lossless-json words the syntax error better (position and expectation).
     }
   }
+  if (value === undefined) value = parseSlowly(text);
+  checkShape(value, text.includes('\\u'));
+  return value;
+}
+
+function parseSlowly(text: string): unknown {
   try {
     return losslessParse(text, null, toNumber);
   } catch (error) {
+    // lossless-json recurses per nesting level: a deep enough body overflows the stack. Say what
+    // is wrong with the body, never what happened inside the parser.
+    if (error instanceof RangeError) throw tooDeep();
     const message = error instanceof Error ? error.message : String(error);
     if (/^Duplicate key/i.test(message)) {
       throw new DomainError('DUPLICATE_JSON_KEY', `the JSON body repeats a key: ${message}`);
     }
     throw new DomainError('MALFORMED_JSON', `the body is not valid JSON: ${message}`);
+  }
+}
+
+/** No request of this service nests anywhere near this deep; the limit keeps every later walk cheap. */
+export const MAX_JSON_DEPTH = 32;
+
+const tooDeep = (): DomainError =>
+  new DomainError('MALFORMED_JSON', `the JSON body is nested more than ${MAX_JSON_DEPTH} levels deep`);
+
+// With the u flag a surrogate pair is one code point, so this matches only a surrogate standing alone.
+const LONE_SURROGATE = /[\ud800-\udfff]/u;
+// NUL (only reachable as \u0000): PostgreSQL text cannot hold it, and no field of this API needs it.
+const NUL = '\u0000';
+
+/**
+ * Refuses what JSON.parse lets through but the service cannot act on: nesting beyond
+ * MAX_JSON_DEPTH, and (only reachable through a \\u escape) a lone UTF-16 surrogate, which is not
+ * a Unicode character (it cannot be hashed canonically, stored as UTF-8 or echoed back
+ * faithfully), or a NUL character.
+ * Iterative, so no body can overflow the stack here.
+ */
+function checkShape(root: unknown, mayHaveEscapes: boolean): void {
+  const stack: { value: unknown; depth: number }[] = [{ value: root, depth: 0 }];
+  while (stack.length > 0) {
+    const { value, depth } = stack.pop()!;
+    if (typeof value === 'string') {
+      if (mayHaveEscapes) checkText(value);
+      continue;
+    }
+    if (value === null || typeof value !== 'object') continue;
+    if (depth >= MAX_JSON_DEPTH) throw tooDeep();
+    if (Array.isArray(value)) {
+      for (const item of value) stack.push({ value: item, depth: depth + 1 });
+      continue;
+    }
+    for (const [key, item] of Object.entries(value)) {
+      if (mayHaveEscapes) checkText(key);
+      stack.push({ value: item, depth: depth + 1 });
+    }
+  }
+}
+
+function checkText(text: string): void {
+  if (LONE_SURROGATE.test(text)) {
+    const message = 'the body contains a \\u escape of a lone UTF-16 surrogate, which is not a Unicode character';
+    throw new DomainError('MALFORMED_JSON', message);
+  }
+  if (text.includes(NUL)) {
+    throw new DomainError('VALIDATION_FAILED', 'the body contains a NUL character (\\u0000), which no field accepts');
   }
 }

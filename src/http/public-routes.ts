@@ -116,7 +116,10 @@ export async function publicRoutes(app: FastifyInstance, s: AppServices): Promis
     },
     async (req) => {
       const round = await roundRepository.byId(s.db, req.params.round_id);
-      if (!round) throw new DomainError('ROUND_NOT_FOUND', `no round ${req.params.round_id}`);
+      // Sandbox rounds are test data, some with scripted outcomes: not part of the public fairness record.
+      if (!round || round.operatorId !== null) {
+        throw new DomainError('ROUND_NOT_FOUND', `no round ${req.params.round_id}`);
+      }
       const chain = await s.fairChains.record(round.chainId);
       const edgeBp = Number(round.settings.house_edge_bp);
       // What a verifier needs besides the seed: the chain, the index and the rules frozen into the round.

@@ -14,4 +14,8 @@ export const roundFields = {
   closed_at: Type.Union([Type.Integer(), Type.Null()]),
   voided_at: Type.Union([Type.Integer(), Type.Null()]),
   void_reason: Type.Union([Type.String(), Type.Null()]),
+  livemode: Type.Boolean({ description: 'false for a sandbox round of a test-mode operator (test data)' }),
+  scripted: Type.Optional(
+    Type.Boolean({ description: 'sandbox rounds: the outcome was scripted, not drawn from a hash chain' }),
+  ),
 };

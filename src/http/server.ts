@@ -1,14 +1,19 @@
-import Fastify, { LogController, type FastifyInstance } from 'fastify';
+import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import { STATUS_CODES } from 'node:http';
+import type { Duplex } from 'node:stream';
+import { DomainError, type ErrorCode } from '../errors/codes';
 import type { AppServices } from '../services';
 import { parseJsonBody } from './json-body';
 import { lazyChildLoggerFactory, logsAt } from './request-logger';
 import { announceDeprecations } from './deprecation';
 import { closeAllStreams } from './sse';
-import { surfaceARoutes } from './surface-a/routes';
+import { surfaceA, surfaceARoutes } from './surface-a/routes';
+import { surfaceB } from './surface-b/routes';
+import { errorHandler, type Surface } from './surface';
 import { publicRoutes } from './public-routes';
 import { openApiWebhooks } from '../webhooks/payloads';
 import { SECURITY_SCHEMES, withWebhookSecurity } from './openapi';
@@ -22,6 +27,53 @@ export interface HttpOptions {
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
+/** Which surface's error shape a request outside every surface scope gets: A under its prefix, else B's. */
+const surfaceFor = (url: string | undefined): Surface => (url?.startsWith('/api/public/') ? surfaceA : surfaceB);
+const REQUEST_LINE_A = /^[A-Z]+ \/api\/public\//;
+
+/**
+ * Errors Node's HTTP parser raises before Fastify sees a request (oversized headers or URL, a
+ * malformed request line, a client too slow to send its headers) are answered in the surface's
+ * error shape too, picked from the request line when the parser kept it.
+ */
+function clientErrorHandler(error: Error & { code?: string; rawPacket?: unknown }, socket: Duplex): void {
+  if (error.code === 'ECONNRESET' || socket.destroyed) return;
+  const line = Buffer.isBuffer(error.rawPacket) ? error.rawPacket.subarray(0, 64).toString('latin1') : '';
+  const surface = REQUEST_LINE_A.test(line) ? surfaceA : surfaceB;
+  const [code, message]: [ErrorCode, string] =
+    error.code === 'HPE_HEADER_OVERFLOW'
+      ? ['HEADERS_TOO_LARGE', 'the request line and headers are larger than the server accepts']
+      : error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+        ? ['REQUEST_TIMEOUT', 'the request was not received in time']
+        : ['VALIDATION_FAILED', 'the request is not valid HTTP/1.1'];
+  const status = surface.status[code];
+  const body = JSON.stringify(surface.errorBody(code, message, randomUUID()));
+  if (socket.writable) {
+    socket.write(
+      `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
+        `Content-Type: application/json; charset=utf-8\r\nConnection: close\r\n\r\n${body}`,
+    );
+  }
+  socket.destroy();
+}
+
+/**
+ * Only the configured proxies may speak for the client (X-Forwarded-For / -Proto); without them the
+ * socket's peer is the client, whatever headers it sends. A hop count trusts the nearest `hops`
+ * addresses of the chain (Fastify itself ignores a bare number, since it cannot tell a proxy from a
+ * client that connects directly: hops are only safe when nothing reaches the port but the proxies).
+ */
+type TrustProxy = boolean | string[] | ((address: string, hop: number) => boolean);
+
+function proxyTrust(trusted: number | string[] | null): TrustProxy {
+  if (trusted === null) return false;
+  if (typeof trusted === 'number') return (_address, hop) => hop < trusted;
+  return trusted;
+}
+
+const rootErrorHandlers = { A: errorHandler(surfaceA), B: errorHandler(surfaceB) };
+const rootErrors = (url: string | undefined) => rootErrorHandlers[surfaceFor(url).name];
+
 /** Builds the HTTP server: parsing, validation settings, OpenAPI, and the surfaces. */
 export async function buildHttpServer(s: AppServices, options: HttpOptions = {}): Promise<FastifyInstance> {
   const https = s.config.tls ? { key: readFileSync(s.config.tls.keyFile), cert: readFileSync(s.config.tls.certFile) } : null;
@@ -34,7 +86,7 @@ export async function buildHttpServer(s: AppServices, options: HttpOptions = {})
     // at debug, failures at warn/error.
     logController: new LogController({ disableRequestLogging: true }),
     childLoggerFactory: lazyChildLoggerFactory,
-    trustProxy: s.config.trustProxyTls,
+    trustProxy: proxyTrust(s.config.trustedProxies),
     // Clients may pass their own correlation id; otherwise each request gets one, echoed back and
     // used as the trace_id of any 5xx body.
     genReqId: (req) => {
@@ -52,8 +104,29 @@ export async function buildHttpServer(s: AppServices, options: HttpOptions = {})
       },
     },
     routerOptions: { ignoreTrailingSlash: true },
+    clientErrorHandler,
+    // Errors the router raises before any route runs (a bad percent-encoding, a path parameter
+    // over the length limit) take the surface's shape like every other error.
+    frameworkErrors: (error, req, reply) => {
+      if (error.code === 'FST_ERR_MAX_PARAM_LENGTH') {
+        const surface = surfaceFor(req.url);
+        const message = 'a path segment is longer than any identifier of this API';
+        const body = surface.errorBody('URI_TOO_LONG', message, String(req.id));
+        return void (reply as FastifyReply).status(surface.status.URI_TOO_LONG).send(body);
+      }
+      rootErrors(req.url)(error as Error, req as FastifyRequest, reply as FastifyReply);
+    },
     return503OnClosing: false,
   }) as unknown as FastifyInstance;
+
+  // Whatever no surface scope handles (a path outside every prefix, a body refused before routing)
+  // is answered in a surface's shape, never Fastify's own.
+  app.setErrorHandler((error: Error, req, reply) => rootErrors(req.url)(error, req, reply));
+  app.setNotFoundHandler((req, reply) => {
+    const surface = surfaceFor(req.url);
+    const body = surface.errorBody('NOT_FOUND', `no route ${req.method} ${req.url.split('?')[0]}`, String(req.id));
+    void reply.status(404).send(body);
+  });
 
   // Unknown request fields are refused, query strings included: an API route that declares no
   // query parameters accepts none (a typo such as ?limt=5 is an error, not silently ignored).
@@ -76,10 +149,14 @@ export async function buildHttpServer(s: AppServices, options: HttpOptions = {})
   // During shutdown, responses to requests already in flight close their keep-alive connection,
   // so the server is not left waiting for clients to hang up.
   let closing = false;
+  // Served over TLS (natively or by the declared proxy): browsers must never fall back to plain HTTP.
+  // Not in development, where a laptop's localhost would be pinned to https for a year.
+  const hsts = Boolean(s.config.tls || s.config.trustProxyTls) && s.config.env !== 'development';
   // Hooks on every request are plain callbacks, not async functions: each async hook costs a
   // promise and a microtask turn per request, and these do nothing that needs to wait.
   app.addHook('onSend', (req, reply, payload, done) => {
     reply.header('x-request-id', String(req.id));
+    if (hsts) reply.header('strict-transport-security', 'max-age=31536000; includeSubDomains');
     if (closing) reply.header('connection', 'close');
     done(null, payload);
   });
@@ -93,6 +170,12 @@ export async function buildHttpServer(s: AppServices, options: HttpOptions = {})
       else req.log.debug(entry, 'request completed');
     }
     done();
+  });
+  // A NUL in the path or query (%00) names nothing here, and PostgreSQL text cannot even hold it:
+  // refuse it before any route looks it up.
+  app.addHook('onRequest', (req, _reply, done) => {
+    if (!req.url.includes('%00')) return done();
+    done(new DomainError('VALIDATION_FAILED', 'the URL contains a NUL character (%00)'));
   });
   announceDeprecations(app);
   app.addHook('onClose', async () => closeAllStreams());
@@ -127,6 +210,10 @@ export async function buildHttpServer(s: AppServices, options: HttpOptions = {})
         { name: 'Webhooks', description: 'Webhook endpoints and signature verification' },
         { name: 'Fairness', description: 'Recompute any round from its revealed seed' },
         { name: 'Compliance', description: 'Flags raised by the per-operator compliance rules' },
+        {
+          name: 'Sandbox',
+          description: 'Test mode: scripted outcomes, round timing and a simulated wallet (test keys only)',
+        },
       ],
       // OpenAPI 3.1 outbound webhooks: the signed payload of every event type.
       webhooks: withWebhookSecurity(openApiWebhooks()),

@@ -50,12 +50,20 @@ export const DEFAULT_OPERATOR_SETTINGS: OperatorSettings = {
 
 export type OperatorStatus = 'active' | 'disabled';
 
+/**
+ * `test` operators live in the sandbox: their keys say so (pk_test_…, sk_test_…), their bets go to
+ * rounds of their own, and nothing they do reaches live rounds, figures or flags. Fixed at creation.
+ */
+export type OperatorMode = 'live' | 'test';
+export const OPERATOR_MODES: readonly OperatorMode[] = ['live', 'test'];
+
 export interface Operator {
   id: string;
   name: string;
   apiKey: string;
   walletUrl: string | null;
   status: OperatorStatus;
+  mode: OperatorMode;
   settings: OperatorSettings;
   createdAt: number;
   previousSecretExpiresAt: number | null;

@@ -4,7 +4,14 @@ import type { Clock } from '../clock/clock';
 import { DomainError } from '../errors/codes';
 import type { Database, SqlExecutor } from '../store/database';
 import { checkTargetUrl, type Resolver } from '../webhooks/url-safety';
-import { mergeSettings, type Operator, type OperatorCredentials, type OperatorSettings, type OperatorStatus } from './operator';
+import {
+  mergeSettings,
+  type Operator,
+  type OperatorCredentials,
+  type OperatorMode,
+  type OperatorSettings,
+  type OperatorStatus,
+} from './operator';
 import type { SecretBox } from './secret-box';
 
 interface OperatorRow {
@@ -16,6 +23,7 @@ interface OperatorRow {
   previous_secret_expires_at: number | null;
   wallet_url: string | null;
   status: OperatorStatus;
+  mode: OperatorMode;
   settings: string;
   created_at: number;
 }
@@ -58,23 +66,44 @@ export class OperatorService {
     bus?.onResync(() => this.invalidate());
   }
 
-  async create(input: { name: string; walletUrl?: string | null; settings?: Partial<OperatorSettings> }): Promise<CreatedOperator> {
+  async create(input: {
+    name: string;
+    walletUrl?: string | null;
+    settings?: Partial<OperatorSettings>;
+    mode?: OperatorMode;
+  }): Promise<CreatedOperator> {
     const name = input.name.trim();
     if (!name) throw new DomainError('VALIDATION_FAILED', 'name must not be empty');
     const walletUrl = input.walletUrl ? await this.checkWalletUrl(input.walletUrl) : null;
     const id = `op_${randomUUID().replace(/-/g, '').slice(0, 20)}`;
-    const apiKey = `pk_${randomBytes(18).toString('base64url')}`;
-    const apiSecret = `sk_${randomBytes(32).toString('base64url')}`;
+    const mode = input.mode ?? 'live';
+    if (mode !== 'live' && mode !== 'test') throw new DomainError('VALIDATION_FAILED', 'mode must be live or test');
+    // The prefix tells anyone holding a key which world it plays in, as Stripe's keys do.
+    const prefix = mode === 'test' ? 'test_' : '';
+    const apiKey = `pk_${prefix}${randomBytes(18).toString('base64url')}`;
+    const apiSecret = `sk_${prefix}${randomBytes(32).toString('base64url')}`;
     const settings = mergeSettings(input.settings);
     const now = this.clock.now();
     await this.db.transaction((tx) =>
       tx.run(
-        `INSERT INTO operators (id, name, api_key, secret_enc, wallet_url, status, settings, created_at, updated_at)
-         VALUES (?, ?, ?, ?, ?, 'active', ?, ?, ?)`,
-        [id, name, apiKey, this.box.seal(apiSecret), walletUrl, JSON.stringify(settings), now, now],
+        `INSERT INTO operators (id, name, api_key, secret_enc, wallet_url, status, mode, settings, created_at,
+           updated_at)
+         VALUES (?, ?, ?, ?, ?, 'active', ?, ?, ?, ?)`,
+        [id, name, apiKey, this.box.seal(apiSecret), walletUrl, mode, JSON.stringify(settings), now, now],
       ),
     );
-    return { id, name, apiKey, apiSecret, walletUrl, status: 'active', settings, createdAt: now, previousSecretExpiresAt: null };
+    return {
+      id,
+      name,
+      apiKey,
+      apiSecret,
+      walletUrl,
+      status: 'active',
+      mode,
+      settings,
+      createdAt: now,
+      previousSecretExpiresAt: null,
+    };
   }
 
   async list(): Promise<Operator[]> {
@@ -110,7 +139,8 @@ export class OperatorService {
 
   /** New secret now; the old one keeps verifying (and the wallet keeps accepting it) for the overlap. */
   async rotateSecret(id: string, overlapMs = this.rotationOverlapMs): Promise<{ apiSecret: string; previousSecretExpiresAt: number }> {
-    const apiSecret = `sk_${randomBytes(32).toString('base64url')}`;
+    const current = await this.db.get<{ mode: OperatorMode }>('SELECT mode FROM operators WHERE id = ?', [id]);
+    const apiSecret = `sk_${current?.mode === 'test' ? 'test_' : ''}${randomBytes(32).toString('base64url')}`;
     const now = this.clock.now();
     const expiresAt = now + overlapMs;
     const changed = await this.db.transaction(async (tx) => {
@@ -184,6 +214,7 @@ export class OperatorService {
       apiKey: row.api_key,
       walletUrl: row.wallet_url,
       status: row.status,
+      mode: row.mode === 'test' ? 'test' : 'live',
       settings: mergeSettings(JSON.parse(row.settings) as Partial<OperatorSettings>),
       createdAt: Number(row.created_at),
       previousSecretExpiresAt: row.previous_secret_expires_at === null ? null : Number(row.previous_secret_expires_at),

@@ -1,5 +1,5 @@
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 /**
@@ -28,8 +28,11 @@ export class SecretBox {
   static fromDataDir(dataDir: string): SecretBox {
     const file = join(dataDir, 'master.key');
     if (!existsSync(file)) {
-      mkdirSync(dataDir, { recursive: true });
+      mkdirSync(dataDir, { recursive: true, mode: 0o700 });
       writeFileSync(file, randomBytes(32).toString('hex'), { mode: 0o600, flag: 'wx' });
+    } else {
+      // A key file copied in with a permissive umask is narrowed: it opens every sealed secret.
+      chmodSync(file, 0o600);
     }
     return SecretBox.fromString(readFileSync(file, 'utf8'));
   }

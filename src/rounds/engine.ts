@@ -33,6 +33,14 @@ export interface GameDriver {
   close(tx: SqlExecutor, round: Round, now: number): Promise<{ outcome: unknown; events: DomainEvent[] }>;
   /** Inside the voiding transaction: return every stake not already paid. */
   voidBets(tx: SqlExecutor, round: Round, now: number): Promise<DomainEvent[]>;
+  /** Inside the transaction that closes betting: a sandbox driver fixes a scripted outcome here. */
+  prepareRun?(tx: SqlExecutor, round: Round): Promise<Round>;
+}
+
+/** The part of FairChainService the engine uses; a sandbox supplies its own seeds through it. */
+export interface SeedSource {
+  ensureChain(game: Game): Promise<unknown>;
+  takeSeed: FairChainService['takeSeed'];
 }
 
 export type EngineEvent =
@@ -46,9 +54,12 @@ export type EngineEvent =
 export interface RoundEngineOptions {
   db: Database;
   clock: Clock;
-  chain: FairChainService;
+  /** Where round seeds come from: the game's hash chain, or a sandbox's own seeds. */
+  chain: SeedSource;
   driver: GameDriver;
   logger: Logger;
+  /** Set for a sandbox engine: the test-mode operator whose own rounds it runs (and alone hears of). */
+  operatorId?: string;
   /**
    * How often a standby process tries to take the lease, and the leader checks it still holds it.
    * A leader silent for three times this loses the lease to the store, so takeover is bounded.
@@ -83,6 +94,11 @@ export class RoundEngine {
 
   get game(): Game {
     return this.o.driver.game;
+  }
+
+  /** Live round events go to every operator (null); a sandbox's only to its operator. */
+  private get eventOwner(): string | null {
+    return this.o.operatorId ?? null;
   }
 
   get isLeader(): boolean {
@@ -135,7 +151,8 @@ export class RoundEngine {
   private async tryLead(): Promise<void> {
     if (this.stopped) return;
     try {
-      this.lease = await this.o.db.tryAcquireLease(`engine:${this.game}`, { silentForMs: 3 * this.leaseCheckMs });
+      const scope = this.o.operatorId ? `:${this.o.operatorId}` : '';
+      this.lease = await this.o.db.tryAcquireLease(`engine:${this.game}${scope}`, { silentForMs: 3 * this.leaseCheckMs });
     } catch (error) {
       this.o.logger.warn({ err: error, game: this.game }, 'could not reach the store to take the engine lease');
     }
@@ -169,7 +186,7 @@ export class RoundEngine {
   }
 
   private async recover(): Promise<void> {
-    const unfinished = await roundRepository.unfinished(this.o.db, this.game);
+    const unfinished = await roundRepository.unfinished(this.o.db, this.game, this.o.operatorId ?? null);
     const now = this.o.clock.now();
     for (const round of unfinished.slice(0, -1)) await this.doVoid(round, 'superseded by a newer round');
     const round = unfinished.at(-1);
@@ -218,8 +235,10 @@ export class RoundEngine {
         bettingClosesAt: now + this.o.driver.bettingWindowMs,
         // The salt is the chain's, fixed after its commitment; the round carries it for verification.
         settings: { ...this.o.driver.roundSettings(), ...(seed.salt === null ? {} : { salt: seed.salt }) },
+        operatorId: this.o.operatorId ?? null,
       });
-      await recordEvents(tx, [{ operatorId: null, type: 'round.opened', data: presentRoundEvent(created) }], now);
+      const opened = { operatorId: this.eventOwner, type: 'round.opened' as const, data: presentRoundEvent(created) };
+      await recordEvents(tx, [opened], now);
       return created;
     });
     this.current = round;
@@ -230,10 +249,11 @@ export class RoundEngine {
   private async startRunning(roundId: string): Promise<void> {
     const now = this.o.clock.now();
     const round = await this.o.db.transaction(async (tx) => {
-      const r = await roundRepository.byIdForUpdate(tx, roundId);
-      if (!r) throw new Error(`round ${roundId} vanished`);
+      const locked = await roundRepository.byIdForUpdate(tx, roundId);
+      if (!locked) throw new Error(`round ${roundId} vanished`);
       // Voided during its betting window (operations): nothing to run, go on to the next round.
-      if (r.status !== 'open') return null;
+      if (locked.status !== 'open') return null;
+      const r = this.o.driver.prepareRun ? await this.o.driver.prepareRun(tx, locked) : locked;
       const endsAt = now + this.o.driver.runningDurationMs(r);
       const heartbeatAt = this.o.driver.heartbeatMs ? now : null;
       const fields = { running_at: now, ends_at: endsAt, heartbeat_at: heartbeatAt };
@@ -296,7 +316,12 @@ export class RoundEngine {
       const { outcome, events } = await this.o.driver.close(tx, r, now);
       await roundRepository.transition(tx, r, 'closed', { closed_at: now, outcome: JSON.stringify(outcome) });
       const final: Round = { ...r, status: 'closed', closedAt: now, outcome: outcome as Round['outcome'] };
-      await recordEvents(tx, [{ operatorId: null, type: 'round.closed', data: presentRoundEvent(final) }, ...events], now);
+      const roundClosed: DomainEvent = {
+        operatorId: this.eventOwner,
+        type: 'round.closed',
+        data: presentRoundEvent(final),
+      };
+      await recordEvents(tx, [roundClosed, ...events], now);
       return final;
     });
     if (closed) {
@@ -314,7 +339,12 @@ export class RoundEngine {
       const events = await this.o.driver.voidBets(tx, r, now);
       await roundRepository.transition(tx, r, 'void', { voided_at: now, void_reason: reason });
       const final: Round = { ...r, status: 'void', voidedAt: now, voidReason: reason };
-      await recordEvents(tx, [{ operatorId: null, type: 'round.closed', data: presentRoundEvent(final) }, ...events], now);
+      const roundClosed: DomainEvent = {
+        operatorId: this.eventOwner,
+        type: 'round.closed',
+        data: presentRoundEvent(final),
+      };
+      await recordEvents(tx, [roundClosed, ...events], now);
       return final;
     });
     if (voided) {

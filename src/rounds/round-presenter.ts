@@ -20,6 +20,10 @@ export interface RoundJson {
   voided_at: number | null;
   void_reason: string | null;
   outcome: Record<string, unknown> | null;
+  /** false: a sandbox round of a test-mode operator (test data). */
+  livemode: boolean;
+  /** Sandbox rounds only: true when the operator scripted the outcome (outside the provably-fair record). */
+  scripted?: boolean;
   multiplier?: number;
 }
 
@@ -39,6 +43,8 @@ export function presentRound(round: Round): RoundJson {
     voided_at: round.voidedAt,
     void_reason: round.voidReason,
     outcome: round.status === 'closed' ? presentOutcome(round) : null,
+    livemode: round.operatorId === null,
+    ...(round.operatorId === null ? {} : { scripted: round.scripted }),
   };
 }
 

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { DomainError } from '../errors/codes';
 import { forUpdate, type Lease, type SqlExecutor, nullableNumber } from '../store/database';
-import { assertTransition, type Game, type Round, type RoundStatus } from './round';
+import { assertTransition, type Game, type Round, type RoundScope, type RoundStatus } from './round';
 
 interface RoundRow {
   id: string;
@@ -22,6 +22,13 @@ interface RoundRow {
   void_reason: string | null;
   outcome: string | null;
   settings: string;
+  operator_id: string | null;
+  scripted: number;
+}
+
+/** `operator_id IS NULL` for the live world, `operator_id = ?` for a sandbox: every round read is scoped. */
+function inScope(scope: RoundScope): { sql: string; params: string[] } {
+  return scope === null ? { sql: 'operator_id IS NULL', params: [] } : { sql: 'operator_id = ?', params: [scope] };
 }
 
 function toRound(r: RoundRow): Round {
@@ -44,6 +51,8 @@ function toRound(r: RoundRow): Round {
     voidReason: r.void_reason,
     outcome: r.outcome ? JSON.parse(r.outcome) : null,
     settings: JSON.parse(r.settings) as Record<string, unknown>,
+    operatorId: r.operator_id ?? null,
+    scripted: Number(r.scripted ?? 0) === 1,
   };
 }
 
@@ -56,19 +65,38 @@ export interface NewRound {
   openedAt: number;
   bettingClosesAt: number;
   settings: Record<string, unknown>;
+  /** Absent or null: a live round. */
+  operatorId?: RoundScope;
 }
 
 type RoundField = 'running_at' | 'ends_at' | 'heartbeat_at' | 'closed_at' | 'voided_at' | 'void_reason' | 'outcome';
 
 export const roundRepository = {
   async insert(tx: SqlExecutor, input: NewRound): Promise<Round> {
-    const last = await tx.get<{ n: number | null }>('SELECT MAX(round_number) AS n FROM rounds WHERE game = ?', [input.game]);
+    const scope = inScope(input.operatorId ?? null);
+    const last = await tx.get<{ n: number | null }>(
+      `SELECT MAX(round_number) AS n FROM rounds WHERE game = ? AND ${scope.sql}`,
+      [input.game, ...scope.params],
+    );
     const roundNumber = Number(last?.n ?? 0) + 1;
     const id = `rnd_${randomUUID()}`;
     await tx.run(
-      `INSERT INTO rounds (id, game, round_number, status, seed_hash, seed, chain_id, chain_idx, opened_at, betting_closes_at, settings)
-       VALUES (?, ?, ?, 'open', ?, ?, ?, ?, ?, ?, ?)`,
-      [id, input.game, roundNumber, input.seedHash, input.seed, input.chainId, input.chainIdx, input.openedAt, input.bettingClosesAt, JSON.stringify(input.settings)],
+      `INSERT INTO rounds (id, game, round_number, status, seed_hash, seed, chain_id, chain_idx, opened_at,
+         betting_closes_at, settings, operator_id)
+       VALUES (?, ?, ?, 'open', ?, ?, ?, ?, ?, ?, ?, ?)`,
+      [
+        id,
+        input.game,
+        roundNumber,
+        input.seedHash,
+        input.seed,
+        input.chainId,
+        input.chainIdx,
+        input.openedAt,
+        input.bettingClosesAt,
+        JSON.stringify(input.settings),
+        input.operatorId ?? null,
+      ],
     );
     return (await roundRepository.byId(tx, id))!;
   },
@@ -84,30 +112,61 @@ export const roundRepository = {
     return row ? toRound(row) : undefined;
   },
 
-  async byNumber(db: SqlExecutor, game: Game, roundNumber: number): Promise<Round | undefined> {
-    const row = await db.get<RoundRow>('SELECT * FROM rounds WHERE game = ? AND round_number = ?', [game, roundNumber]);
+  async byNumber(
+    db: SqlExecutor,
+    game: Game,
+    roundNumber: number,
+    scope: RoundScope = null,
+  ): Promise<Round | undefined> {
+    const s = inScope(scope);
+    const row = await db.get<RoundRow>(`SELECT * FROM rounds WHERE game = ? AND round_number = ? AND ${s.sql}`, [
+      game,
+      roundNumber,
+      ...s.params,
+    ]);
     return row ? toRound(row) : undefined;
   },
 
-  /** The newest round of a game, whatever its state. */
-  async latest(db: SqlExecutor, game: Game): Promise<Round | undefined> {
-    const row = await db.get<RoundRow>('SELECT * FROM rounds WHERE game = ? ORDER BY round_number DESC LIMIT 1', [game]);
+  /** The newest round of a game in one world (live by default), whatever its state. */
+  async latest(db: SqlExecutor, game: Game, scope: RoundScope = null): Promise<Round | undefined> {
+    const s = inScope(scope);
+    const row = await db.get<RoundRow>(
+      `SELECT * FROM rounds WHERE game = ? AND ${s.sql} ORDER BY round_number DESC LIMIT 1`,
+      [game, ...s.params],
+    );
     return row ? toRound(row) : undefined;
   },
 
-  async unfinished(db: SqlExecutor, game: Game): Promise<Round[]> {
+  async unfinished(db: SqlExecutor, game: Game, scope: RoundScope = null): Promise<Round[]> {
+    const s = inScope(scope);
     const rows = await db.all<RoundRow>(
-      `SELECT * FROM rounds WHERE game = ? AND status IN ('open', 'running') ORDER BY round_number`,
-      [game],
+      `SELECT * FROM rounds WHERE game = ? AND ${s.sql} AND status IN ('open', 'running') ORDER BY round_number`,
+      [game, ...s.params],
     );
     return rows.map(toRound);
   },
 
-  async recent(db: SqlExecutor, game: Game | null, limit: number): Promise<Round[]> {
+  async recent(db: SqlExecutor, game: Game | null, limit: number, scope: RoundScope = null): Promise<Round[]> {
+    const s = inScope(scope);
     const rows = game
-      ? await db.all<RoundRow>('SELECT * FROM rounds WHERE game = ? ORDER BY round_number DESC LIMIT ?', [game, limit])
-      : await db.all<RoundRow>('SELECT * FROM rounds ORDER BY opened_at DESC LIMIT ?', [limit]);
+      ? await db.all<RoundRow>(`SELECT * FROM rounds WHERE game = ? AND ${s.sql} ORDER BY round_number DESC LIMIT ?`, [
+          game,
+          ...s.params,
+          limit,
+        ])
+      : await db.all<RoundRow>(`SELECT * FROM rounds WHERE ${s.sql} ORDER BY opened_at DESC LIMIT ?`, [
+          ...s.params,
+          limit,
+        ]);
     return rows.map(toRound);
+  },
+
+  /** A sandbox round's scripted outcome, fixed when betting closes (seed and settings as played). */
+  async markScripted(tx: SqlExecutor, round: Pick<Round, 'id' | 'seed' | 'seedHash' | 'settings'>): Promise<void> {
+    await tx.run(
+      `UPDATE rounds SET scripted = 1, seed = ?, seed_hash = ?, settings = ? WHERE id = ? AND operator_id IS NOT NULL`,
+      [round.seed, round.seedHash, JSON.stringify(round.settings), round.id],
+    );
   },
 
   /**

@@ -60,4 +60,11 @@ export interface Round {
   outcome: CrashOutcome | StockRaceOutcome | null;
   /** The game settings frozen into this round at open (symbols, house edge, timings). */
   settings: Record<string, unknown>;
+  /** null: a live round. Otherwise the sandbox (test-mode) operator this round belongs to. */
+  operatorId: string | null;
+  /** A sandbox round whose outcome the operator scripted: outside the provably-fair record. */
+  scripted: boolean;
 }
+
+/** Which world a round lives in: the live one (null) or one sandbox operator's. */
+export type RoundScope = string | null;

@@ -116,9 +116,10 @@ export class SessionService {
   }
 
   /** The session a player page token opens: SESSION_NOT_FOUND for an unknown token, SESSION_EXPIRED after expires_at. */
-  async byToken(token: string | undefined): Promise<PlayerSession> {
+  /** `executor`: the player page passes the store's read path, so opening a page never waits for a writer. */
+  async byToken(token: string | undefined, executor: SqlExecutor = this.db): Promise<PlayerSession> {
     if (!token || !TOKEN.test(token)) throw new DomainError('SESSION_NOT_FOUND', 'this link does not open a session');
-    const row = await this.db.get<SessionRow>('SELECT * FROM sessions WHERE token_hash = ?', [hashToken(token)]);
+    const row = await executor.get<SessionRow>('SELECT * FROM sessions WHERE token_hash = ?', [hashToken(token)]);
     if (!row) throw new DomainError('SESSION_NOT_FOUND', 'this link does not open a session');
     return assertLive(toSession(row), this.clock.now());
   }

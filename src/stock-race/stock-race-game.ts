@@ -132,9 +132,12 @@ export class StockRaceGame implements GameDriver {
     return settled;
   }
 
-  /** Operators without a wallet_url learn the result from the bet.settled webhook only. */
+  /**
+   * Operators without a wallet_url learn the result from the bet.settled webhook only; a sandbox
+   * operator without one is settled by the simulated wallet, through the same outbox.
+   */
   private async enqueueSettle(tx: SqlExecutor, operator: Operator, bet: Bet, winner: string | null, pct: number | null, now: number): Promise<void> {
-    if (!operator.walletUrl) return;
+    if (!operator.walletUrl && operator.mode !== 'test') return;
     const body: SettleBody = {
       bet_id: bet.id,
       winner,

@@ -25,6 +25,12 @@ export interface TransactionOptions {
 
 export interface Database extends SqlExecutor {
   /**
+   * Reads that must not wait behind writes (the player page): a connection of their own that sees
+   * only committed, durable data and refuses to write (SQLite: a read-only connection; PostgreSQL: a
+   * small pool of read-only sessions).
+   */
+  readonly reads: SqlExecutor;
+  /**
    * Runs `fn` atomically. Resolves only once the transaction is durable. `fn` must touch nothing but
    * `tx` (no network, no timers): the SQLite adapter runs many such functions inside one COMMIT.
    */

@@ -3,7 +3,8 @@ import * as m001 from './migrations/001_initial';
 import * as m002webhooks from './migrations/002_webhook_pipeline';
 import type { SqlExecutor } from './database';
 import * as m003chains from './migrations/003_chain_commitments';
-import * as m004heartbeat from './migrations/004_round_heartbeat';
+import * as m004sandbox from './migrations/004_sandbox';
+import * as m005heartbeat from './migrations/005_round_heartbeat';
 import type { PostgresDatabase } from './postgres';
 import type { SqliteDatabase } from './sqlite';
 
@@ -16,7 +17,8 @@ const MIGRATIONS: Record<string, Migration> = {
   '001_initial': m001,
   '002_webhook_pipeline': m002webhooks,
   '003_chain_commitments': m003chains,
-  '004_round_heartbeat': m004heartbeat,
+  '004_sandbox': m004sandbox,
+  '005_round_heartbeat': m005heartbeat,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };

@@ -51,6 +51,9 @@ export class PostgresDatabase implements Database {
   readonly pool: pg.Pool;
   private readonly executor: SqlExecutor;
   private scope: string | undefined;
+  /** A few read-only sessions of their own, so page reads never wait for a writer's pooled connection. */
+  private readonly readPool: pg.Pool;
+  readonly reads: SqlExecutor;
 
   constructor(readonly options: PostgresOptions) {
     this.pool = new pg.Pool({
@@ -65,6 +68,14 @@ export class PostgresDatabase implements Database {
     // An idle client that dies must not crash the process; the pool replaces it.
     this.pool.on('error', () => {});
     this.executor = executorFor(this.pool);
+    const searchPath = options.schema ? `-c search_path=${options.schema} ` : '';
+    this.readPool = new pg.Pool({
+      connectionString: options.connectionString,
+      max: 2,
+      options: `${searchPath}-c default_transaction_read_only=on`,
+    });
+    this.readPool.on('error', () => {});
+    this.reads = executorFor(this.readPool);
   }
 
   all<T>(sql: string, params?: readonly SqlParam[]): Promise<T[]> {
@@ -171,6 +182,7 @@ export class PostgresDatabase implements Database {
   }
 
   async close(): Promise<void> {
+    await this.readPool.end();
     await this.pool.end();
   }
 }

@@ -1,5 +1,5 @@
 import BetterSqlite3 from 'better-sqlite3';
-import { mkdirSync } from 'node:fs';
+import { chmodSync, closeSync, existsSync, mkdirSync, openSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import type { Database, Lease, RunResult, SqlExecutor, SqlParam } from './database';
@@ -40,6 +40,19 @@ const RESTART_LOG_ABOVE_FRAMES = 8192;
 const MAX_GATHER_TURNS = 4;
 
 /**
+ * The store holds sealed secrets, players' references and every bet: only the service's own user
+ * may read it. SQLite creates its -wal and -shm files with the database file's permissions, so the
+ * file is created 0600 before SQLite opens it; files an older version left readable are narrowed.
+ */
+function ownerOnly(filename: string): void {
+  mkdirSync(dirname(filename), { recursive: true, mode: 0o700 });
+  if (!existsSync(filename)) closeSync(openSync(filename, 'a', 0o600));
+  for (const file of [filename, `${filename}-wal`, `${filename}-shm`]) {
+    if (existsSync(file)) chmodSync(file, 0o600);
+  }
+}
+
+/**
  * better-sqlite3 is synchronous, so a "transaction" here is a queued unit. Units that arrive while
  * the event loop is busy are folded into one BEGIN IMMEDIATE … COMMIT, and one fsync of the
  * write-ahead log acknowledges the whole batch. Each unit runs inside its own SAVEPOINT, so one
@@ -64,13 +77,17 @@ export class SqliteDatabase implements Database {
   // Null for ':memory:' databases: nothing to sync, nothing to checkpoint.
   private readonly walSync: WalSync | null;
   private checkpointer: Worker | null = null;
+  // The read-only connection behind `reads`, opened on first use (null: reads share `raw`).
+  private reader: BetterSqlite3.Database | null = null;
+  private readonly readerStatements = new Map<string, BetterSqlite3.Statement>();
+  readonly reads: SqlExecutor;
   private checkpointPlan: { filename: string; intervalMs: number; afterCommits: number } | null;
   private commits = 0;
   lastCheckpoint: CheckpointProgress | null = null;
 
   constructor(options: SqliteOptions) {
     const onDisk = options.filename !== ':memory:';
-    if (onDisk) mkdirSync(dirname(options.filename), { recursive: true });
+    if (onDisk) ownerOnly(options.filename);
     this.raw = new BetterSqlite3(options.filename);
     this.raw.pragma('journal_mode = WAL');
     // NORMAL: COMMIT writes the log but does not fsync it; WalSync does, off the event loop, before
@@ -98,6 +115,41 @@ export class SqliteDatabase implements Database {
       get: async (sql, params) => self.getSync(sql, params),
       run: async (sql, params) => self.runSync(sql, params),
     };
+    // A second connection reads the last committed snapshot (WAL lets it run beside the writer)
+    // and never sees the rows of a batch that is still between BEGIN and COMMIT on `raw`. Like
+    // every read here it answers only once what it saw is on disk.
+    this.reads = onDisk
+      ? {
+          dialect: 'sqlite',
+          all: async (sql, params) => {
+            const rows = self.readStatement(sql).all(...(params ?? [])) as never[];
+            await self.walSync?.whenDurable();
+            return rows;
+          },
+          get: async (sql, params) => {
+            const row = self.readStatement(sql).get(...(params ?? [])) as never;
+            await self.walSync?.whenDurable();
+            return row;
+          },
+          run: async () => {
+            throw new Error('the read connection does not write');
+          },
+        }
+      : this;
+  }
+
+  private readStatement(sql: string): BetterSqlite3.Statement {
+    if (this.closed) throw new Error('database is closed');
+    if (!this.reader) {
+      this.reader = new BetterSqlite3(this.raw.name, { readonly: true, fileMustExist: true });
+      this.reader.pragma('busy_timeout = 5000');
+    }
+    let stmt = this.readerStatements.get(sql);
+    if (!stmt) {
+      stmt = this.reader.prepare(sql);
+      this.readerStatements.set(sql, stmt);
+    }
+    return stmt;
   }
 
   // Reads outside a transaction may see a batch that is committed but not yet on disk; they answer
@@ -146,6 +198,7 @@ export class SqliteDatabase implements Database {
     }
     await this.walSync?.close();
     await this.stopCheckpointer();
+    if (this.reader?.open) this.reader.close();
     if (this.raw.open) this.raw.close();
   }
 

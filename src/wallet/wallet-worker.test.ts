@@ -48,6 +48,7 @@ describe('WalletSettlementWorker', () => {
       apiKey: 'pk_test',
       walletUrl: `http://127.0.0.1:${port}/wallet`,
       status: 'active',
+      mode: 'live',
       settings: DEFAULT_OPERATOR_SETTINGS,
       createdAt: 0,
       previousSecretExpiresAt: null,

@@ -30,6 +30,11 @@ export interface WalletWorkerOptions {
   /** Connect-time resolution; injectable so tests need no DNS. */
   resolve?: Resolver;
   pollIntervalMs: number;
+  /**
+   * Answers the settle calls of a test-mode operator that has no wallet_url (the sandbox's simulated
+   * wallet): they are claimed, logged and retried exactly like calls to a real wallet.
+   */
+  simulatedWallet?: (s: Settlement) => Promise<Omit<AttemptResult, 'startedAt' | 'latencyMs'>>;
   /** Deliveries in flight at once (each waits on an operator's wallet, not on this process). */
   concurrency?: number;
   /** Replaces the worker's own guarded agent (and with it the connect-time address check). */
@@ -140,6 +145,7 @@ export class WalletSettlementWorker {
 
   private async attempt(s: Settlement): Promise<Omit<AttemptResult, 'startedAt' | 'latencyMs'>> {
     const operator = await this.o.credentialsOf(s.operatorId);
+    if (!operator.walletUrl && operator.mode === 'test' && this.o.simulatedWallet) return this.o.simulatedWallet(s);
     if (!operator.walletUrl) {
       return { delivered: false, statusCode: null, error: 'the operator has no wallet_url configured', responseExcerpt: null };
     }

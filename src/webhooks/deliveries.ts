@@ -159,14 +159,19 @@ export class WebhookDeliveryService {
     const deliveryId = `dlv_${randomUUID()}`;
     const data = { endpoint_id: endpoint.id, message: 'test event: signatures and reachability check' };
     const queued = await this.db.transaction(async (tx) => {
-      await tx.run('INSERT INTO events (id, seq, operator_id, type, created_at, data) VALUES (?, ?, ?, ?, ?, ?)', [
-        eventId,
-        now * 1000 + (testSeq++ % 1000),
-        endpoint.operatorId,
-        'webhook.test',
-        now,
-        JSON.stringify(data),
-      ]);
+      await tx.run(
+        `INSERT INTO events (id, seq, operator_id, type, created_at, data, livemode)
+         VALUES (?, ?, ?, ?, ?, ?, (SELECT CASE mode WHEN 'test' THEN 0 ELSE 1 END FROM operators WHERE id = ?))`,
+        [
+          eventId,
+          now * 1000 + (testSeq++ % 1000),
+          endpoint.operatorId,
+          'webhook.test',
+          now,
+          JSON.stringify(data),
+          endpoint.operatorId,
+        ],
+      );
       await tx.run(
         `INSERT INTO webhook_deliveries (id, event_id, endpoint_id, operator_id, status, attempts, next_attempt_at, created_at)
          VALUES (?, ?, ?, ?, 'pending', 0, ?, ?)`,

@@ -45,6 +45,7 @@ interface EventRow {
   id: string;
   type: string;
   created_at: number;
+  livemode: number;
   data: string;
 }
 
@@ -59,6 +60,9 @@ const LOST_ATTEMPT = 'outcome unknown: the worker stopped before it recorded the
  * rows; the lease in `claimed_until` keeps them away while a send is in flight), and starts their
  * sends at once over keep-alive connections, up to `maxInFlight`. Each answer joins a queue that
  * is written in batches, one transaction per batch, so a slow endpoint holds only its own sends.
+ *
+ * A disabled operator's deliveries are held: not claimed, their attempts untouched, still pending,
+ * and sent once the operator is enabled again.
  *
  * The attempt counter moves at claim time, so an attempt number is used once even if the worker
  * dies mid-send: the next claim finds the expired lease, logs that attempt as "outcome unknown"
@@ -256,6 +260,8 @@ export class WebhookDispatcher {
       const rows = await tx.all<ClaimRow>(
         `SELECT id, event_id, endpoint_id, attempts, claimed_until FROM webhook_deliveries
          WHERE status = 'pending' AND next_attempt_at <= ? AND (claimed_until IS NULL OR claimed_until <= ?)
+           AND NOT EXISTS (SELECT 1 FROM operators o
+                           WHERE o.id = webhook_deliveries.operator_id AND o.status <> 'active')
          ORDER BY next_attempt_at LIMIT ?${skipLocked(tx)}`,
         [now, now, limit],
       );
@@ -293,7 +299,10 @@ export class WebhookDispatcher {
 
   private async events(claimed: Claimed[]): Promise<Map<string, EventRow>> {
     const ids = [...new Set(claimed.map((c) => c.eventId))];
-    const rows = await this.o.db.all<EventRow>(`SELECT id, type, created_at, data FROM events WHERE id IN (${marks(ids)})`, ids);
+    const rows = await this.o.db.all<EventRow>(
+      `SELECT id, type, created_at, livemode, data FROM events WHERE id IN (${marks(ids)})`,
+      ids,
+    );
     return new Map(rows.map((r) => [r.id, r]));
   }
 

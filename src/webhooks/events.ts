@@ -16,6 +16,8 @@ export interface EventEnvelope {
   id: string;
   type: EventType;
   created_at: number;
+  /** false for everything a test-mode (sandbox) operator caused: its rounds, bets and flags. */
+  livemode: boolean;
   data: Record<string, unknown>;
 }
 
@@ -28,6 +30,7 @@ let seqCounter = 0;
 export async function recordEvents(tx: SqlExecutor, events: readonly DomainEvent[], now: number): Promise<EventEnvelope[]> {
   if (events.length === 0) return [];
   const endpoints = await subscribedEndpoints(tx, events);
+  const testOperators = await testModeOperators(tx, events);
   const envelopes: EventEnvelope[] = [];
   const eventRows: SqlParam[][] = [];
   const deliveryRows: SqlParam[][] = [];
@@ -35,16 +38,23 @@ export async function recordEvents(tx: SqlExecutor, events: readonly DomainEvent
     const id = `evt_${randomUUID()}`;
     // seq orders events that share a millisecond; it only needs to grow within this process.
     const seq = now * 1000 + (seqCounter++ % 1000);
-    eventRows.push([id, seq, event.operatorId, event.type, now, JSON.stringify(event.data)]);
+    const livemode = event.operatorId === null || !testOperators.has(event.operatorId);
+    eventRows.push([id, seq, event.operatorId, event.type, now, JSON.stringify(event.data), livemode ? 1 : 0]);
     for (const endpoint of endpoints) {
       if (event.operatorId !== null && endpoint.operator_id !== event.operatorId) continue;
+      if (event.operatorId === null && !endpoint.activeOperator) continue;
       if (!endpoint.types.has(event.type)) continue;
       deliveryRows.push([`dlv_${randomUUID()}`, id, endpoint.id, endpoint.operator_id, now, now]);
     }
-    envelopes.push({ id, type: event.type, created_at: now, data: event.data });
+    envelopes.push({ id, type: event.type, created_at: now, livemode, data: event.data });
   }
   // Multi-row inserts: a round that settles thousands of bets costs a few statements, not thousands.
-  await insertRows(tx, 'INSERT INTO events (id, seq, operator_id, type, created_at, data) VALUES', '(?, ?, ?, ?, ?, ?)', eventRows);
+  await insertRows(
+    tx,
+    'INSERT INTO events (id, seq, operator_id, type, created_at, data, livemode) VALUES',
+    '(?, ?, ?, ?, ?, ?, ?)',
+    eventRows,
+  );
   await insertRows(
     tx,
     `INSERT INTO webhook_deliveries (id, event_id, endpoint_id, operator_id, status, attempts, next_attempt_at, created_at) VALUES`,
@@ -68,12 +78,26 @@ interface EndpointRow {
   operator_id: string;
   events: string;
   types: Set<string>;
+  /** False only when known to be disabled (looked up for round-wide events, the only ones it changes). */
+  activeOperator: boolean;
 }
 
+/**
+ * Endpoints that receive these events. A disabled operator's endpoints get no round-wide events
+ * (round.opened / round.closed keep coming every few seconds and would pile up unsent); events of
+ * its own bets (only bets placed before the disable can still settle) are queued and held by the
+ * dispatcher until the operator is enabled again: they may carry money the operator owes a player.
+ */
 async function subscribedEndpoints(tx: SqlExecutor, events: readonly DomainEvent[]): Promise<EndpointRow[]> {
   const operatorIds = new Set(events.map((e) => e.operatorId));
+  // A live round's events (operator null) reach live operators only: a sandbox hears of its own rounds.
   const rows = operatorIds.has(null)
-    ? await tx.all<Omit<EndpointRow, 'types'>>('SELECT id, operator_id, events FROM webhook_endpoints WHERE enabled = 1')
+    ? (
+        await tx.all<Omit<EndpointRow, 'types' | 'activeOperator'> & { mode: string; active: number }>(
+          `SELECT e.id, e.operator_id, e.events, o.mode, CASE WHEN o.status = 'active' THEN 1 ELSE 0 END AS active
+           FROM webhook_endpoints e JOIN operators o ON o.id = e.operator_id WHERE e.enabled = 1`,
+        )
+      ).filter((r) => r.mode !== 'test' || operatorIds.has(r.operator_id))
     : operatorIds.size === 1
       ? await tx.all<Omit<EndpointRow, 'types'>>('SELECT id, operator_id, events FROM webhook_endpoints WHERE enabled = 1 AND operator_id = ?', [
           [...operatorIds][0] as string,
@@ -81,5 +105,28 @@ async function subscribedEndpoints(tx: SqlExecutor, events: readonly DomainEvent
       : (await tx.all<Omit<EndpointRow, 'types'>>('SELECT id, operator_id, events FROM webhook_endpoints WHERE enabled = 1')).filter((r) =>
           operatorIds.has(r.operator_id),
         );
-  return rows.map((r) => ({ ...r, types: new Set(JSON.parse(r.events) as string[]) }));
+  return rows.map((r) => ({
+    id: r.id,
+    operator_id: r.operator_id,
+    events: r.events,
+    types: new Set(JSON.parse(r.events) as string[]),
+    activeOperator: !('active' in r) || Number(r.active) === 1,
+  }));
+}
+
+// An operator's mode is fixed when it is created, so what this process once read stays true.
+const modeSeen = new Map<string, boolean>();
+
+/** The test-mode operators among the events' owners (their events carry livemode: false). */
+async function testModeOperators(tx: SqlExecutor, events: readonly DomainEvent[]): Promise<Set<string>> {
+  const ids = [...new Set(events.map((e) => e.operatorId).filter((id): id is string => id !== null))];
+  const unknown = ids.filter((id) => !modeSeen.has(id));
+  if (unknown.length > 0) {
+    const marks = unknown.map(() => '?').join(', ');
+    const sql = `SELECT id, mode FROM operators WHERE id IN (${marks})`;
+    const rows = await tx.all<{ id: string; mode: string }>(sql, unknown);
+    for (const r of rows) modeSeen.set(r.id, r.mode === 'test');
+    if (modeSeen.size > 10_000) modeSeen.clear();
+  }
+  return new Set(ids.filter((id) => modeSeen.get(id) === true));
 }

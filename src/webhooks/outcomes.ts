@@ -88,6 +88,15 @@ export async function writeOutcomes(tx: SqlExecutor, d: Decided, now: number): P
 }
 
 /** The envelope, assembled around the stored payload text so it is never re-serialised. */
-export function envelope(e: { id: string; type: string; created_at: number; data: string }): string {
-  return `{"id":${JSON.stringify(e.id)},"type":${JSON.stringify(e.type)},"created_at":${Number(e.created_at)},"data":${e.data}}`;
+export function envelope(e: {
+  id: string;
+  type: string;
+  created_at: number;
+  livemode?: number | boolean | null;
+  data: string;
+}): string {
+  // livemode false: the event belongs to a sandbox (test-mode) operator; missing means a live row.
+  const live = e.livemode === undefined || e.livemode === null || Number(e.livemode) === 1;
+  const head = `{"id":${JSON.stringify(e.id)},"type":${JSON.stringify(e.type)},"created_at":${Number(e.created_at)}`;
+  return `${head},"livemode":${live},"data":${e.data}}`;
 }

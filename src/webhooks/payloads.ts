@@ -1,6 +1,6 @@
 /**
  * The published shape of every webhook (payload version v1). One envelope for every event:
- * `{id, type, created_at, data}`; `data` depends on `type`. v1 changes only additively (new
+ * `{id, type, created_at, livemode, data}`; `data` depends on `type`. v1 changes only additively (new
  * fields, new event types); a breaking change would ship as a new type name, never in place.
  * These schemas are served at GET …/webhooks/schema and in the OpenAPI document (`webhooks`).
  */
@@ -104,6 +104,7 @@ export function envelopeSchema(type: WebhookTypeName): TSchema {
       id: Type.String({ description: 'event id (evt_…); the same on every retry and on a re-send: deduplicate on it' }),
       type: Type.Literal(type),
       created_at: Ms('when the change that caused the event was committed'),
+      livemode: Type.Boolean({ description: 'false for test data: events of a sandbox (test-mode) operator' }),
       data: WEBHOOK_EVENT_DATA[type].data,
     },
     { additionalProperties: false, description: WEBHOOK_EVENT_DATA[type].summary },

@@ -79,6 +79,7 @@ describe('outbound replies are capped in size and time', () => {
         id: 'op_1',
         name: 'Hostile wallet',
         apiKey: 'pk_1',
+        mode: 'live',
         walletUrl: `http://127.0.0.1:${port}/wallet`,
         status: 'active',
         settings: DEFAULT_OPERATOR_SETTINGS,

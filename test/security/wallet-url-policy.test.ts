@@ -158,6 +158,7 @@ describe('SSRF: operator wallet_url in production', () => {
           id: 'op_1',
           name: 'Old',
           apiKey: 'pk_1',
+          mode: 'live',
           walletUrl: stored.walletUrl,
           status: 'active',
           settings: {} as never,

@@ -72,7 +72,7 @@ export class ChildService {
     this.dataDir = primary?.dataDir ?? mkdtempSync(join(tmpdir(), 'rbs-child-'));
     this.schema = primary?.schema ?? (this.store === 'postgres' ? `t_${randomBytes(6).toString('hex')}` : null);
     this.env = {
-      APP_ENV: 'development',
+      APP_ENV: 'test', // test: seeded fixture chains may play (see fair-chain.ts)
       LOG_LEVEL: 'warn',
       MASTER_KEY: primary?.env.MASTER_KEY ?? randomBytes(32).toString('hex'),
       DATA_DIR: this.dataDir,

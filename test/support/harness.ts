@@ -1,10 +1,12 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { DEFAULT_BUSTABIT_SALT } from '../../src/crash/fairness';
 import pg from 'pg';
+import type { Logger } from 'pino';
 import { request } from 'undici';
 import { createApp, type App } from '../../src/app';
 import type { Clock } from '../../src/clock/clock';
 import { loadConfig, type Config } from '../../src/config/config';
+import type { OperatorSettings } from '../../src/operators/operator';
 import { signRequest } from '../../src/signing/request-signature';
 import type { Database } from '../../src/store/database';
 import { migrate } from '../../src/store/migrate';
@@ -77,7 +79,12 @@ export interface TestApp {
   baseUrl: string;
   config: Config;
   close(): Promise<void>;
-  createOperator(input?: { name?: string; walletUrl?: string | null }): Promise<TestOperator>;
+  createOperator(input?: {
+    name?: string;
+    walletUrl?: string | null;
+    mode?: 'live' | 'test';
+    settings?: Partial<OperatorSettings>;
+  }): Promise<TestOperator>;
 }
 
 export interface TestOperator {
@@ -93,6 +100,7 @@ export async function startTestApp(
     env?: Record<string, string>;
     clock?: Clock;
     engines?: boolean;
+    logger?: Logger;
     beforeStart?: (db: Database) => Promise<void>;
     /** Another instance to share a PostgreSQL schema (and master key) with: a second replica. */
     replicaOf?: TestApp;
@@ -107,7 +115,7 @@ export async function startTestApp(
     ...testConfig({ DATA_DIR: fresh.dataDir, ...(base?.masterKey ? { MASTER_KEY: base.masterKey } : {}), ...(options.env ?? {}) }),
     runEngines: options.engines ?? true,
   };
-  const app = await createApp(config, { db: fresh.db, clock: options.clock });
+  const app = await createApp(config, { db: fresh.db, clock: options.clock, logger: options.logger });
   await app.http.listen({ host: '127.0.0.1', port: 0 });
   await app.startBackground();
   const address = app.http.server.address();
@@ -122,7 +130,12 @@ export async function startTestApp(
       if (fresh.schema && !options.replicaOf) await fresh.dispose().catch(() => {});
     },
     async createOperator(input = {}) {
-      const o = await app.services.operators.create({ name: input.name ?? 'Test operator', walletUrl: input.walletUrl ?? null });
+      const o = await app.services.operators.create({
+        name: input.name ?? 'Test operator',
+        walletUrl: input.walletUrl ?? null,
+        mode: input.mode,
+        settings: input.settings,
+      });
       return { id: o.id, apiKey: o.apiKey, apiSecret: o.apiSecret };
     },
   };

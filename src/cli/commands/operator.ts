@@ -9,6 +9,8 @@ export function presentOperator(o: Operator): Record<string, unknown> {
     api_key: o.apiKey,
     wallet_url: o.walletUrl,
     status: o.status,
+    mode: o.mode,
+    livemode: o.mode === 'live',
     previous_secret_expires_at: o.previousSecretExpiresAt,
     settings: o.settings,
     created_at: o.createdAt,
@@ -24,9 +26,13 @@ export const operatorCommands: CliCommand[] = [
     options: {
       name: { type: 'string', required: true, description: 'display name' },
       'wallet-url': { type: 'string', description: 'base URL of the operator wallet (Stock Race settlements)' },
+      mode: { type: 'string', description: 'live (default) or test: a sandbox operator with pk_test_/sk_test_ keys' },
     },
     async run(app, v) {
-      const created = await app.services.operators.create({ name: String(v.name), walletUrl: (v['wallet-url'] as string) ?? null });
+      const mode = v.mode === undefined ? 'live' : String(v.mode);
+      if (mode !== 'live' && mode !== 'test') throw new DomainError('VALIDATION_FAILED', '--mode must be live or test');
+      const walletUrl = (v['wallet-url'] as string) ?? null;
+      const created = await app.services.operators.create({ name: String(v.name), walletUrl, mode });
       return { ...presentOperator(created), api_secret: created.apiSecret };
     },
   },

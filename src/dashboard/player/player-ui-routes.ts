@@ -7,10 +7,13 @@ import { isDomainError, type ErrorCode } from '../../errors/codes';
 import { SURFACE_B_STATUS } from '../../http/error-maps';
 import { hideFromOpenApi } from '../../http/openapi';
 import { streamFeed } from '../../http/sse';
+import { surfaceB } from '../../http/surface-b/routes';
+import { errorHandler } from '../../http/surface';
 import { currencyExponent, formatMinor } from '../../money/currency';
 import type { CrashOutcome } from '../../rounds/round';
 import { presentRound } from '../../rounds/round-presenter';
 import { roundRepository } from '../../rounds/round-repository';
+import { sandboxOf } from '../../sandbox/sandbox-service';
 import type { AppServices } from '../../services';
 import { hashToken, type PlayerSession } from '../../sessions/session-service';
 import type { SqlExecutor } from '../../store/database';
@@ -39,7 +42,11 @@ export const newNonce = (): string => randomBytes(16).toString('base64');
 export async function playerRefusal(s: AppServices, token: string | undefined, code: ErrorCode, nonce: string): Promise<{ status: number; html: string }> {
   const expired = code === 'SESSION_EXPIRED';
   const row =
-    expired && token ? await s.db.get<{ return_url: string }>('SELECT return_url FROM sessions WHERE token_hash = ?', [hashToken(token)]) : undefined;
+    expired && token
+      ? await s.db.reads.get<{ return_url: string }>('SELECT return_url FROM sessions WHERE token_hash = ?', [
+          hashToken(token),
+        ])
+      : undefined;
   const html = expired
     ? playerRefusalPage({
         title: 'Session expired',
@@ -85,10 +92,15 @@ export async function sessionBets(db: SqlExecutor, session: PlayerSession, limit
   return rows.map(toBet).map(presentSessionBet);
 }
 
-async function recentCrashPoints(db: SqlExecutor, limit: number): Promise<{ round_number: number; crash_point: number }[]> {
+async function recentCrashPoints(
+  db: SqlExecutor,
+  limit: number,
+  sandbox: string | null,
+): Promise<{ round_number: number; crash_point: number }[]> {
   const rows = await db.all<{ round_number: number; outcome: string }>(
-    `SELECT round_number, outcome FROM rounds WHERE game = 'crash' AND status = 'closed' ORDER BY round_number DESC LIMIT ?`,
-    [limit],
+    `SELECT round_number, outcome FROM rounds WHERE game = 'crash' AND status = 'closed'
+     AND ${sandbox === null ? 'operator_id IS NULL' : 'operator_id = ?'} ORDER BY round_number DESC LIMIT ?`,
+    sandbox === null ? [limit] : [sandbox, limit],
   );
   return rows.map((r) => ({ round_number: Number(r.round_number), crash_point: formatMultiplier((JSON.parse(r.outcome) as CrashOutcome).crash_point) }));
 }
@@ -99,33 +111,30 @@ async function recentCrashPoints(db: SqlExecutor, limit: number): Promise<{ roun
  */
 export async function playerUiRoutes(app: FastifyInstance, s: AppServices): Promise<void> {
   hideFromOpenApi(app);
-  app.setErrorHandler((error: FastifyError | Error, req, reply) => {
-    const code: ErrorCode = isDomainError(error) ? error.code : (error as FastifyError).validation ? 'VALIDATION_FAILED' : 'INTERNAL';
-    const status = SURFACE_B_STATUS[code];
-    if (status >= 500) req.log.error({ err: error }, 'player page request failed');
-    void reply.status(status).send(status >= 500 ? { error: 'INTERNAL', trace_id: String(req.id) } : { error: code, message: error.message });
-  });
+  // Surface B's error shape and classification: Fastify's own 4xx refusals stay 4xx.
+  app.setErrorHandler(errorHandler(surfaceB));
 
   serveAssets(app, '/play/assets', PLAYER_ASSETS);
 
   app.get('/play/bets', async (req: TokenReq, reply) => {
-    const session = await s.sessions.byToken(req.query.token);
+    const session = await s.sessions.byToken(req.query.token, s.db.reads);
     reply.header('cache-control', 'no-store');
-    return { bets: await sessionBets(s.db, session) };
+    return { bets: await sessionBets(s.db.reads, session) };
   });
 
   app.get('/play/crash', async (req: TokenReq, reply) => {
     const nonce = newNonce();
     let session: PlayerSession;
     try {
-      session = await s.sessions.byToken(req.query.token);
+      session = await s.sessions.byToken(req.query.token, s.db.reads);
     } catch (error) {
       if (!isDomainError(error)) throw error;
       playerPageHeaders(reply, nonce);
       const refusal = await playerRefusal(s, req.query.token, error.code, nonce);
       return reply.status(refusal.status).type('text/html; charset=utf-8').send(refusal.html);
     }
-    const latest = await roundRepository.latest(s.db, 'crash');
+    const sandbox = await sandboxOf(s, session);
+    const latest = await roundRepository.latest(s.db.reads, 'crash', sandbox);
     playerPageHeaders(reply, nonce);
     const html = crashPlayerPage({
       session,
@@ -133,7 +142,7 @@ export async function playerUiRoutes(app: FastifyInstance, s: AppServices): Prom
       nonce,
       serverNow: s.clock.now(),
       round: latest ? presentRound(latest) : null,
-      recent: await recentCrashPoints(s.db, 12),
+      recent: await recentCrashPoints(s.db.reads, 12, sandbox),
     });
     return reply.type('text/html; charset=utf-8').send(html);
   });
@@ -149,8 +158,8 @@ export async function playerUiRoutes(app: FastifyInstance, s: AppServices): Prom
       const refusal = await playerRefusal(s, req.query.token, error.code, nonce);
       return reply.status(refusal.status).type('text/html; charset=utf-8').send(refusal.html);
     }
-    const recent = await s.db.all<{ id: string; game: VerifiableRound['game']; round_number: number }>(
-      `SELECT id, game, round_number FROM rounds WHERE status = 'closed' ORDER BY closed_at DESC LIMIT 12`,
+    const recent = await s.db.reads.all<{ id: string; game: VerifiableRound['game']; round_number: number }>(
+      `SELECT id, game, round_number FROM rounds WHERE status = 'closed' AND operator_id IS NULL ORDER BY closed_at DESC LIMIT 12`,
     );
     const asked = req.query.round;
     const roundId = typeof asked === 'string' && /^[\x21-\x7e]{1,100}$/.test(asked) ? asked : null;
@@ -167,8 +176,9 @@ export async function playerUiRoutes(app: FastifyInstance, s: AppServices): Prom
   });
 
   app.get('/play/crash/feed', async (req: TokenReq, reply) => {
-    const session = await s.sessions.byToken(req.query.token);
-    await streamFeed(req, reply, s.feed, 'crash');
+    const session = await s.sessions.byToken(req.query.token, s.db.reads);
+    const sandbox = await sandboxOf(s, session);
+    await streamFeed(req, reply, sandbox === null ? s.feed : s.sandbox.feedOf(sandbox), 'crash', session.id);
     const timer = setTimeout(() => reply.raw.end(), Math.min(Math.max(0, session.expiresAt - s.clock.now()), 2 ** 31 - 1));
     timer.unref();
     reply.raw.on('close', () => clearTimeout(timer));

@@ -13,7 +13,11 @@ import { livePage } from '../views/live';
 export async function liveRoutes(app: FastifyInstance, s: AppServices): Promise<void> {
   app.get('/', async (req, reply) => {
     const c = ctx(req);
-    const [crash, race] = await Promise.all([roundRepository.latest(s.db, 'crash'), roundRepository.latest(s.db, 'stock_race')]);
+    const scope = c.operator.mode === 'test' ? c.operator.id : null;
+    const [crash, race] = await Promise.all([
+      roundRepository.latest(s.db, 'crash', scope),
+      roundRepository.latest(s.db, 'stock_race', scope),
+    ]);
     const html = livePage({
       user: c.user,
       overview: await overview(s.db, c.operator.id, s.clock.now()),
@@ -31,7 +35,8 @@ export async function liveRoutes(app: FastifyInstance, s: AppServices): Promise<
   app.get('/feed/:game', async (req: FastifyRequest<{ Params: { game: string } }>, reply) => {
     const game = req.params.game as Game;
     if (!GAMES.includes(game)) throw new DomainError('NOT_FOUND', `no live feed for "${req.params.game}"`);
-    await streamFeed(req, reply, s.feed, game);
+    const operator = ctx(req).operator;
+    await streamFeed(req, reply, operator.mode === 'test' ? s.sandbox.feedOf(operator.id) : s.feed, game);
     // A signed-out or expired session must not keep watching: the stream ends with the session.
     const left = ctx(req).session.expiresAt - s.clock.now();
     const timer = setTimeout(() => reply.raw.end(), Math.min(Math.max(0, left), 2 ** 31 - 1));

@@ -28,7 +28,8 @@ export async function roundRoutes(app: FastifyInstance, s: AppServices): Promise
   app.get('/rounds', async (req: QueryReq, reply) => {
     const c = ctx(req);
     const game = gameFilter(queryField(req.query, 'game'));
-    const rounds = await roundRepository.recent(s.db, game ?? null, ROUNDS_SHOWN);
+    const scope = c.operator.mode === 'test' ? c.operator.id : null;
+    const rounds = await roundRepository.recent(s.db, game ?? null, ROUNDS_SHOWN, scope);
     const bets = await betCountsByRound(s.db, c.operator.id, rounds.map((r) => r.id));
     return reply.type('text/html; charset=utf-8').send(roundsPage({ user: c.user, rounds: rounds.map(presentRound), bets, game }));
   });

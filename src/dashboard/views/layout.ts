@@ -17,6 +17,8 @@ export interface PageUser {
   email: string;
   operatorName: string;
   csrfToken: string;
+  /** A test-mode (sandbox) operator: every page says its data is test data. */
+  testMode?: boolean;
 }
 
 export interface PageOptions {
@@ -31,6 +33,9 @@ export interface PageOptions {
   body: SafeHtml;
 }
 
+const TEST_TITLE = 'Sandbox operator: everything shown is test data';
+const TEST_BANNER = 'Test mode: sandbox rounds, bets and settlements of this operator only. Nothing here is live.';
+
 /** Hidden CSRF field for every form of a signed-in page. */
 export const csrfField = (token: string): SafeHtml => html`<input type="hidden" name="_csrf" value="${token}">`;
 
@@ -41,7 +46,9 @@ export function page(o: PageOptions): string {
       )}</ul></nav>`
     : '';
   const account = o.user
-    ? html`<div class="account"><span>${o.user.email} · <strong>${o.user.operatorName}</strong></span>
+    ? html`<div class="account"><span>${o.user.email} · <strong>${o.user.operatorName}</strong>${
+        o.user.testMode ? html` <span class="badge badge-test" title="${TEST_TITLE}">TEST</span>` : ''
+      }</span>
 <form method="post" action="/dashboard/logout">${csrfField(o.user.csrfToken)}<button type="submit" class="link">Sign out</button></form></div>`
     : '';
   return html`<!doctype html>
@@ -62,6 +69,7 @@ ${nav}
 </header>
 <main id="main" tabindex="-1">
 <h1>${o.title}</h1>
+${o.user?.testMode ? html`<p class="test-data" role="note">${TEST_BANNER}</p>` : ''}
 ${o.notice ? html`<p class="notice" role="status">${o.notice}</p>` : ''}
 ${o.error ? html`<p class="error" role="alert">${o.error}</p>` : ''}
 ${o.body}

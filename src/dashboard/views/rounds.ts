@@ -27,7 +27,11 @@ export function roundsPage(o: { user: PageUser; rounds: RoundJson[]; bets: Map<s
 <td>${outcomeText(r)}</td><td class="mono small" title="${r.seed_hash}">${short(r.seed_hash, 16)}</td>
 <td class="mono small">${r.seed ? html`<span title="${r.seed}">${short(r.seed, 16)}</span>` : 'hidden until the end'}</td>
 <td class="num">${(o.bets.get(r.round_id) ?? 0) > 0 ? html`<a href="/dashboard/bets${queryString({ round: r.round_id })}">${o.bets.get(r.round_id)}</a>` : '0'}</td>
-<td><a href="/fairness/rounds/${r.round_id}">Verify<span class="sr-only"> round ${r.round_number}</span></a></td></tr>`,
+<td>${
+      r.livemode
+        ? html`<a href="/fairness/rounds/${r.round_id}">Verify<span class="sr-only"> round ${r.round_number}</span></a>`
+        : html`${badge('test')} ${r.scripted ? 'scripted outcome' : 'sandbox round'}`
+    }</td></tr>`,
   );
   const body = html`<form method="get" action="/dashboard/rounds" class="filters"><p><label for="game">Game</label>${gameSelect(o.game, true)}</p><p><button type="submit">Show</button></p></form>
 ${tableWrap(

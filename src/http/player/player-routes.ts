@@ -9,6 +9,7 @@ import type { PlayerSession } from '../../sessions/session-service';
 import { SURFACE_B_STATUS } from '../error-maps';
 import { streamFeed } from '../sse';
 import { errorHandler, type Surface } from '../surface';
+import { sandboxOf } from '../../sandbox/sandbox-service';
 import { newNonce, playerPageHeaders, playerRefusal } from '../../dashboard/player/player-ui-routes';
 import { stockRacePlayerPage } from '../../dashboard/player/player-view';
 
@@ -30,7 +31,14 @@ export async function playerRoutes(app: FastifyInstance, s: AppServices): Promis
   const r = app.withTypeProvider<TypeBoxTypeProvider>();
   // Every use of a session reports where it came from: one session used from several places at
   // once raises a compliance flag. An observation only: it never blocks the player.
-  const seen = (session: PlayerSession, place: string, log: { warn(o: object, m: string): void }): void => {
+  const seen = (
+    session: PlayerSession,
+    place: string,
+    log: { warn(o: object, m: string): void },
+    sandbox: string | null,
+  ): void => {
+    // Sandbox sessions are test data: they raise no compliance flags.
+    if (sandbox !== null) return;
     void s.complianceFlags
       .sessionSeen(s.db, { operatorId: session.operatorId, sessionId: session.id, player: session.playerRef, place, now: s.clock.now() })
       .catch((err: unknown) => log.warn({ err }, 'compliance session check failed'));
@@ -40,7 +48,7 @@ export async function playerRoutes(app: FastifyInstance, s: AppServices): Promis
   r.get('/play', { schema: { hide: true, querystring: TokenQuery } }, async (req, reply) => {
     let session: PlayerSession;
     try {
-      session = await s.sessions.byToken(req.query.token);
+      session = await s.sessions.byToken(req.query.token, s.db.reads);
     } catch (error) {
       if (!isDomainError(error)) throw error;
       // The refusal links back to the operator when the (expired) session is known.
@@ -49,8 +57,9 @@ export async function playerRoutes(app: FastifyInstance, s: AppServices): Promis
       const refusal = await playerRefusal(s, req.query.token, error.code, nonce);
       return reply.status(refusal.status).type('text/html; charset=utf-8').send(refusal.html);
     }
-    seen(session, req.ip, req.log);
-    const latest = await roundRepository.latest(s.db, 'stock_race');
+    const sandbox = await sandboxOf(s, session);
+    seen(session, req.ip, req.log, sandbox);
+    const latest = await roundRepository.latest(s.db.reads, 'stock_race', sandbox);
     const round = latest ? { ...presentRound(latest), symbols: s.stockRaceGame.symbolsOf(latest) } : null;
     const nonce = newNonce();
     playerPageHeaders(reply, nonce);
@@ -60,9 +69,10 @@ export async function playerRoutes(app: FastifyInstance, s: AppServices): Promis
   });
 
   r.get('/play/feed', { schema: { hide: true, querystring: TokenQuery } }, async (req, reply) => {
-    const session = await s.sessions.byToken(req.query.token);
-    seen(session, req.ip, req.log);
-    await streamFeed(req, reply, s.feed, 'stock_race');
+    const session = await s.sessions.byToken(req.query.token, s.db.reads);
+    const sandbox = await sandboxOf(s, session);
+    seen(session, req.ip, req.log, sandbox);
+    await streamFeed(req, reply, sandbox === null ? s.feed : s.sandbox.feedOf(sandbox), 'stock_race', session.id);
     // The stream ends with the session; the page's EventSource reconnect is then refused.
     const left = session.expiresAt - s.clock.now();
     const timer = setTimeout(() => reply.raw.end(), Math.min(Math.max(0, left), 2 ** 31 - 1));
@@ -70,3 +80,4 @@ export async function playerRoutes(app: FastifyInstance, s: AppServices): Promis
     reply.raw.on('close', () => clearTimeout(timer));
   });
 }
+

@@ -6,7 +6,9 @@ import { betRepository } from '../../bets/bet-repository';
 import { cashoutCrashBet, placeCrashBet } from '../../bets/crash-bets';
 import { formatMultiplier, parseMultiplier } from '../../crash/multiplier';
 import { liveMultiplier } from '../../crash/crash-rules';
+import { noCompliance } from '../../compliance/hooks';
 import { DomainError } from '../../errors/codes';
+import type { Operator } from '../../operators/operator';
 import type { IdempotentResult } from '../../idempotency/idempotency';
 import { presentRound } from '../../rounds/round-presenter';
 import { roundRepository } from '../../rounds/round-repository';
@@ -38,8 +40,9 @@ export const surfaceA: Surface = {
 
 const errors = { 400: ErrorA, 401: ErrorA, 403: ErrorA, 404: ErrorA, 409: ErrorA, 413: ErrorA, 429: ErrorA, 500: ErrorA };
 
-export function presentCrashBet(bet: Bet): Static<typeof CrashBetView> {
+export function presentCrashBet(bet: Bet, livemode: boolean): Static<typeof CrashBetView> {
   return {
+    livemode,
     bet_id: bet.id,
     external_user_id: bet.player,
     round_id: bet.roundId,
@@ -64,6 +67,10 @@ export async function surfaceARoutes(app: FastifyInstance, s: AppServices): Prom
     houseEdgeBp: s.config.crash.houseEdgeBp,
     engineStaleMs: s.config.crash.engineStaleMs,
   };
+  // Test-mode operators play in their own sandbox rounds and raise no compliance flags.
+  const isTest = (o: Operator): boolean => o.mode === 'test';
+  const complianceFor = (o: Operator) => (isTest(o) ? noCompliance : s.compliance);
+  const scopeOf = (o: Operator): string | null => (isTest(o) ? o.id : null);
 
   const idempotent = async (
     req: FastifyRequest,
@@ -106,10 +113,11 @@ export async function surfaceARoutes(app: FastifyInstance, s: AppServices): Prom
         autoCashout = parseMultiplier(body.auto_cashout);
         if (autoCashout === null) throw new DomainError('VALIDATION_FAILED', 'field "auto_cashout" must have at most 2 decimals');
       }
+      if (isTest(req.operator!)) await s.sandbox.touch(req.operator!, 'crash');
       return idempotent(req, reply, async (tx) => {
         const bet = await placeCrashBet(
           tx,
-          s.compliance,
+          complianceFor(req.operator!),
           req.operator!,
           { externalUserId: body.external_user_id, amount: body.amount, autoCashout },
           s.clock.now(),
@@ -122,6 +130,8 @@ export async function surfaceARoutes(app: FastifyInstance, s: AppServices): Prom
             round_number: bet.roundNumber,
             amount: bet.amount,
             auto_cashout: body.auto_cashout ?? null,
+            // The spec fixes the live body; test data says what it is.
+            ...(isTest(req.operator!) ? { livemode: false } : {}),
           },
         };
       });
@@ -144,10 +154,15 @@ export async function surfaceARoutes(app: FastifyInstance, s: AppServices): Prom
         req,
         reply,
         async (tx) => {
-          const bet = await cashoutCrashBet(tx, s.compliance, crashRules, req.operator!, req.body.bet_id, s.clock.now());
+          const operator = req.operator!;
+          const compliance = complianceFor(operator);
+          const bet = await cashoutCrashBet(tx, compliance, crashRules, operator, req.body.bet_id, s.clock.now());
           return { statusCode: 200, body: { bet_id: bet.id, payout: bet.payout, multiplier: formatMultiplier(bet.cashoutMultiplier!) } };
         },
-        () => s.crashGame.noteSettled(req.body.bet_id),
+        () =>
+          isTest(req.operator!)
+            ? s.sandbox.noteCrashSettled(req.operator!.id, req.body.bet_id)
+            : s.crashGame.noteSettled(req.body.bet_id),
       ),
   );
 
@@ -162,8 +177,9 @@ export async function surfaceARoutes(app: FastifyInstance, s: AppServices): Prom
   r.get(
     '/rounds/current',
     { schema: { summary: 'The current Crash round', tags: ['Crash'], headers: AuthHeaders, response: { 200: RoundView, ...errors } } },
-    async () => {
-      const round = await roundRepository.latest(s.db, 'crash');
+    async (req) => {
+      if (isTest(req.operator!)) await s.sandbox.touch(req.operator!, 'crash');
+      const round = await roundRepository.latest(s.db, 'crash', scopeOf(req.operator!));
       if (!round) throw new DomainError('ROUND_NOT_FOUND', 'no Crash round has been played yet');
       return presentLive(round);
     },
@@ -175,7 +191,8 @@ export async function surfaceARoutes(app: FastifyInstance, s: AppServices): Prom
       schema: { summary: 'A Crash round by number', tags: ['Crash'], headers: AuthHeaders, params: RoundNumberParams, response: { 200: RoundView, ...errors } },
     },
     async (req) => {
-      const round = await roundRepository.byNumber(s.db, 'crash', Number(req.params.round_number));
+      const number = Number(req.params.round_number);
+      const round = await roundRepository.byNumber(s.db, 'crash', number, scopeOf(req.operator!));
       if (!round) throw new DomainError('ROUND_NOT_FOUND', `no Crash round number ${req.params.round_number}`);
       return presentLive(round);
     },
@@ -189,7 +206,7 @@ export async function surfaceARoutes(app: FastifyInstance, s: AppServices): Prom
       if (!bet || bet.operatorId !== req.operator!.id || bet.game !== 'crash') {
         throw new DomainError('BET_NOT_FOUND', `no Crash bet ${req.params.bet_id} for this operator`);
       }
-      return presentCrashBet(bet);
+      return presentCrashBet(bet, !isTest(req.operator!));
     },
   );
 
@@ -204,6 +221,10 @@ export async function surfaceARoutes(app: FastifyInstance, s: AppServices): Prom
         response: { 200: Type.String({ description: 'text/event-stream' }), ...errors },
       },
     },
-    async (req, reply) => streamFeed(req, reply, s.feed, 'crash'),
+    async (req, reply) => {
+      if (!isTest(req.operator!)) return streamFeed(req, reply, s.feed, 'crash');
+      await s.sandbox.touch(req.operator!, 'crash');
+      return streamFeed(req, reply, s.sandbox.feedOf(req.operator!.id), 'crash');
+    },
   );
 }

@@ -41,6 +41,9 @@ export const PlacedBet = Type.Object({
   round_number: Type.Integer(),
   amount: Type.Integer(),
   auto_cashout: Type.Union([Type.Number(), Type.Null()]),
+  livemode: Type.Optional(
+    Type.Boolean({ description: 'false: placed with a test key, in a sandbox round (test data)' }),
+  ),
 });
 
 export const CashoutBody = Type.Object(
@@ -71,6 +74,7 @@ export const RoundView = Type.Object(
 );
 
 export const CrashBetView = Type.Object({
+  livemode: Type.Boolean({ description: 'false for a bet of a test-mode operator (test data)' }),
   bet_id: Type.String(),
   external_user_id: Type.String(),
   round_id: Type.String(),

@@ -5,11 +5,14 @@ import type { Bet } from '../../bets/bet';
 import { presentAmount } from '../../bets/bet-events';
 import { betRepository } from '../../bets/bet-repository';
 import { reserveStockRaceBet } from '../../bets/stock-race-bets';
+import { noCompliance } from '../../compliance/hooks';
 import { DomainError } from '../../errors/codes';
+import type { Operator } from '../../operators/operator';
 import { presentRound } from '../../rounds/round-presenter';
 import { roundRepository } from '../../rounds/round-repository';
 import type { Round } from '../../rounds/round';
 import type { AppServices } from '../../services';
+import { simulatedWallet } from '../../sandbox/simulated-wallet';
 import { presentSettlement, settlementRepository, type Settlement } from '../../wallet/settlements';
 import { SURFACE_B_STATUS } from '../error-maps';
 import { streamFeed } from '../sse';
@@ -39,8 +42,13 @@ export const surfaceB: Surface = {
 
 const errors = { 400: ErrorB, 401: ErrorB, 403: ErrorB, 404: ErrorB, 409: ErrorB, 413: ErrorB, 415: ErrorB, 429: ErrorB, 500: ErrorB };
 
-export function presentStockRaceBet(bet: Bet, settlement: Settlement | undefined): Static<typeof StockRaceBetView> {
+export function presentStockRaceBet(
+  bet: Bet,
+  settlement: Settlement | undefined,
+  livemode: boolean,
+): Static<typeof StockRaceBetView> {
   return {
+    livemode,
     bet_id: bet.id,
     round_id: bet.roundId,
     round_number: bet.roundNumber,
@@ -63,6 +71,9 @@ export function presentStockRaceBet(bet: Bet, settlement: Settlement | undefined
 export async function surfaceBRoutes(app: FastifyInstance, s: AppServices): Promise<void> {
   const r = app.withTypeProvider<TypeBoxTypeProvider>();
   guardSurface(app, surfaceB, s, { ownsNotFound: true });
+  // Test-mode operators play in their own sandbox rounds and raise no compliance flags.
+  const isTest = (o: Operator): boolean => o.mode === 'test';
+  const scopeOf = (o: Operator): string | null => (isTest(o) ? o.id : null);
 
   const presentLive = (round: Round): Static<typeof StockRaceRoundView> => {
     const view: Static<typeof StockRaceRoundView> = {
@@ -112,17 +123,23 @@ export async function surfaceBRoutes(app: FastifyInstance, s: AppServices): Prom
     },
     async (req, reply) => {
       const body = req.body;
+      if (isTest(req.operator!)) await s.sandbox.touch(req.operator!, 'stock_race');
       const result = await s.idempotency.execute(
         { operatorId: req.operator!.id, key: body.idempotency_key, route: 'POST /v1/bets/reserve', body },
         (error) => ({ statusCode: surfaceB.status[error.code], body: surfaceB.errorBody(error.code, error.message, String(req.id)) }),
         async (tx) => {
           const { bet, potentialPayout } = await reserveStockRaceBet(
             tx,
-            s.compliance,
+            isTest(req.operator!) ? noCompliance : s.compliance,
             req.operator!,
             { sessionId: body.session_id, roundId: body.round_id, selectedStocks: body.selected_stocks, stake: body.stake },
             s.clock.now(),
           );
+          // With no wallet server, a sandbox's simulated wallet holds the player's balance: it pays the stake.
+          const operator = req.operator!;
+          if (isTest(operator) && !operator.walletUrl) {
+            await simulatedWallet.debit(tx, operator.id, bet.player, bet.currency!, bet.amount, s.clock.now());
+          }
           const view: Static<typeof ReservedBetView> = {
             bet_id: bet.id,
             round_id: bet.roundId,
@@ -135,6 +152,7 @@ export async function surfaceBRoutes(app: FastifyInstance, s: AppServices): Prom
             selected_stocks: bet.selections!,
             potential_payout: presentAmount(bet, potentialPayout),
             placed_at: bet.placedAt,
+            ...(isTest(req.operator!) ? { livemode: false } : {}),
           };
           return { statusCode: 200, body: view };
         },
@@ -148,8 +166,9 @@ export async function surfaceBRoutes(app: FastifyInstance, s: AppServices): Prom
   r.get(
     '/rounds/current',
     { schema: { summary: 'The current Stock Race round', tags: ['Stock Race'], headers: AuthHeadersB, response: { 200: StockRaceRoundView, ...errors } } },
-    async () => {
-      const round = await roundRepository.latest(s.db, 'stock_race');
+    async (req) => {
+      if (isTest(req.operator!)) await s.sandbox.touch(req.operator!, 'stock_race');
+      const round = await roundRepository.latest(s.db, 'stock_race', scopeOf(req.operator!));
       if (!round) throw new DomainError('ROUND_NOT_FOUND', 'no Stock Race round has been played yet');
       return presentLive(round);
     },
@@ -167,7 +186,11 @@ export async function surfaceBRoutes(app: FastifyInstance, s: AppServices): Prom
         response: { 200: Type.String({ description: 'text/event-stream' }), ...errors },
       },
     },
-    async (req, reply) => streamFeed(req, reply, s.feed, 'stock_race'),
+    async (req, reply) => {
+      if (!isTest(req.operator!)) return streamFeed(req, reply, s.feed, 'stock_race');
+      await s.sandbox.touch(req.operator!, 'stock_race');
+      return streamFeed(req, reply, s.sandbox.feedOf(req.operator!.id), 'stock_race');
+    },
   );
 
   r.get(
@@ -177,7 +200,9 @@ export async function surfaceBRoutes(app: FastifyInstance, s: AppServices): Prom
     },
     async (req) => {
       const round = await roundRepository.byId(s.db, req.params.round_id);
-      if (!round || round.game !== 'stock_race') throw new DomainError('ROUND_NOT_FOUND', `no Stock Race round ${req.params.round_id}`);
+      if (!round || round.game !== 'stock_race' || round.operatorId !== scopeOf(req.operator!)) {
+        throw new DomainError('ROUND_NOT_FOUND', `no Stock Race round ${req.params.round_id}`);
+      }
       return presentLive(round);
     },
   );
@@ -190,7 +215,7 @@ export async function surfaceBRoutes(app: FastifyInstance, s: AppServices): Prom
       if (!bet || bet.operatorId !== req.operator!.id || bet.game !== 'stock_race') {
         throw new DomainError('BET_NOT_FOUND', `no Stock Race bet ${req.params.bet_id} for this operator`);
       }
-      return presentStockRaceBet(bet, await settlementRepository.byBet(s.db, bet.id));
+      return presentStockRaceBet(bet, await settlementRepository.byBet(s.db, bet.id), !isTest(req.operator!));
     },
   );
 

@@ -55,6 +55,9 @@ export const ReserveBody = Type.Object(
 export type ReserveBody = Static<typeof ReserveBody>;
 
 export const ReservedBetView = Type.Object({
+  livemode: Type.Optional(
+    Type.Boolean({ description: 'false: reserved with a test key, in a sandbox round (test data)' }),
+  ),
   bet_id: Type.String({ format: 'uuid' }),
   round_id: Type.String(),
   round_number: Type.Integer(),
@@ -69,6 +72,7 @@ export const ReservedBetView = Type.Object({
 });
 
 export const StockRaceBetView = Type.Object({
+  livemode: Type.Boolean({ description: 'false for a bet of a test-mode operator (test data)' }),
   bet_id: Type.String(),
   round_id: Type.String(),
   round_number: Type.Integer(),

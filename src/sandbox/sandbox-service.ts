@@ -1,0 +1,306 @@
+import { EventEmitter } from 'node:events';
+import type { Logger } from 'pino';
+import type { Clock, TimerHandle } from '../clock/clock';
+import { noCompliance } from '../compliance/hooks';
+import type { Config } from '../config/config';
+import { DomainError } from '../errors/codes';
+import type { Operator } from '../operators/operator';
+import type { OperatorService } from '../operators/operators';
+import { RoundEngine } from '../rounds/engine';
+import type { FeedMessage, LiveFeed } from '../rounds/live-feed';
+import type { Game } from '../rounds/round';
+import { presentRound } from '../rounds/round-presenter';
+import { roundRepository } from '../rounds/round-repository';
+import type { Database, SqlExecutor } from '../store/database';
+import { SandboxCrashGame, SandboxStockRaceGame, sandboxSeeds } from './sandbox-games';
+import {
+  sandboxStore,
+  type SandboxTiming,
+  type SandboxWalletSwitch,
+  type ScriptedOutcome,
+  type SandboxScript,
+} from './sandbox-store';
+
+export interface SandboxServiceOptions {
+  db: Database;
+  clock: Clock;
+  logger: Logger;
+  config: Config;
+  operators: OperatorService;
+  /** A sandbox engine nobody has used for this long is stopped; the next request starts it again. */
+  idleMs: number;
+  /** Whether this process may run sandbox engines at all (API-only replicas leave it to others). */
+  runEngines: boolean;
+}
+
+interface Running {
+  operatorId: string;
+  game: Game;
+  engine: RoundEngine;
+  crash: SandboxCrashGame | null;
+  lastUsed: number;
+}
+
+const FIRST_ROUND_WAIT_MS = 2_000;
+
+/**
+ * Test mode. Each sandbox (test-mode) operator gets its own rounds per game, run by its own
+ * RoundEngine: started when the operator first needs it, stopped when idle. Rounds carry the
+ * operator's id, so every live read (rounds, feeds, figures, fairness) simply never sees them, and
+ * its bets, scripts, timing and simulated wallet stay inside the sandbox. Sandbox games raise no
+ * compliance flags: test bets are not player behaviour.
+ */
+export class SandboxService {
+  private readonly running = new Map<string, Running>();
+  private readonly starting = new Map<string, Promise<Running>>();
+  private readonly timings = new Map<string, SandboxTiming>();
+  private readonly feedEmitter = new EventEmitter();
+  private sweepTimer: TimerHandle | null = null;
+  private stopped = false;
+
+  constructor(private readonly o: SandboxServiceOptions) {
+    this.feedEmitter.setMaxListeners(0);
+  }
+
+  /** The live feed of one sandbox, shaped like the live one (round transitions and ticks). */
+  feedOf(operatorId: string): Pick<LiveFeed, 'snapshot' | 'subscribe'> {
+    return {
+      snapshot: async (game) => {
+        const round = await roundRepository.latest(this.o.db, game, operatorId);
+        return round ? { event: 'round', data: { ...presentRound(round) } } : null;
+      },
+      subscribe: (game, listener) => {
+        const key = `${operatorId}:${game}`;
+        this.feedEmitter.on(key, listener);
+        return () => this.feedEmitter.off(key, listener);
+      },
+    };
+  }
+
+  start(): void {
+    this.stopped = false;
+    this.scheduleSweep();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.sweepTimer?.cancel();
+    this.sweepTimer = null;
+    await Promise.allSettled([...this.starting.values()]);
+    await Promise.all([...this.running.values()].map((r) => r.engine.stop()));
+    this.running.clear();
+  }
+
+  /** The engines running now (operations, tests). */
+  runningEngines(): { operatorId: string; game: Game; engine: RoundEngine }[] {
+    return [...this.running.values()].map((r) => ({ operatorId: r.operatorId, game: r.game, engine: r.engine }));
+  }
+
+  /**
+   * Makes sure the operator's sandbox runs this game, waiting briefly for its first round to open,
+   * so the request that woke it can already bet.
+   */
+  async touch(operator: Operator, game: Game): Promise<void> {
+    assertTestMode(operator);
+    if (!this.o.runEngines || this.stopped) return;
+    const key = `${operator.id}:${game}`;
+    const existing = this.running.get(key);
+    if (existing) {
+      existing.lastUsed = this.o.clock.now();
+      return;
+    }
+    let pending = this.starting.get(key);
+    if (!pending) {
+      pending = this.launch(operator.id, game).finally(() => this.starting.delete(key));
+      this.starting.set(key, pending);
+    }
+    await pending;
+  }
+
+  /** A manual cash-out served here: the sandbox's Crash driver stops tracking the bet. */
+  noteCrashSettled(operatorId: string, betId: string): void {
+    this.running.get(`${operatorId}:crash`)?.crash?.noteSettled(betId);
+  }
+
+  async timing(operatorId: string): Promise<SandboxTiming> {
+    return (await sandboxStore.settings(this.o.db, operatorId, this.o.config)).timing;
+  }
+
+  async setTiming(operator: Operator, patch: DeepPartialTiming): Promise<SandboxTiming> {
+    assertTestMode(operator);
+    const now = this.o.clock.now();
+    const timing = await this.o.db.transaction(async (tx) => {
+      const current = await sandboxStore.settings(tx, operator.id, this.o.config);
+      const next: SandboxTiming = {
+        crash: { ...current.timing.crash, ...(patch.crash ?? {}) },
+        stock_race: { ...current.timing.stock_race, ...(patch.stock_race ?? {}) },
+      };
+      await sandboxStore.saveSettings(tx, operator.id, { ...current, timing: next }, now);
+      return next;
+    });
+    this.timings.set(operator.id, timing);
+    return timing;
+  }
+
+  async walletSwitch(operatorId: string): Promise<SandboxWalletSwitch> {
+    return (await sandboxStore.settings(this.o.db, operatorId, this.o.config)).wallet;
+  }
+
+  async setWalletSwitch(operator: Operator, value: SandboxWalletSwitch): Promise<SandboxWalletSwitch> {
+    assertTestMode(operator);
+    const now = this.o.clock.now();
+    await this.o.db.transaction(async (tx) => {
+      const current = await sandboxStore.settings(tx, operator.id, this.o.config);
+      await sandboxStore.saveSettings(tx, operator.id, { ...current, wallet: value }, now);
+    });
+    return value;
+  }
+
+  async script(operator: Operator, game: Game, outcomes: ScriptedOutcome[]): Promise<SandboxScript[]> {
+    assertTestMode(operator);
+    await sandboxStore.enqueueScripts(this.o.db, operator.id, game, outcomes, this.o.clock.now());
+    return sandboxStore.pendingScripts(this.o.db, operator.id, game);
+  }
+
+  async pendingScripts(operator: Operator, game: Game): Promise<SandboxScript[]> {
+    assertTestMode(operator);
+    return sandboxStore.pendingScripts(this.o.db, operator.id, game);
+  }
+
+  async clearScripts(operator: Operator, game: Game): Promise<number> {
+    assertTestMode(operator);
+    return sandboxStore.clearScripts(this.o.db, operator.id, game);
+  }
+
+  private async launch(operatorId: string, game: Game): Promise<Running> {
+    this.timings.set(operatorId, await this.timing(operatorId));
+    const timing = (): SandboxTiming => this.timings.get(operatorId) ?? this.fallbackTiming();
+    const logger = this.o.logger.child({ sandbox: operatorId, game });
+    const { config } = this.o;
+    let crash: SandboxCrashGame | null = null;
+    const driver =
+      game === 'crash'
+        ? (crash = new SandboxCrashGame(
+            {
+              db: this.o.db,
+              logger,
+              compliance: noCompliance,
+              settingsOf: async (id) => (await this.o.operators.get(id)).settings,
+              bettingWindowMs: config.crash.bettingWindowMs,
+              pauseMs: config.crash.pauseMs,
+              tickMs: config.crash.tickMs,
+              salt: config.crash.salt,
+              houseEdgeBp: config.crash.houseEdgeBp,
+            },
+            operatorId,
+            timing,
+          ))
+        : new SandboxStockRaceGame(
+            {
+              logger,
+              compliance: noCompliance,
+              operatorOf: (tx, id) => this.o.operators.get(id, tx),
+              symbols: config.stockRace.symbols,
+              bettingWindowMs: config.stockRace.bettingWindowMs,
+              raceMs: config.stockRace.raceMs,
+              pauseMs: config.stockRace.pauseMs,
+              tickMs: config.stockRace.tickMs,
+              firstSettleDelayMs: config.wallet.retryScheduleMs[0] ?? 0,
+            },
+            operatorId,
+            timing,
+          );
+    const engine = new RoundEngine({
+      db: this.o.db,
+      clock: this.o.clock,
+      chain: sandboxSeeds,
+      driver,
+      logger,
+      operatorId,
+    });
+    const opened = new Promise<void>((resolve) => {
+      const off = engine.on((e) => {
+        if (e.type === 'round.opened') {
+          off();
+          resolve();
+        }
+      });
+      const t = setTimeout(() => (off(), resolve()), FIRST_ROUND_WAIT_MS);
+      t.unref();
+    });
+    const feedKey = `${operatorId}:${game}`;
+    engine.on((e) => {
+      if (e.type === 'engine.error') return;
+      // Timing may have been changed through another instance: re-read it for the next round.
+      if (e.type === 'round.closed' || e.type === 'round.voided') {
+        void this.timing(operatorId)
+          .then((fresh) => this.timings.set(operatorId, fresh))
+          .catch((err) => logger.warn({ err }, 'could not re-read the sandbox timing'));
+      }
+      const message: FeedMessage =
+        e.type === 'round.tick'
+          ? { event: 'tick', data: { round_id: e.round.id, round_number: e.round.roundNumber, at: e.at, ...e.data } }
+          : { event: 'round', data: { ...presentRound(e.round) } };
+      this.feedEmitter.emit(feedKey, message);
+    });
+    const entry: Running = { operatorId, game, engine, crash, lastUsed: this.o.clock.now() };
+    this.running.set(`${operatorId}:${game}`, entry);
+    await engine.start();
+    logger.info('sandbox engine started');
+    await opened;
+    return entry;
+  }
+
+  private fallbackTiming(): SandboxTiming {
+    const c = this.o.config;
+    return {
+      crash: { betting_window_ms: c.crash.bettingWindowMs, pause_ms: c.crash.pauseMs },
+      stock_race: {
+        betting_window_ms: c.stockRace.bettingWindowMs,
+        race_ms: c.stockRace.raceMs,
+        pause_ms: c.stockRace.pauseMs,
+      },
+    };
+  }
+
+  private scheduleSweep(): void {
+    if (this.stopped) return;
+    this.sweepTimer = this.o.clock.schedule(Math.min(this.o.idleMs, 60_000), () => {
+      void this.sweep().finally(() => this.scheduleSweep());
+    });
+  }
+
+  /** Stops engines idle for longer than idleMs; their unfinished round waits in the store for the next start. */
+  private async sweep(): Promise<void> {
+    const now = this.o.clock.now();
+    for (const [key, r] of this.running) {
+      // A round in play finishes first: stopping a running Crash round would void it on the next start.
+      if (now - r.lastUsed < this.o.idleMs || r.engine.currentRound?.status === 'running') continue;
+      this.running.delete(key);
+      await r.engine
+        .stop()
+        .catch((err) => this.o.logger.warn({ err, sandbox: r.operatorId }, 'could not stop an idle sandbox engine'));
+      this.o.logger.info({ sandbox: r.operatorId, game: r.game }, 'sandbox engine stopped (idle)');
+    }
+  }
+}
+
+export interface DeepPartialTiming {
+  crash?: Partial<SandboxTiming['crash']>;
+  stock_race?: Partial<SandboxTiming['stock_race']>;
+}
+
+/** Sandbox calls are for test keys only; the routes refuse live keys before they get here. */
+function assertTestMode(operator: Operator): void {
+  if (operator.mode !== 'test') throw new DomainError('SANDBOX_ONLY', 'sandbox calls need a test-mode key (pk_test_…)');
+}
+
+/** The sandbox a player session plays in: its operator's id when that operator is in test mode, else null (live). */
+export async function sandboxOf(
+  s: { operators: Pick<OperatorService, 'get'>; db: { reads: SqlExecutor } },
+  session: { operatorId: string },
+): Promise<string | null> {
+  // Player pages read on the read-only path: they never wait behind a writer's connection.
+  const operator = await s.operators.get(session.operatorId, s.db.reads);
+  return operator.mode === 'test' ? operator.id : null;
+}
