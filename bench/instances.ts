@@ -72,7 +72,8 @@ export async function runInstancesCase(o: InstancesCaseOptions): Promise<{ rows:
     let found = 0;
     for (let i = 0; i < acknowledged.length; i += 500) {
       const batch = acknowledged.slice(i, i + 500);
-      const row = await db.get<{ n: number }>(`SELECT COUNT(*) AS n FROM bets WHERE id IN (${batch.map(() => '?').join(',')})`, batch);
+      const placeholders = batch.map(() => '?').join(',');
+      const row = await db.get<{ n: number }>(`SELECT COUNT(*) AS n FROM bets WHERE id IN (${placeholders})`, batch);
       found += Number(row?.n ?? 0);
     }
     const distinct = new Set(acknowledged).size;
@@ -98,7 +99,9 @@ export async function runInstancesCase(o: InstancesCaseOptions): Promise<{ rows:
       errorSamples: results.flatMap((r) => r.errorSamples).slice(0, 5),
       cpuUsPerReq: null,
       built: results.reduce((s, r) => s + r.built, 0),
-      note: 'combined: the sum of the instances\' req/s; p50/p99 are the slowest instance\'s; CPU per request is per instance',
+      note:
+        "combined: the sum of the instances' req/s; p50/p99 are the slowest instance's; " +
+        'CPU per request is per instance',
     };
     const ok = found === acknowledged.length && distinct === acknowledged.length && stored >= acknowledged.length;
     const inFlight = stored - acknowledged.length;
@@ -107,7 +110,8 @@ export async function runInstancesCase(o: InstancesCaseOptions): Promise<{ rows:
         `${found} of them found in the store, ${stored} bets written during the run ` +
         `(${inFlight} committed while their response was in flight, at most ${perInstance * o.instances}) -> ` +
         (ok && inFlight <= perInstance * o.instances ? 'OK' : 'MISMATCH'),
-      `${o.instances}-instance run: advisory locks held at the end: ${Number(leases?.n ?? 0)} (one per engine lease: 2 expected); ` +
+      `${o.instances}-instance run: advisory locks held at the end: ${Number(leases?.n ?? 0)} ` +
+        '(one per engine lease: 2 expected); ' +
         'on this 2-core machine the load generator and every instance share the cores, so the figure shows ' +
         'correctness under load, not throughput scaling (that needs one machine, or at least cores, per instance)',
     );

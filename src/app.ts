@@ -75,7 +75,8 @@ export async function createApp(config: Config, overrides: AppOverrides = {}): P
   const logger = overrides.logger ?? createLogger(config);
   const db = overrides.db ?? (await openDatabase(config));
   // Instances share PostgreSQL, so they talk over it; an SQLite store has exactly one process.
-  const bus: ChangeBus = db instanceof PostgresDatabase ? new PostgresChangeBus(db, logger.child({ part: 'bus' })) : new LocalChangeBus();
+  const bus: ChangeBus =
+    db instanceof PostgresDatabase ? new PostgresChangeBus(db, logger.child({ part: 'bus' })) : new LocalChangeBus();
   const operators = new OperatorService(
     db,
     secretBoxFor(config),
@@ -148,7 +149,8 @@ export async function createApp(config: Config, overrides: AppOverrides = {}): P
     simulatedWallet: (s) => simulatedWallet.settle(db, config, s, clock.now()),
   });
   // One process on SQLite: its engines feed its subscribers directly, nothing to fan out.
-  const feed = new LiveFeed(db, clock, [crashEngine, stockRaceEngine], 500, bus instanceof PostgresChangeBus ? bus : undefined);
+  const fanOut = bus instanceof PostgresChangeBus ? bus : undefined;
+  const feed = new LiveFeed(db, clock, [crashEngine, stockRaceEngine], 500, fanOut);
   // Every shared dependency an instance needs to serve correctly gets a readiness check, so a
   // balancer stops routing to an instance that lost one: a Redis client adds
   // readiness.addCheck('redis', async () => void (await redis.ping())) where it is created.

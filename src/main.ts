@@ -30,7 +30,8 @@ async function main(): Promise<void> {
     // Out of rotation first: /readyz fails while requests are still served for the drain delay,
     // then the listener closes and in-flight requests finish within the grace period.
     app.drain();
-    logger.info({ signal, drainDelayMs: config.drainDelayMs }, 'shutting down: draining, then finishing in-flight requests');
+    const drainDelayMs = config.drainDelayMs;
+    logger.info({ signal, drainDelayMs }, 'shutting down: draining, then finishing in-flight requests');
     const drained = new Promise<void>((resolve) => setTimeout(resolve, config.drainDelayMs));
     drained.then(() => {
       const force = setTimeout(() => {

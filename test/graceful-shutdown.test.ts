@@ -57,7 +57,8 @@ describe('drain on SIGTERM', () => {
   it('reports not ready first, keeps serving through the drain delay, then exits 0', async () => {
     const readyz = async () => {
       const r = await request(`${svc.baseUrl}/readyz`);
-      return { status: r.statusCode, body: (await r.body.json()) as { ready: boolean; checks: Record<string, string> } };
+      const body = (await r.body.json()) as { ready: boolean; checks: Record<string, string> };
+      return { status: r.statusCode, body };
     };
     await eventually(async () => (await readyz()).status === 200, 15_000);
 

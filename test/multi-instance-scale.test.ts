@@ -6,7 +6,16 @@ import { createApp } from '../src/app';
 import { DEFAULT_OPERATOR_SETTINGS } from '../src/operators/operator';
 import { signRequest } from '../src/signing/request-signature';
 import { PostgresDatabase } from '../src/store/postgres';
-import { client, eventually, KNOWN_CRASH_SEEDS, PG_URL, startTestApp, testConfig, withSeeds, type TestApp } from './support/harness';
+import {
+  client,
+  eventually,
+  KNOWN_CRASH_SEEDS,
+  PG_URL,
+  startTestApp,
+  testConfig,
+  withSeeds,
+  type TestApp,
+} from './support/harness';
 import { TestReceiver } from './support/webhook-receiver';
 
 /**
@@ -84,8 +93,8 @@ describe('two instances on one PostgreSQL schema behave as one service', () => {
     it('a settings change applies on the other instance at once', async () => {
       const op = await a.createOperator();
       const viaB = client(b.baseUrl, op);
-      const place = () =>
-        viaB('POST', '/api/public/v1/place-bet', { external_user_id: 's', amount: 600 }, { idempotencyKey: randomUUID() });
+      const body = { external_user_id: 's', amount: 600 };
+      const place = () => viaB('POST', '/api/public/v1/place-bet', body, { idempotencyKey: randomUUID() });
       expect((await viaB('GET', '/api/public/v1/rounds/current')).status).toBe(200);
       const crash = { ...DEFAULT_OPERATOR_SETTINGS.crash, max_payout_per_bet: 500 };
       await a.app.services.operators.updateSettings(op.id, { crash });
@@ -126,12 +135,14 @@ describe('two instances on one PostgreSQL schema behave as one service', () => {
     const op = await a.createOperator();
     // Two bets of 100: together they would reach 240 at 1.20x; once one has left, the other alone
     // reaches it at 2.40x (the round crashes at 3.77x).
-    await a.app.services.operators.updateSettings(op.id, { crash: { ...DEFAULT_OPERATOR_SETTINGS.crash, max_payout_per_round: 240 } });
+    const crash = { ...DEFAULT_OPERATOR_SETTINGS.crash, max_payout_per_round: 240 };
+    await a.app.services.operators.updateSettings(op.id, { crash });
     const viaFollower = client(follower.baseUrl, op);
     const viaLeader = client(leader.baseUrl, op);
     const place = async (call: typeof viaFollower, player: string) =>
       eventually(async () => {
-        const r = await call('POST', '/api/public/v1/place-bet', { external_user_id: player, amount: 100 }, { idempotencyKey: randomUUID() });
+        const body = { external_user_id: player, amount: 100 };
+        const r = await call('POST', '/api/public/v1/place-bet', body, { idempotencyKey: randomUUID() });
         return r.status === 200 ? (r.body.bet_id as string) : undefined;
       }, 40_000, 50);
     const first = await place(viaFollower, 'first');
@@ -145,7 +156,8 @@ describe('two instances on one PostgreSQL schema behave as one service', () => {
       const r = await viaFollower('GET', '/api/public/v1/rounds/current');
       return r.body.round_number === roundNumber && r.body.status === 'running';
     }, 20_000, 20);
-    const out = await viaFollower('POST', '/api/public/v1/cashout', { bet_id: first }, { idempotencyKey: randomUUID() });
+    const key = { idempotencyKey: randomUUID() };
+    const out = await viaFollower('POST', '/api/public/v1/cashout', { bet_id: first }, key);
     expect(out.status).toBe(200);
     expect(Number(out.body.multiplier)).toBeLessThan(1.2);
 
@@ -161,7 +173,11 @@ describe('two instances on one PostgreSQL schema behave as one service', () => {
     const path = '/api/public/v1/rounds/stream';
     const ts = String(Date.now());
     const res = await request(`${follower.baseUrl}${path}`, {
-      headers: { 'x-api-key': op.apiKey, 'x-timestamp': ts, 'x-signature': signRequest(op.apiSecret, 'GET', path, ts, '') },
+      headers: {
+        'x-api-key': op.apiKey,
+        'x-timestamp': ts,
+        'x-signature': signRequest(op.apiSecret, 'GET', path, ts, ''),
+      },
     });
     expect(res.statusCode).toBe(200);
     const ticks: { multiplier?: string; at: number }[] = [];
@@ -189,7 +205,8 @@ describe('two instances on one PostgreSQL schema behave as one service', () => {
     const op = await a.createOperator({ walletUrl: `${receiverBase}/wallet` });
     const viaA = client(a.baseUrl, op);
     const viaB = client(b.baseUrl, op);
-    const ep = await viaA('POST', '/api/public/v1/webhook-endpoints', { url: `${receiverBase}/hooks`, events: ['bet.settled'] });
+    const endpoint = { url: `${receiverBase}/hooks`, events: ['bet.settled'] };
+    const ep = await viaA('POST', '/api/public/v1/webhook-endpoints', endpoint);
     expect(ep.status).toBe(201);
 
     // Crash: bets through both instances, each leaving at 1.01x.
@@ -213,7 +230,13 @@ describe('two instances on one PostgreSQL schema behave as one service', () => {
       if (round.status !== 'open' || round.betting_closes_at - Date.now() < 700) return undefined;
       const ids: string[] = [];
       for (const [i, call] of surfaceB.entries()) {
-        const body = { session_id: session, round_id: round.round_id, selected_stocks: ['NVDA', 'TSLA'], stake: 1 + i, idempotency_key: randomUUID() };
+        const body = {
+          session_id: session,
+          round_id: round.round_id,
+          selected_stocks: ['NVDA', 'TSLA'],
+          stake: 1 + i,
+          idempotency_key: randomUUID(),
+        };
         const r = await call('POST', '/v1/bets/reserve', body);
         if (r.status !== 201 && r.status !== 200) return undefined;
         ids.push(r.body.bet_id as string);
@@ -223,7 +246,8 @@ describe('two instances on one PostgreSQL schema behave as one service', () => {
     expect(reserved).toHaveLength(2);
 
     const hooks = () => receiver.received.filter((r) => r.path === '/hooks').map((r) => JSON.parse(r.body));
-    const settles = () => receiver.received.filter((r) => r.path === '/wallet/v1/bets/settle').map((r) => JSON.parse(r.body));
+    const settles = () =>
+      receiver.received.filter((r) => r.path === '/wallet/v1/bets/settle').map((r) => JSON.parse(r.body));
     await eventually(async () => {
       const hooked = new Set(hooks().map((h) => h.data.bet_id));
       const settled = new Set(settles().map((s) => s.bet_id));
@@ -242,7 +266,8 @@ describe('two instances on one PostgreSQL schema behave as one service', () => {
 
   it('reports not ready until start-up recovery is done, and not ready again once draining', async () => {
     const db = new PostgresDatabase({ connectionString: PG_URL, schema: a.schema });
-    const config = { ...testConfig({ DATA_DIR: a.config.dataDir, MASTER_KEY: a.config.masterKey!, ...env }), runEngines: true };
+    const base = testConfig({ DATA_DIR: a.config.dataDir, MASTER_KEY: a.config.masterKey!, ...env });
+    const config = { ...base, runEngines: true };
     const third = await createApp(config, { db });
     try {
       await third.http.listen({ host: '127.0.0.1', port: 0 });
@@ -250,7 +275,8 @@ describe('two instances on one PostgreSQL schema behave as one service', () => {
       const url = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
       const readyz = async () => {
         const r = await request(`${url}/readyz`);
-        return { status: r.statusCode, body: (await r.body.json()) as { ready: boolean; checks: Record<string, string> } };
+        const body = (await r.body.json()) as { ready: boolean; checks: Record<string, string> };
+        return { status: r.statusCode, body };
       };
       const live = await request(`${url}/healthz`);
       await live.body.text();
@@ -265,7 +291,8 @@ describe('two instances on one PostgreSQL schema behave as one service', () => {
 
       await third.startBackground();
       const after = await readyz();
-      expect(after).toEqual({ status: 200, body: { ready: true, checks: { startup: 'ok', drain: 'ok', store: 'ok', migrations: 'ok' } } });
+      const allOk = { startup: 'ok', drain: 'ok', store: 'ok', migrations: 'ok' };
+      expect(after).toEqual({ status: 200, body: { ready: true, checks: allOk } });
 
       third.drain();
       const draining = await readyz();
@@ -307,7 +334,8 @@ describe('two instances on one PostgreSQL schema behave as one service', () => {
     stopped.add(follower);
     await eventually(async () => leader.app.services.engines.crash.isLeader, 10_000, 10);
     const afterStop = Date.now() - stoppedAt;
-    console.info(`engine takeover: ${afterLoss} ms after the leader's session ended, ${afterStop} ms after a graceful stop`);
+    const loss = `${afterLoss} ms after the leader's session ended`;
+    console.info(`engine takeover: ${loss}, ${afterStop} ms after a graceful stop`);
     expect(afterLoss).toBeLessThan(5_000);
     expect(afterStop).toBeLessThan(5_000);
   }, 40_000);

@@ -51,9 +51,10 @@ export class LocalChangeBus implements ChangeBus {
 }
 
 /**
- * LISTEN/NOTIFY on the database the instances already share. Channels are named after the schema,
- * so deployments (or test runs) sharing one PostgreSQL database never hear each other. Listening
- * takes one dedicated connection, opened on the first subscription and reopened after a failure.
+ * LISTEN/NOTIFY on the database the instances already share. Channels are named after the schema
+ * the tables live in (however it was chosen: adapter option or the URL's search_path), so
+ * deployments (or test runs) sharing one PostgreSQL database never hear each other. Listening takes
+ * one dedicated connection, opened on the first subscription and reopened after a failure.
  */
 export class PostgresChangeBus implements ChangeBus {
   private readonly emitter = new EventEmitter();
@@ -61,7 +62,7 @@ export class PostgresChangeBus implements ChangeBus {
   private connecting: Promise<void> | null = null;
   private closed = false;
   private retryTimer: NodeJS.Timeout | null = null;
-  private readonly prefix: string;
+  private prefixLookup: Promise<string> | null = null;
 
   constructor(
     private readonly db: PostgresDatabase,
@@ -69,16 +70,30 @@ export class PostgresChangeBus implements ChangeBus {
     private readonly retryMs = 1_000,
   ) {
     this.emitter.setMaxListeners(0);
-    this.prefix = `rbs_${(db.options.schema ?? 'public').toLowerCase().replace(/[^a-z0-9_]/g, '_')}`.slice(0, 50);
   }
 
-  private channelName(channel: BusChannel): string {
-    return `${this.prefix}_${channel}`;
+  private prefix(): Promise<string> {
+    this.prefixLookup ??= (async () => {
+      const current = async () =>
+        (await this.db.get<{ schema: string | null }>('SELECT current_schema() AS schema'))?.schema ?? 'public';
+      const schema = this.db.options.schema ?? (await current());
+      return `rbs_${schema.toLowerCase().replace(/[^a-z0-9_]/g, '_')}`.slice(0, 50);
+    })().catch((error: unknown) => {
+      this.prefixLookup = null;
+      throw error;
+    });
+    return this.prefixLookup;
+  }
+
+  private async channelName(channel: BusChannel): Promise<string> {
+    return `${await this.prefix()}_${channel}`;
   }
 
   async publish(channel: BusChannel, payload: string, tx?: SqlExecutor): Promise<void> {
-    if (Buffer.byteLength(payload) > MAX_PAYLOAD_BYTES) throw new RangeError(`bus payload over ${MAX_PAYLOAD_BYTES} bytes`);
-    await (tx ?? this.db).run('SELECT pg_notify(?, ?)', [this.channelName(channel), payload]);
+    if (Buffer.byteLength(payload) > MAX_PAYLOAD_BYTES) {
+      throw new RangeError(`bus payload over ${MAX_PAYLOAD_BYTES} bytes`);
+    }
+    await (tx ?? this.db).run('SELECT pg_notify(?, ?)', [await this.channelName(channel), payload]);
   }
 
   subscribe(channel: BusChannel, handler: (payload: string) => void): () => void {
@@ -116,13 +131,16 @@ export class PostgresChangeBus implements ChangeBus {
     };
     client.on('error', lost);
     client.on('end', () => lost());
-    client.on('notification', (n) => {
-      const channel = n.channel.slice(this.prefix.length + 1) as BusChannel;
-      this.emitter.emit(channel, n.payload ?? '');
-    });
     try {
+      const prefix = await this.prefix();
+      client.on('notification', (n) => {
+        const channel = n.channel.slice(prefix.length + 1) as BusChannel;
+        this.emitter.emit(channel, n.payload ?? '');
+      });
       await client.connect();
-      for (const channel of ['operators', 'live'] as BusChannel[]) await client.query(`LISTEN "${this.channelName(channel)}"`);
+      for (const channel of ['operators', 'live'] as BusChannel[]) {
+        await client.query(`LISTEN "${await this.channelName(channel)}"`);
+      }
     } catch (error) {
       client.end().catch(() => {});
       if (!this.closed) {

@@ -202,9 +202,8 @@ export class CrashGame implements GameDriver {
 
   /** Forgets the operator's bets that were settled elsewhere (a cash-out taken by another instance). */
   private async syncWithStore(roundId: string, operatorId: string): Promise<void> {
-    const stillActive = new Set(
-      (await betRepository.byRound(this.o.db, roundId, ['active'])).filter((b) => b.operatorId === operatorId).map((b) => b.id),
-    );
+    const active = await betRepository.byRound(this.o.db, roundId, ['active']);
+    const stillActive = new Set(active.filter((b) => b.operatorId === operatorId).map((b) => b.id));
     for (const bet of [...this.active.values()]) {
       if (bet.operatorId === operatorId && !stillActive.has(bet.id)) this.forget(bet);
     }

@@ -177,7 +177,8 @@ export class OperatorService {
 
   private async update(id: string, assignment: string, params: (string | null)[]): Promise<void> {
     const r = await this.db.transaction(async (tx) => {
-      const changed = await tx.run(`UPDATE operators SET ${assignment}, updated_at = ? WHERE id = ?`, [...params, this.clock.now(), id]);
+      const sql = `UPDATE operators SET ${assignment}, updated_at = ? WHERE id = ?`;
+      const changed = await tx.run(sql, [...params, this.clock.now(), id]);
       if (changed.changes > 0) await this.bus?.publish('operators', id, tx);
       return changed;
     });

@@ -73,7 +73,8 @@ export class LiveFeed {
     if (e.type === 'engine.error') return;
     let message: FeedMessage;
     if (e.type === 'round.tick') {
-      message = { event: 'tick', data: { round_id: e.round.id, round_number: e.round.roundNumber, at: e.at, ...e.data } };
+      const data = { round_id: e.round.id, round_number: e.round.roundNumber, at: e.at, ...e.data };
+      message = { event: 'tick', data };
     } else {
       this.lastSeen.set(game, `${e.round.id}:${e.round.status}`);
       message = { event: 'round', data: { ...presentRound(e.round) } };
