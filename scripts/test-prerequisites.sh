@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Runs before `npm test`: the suites need a PostgreSQL server on 127.0.0.1:5432 (its tests must run,
-# never skip) and Debian's Chromium for the browser tests. Starts or installs what is missing when
-# this machine allows it; otherwise says exactly what to do and fails.
+# Runs before `npm test`: the suites need a PostgreSQL server on 127.0.0.1:5432 and a Redis server on
+# 127.0.0.1:6379 (their tests must run, never skip) and Debian's Chromium for the browser tests.
+# Starts or installs what is missing when this machine allows it; otherwise says exactly what to do
+# and fails.
 set -euo pipefail
 
 pg_up() { command -v pg_isready >/dev/null 2>&1 && pg_isready -h 127.0.0.1 -p 5432 -q; }
@@ -14,6 +15,29 @@ if [ -z "${TEST_DATABASE_URL:-}" ] && ! pg_up; then
   fi
   if ! pg_up; then
     echo "The tests need PostgreSQL at postgres://postgres@127.0.0.1:5432/test (or set TEST_DATABASE_URL)." >&2
+    exit 1
+  fi
+fi
+
+redis_up() {
+  command -v redis-cli >/dev/null 2>&1 && [ "$(redis-cli -h 127.0.0.1 -p 6379 ping 2>/dev/null)" = "PONG" ]
+}
+
+if [ -z "${TEST_REDIS_URL:-}" ] && ! redis_up; then
+  if ! command -v redis-server >/dev/null 2>&1 && [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
+    echo "Installing Debian's redis-server for the shared-state tests"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server
+  fi
+  if command -v redis-server >/dev/null 2>&1; then
+    echo "Redis is not answering on 127.0.0.1:6379; starting it"
+    if [ -x /etc/init.d/redis-server ]; then /etc/init.d/redis-server start >/dev/null || true; fi
+    redis_up || redis-server --bind 127.0.0.1 --port 6379 --daemonize yes >/dev/null || true
+    for _ in $(seq 1 30); do redis_up && break; sleep 1; done
+  fi
+  if ! redis_up; then
+    echo "The tests need Redis at redis://127.0.0.1:6379 (or set TEST_REDIS_URL):" \
+      "sudo apt-get install -y redis-server" >&2
     exit 1
   fi
 fi

@@ -11,7 +11,11 @@ import { dashboardRoutes } from './dashboard/plugin';
 import { complianceRoutes } from './http/compliance/routes';
 import { playerRoutes } from './http/player/player-routes';
 import { sandboxRoutes } from './http/sandbox/routes';
-import { TokenBucketLimiter } from './http/rate-limit';
+import type { Redis } from 'ioredis';
+import { LoginThrottle } from './dashboard/login-throttle';
+import { AuthFailureLimiter, RedisTokenBucketLimiter, TokenBucketLimiter } from './http/rate-limit';
+import { DatabaseSeenSignatures, RedisSeenSignatures } from './http/replay-guard';
+import { closeRedis, openRedis } from './redis/client';
 import { buildHttpServer } from './http/server';
 import { surfaceA } from './http/surface-a/routes';
 import { surfaceB, surfaceBRoutes } from './http/surface-b/routes';
@@ -38,6 +42,8 @@ export interface AppOverrides {
   clock?: Clock;
   logger?: Logger;
   db?: Database;
+  /** A Redis connection to use instead of opening one from REDIS_URL (the caller closes it). */
+  redis?: Redis;
 }
 
 export interface App {
@@ -65,6 +71,16 @@ export function createLogger(config: Config): Logger {
   });
 }
 
+/** What a service process says at start when it runs on PostgreSQL without Redis (null when all is shared). */
+export function sharedStateWarning(config: Config): string | null {
+  if (!config.databaseUrl || config.redisUrl) return null;
+  return (
+    'DATABASE_URL is set but REDIS_URL is not: the rate-limit bucket, failed-authentication counts and ' +
+    'dashboard sign-in throttling are per process. That is right for one instance only; ' +
+    'set REDIS_URL before starting a second instance on this database.'
+  );
+}
+
 export function secretBoxFor(config: Config): SecretBox {
   return config.masterKey ? SecretBox.fromString(config.masterKey) : SecretBox.fromDataDir(config.dataDir);
 }
@@ -74,6 +90,9 @@ export async function createApp(config: Config, overrides: AppOverrides = {}): P
   const clock = overrides.clock ?? systemClock;
   const logger = overrides.logger ?? createLogger(config);
   const db = overrides.db ?? (await openDatabase(config));
+  const redis =
+    overrides.redis ?? (config.redisUrl ? await openRedis(config.redisUrl, logger, config.redisKeyPrefix) : null);
+  const ownsRedis = !overrides.redis && redis !== null;
   // Instances share PostgreSQL, so they talk over it; an SQLite store has exactly one process.
   const bus: ChangeBus =
     db instanceof PostgresDatabase ? new PostgresChangeBus(db, logger.child({ part: 'bus' })) : new LocalChangeBus();
@@ -152,9 +171,13 @@ export async function createApp(config: Config, overrides: AppOverrides = {}): P
   const fanOut = bus instanceof PostgresChangeBus ? bus : undefined;
   const feed = new LiveFeed(db, clock, [crashEngine, stockRaceEngine], 500, fanOut);
   // Every shared dependency an instance needs to serve correctly gets a readiness check, so a
-  // balancer stops routing to an instance that lost one: a Redis client adds
-  // readiness.addCheck('redis', async () => void (await redis.ping())) where it is created.
+  // balancer stops routing to an instance that lost one (signed calls fail closed without Redis).
   const readiness = new Readiness(db);
+  if (redis) {
+    readiness.addCheck('redis', async () => {
+      await redis.ping();
+    });
+  }
   const sandbox = new SandboxService({
     db,
     clock,
@@ -172,7 +195,11 @@ export async function createApp(config: Config, overrides: AppOverrides = {}): P
     operators,
     idempotency: new IdempotencyService(db, () => clock.now()),
     compliance,
-    limiter: new TokenBucketLimiter(clock),
+    limiter: redis ? new RedisTokenBucketLimiter(redis, clock) : new TokenBucketLimiter(clock),
+    seenSignatures: redis ? new RedisSeenSignatures(redis, () => clock.now()) : new DatabaseSeenSignatures(db),
+    authFailures: new AuthFailureLimiter(redis, config.authFailureLimit),
+    loginThrottle: new LoginThrottle(redis),
+    redis,
     crashGame,
     engines: { crash: crashEngine, stockRace: stockRaceEngine },
     stockRaceGame,
@@ -205,6 +232,7 @@ export async function createApp(config: Config, overrides: AppOverrides = {}): P
     ],
   });
   let purgeTimer: NodeJS.Timeout | null = null;
+  let seenPurgeTimer: NodeJS.Timeout | null = null;
 
   return {
     services,
@@ -226,6 +254,13 @@ export async function createApp(config: Config, overrides: AppOverrides = {}): P
         void services.idempotency.purge(clock.now() - config.idempotencyRetentionMs).catch((err) => logger.warn({ err }, 'idempotency purge failed'));
       }, 3600_000);
       purgeTimer.unref();
+      // Seen signatures are useless once their timestamp is out of the window: cleared every minute.
+      seenPurgeTimer = setInterval(() => {
+        void services.seenSignatures
+          .purge(clock.now())
+          .catch((err) => logger.warn({ err }, 'seen-signature purge failed'));
+      }, 60_000);
+      seenPurgeTimer.unref();
       await Promise.all([crashEngine.idle(), stockRaceEngine.idle()]);
       readiness.markStarted();
     },
@@ -235,6 +270,7 @@ export async function createApp(config: Config, overrides: AppOverrides = {}): P
     async stop() {
       readiness.markDraining();
       if (purgeTimer) clearInterval(purgeTimer);
+      if (seenPurgeTimer) clearInterval(seenPurgeTimer);
       await http.close();
       await crashEngine.stop();
       await stockRaceEngine.stop();
@@ -244,6 +280,7 @@ export async function createApp(config: Config, overrides: AppOverrides = {}): P
       feed.stop();
       await bus.close();
       await db.close();
+      if (ownsRedis) await closeRedis(redis!);
     },
   };
 }

@@ -1,4 +1,4 @@
-import { createApp } from './app';
+import { createApp, sharedStateWarning } from './app';
 import { ConfigError, loadConfig } from './config/config';
 
 async function main(): Promise<void> {
@@ -15,6 +15,8 @@ async function main(): Promise<void> {
   const app = await createApp(config);
   const { logger } = app.services;
   if (config.env === 'development' && !config.tls) logger.warn('development mode: serving plain HTTP; production requires TLS');
+  const unshared = sharedStateWarning(config);
+  if (unshared) logger.warn(unshared);
   // Engines first: an instance that takes a game's lease voids and refunds the Crash round a previous
   // process left running before the port accepts a single request, so nothing is paid against a
   // round that nobody was driving. An instance that finds the lease held serves at once; its

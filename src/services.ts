@@ -5,7 +5,10 @@ import type { ComplianceHooks } from './compliance/hooks';
 import type { ComplianceService } from './compliance/compliance-service';
 import type { Config } from './config/config';
 import type { CrashGame } from './crash/crash-game';
-import type { TokenBucketLimiter } from './http/rate-limit';
+import type { Redis } from 'ioredis';
+import type { LoginThrottle } from './dashboard/login-throttle';
+import type { AuthFailureLimiter, OperatorRateLimiter } from './http/rate-limit';
+import type { SeenSignatureStore } from './http/replay-guard';
 import type { IdempotencyService } from './idempotency/idempotency';
 import type { OperatorService } from './operators/operators';
 import type { RoundEngine } from './rounds/engine';
@@ -28,7 +31,16 @@ export interface AppServices {
   operators: OperatorService;
   idempotency: IdempotencyService;
   compliance: ComplianceHooks;
-  limiter: TokenBucketLimiter;
+  /** Per-operator token bucket: in process, or one bucket across instances in Redis. */
+  limiter: OperatorRateLimiter;
+  /** Signatures already accepted within the tolerance window (database, or Redis). */
+  seenSignatures: SeenSignatureStore;
+  /** Failed authentications per client address. */
+  authFailures: AuthFailureLimiter;
+  /** Dashboard sign-in throttling per address and per account. */
+  loginThrottle: LoginThrottle;
+  /** The shared Redis connection when REDIS_URL is set. */
+  redis: Redis | null;
   crashGame: CrashGame;
   engines: { crash: RoundEngine; stockRace: RoundEngine };
   stockRaceGame: StockRaceGame;

@@ -72,6 +72,8 @@ describe.each(STORES)('cash-out on a round whose engine is gone, on %s', (store)
     // An engine takes the lease again (a restart, a standby): the round is voided, the stake returned.
     await t.app.services.engines.crash.start();
     expect(await betView(late)).toMatchObject({ status: 'void', payout: 500, multiplier: null });
+    // A retry is signed afresh (a new timestamp): the same signed bytes again are a replay.
+    clock.advance(1);
     const afterVoid = await post('/api/public/v1/cashout', { bet_id: late }, 'cash-late-3');
     expect(afterVoid.status).toBe(409);
     expect(afterVoid.body.code).toBe('BET_NOT_ACTIVE');

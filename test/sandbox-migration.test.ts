@@ -85,7 +85,11 @@ describe.each(STORES)('migration 004_sandbox over existing data on %s', (store) 
       ),
     );
 
-    expect(await migrate(db as SqliteDatabase | PostgresDatabase)).toEqual(['004_sandbox', '005_round_heartbeat']);
+    expect(await migrate(db as SqliteDatabase | PostgresDatabase)).toEqual([
+      '004_sandbox',
+      '005_round_heartbeat',
+      '006_seen_signatures',
+    ]);
 
     expect(await db.get('SELECT id, round_number, operator_id, scripted FROM rounds')).toEqual({
       id: 'rnd_1',

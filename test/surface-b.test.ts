@@ -19,7 +19,11 @@ describe.each(STORES)('Surface B authentication, sessions and the player page on
   });
   afterAll(async () => t?.close());
 
-  const launch = (body: Record<string, unknown>) => call('POST', '/v1/sessions/launch', body, { timestamp: clock.now() });
+  // A signed request is accepted once, and the clock stands still here: each launch is signed at a
+  // millisecond of its own, as a real client's would be.
+  let launches = 0;
+  const launch = (body: Record<string, unknown>) =>
+    call('POST', '/v1/sessions/launch', body, { timestamp: clock.now() + ++launches });
   const good = { player_ref: 'player-42', currency: 'EUR', return_url: 'https://operator.example/lobby?x=1' };
 
   describe('authentication', () => {

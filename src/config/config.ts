@@ -18,6 +18,10 @@ export interface Config {
   publicBaseUrl: string;
   dataDir: string;
   databaseUrl: string | null;
+  /** Shared fast state across instances (rate-limit buckets, seen signatures, login throttling); null: in process. */
+  redisUrl: string | null;
+  /** Put before every Redis key, so several deployments (or test runs) can share one Redis. */
+  redisKeyPrefix: string;
   /** 32-byte key that encrypts operator and endpoint secrets at rest; hex or base64. */
   masterKey: string | null;
   tls: { certFile: string; keyFile: string } | null;
@@ -35,6 +39,8 @@ export interface Config {
   secretRotationOverlapMs: number;
   idempotencyRetentionMs: number;
   rateLimit: { refillPerSecond: number; burst: number };
+  /** Failed authentications allowed per client address per window before it is refused with 429. */
+  authFailureLimit: { points: number; windowSeconds: number };
   crash: {
     bettingWindowMs: number;
     pauseMs: number;
@@ -189,6 +195,10 @@ export function loadConfig(env: Env = process.env, options: { serving?: boolean 
   if (databaseUrl && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
     throw new ConfigError('DATABASE_URL must be a postgres:// or postgresql:// URL (leave it empty for the embedded SQLite store)');
   }
+  const redisUrl = env.REDIS_URL || null;
+  if (redisUrl && !/^rediss?:\/\//.test(redisUrl)) {
+    throw new ConfigError('REDIS_URL must be a redis:// or rediss:// URL (leave it empty for in-process state)');
+  }
   const masterKey = env.MASTER_KEY || null;
   if (appEnv === 'production' && !masterKey) throw new ConfigError('MASTER_KEY is required in production (32 bytes, hex or base64)');
   const symbols = list(env, 'STOCK_SYMBOLS', DEFAULT_SYMBOLS).map((s) => s.toUpperCase());
@@ -222,6 +232,8 @@ export function loadConfig(env: Env = process.env, options: { serving?: boolean 
     publicBaseUrl,
     dataDir: resolve(env.DATA_DIR || './data'),
     databaseUrl,
+    redisUrl,
+    redisKeyPrefix: env.REDIS_KEY_PREFIX || 'rbs:',
     masterKey,
     tls,
     trustProxyTls,
@@ -234,6 +246,10 @@ export function loadConfig(env: Env = process.env, options: { serving?: boolean 
     rateLimit: {
       refillPerSecond: int(env, 'RATE_LIMIT_PER_SECOND', 200, 1),
       burst: int(env, 'RATE_LIMIT_BURST', 500, 1),
+    },
+    authFailureLimit: {
+      points: int(env, 'AUTH_FAILURE_LIMIT', 30, 1),
+      windowSeconds: int(env, 'AUTH_FAILURE_WINDOW_S', 60, 1, 86_400),
     },
     crash: {
       bettingWindowMs: int(env, 'CRASH_BETTING_WINDOW_MS', 10_000, 100),

@@ -3,6 +3,7 @@ import { createHash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypt
 import type { Clock } from '../clock/clock';
 import { DomainError } from '../errors/codes';
 import type { Database } from '../store/database';
+import { LoginThrottle } from './login-throttle';
 
 /** A person who signs in to the partner dashboard; each belongs to exactly one operator. */
 export interface DashboardUser {
@@ -30,9 +31,6 @@ interface UserRow {
 export const DASHBOARD_SESSION_TTL_MS = 8 * 3600_000;
 export const MIN_PASSWORD_LENGTH = 12;
 const MAX_PASSWORD_LENGTH = 1024;
-/** Failed sign-ins per email before further tries are refused for LOCKOUT_MS. */
-const MAX_FAILURES = 5;
-const LOCKOUT_MS = 15 * 60_000;
 const EMAIL = /^[^\s@]{1,64}@[^\s@]{1,255}$/;
 
 /** The cookie carries the session id; the table holds only its hash, so a read of the table opens nothing. */
@@ -50,6 +48,11 @@ export function sameToken(a: string, b: string): boolean {
   return x.length === y.length && timingSafeEqual(x, y);
 }
 
+/** Sign-in fails closed when the shared throttle cannot be reached: no unthrottled guessing during an outage. */
+const throttleUnavailable = (): never => {
+  throw new DomainError('SERVICE_UNAVAILABLE', 'sign-in is unavailable for a moment; try again shortly');
+};
+
 const toUser = (r: UserRow): DashboardUser => ({ id: r.id, operatorId: r.operator_id, email: r.email, createdAt: Number(r.created_at) });
 
 /**
@@ -58,13 +61,14 @@ const toUser = (r: UserRow): DashboardUser => ({ id: r.id, operatorId: r.operato
  * random values.
  */
 export class DashboardAuth {
-  private readonly failures = new Map<string, { count: number; since: number }>();
   /** Verified against when the email is unknown, so a miss costs as much time as a wrong password. */
   private decoyHash: Promise<string> | null = null;
 
   constructor(
     private readonly db: Database,
     private readonly clock: Clock,
+    /** Shared by every sign-in path of the process (and across instances when it is Redis-backed). */
+    private readonly throttle: LoginThrottle = new LoginThrottle(null),
   ) {}
 
   async createUser(input: { operatorId: string; email: string; password: string }): Promise<DashboardUser> {
@@ -110,22 +114,29 @@ export class DashboardAuth {
 
   /**
    * Checks the credentials and opens a session. One message for every failure (unknown email,
-   * wrong password, locked out) so the form does not tell which emails exist.
+   * wrong password) so the form does not tell which emails exist; a throttled try is refused with
+   * RATE_LIMITED and the wait, before any password work, whether or not the email exists.
    */
-  async signIn(emailRaw: string, password: string): Promise<{ sessionId: string; session: DashboardSession }> {
-    const refused = new DomainError('MISSING_CREDENTIALS', 'wrong email or password (or too many failed attempts: wait 15 minutes)');
+  async signIn(
+    emailRaw: string,
+    password: string,
+    clientAddress = 'unknown',
+  ): Promise<{ sessionId: string; session: DashboardSession }> {
     const email = emailRaw.trim().toLowerCase().slice(0, 320);
     const now = this.clock.now();
-    const f = this.failures.get(email);
-    if (f && now - f.since > LOCKOUT_MS) this.failures.delete(email);
-    const locked = (this.failures.get(email)?.count ?? 0) >= MAX_FAILURES;
+    const wait = await this.throttle.waitSeconds(clientAddress, email).catch(throttleUnavailable);
+    if (wait > 0) {
+      throw new DomainError('RATE_LIMITED', `too many failed sign-ins: try again in ${wait} s`, {
+        retryAfterSeconds: wait,
+      });
+    }
     const row = await this.db.get<UserRow>('SELECT * FROM dashboard_users WHERE email = ?', [email]);
     const ok = password.length <= MAX_PASSWORD_LENGTH && (await this.check(row?.password_hash, password));
-    if (!row || !ok || locked) {
-      if (!locked) this.noteFailure(email, now);
-      throw refused;
+    if (!row || !ok) {
+      await this.throttle.noteFailure(clientAddress, email).catch(throttleUnavailable);
+      throw new DomainError('MISSING_CREDENTIALS', 'wrong email or password');
     }
-    this.failures.delete(email);
+    await this.throttle.noteSuccess(email).catch(throttleUnavailable);
     const sessionId = randomBytes(32).toString('base64url');
     const csrfToken = randomBytes(32).toString('base64url');
     const expiresAt = now + DASHBOARD_SESSION_TTL_MS;
@@ -165,14 +176,5 @@ export class DashboardAuth {
     this.decoyHash ??= hash(randomBytes(16).toString('hex'));
     await verify(await this.decoyHash, password).catch(() => false);
     return false;
-  }
-
-  private noteFailure(email: string, now: number): void {
-    const f = this.failures.get(email);
-    if (f) f.count++;
-    else {
-      if (this.failures.size > 10_000) this.failures.clear();
-      this.failures.set(email, { count: 1, since: now });
-    }
   }
 }

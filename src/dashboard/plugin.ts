@@ -40,7 +40,7 @@ const refusalMessage = (status: number): string =>
  */
 export async function dashboardRoutes(app: FastifyInstance, s: AppServices): Promise<void> {
   hideFromOpenApi(app);
-  const auth = new DashboardAuth(s.db, s.clock);
+  const auth = new DashboardAuth(s.db, s.clock, s.loginThrottle);
   // Plain HTTP is only ever served in development and tests; everywhere else the cookie needs TLS.
   const secure = s.config.env !== 'development' && s.config.env !== 'test';
   if (!app.hasRequestDecorator('cookies')) await app.register(cookie);
@@ -103,7 +103,7 @@ export async function dashboardRoutes(app: FastifyInstance, s: AppServices): Pro
       return showLogin(reply, { next, email, status: 403, error: 'The sign-in form expired. Please try again.' });
     }
     try {
-      const { sessionId, session } = await auth.signIn(email, field(body, 'password'));
+      const { sessionId, session } = await auth.signIn(email, field(body, 'password'), req.ip);
       reply.clearCookie(LOGIN_COOKIE, { path: '/dashboard/login' });
       reply.setCookie(SESSION_COOKIE, sessionId, {
         path: '/dashboard',
@@ -115,7 +115,18 @@ export async function dashboardRoutes(app: FastifyInstance, s: AppServices): Pro
       return reply.redirect(next, 303);
     } catch (error) {
       if (!isDomainError(error)) throw error;
-      return showLogin(reply, { next, email, status: 401, error: 'Wrong email or password (after 5 failures, wait 15 minutes).' });
+      if (error.code === 'RATE_LIMITED') {
+        const wait = Number(error.details?.retryAfterSeconds ?? 1);
+        reply.header('retry-after', String(wait));
+        const text = `Too many failed sign-ins: try again in ${wait} s.`;
+        return showLogin(reply, { next, email, status: 429, error: text });
+      }
+      if (error.code === 'SERVICE_UNAVAILABLE') {
+        reply.header('retry-after', '1');
+        const text = 'Sign-in is unavailable for a moment. Please try again shortly.';
+        return showLogin(reply, { next, email, status: 503, error: text });
+      }
+      return showLogin(reply, { next, email, status: 401, error: 'Wrong email or password.' });
     }
   });
 

@@ -22,6 +22,7 @@ export const ERROR_CODES = [
   'OPERATOR_DISABLED',
   // test mode: a sandbox call made with a live key
   'SANDBOX_ONLY',
+  'REQUEST_REPLAYED',
   // idempotency
   'IDEMPOTENCY_KEY_MISSING',
   'IDEMPOTENCY_KEY_REUSED',

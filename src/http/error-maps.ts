@@ -20,6 +20,9 @@ export const SURFACE_A_STATUS: Record<ErrorCode, number> = {
   STALE_TIMESTAMP: 401,
   OPERATOR_DISABLED: 403,
   SANDBOX_ONLY: 403,
+  // A signed request sent again under another Idempotency-Key (or again at all, where the route
+  // has none): a conflict with the request already accepted, whatever the caller's intent.
+  REQUEST_REPLAYED: 409,
   IDEMPOTENCY_KEY_MISSING: 400,
   IDEMPOTENCY_KEY_REUSED: 409,
   IDEMPOTENCY_KEY_IN_FLIGHT: 409,

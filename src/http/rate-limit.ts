@@ -1,3 +1,5 @@
+import type { Redis } from 'ioredis';
+import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
 import type { Clock } from '../clock/clock';
 
 export interface BucketLimits {
@@ -9,16 +11,30 @@ export type RateDecision =
   | { allowed: true; remaining: number; limit: number; resetSeconds: number }
   | { allowed: false; retryAfterSeconds: number; limit: number; resetSeconds: number };
 
+/** The per-operator request budget. In memory for one instance; one bucket per key in Redis for many. */
+export interface OperatorRateLimiter {
+  take(key: string, limits: BucketLimits): RateDecision | Promise<RateDecision>;
+}
+
 interface Bucket {
   tokens: number;
   updatedAt: number;
 }
 
+/** What a caller is told, from the tokens left after this request's refill (and spend, when allowed). */
+function decide(allowed: boolean, tokens: number, limits: BucketLimits): RateDecision {
+  const before = allowed ? tokens + 1 : tokens;
+  const resetSeconds = Math.ceil((limits.burst - before) / limits.refillPerSecond);
+  if (allowed) return { allowed: true, remaining: Math.floor(tokens), limit: limits.burst, resetSeconds };
+  const retryAfterSeconds = Math.max(1, Math.ceil((1 - tokens) / limits.refillPerSecond));
+  return { allowed: false, retryAfterSeconds, limit: limits.burst, resetSeconds };
+}
+
 /**
  * Token bucket per API key: `burst` requests at once, refilled at `refillPerSecond`. Kept in memory:
- * with several instances each enforces the limit on what it serves (see docs/decisions.md).
+ * right for a single instance; several instances use `RedisTokenBucketLimiter` (one bucket for all).
  */
-export class TokenBucketLimiter {
+export class TokenBucketLimiter implements OperatorRateLimiter {
   private readonly buckets = new Map<string, Bucket>();
 
   constructor(private readonly clock: Clock) {}
@@ -34,12 +50,165 @@ export class TokenBucketLimiter {
       bucket.tokens = Math.min(limits.burst, bucket.tokens + refill);
       bucket.updatedAt = now;
     }
-    const resetSeconds = Math.ceil((limits.burst - bucket.tokens) / limits.refillPerSecond);
-    if (bucket.tokens >= 1) {
-      bucket.tokens -= 1;
-      return { allowed: true, remaining: Math.floor(bucket.tokens), limit: limits.burst, resetSeconds };
+    const allowed = bucket.tokens >= 1;
+    if (allowed) bucket.tokens -= 1;
+    return decide(allowed, bucket.tokens, limits);
+  }
+}
+
+// Refill and spend in one atomic step on the Redis server, so concurrent instances never both spend
+// the last token. Time comes from the calling instance's clock (instances are NTP-synchronised; a
+// bucket last touched "in the future" by a skewed peer simply refills nothing). The key expires once
+// a full bucket would have refilled, so idle operators cost no memory.
+const TOKEN_BUCKET_SCRIPT = `
+local now = tonumber(ARGV[1])
+local rate = tonumber(ARGV[2])
+local burst = tonumber(ARGV[3])
+local state = redis.call('HMGET', KEYS[1], 'tokens', 'at')
+local tokens = tonumber(state[1])
+local at = tonumber(state[2])
+if tokens == nil or at == nil then
+  tokens = burst
+  at = now
+end
+if now > at then
+  tokens = math.min(burst, tokens + (now - at) * rate / 1000)
+  at = now
+end
+local allowed = 0
+if tokens >= 1 then
+  tokens = tokens - 1
+  allowed = 1
+end
+redis.call('HSET', KEYS[1], 'tokens', tostring(tokens), 'at', tostring(at))
+redis.call('PEXPIRE', KEYS[1], math.ceil(burst * 1000 / rate) + 1000)
+return { allowed, tostring(tokens) }
+`;
+
+type BucketScript = (key: string, now: number, rate: number, burst: number) => Promise<[number, string]>;
+
+/** The same token bucket, held in Redis: every instance spends from one bucket per operator. */
+export class RedisTokenBucketLimiter implements OperatorRateLimiter {
+  private readonly script: BucketScript;
+
+  constructor(
+    redis: Redis,
+    private readonly clock: Clock,
+    private readonly prefix = 'bucket:',
+  ) {
+    if (!('takeToken' in redis)) redis.defineCommand('takeToken', { numberOfKeys: 1, lua: TOKEN_BUCKET_SCRIPT });
+    const command = (redis as unknown as { takeToken: BucketScript }).takeToken.bind(redis);
+    this.script = command;
+  }
+
+  async take(key: string, limits: BucketLimits): Promise<RateDecision> {
+    const { refillPerSecond, burst } = limits;
+    const [allowed, tokens] = await this.script(this.prefix + key, this.clock.now(), refillPerSecond, burst);
+    return decide(allowed === 1, Number(tokens), limits);
+  }
+}
+
+/**
+ * A memory limiter whose number of keys is capped: past `maxKeys`, the key touched longest ago is
+ * dropped (only that one, never all of them), so a flood of distinct addresses or e-mails cannot
+ * grow the process without bound. Redis-backed limiters need no cap: their keys expire in Redis.
+ */
+export class BoundedKeys {
+  private readonly keys = new Map<string, true>();
+
+  constructor(
+    private readonly limiter: RateLimiterAbstract,
+    private readonly maxKeys: number,
+  ) {}
+
+  touch(key: string): void {
+    if (!(this.limiter instanceof RateLimiterMemory)) return;
+    this.keys.delete(key);
+    this.keys.set(key, true);
+    while (this.keys.size > this.maxKeys) {
+      const oldest = this.keys.keys().next().value as string;
+      this.keys.delete(oldest);
+      void this.limiter.delete(oldest);
     }
-    const retryAfterSeconds = Math.max(1, Math.ceil((1 - bucket.tokens) / limits.refillPerSecond));
-    return { allowed: false, retryAfterSeconds, limit: limits.burst, resetSeconds };
+  }
+
+  get size(): number {
+    return this.keys.size;
+  }
+}
+
+export interface FailureLimits {
+  /** Failed attempts allowed per address within `windowSeconds`; the next ones are refused until it ends. */
+  points: number;
+  windowSeconds: number;
+  /** Memory mode only: the most addresses tracked at once. */
+  maxKeys?: number;
+}
+
+/** A rate-limiter-flexible limiter in Redis when configured, in memory otherwise. */
+export function flexibleLimiter(
+  redis: Redis | null,
+  options: { keyPrefix: string; points: number; duration: number; blockDuration?: number },
+): RateLimiterAbstract {
+  if (!redis) return new RateLimiterMemory(options);
+  return new RateLimiterRedis({ storeClient: redis, useRedisPackage: false, ...options });
+}
+
+/**
+ * Failed authentication per client address (unknown key, bad signature, stale timestamp, replay).
+ * Counting happens only on failure, in Redis when configured so every instance sees one count; the
+ * refusal of a blocked address is decided from a local note of "blocked until", so a request that
+ * authenticates costs no extra round trip. Another instance learns of the block at that address's
+ * next failure there.
+ */
+export class AuthFailureLimiter {
+  private readonly limiter: RateLimiterAbstract;
+  private readonly tracked: BoundedKeys;
+  private readonly blockedUntil = new Map<string, number>();
+  private readonly maxBlocked: number;
+
+  constructor(
+    redis: Redis | null,
+    private readonly limits: FailureLimits,
+  ) {
+    this.limiter = flexibleLimiter(redis, {
+      keyPrefix: 'authfail',
+      points: limits.points,
+      duration: limits.windowSeconds,
+      blockDuration: limits.windowSeconds,
+    });
+    this.maxBlocked = limits.maxKeys ?? 100_000;
+    this.tracked = new BoundedKeys(this.limiter, this.maxBlocked);
+  }
+
+  /** Seconds the address must wait, or 0 when it may try. */
+  retryAfterSeconds(address: string): number {
+    const until = this.blockedUntil.get(address);
+    if (until === undefined) return 0;
+    const left = until - Date.now();
+    if (left <= 0) {
+      this.blockedUntil.delete(address);
+      return 0;
+    }
+    return Math.ceil(left / 1000);
+  }
+
+  /** Counts one failure; returns the seconds to wait when this failure used up the budget (0 otherwise). */
+  async noteFailure(address: string): Promise<number> {
+    this.tracked.touch(address);
+    let outcome: RateLimiterRes;
+    try {
+      outcome = await this.limiter.consume(address);
+      if (outcome.remainingPoints > 0) return 0;
+    } catch (refused) {
+      if (!(refused instanceof RateLimiterRes)) throw refused;
+      outcome = refused;
+    }
+    this.blockedUntil.delete(address);
+    this.blockedUntil.set(address, Date.now() + outcome.msBeforeNext);
+    while (this.blockedUntil.size > this.maxBlocked) {
+      this.blockedUntil.delete(this.blockedUntil.keys().next().value as string);
+    }
+    return Math.max(1, Math.ceil(outcome.msBeforeNext / 1000));
   }
 }

@@ -3,14 +3,31 @@ import type { Clock } from '../clock/clock';
 import { DomainError, isDomainError, type ErrorCode } from '../errors/codes';
 import type { OperatorCredentials } from '../operators/operator';
 import type { OperatorService } from '../operators/operators';
-import { verifyRequest } from '../signing/request-signature';
+import { checkSignatureHeaders, verifyRequest } from '../signing/request-signature';
 import type { AppServices } from '../services';
 import { documentSecurity, SURFACE_SECURITY } from './openapi';
-import type { TokenBucketLimiter } from './rate-limit';
+import type { AuthFailureLimiter, OperatorRateLimiter } from './rate-limit';
+import type { SeenSignatureStore } from './replay-guard';
 
 declare module 'fastify' {
   interface FastifyRequest {
     operator?: OperatorCredentials;
+    /**
+     * On 'idempotency-key' routes: the accepted signature, which the route hands to the
+     * idempotency layer to record on the key row in the command's own transaction.
+     */
+    signatureRecord?: string;
+  }
+  interface FastifyContextConfig {
+    /**
+     * How a repeat of an accepted signature is judged on a state-changing route:
+     * - absent: never legitimate (the call has no idempotency key): refused as REQUEST_REPLAYED;
+     * - 'idempotency-key': allowed only with the same Idempotency-Key header (the idempotent retry);
+     *   recorded by the idempotency layer on the key row, in the command's transaction (no extra write);
+     * - 'signed-body': the idempotency key is inside the signed body, so a repeat is always the same
+     *   request under the same key and the idempotency layer replays it; no record needed.
+     */
+    replay?: 'idempotency-key' | 'signed-body';
   }
 }
 
@@ -25,9 +42,12 @@ export interface Surface {
 export interface AuthDeps {
   operators: OperatorService;
   clock: Clock;
-  limiter: TokenBucketLimiter;
+  limiter: OperatorRateLimiter;
   signatureToleranceMs: number;
   defaultRateLimit: { refillPerSecond: number; burst: number };
+  seenSignatures: SeenSignatureStore;
+  authFailures: AuthFailureLimiter;
+  bodyLimitBytes: number;
 }
 
 export class HttpProblem extends DomainError {
@@ -45,44 +65,141 @@ const header = (req: FastifyRequest, name: string): string | undefined => {
   return Array.isArray(v) ? v[0] : v;
 };
 
+/** Codes that count against the client address's failed-authentication budget. */
+const AUTH_FAILURES: ReadonlySet<ErrorCode> = new Set([
+  'MISSING_CREDENTIALS',
+  'UNKNOWN_API_KEY',
+  'INVALID_SIGNATURE',
+  'STALE_TIMESTAMP',
+  'REQUEST_REPLAYED',
+]);
+const READS: ReadonlySet<string> = new Set(['GET', 'HEAD', 'OPTIONS']);
+const SEEN_HEX_LENGTH = 32;
+
+// The operator found from the headers, before the body has been read and the signature checked.
+const candidates = new WeakMap<FastifyRequest, OperatorCredentials>();
+
+/** Runs `step`; an authentication failure is counted against the client's address before it propagates. */
+async function countingFailures(req: FastifyRequest, deps: AuthDeps, step: () => Promise<void>): Promise<void> {
+  try {
+    await step();
+  } catch (error) {
+    if (isDomainError(error) && AUTH_FAILURES.has(error.code)) {
+      await deps.authFailures
+        .noteFailure(req.ip)
+        .catch((err: unknown) => req.log.warn({ err }, 'could not count a failed authentication'));
+    }
+    throw error;
+  }
+}
+
 /**
- * Authenticates a request (API key, HMAC over the raw bytes, timestamp window), then spends one
- * token of the operator's rate-limit bucket. Runs before schema validation, so an unauthenticated
- * caller learns nothing about the request's shape.
+ * First look at a request, from its headers alone (onRequest, before any body byte is read): an
+ * address over its failed-authentication budget gets 429, a declared body over the limit gets 413,
+ * and the API key and the timestamp window are checked, so nothing unauthenticable is ever parsed.
+ */
+export function screener(surface: Surface, deps: AuthDeps) {
+  return async (req: FastifyRequest, reply: FastifyReply): Promise<void> => {
+    const wait = deps.authFailures.retryAfterSeconds(req.ip);
+    if (wait > 0) {
+      const message = `too many failed authentications from this address; retry in ${wait} s`;
+      throw new HttpProblem('RATE_LIMITED', message, { 'retry-after': String(wait) });
+    }
+    const declared = Number(req.headers['content-length'] ?? 0);
+    if (declared > deps.bodyLimitBytes) {
+      // The body is never read: the connection closes after the answer instead of draining it.
+      reply.header('connection', 'close');
+      throw new DomainError('BODY_TOO_LARGE', 'the request body is larger than the limit for this endpoint');
+    }
+    await countingFailures(req, deps, async () => {
+      const apiKey = header(req, surface.headers.apiKey);
+      if (!apiKey) throw new DomainError('MISSING_CREDENTIALS', `the ${surface.headers.apiKey} header is missing`);
+      const operator = await deps.operators.byApiKey(apiKey);
+      if (!operator) {
+        throw new DomainError('UNKNOWN_API_KEY', `no operator has the API key given in ${surface.headers.apiKey}`);
+      }
+      const refused = checkSignatureHeaders({
+        timestamp: header(req, surface.headers.timestamp),
+        signature: header(req, surface.headers.signature),
+        now: deps.clock.now(),
+        toleranceMs: deps.signatureToleranceMs,
+      });
+      if (refused) throw new DomainError(refused.code, renameHeaders(refused.message, surface));
+      candidates.set(req, operator);
+    });
+  };
+}
+
+/**
+ * Authenticates a request once its body is in (HMAC over the raw bytes, operator status), spends
+ * one token of the operator's rate-limit bucket, and refuses a state-changing request whose
+ * signature was already accepted (see `replay` on the route config). Runs before schema
+ * validation, so an unauthenticated caller learns nothing about the request's shape.
  */
 export function authenticator(surface: Surface, deps: AuthDeps) {
-  return async (req: FastifyRequest, reply: FastifyReply): Promise<void> => {
-    const apiKey = header(req, surface.headers.apiKey);
-    if (!apiKey) throw new DomainError('MISSING_CREDENTIALS', `the ${surface.headers.apiKey} header is missing`);
-    const operator = await deps.operators.byApiKey(apiKey);
-    if (!operator) throw new DomainError('UNKNOWN_API_KEY', `no operator has the API key given in ${surface.headers.apiKey}`);
-    const check = verifyRequest({
-      secrets: operator.secrets,
-      method: req.method,
-      path: req.raw.url ?? req.url,
-      timestamp: header(req, surface.headers.timestamp),
-      signature: header(req, surface.headers.signature),
-      body: req.rawBody ?? '',
-      now: deps.clock.now(),
-      toleranceMs: deps.signatureToleranceMs,
-    });
-    if (!check.ok) throw new DomainError(check.code, renameHeaders(check.message, surface));
-    if (operator.status !== 'active') throw new DomainError('OPERATOR_DISABLED', 'this operator account is disabled');
-    const limits = operator.settings.rate_limit
-      ? { refillPerSecond: operator.settings.rate_limit.refill_per_second, burst: operator.settings.rate_limit.burst }
-      : deps.defaultRateLimit;
-    const decision = deps.limiter.take(operator.id, limits);
-    reply.header('ratelimit-limit', String(decision.limit));
-    reply.header('ratelimit-reset', String(decision.resetSeconds));
-    if (!decision.allowed) {
-      reply.header('ratelimit-remaining', '0');
-      throw new HttpProblem('RATE_LIMITED', `rate limit exceeded: ${limits.burst} burst, ${limits.refillPerSecond} requests per second`, {
-        'retry-after': String(decision.retryAfterSeconds),
+  return async (req: FastifyRequest, reply: FastifyReply): Promise<void> =>
+    countingFailures(req, deps, async () => {
+      const operator = candidates.get(req);
+      if (!operator) throw new DomainError('MISSING_CREDENTIALS', `the ${surface.headers.apiKey} header is missing`);
+      const timestamp = header(req, surface.headers.timestamp);
+      const signature = header(req, surface.headers.signature);
+      const check = verifyRequest({
+        secrets: operator.secrets,
+        method: req.method,
+        path: req.raw.url ?? req.url,
+        timestamp,
+        signature,
+        body: req.rawBody ?? '',
+        now: deps.clock.now(),
+        toleranceMs: deps.signatureToleranceMs,
       });
-    }
-    reply.header('ratelimit-remaining', String(decision.remaining));
-    req.operator = operator;
-  };
+      if (!check.ok) throw new DomainError(check.code, renameHeaders(check.message, surface));
+      if (operator.status !== 'active') throw new DomainError('OPERATOR_DISABLED', 'this operator account is disabled');
+      const limits = operator.settings.rate_limit
+        ? { refillPerSecond: operator.settings.rate_limit.refill_per_second, burst: operator.settings.rate_limit.burst }
+        : deps.defaultRateLimit;
+      const decision = await unavailableOnFailure(req, () => deps.limiter.take(operator.id, limits));
+      reply.header('ratelimit-limit', String(decision.limit));
+      reply.header('ratelimit-reset', String(decision.resetSeconds));
+      if (!decision.allowed) {
+        reply.header('ratelimit-remaining', '0');
+        const message = `rate limit exceeded: ${limits.burst} burst, ${limits.refillPerSecond} requests per second`;
+        throw new HttpProblem('RATE_LIMITED', message, { 'retry-after': String(decision.retryAfterSeconds) });
+      }
+      reply.header('ratelimit-remaining', String(decision.remaining));
+      const mode = req.routeOptions.config?.replay;
+      // The record's key: the signed timestamp, then the signature's first 128 bits, lowercased (the
+      // signature is compared as bytes, so its hex case must not make a new entry). Two different
+      // requests share it with odds of 2^-128. Leading with the timestamp (near-monotonic within
+      // the window) makes each insert land at the end of the index instead of on a random page.
+      const seen = `${timestamp!.padStart(15, '0')}.${signature!.slice(0, SEEN_HEX_LENGTH).toLowerCase()}`;
+      if (mode === 'idempotency-key') {
+        req.signatureRecord = seen;
+      } else if (!READS.has(req.method) && mode !== 'signed-body') {
+        // Kept a little past the window so instances whose clocks differ slightly still agree.
+        const expiresAt = Number(timestamp) + deps.signatureToleranceMs + 60_000;
+        const verdict = await unavailableOnFailure(req, () => deps.seenSignatures.claim(seen, 'once', expiresAt));
+        if (verdict !== 'first') {
+          throw new DomainError(
+            'REQUEST_REPLAYED',
+            'this signed request was already received; sign each new request afresh (new timestamp)',
+          );
+        }
+      }
+      req.operator = operator;
+    });
+}
+
+/** A shared-state failure (Redis or the store unreachable) is a 503 to retry, not a 500. */
+async function unavailableOnFailure<T>(req: FastifyRequest, step: () => T | Promise<T>): Promise<T> {
+  try {
+    return await step();
+  } catch (err) {
+    if (isDomainError(err)) throw err;
+    req.log.error({ err }, 'shared request state unavailable');
+    const message = 'the service cannot check this request right now; retry shortly';
+    throw new HttpProblem('SERVICE_UNAVAILABLE', message, { 'retry-after': '1' });
+  }
 }
 
 function renameHeaders(message: string, surface: Surface): string {
@@ -96,7 +213,8 @@ export function errorHandler(surface: Surface) {
     const status = surface.status[code];
     if (status >= 500) req.log.error({ err: error }, 'request failed');
     for (const [k, v] of Object.entries(headers)) reply.header(k, v);
-    const safeMessage = status >= 500 ? 'internal error' : message;
+    // A 503's message is ours (what to do: retry); any other 5xx says nothing about the fault.
+    const safeMessage = status >= 500 && code !== 'SERVICE_UNAVAILABLE' ? 'internal error' : message;
     void reply.status(status).send(surface.errorBody(code, safeMessage, String(req.id)));
   };
 }
@@ -177,19 +295,21 @@ export function describeValidation(issues: ValidationIssue[], context: string): 
 export function guardSurface(
   app: FastifyInstance,
   surface: Surface,
-  s: Pick<AppServices, 'operators' | 'clock' | 'limiter' | 'config'>,
+  s: Pick<AppServices, 'operators' | 'clock' | 'limiter' | 'config' | 'seenSignatures' | 'authFailures'>,
   options: { ownsNotFound?: boolean } = {},
 ): void {
-  app.addHook(
-    'preValidation',
-    authenticator(surface, {
-      operators: s.operators,
-      clock: s.clock,
-      limiter: s.limiter,
-      signatureToleranceMs: s.config.signatureToleranceMs,
-      defaultRateLimit: s.config.rateLimit,
-    }),
-  );
+  const deps: AuthDeps = {
+    operators: s.operators,
+    clock: s.clock,
+    limiter: s.limiter,
+    signatureToleranceMs: s.config.signatureToleranceMs,
+    defaultRateLimit: s.config.rateLimit,
+    seenSignatures: s.seenSignatures,
+    authFailures: s.authFailures,
+    bodyLimitBytes: s.config.bodyLimitBytes,
+  };
+  app.addHook('onRequest', screener(surface, deps));
+  app.addHook('preValidation', authenticator(surface, deps));
   app.setErrorHandler(errorHandler(surface));
   documentSecurity(app, SURFACE_SECURITY[surface.name]);
   if (options.ownsNotFound) {

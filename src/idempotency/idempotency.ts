@@ -18,6 +18,11 @@ export interface IdempotencyScope {
   /** The route the key was used on: the same key on another route is a different request. */
   route: string;
   body: unknown;
+  /**
+   * The request's accepted signature (operator-scoped), recorded on the key row: the same signed
+   * bytes under another key are refused with REQUEST_REPLAYED (a captured request replayed).
+   */
+  signature?: string;
 }
 
 export const MAX_KEY_LENGTH = 255;
@@ -33,6 +38,19 @@ export function requestHash(route: string, body: unknown): string {
     .update(canonicalize(body ?? null) ?? 'null')
     .digest('hex');
 }
+
+/** Failures about the key itself, or a replay: never stored as the key's answer. */
+const NOT_STORED: ReadonlySet<string> = new Set([
+  'IDEMPOTENCY_KEY_REUSED',
+  'IDEMPOTENCY_KEY_IN_FLIGHT',
+  'REQUEST_REPLAYED',
+]);
+
+const replayedUnderAnotherKey = () =>
+  new DomainError(
+    'REQUEST_REPLAYED',
+    'this signed request was already received under another Idempotency-Key; sign each new request afresh',
+  );
 
 interface KeyRow {
   request_hash: string;
@@ -93,29 +111,44 @@ export class IdempotencyService {
     try {
       return await this.db.transaction(async (tx) => {
         const claimed = await tx.run(
-          `INSERT INTO idempotency_keys (operator_id, idem_key, request_hash, created_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING`,
-          [scope.operatorId, scope.key, hash, this.now()],
+          `INSERT INTO idempotency_keys (operator_id, idem_key, request_hash, created_at, signature)
+           VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
+          [scope.operatorId, scope.key, hash, this.now(), scope.signature ?? null],
         );
         if (claimed.changes === 0) {
           const row = await tx.get<KeyRow>('SELECT request_hash, status_code, response FROM idempotency_keys WHERE operator_id = ? AND idem_key = ?', [
             scope.operatorId,
             scope.key,
           ]);
-          return this.fromRow(row!, hash);
+          // No row under this key: the conflict was on the signature, already recorded under another key.
+          if (!row) throw replayedUnderAnotherKey();
+          return this.fromRow(row, hash);
         }
         const response = await effect(tx);
         await this.complete(tx, scope, response);
         return { ...response, replayed: false };
       });
     } catch (error) {
-      if (!isDomainError(error) || error.code === 'IDEMPOTENCY_KEY_REUSED' || error.code === 'IDEMPOTENCY_KEY_IN_FLIGHT') throw error;
+      if (!isDomainError(error) || NOT_STORED.has(error.code)) throw error;
       // The effect refused: nothing changed. Remember the refusal under the key, unless a
       // concurrent request already stored something for it.
       const response = present(error);
       await this.db.transaction(async (tx) => {
+        // The signature is recorded with the refusal too: replayed under a new key, the same bytes
+        // must not get a second chance (in a later round, say).
         const r = await tx.run(
-          `INSERT INTO idempotency_keys (operator_id, idem_key, request_hash, status_code, response, created_at) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
-          [scope.operatorId, scope.key, hash, response.statusCode, JSON.stringify(response.body), this.now()],
+          `INSERT INTO idempotency_keys
+             (operator_id, idem_key, request_hash, status_code, response, created_at, signature)
+           VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
+          [
+            scope.operatorId,
+            scope.key,
+            hash,
+            response.statusCode,
+            JSON.stringify(response.body),
+            this.now(),
+            scope.signature ?? null,
+          ],
         );
         return r.changes;
       });

@@ -71,6 +71,28 @@ const fail = (code: 'MISSING_CREDENTIALS' | 'STALE_TIMESTAMP' | 'INVALID_SIGNATU
  * Hex case is not significant: the signature is compared as bytes, so `AB..` and `ab..` are equal.
  */
 export function verifyRequest(input: VerifyRequestInput): RequestVerification {
+  const refused = checkSignatureHeaders(input);
+  if (refused) return refused;
+  const timestamp = input.timestamp!;
+  const provided = Buffer.from(input.signature!, 'hex');
+  const { secrets, method, path, body } = input;
+  for (let i = 0; i < secrets.length; i++) {
+    const expected = requestMac(secrets[i]!, method, path, timestamp, body);
+    if (timingSafeEqual(expected, provided)) return { ok: true, secretIndex: i };
+  }
+  return fail(
+    'INVALID_SIGNATURE',
+    'signature does not match: sign METHOD, PATH with query string, x-timestamp and the raw body, newline-separated',
+  );
+}
+
+/**
+ * The checks that need no secret and no body (presence, format, timestamp window): run before the
+ * body is read, so traffic with stale or malformed headers costs neither parsing nor an HMAC.
+ */
+export function checkSignatureHeaders(
+  input: Pick<VerifyRequestInput, 'timestamp' | 'signature' | 'now' | 'toleranceMs'>,
+): Extract<RequestVerification, { ok: false }> | null {
   const { timestamp, signature } = input;
   const tolerance = input.toleranceMs ?? DEFAULT_REQUEST_TOLERANCE_MS;
 
@@ -105,15 +127,5 @@ export function verifyRequest(input: VerifyRequestInput): RequestVerification {
       `timestamp is ${seconds(-skew)} in the future; the limit is ${seconds(tolerance)} (check the client clock)`,
     );
   }
-
-  const provided = Buffer.from(signature, 'hex');
-  const { secrets, method, path, body } = input;
-  for (let i = 0; i < secrets.length; i++) {
-    const expected = requestMac(secrets[i]!, method, path, timestamp, body);
-    if (timingSafeEqual(expected, provided)) return { ok: true, secretIndex: i };
-  }
-  return fail(
-    'INVALID_SIGNATURE',
-    'signature does not match: sign METHOD, PATH with query string, x-timestamp and the raw body, newline-separated',
-  );
+  return null;
 }

@@ -5,6 +5,7 @@ import type { SqlExecutor } from './database';
 import * as m003chains from './migrations/003_chain_commitments';
 import * as m004sandbox from './migrations/004_sandbox';
 import * as m005heartbeat from './migrations/005_round_heartbeat';
+import * as m006seen from './migrations/006_seen_signatures';
 import type { PostgresDatabase } from './postgres';
 import type { SqliteDatabase } from './sqlite';
 
@@ -19,6 +20,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '003_chain_commitments': m003chains,
   '004_sandbox': m004sandbox,
   '005_round_heartbeat': m005heartbeat,
+  '006_seen_signatures': m006seen,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };

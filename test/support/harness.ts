@@ -18,6 +18,13 @@ import { join } from 'node:path';
 
 export type StoreKind = 'sqlite' | 'postgres';
 export const PG_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+export const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
+
+/** Service environment for a test instance on the test Redis, under a key prefix of its own. */
+export const redisEnv = (prefix = `test-${randomBytes(6).toString('hex')}:`): Record<string, string> => ({
+  REDIS_URL,
+  REDIS_KEY_PREFIX: prefix,
+});
 
 /**
  * Which stores the suites run against. Both by default; CI must not lose PostgreSQL silently, so

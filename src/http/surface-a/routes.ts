@@ -85,7 +85,13 @@ export async function surfaceARoutes(app: FastifyInstance, s: AppServices): Prom
       throw new DomainError('IDEMPOTENCY_KEY_MISSING', 'the Idempotency-Key header is required on this POST');
     }
     const result: IdempotentResult = await s.idempotency.execute(
-      { operatorId: req.operator!.id, key, route: `${req.method} ${req.routeOptions.url}`, body: req.body },
+      {
+        operatorId: req.operator!.id,
+        key,
+        route: `${req.method} ${req.routeOptions.url}`,
+        body: req.body,
+        signature: req.signatureRecord,
+      },
       (error) => ({ statusCode: surfaceA.status[error.code], body: surfaceA.errorBody(error.code, error.message, String(req.id)) }),
       effect,
     );
@@ -98,6 +104,8 @@ export async function surfaceARoutes(app: FastifyInstance, s: AppServices): Prom
   r.post(
     '/place-bet',
     {
+      // A repeat of the same signed bytes is the idempotent retry only under the same Idempotency-Key.
+      config: { replay: 'idempotency-key' },
       schema: {
         summary: 'Place a Crash bet in the current betting window',
         tags: ['Crash'],
@@ -141,6 +149,8 @@ export async function surfaceARoutes(app: FastifyInstance, s: AppServices): Prom
   r.post(
     '/cashout',
     {
+      // A repeat of the same signed bytes is the idempotent retry only under the same Idempotency-Key.
+      config: { replay: 'idempotency-key' },
       schema: {
         summary: 'Cash out an active Crash bet at the current multiplier',
         tags: ['Crash'],

@@ -110,6 +110,8 @@ export async function surfaceBRoutes(app: FastifyInstance, s: AppServices): Prom
   r.post(
     '/bets/reserve',
     {
+      // The idempotency key is in the signed body: the same signature is always the same key.
+      config: { replay: 'signed-body' },
       schema: {
         summary: 'Record a Stock Race bet whose stake the operator has reserved in its wallet',
         description:
