@@ -1,4 +1,5 @@
 import { createHash, randomUUID } from 'node:crypto';
+import { Redis } from 'ioredis';
 import pg from 'pg';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -11,6 +12,7 @@ import {
   eventually,
   KNOWN_CRASH_SEEDS,
   PG_URL,
+  redisEnv,
   startTestApp,
   testConfig,
   withSeeds,
@@ -33,6 +35,8 @@ describe('two instances on one PostgreSQL schema behave as one service', () => {
     WALLET_RETRY_SCHEDULE_MS: '0,200,400,800',
     WEBHOOK_RETRY_SCHEDULE_MS: '0,200,400,800',
     OUTBOX_POLL_MS: '20',
+    // One Redis for both, as in a deployment: one key prefix.
+    ...redisEnv(),
   };
   const receiver = new TestReceiver();
   let receiverBase = '';
@@ -291,7 +295,7 @@ describe('two instances on one PostgreSQL schema behave as one service', () => {
 
       await third.startBackground();
       const after = await readyz();
-      const allOk = { startup: 'ok', drain: 'ok', store: 'ok', migrations: 'ok' };
+      const allOk = { startup: 'ok', drain: 'ok', store: 'ok', migrations: 'ok', redis: 'ok' };
       expect(after).toEqual({ status: 200, body: { ready: true, checks: allOk } });
 
       third.drain();
@@ -304,6 +308,29 @@ describe('two instances on one PostgreSQL schema behave as one service', () => {
       expect(live2.statusCode).toBe(200);
     } finally {
       await third.stop();
+    }
+  }, 30_000);
+
+  it('reports not ready while its Redis does not answer', async () => {
+    const db = new PostgresDatabase({ connectionString: PG_URL, schema: a.schema });
+    // Nothing listens on port 1: every command fails at once, as with a Redis that went away.
+    const unreachable = new Redis({ port: 1, lazyConnect: true, maxRetriesPerRequest: 0, enableOfflineQueue: false });
+    unreachable.on('error', () => {});
+    const base = testConfig({ DATA_DIR: a.config.dataDir, MASTER_KEY: a.config.masterKey!, ...env });
+    const fourth = await createApp({ ...base, runEngines: false }, { db, redis: unreachable });
+    try {
+      await fourth.http.listen({ host: '127.0.0.1', port: 0 });
+      await fourth.startBackground();
+      const address = fourth.http.server.address();
+      const r = await request(`http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}/readyz`);
+      const body = (await r.body.json()) as { ready: boolean; checks: Record<string, string> };
+      expect(r.statusCode).toBe(503);
+      expect(body.ready).toBe(false);
+      expect(body.checks).toMatchObject({ startup: 'ok', store: 'ok', migrations: 'ok' });
+      expect(body.checks.redis).not.toBe('ok');
+    } finally {
+      await fourth.stop();
+      unreachable.disconnect();
     }
   }, 30_000);
 
