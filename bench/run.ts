@@ -4,8 +4,10 @@
  *
  *   npm run bench -- [--duration 10] [--connections 50] [--warmup 2] [--pg] [--only bare,signed,place,…]
  *                    [--profile] [--cashout-bets N] [--cashout-window-ms MS] [--webhook-deliveries N]
- *                    [--json out.json]
+ *                    [--json out.json] [--instances N]
  *
+ * --instances N (with --pg) runs the place-bet case against N service processes on one database,
+ * the load split between them, and checks every acknowledged bet exists once (bench/instances.ts).
  * BENCH_DATABASE_URL (or --pg for postgres://postgres@127.0.0.1:5432/test) runs every case on PostgreSQL,
  * each in a database created for the run and dropped after it.
  */
@@ -15,6 +17,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { runCashoutCase } from './cashout';
 import { runLoad, type CaseResult } from './load';
+import { runInstancesCase } from './instances';
 import { summarizeProfile } from './profile';
 import { DEFAULT_PG_URL, sleep, startChild } from './processes';
 import { runReserveCase } from './reserve';
@@ -35,6 +38,7 @@ const { values: flags } = parseArgs({
     'cashout-window-ms': { type: 'string' },
     'webhook-deliveries': { type: 'string', default: '2000' },
     json: { type: 'string' },
+    instances: { type: 'string', default: '1' },
   },
 });
 
@@ -49,6 +53,8 @@ const warmupS = positive('warmup', flags.warmup!);
 const only = new Set(flags.only!.split(',').map((s) => s.trim()));
 const pgUrl = flags.pg || process.env.BENCH_DATABASE_URL ? (process.env.BENCH_DATABASE_URL ?? DEFAULT_PG_URL) : null;
 const storeName = pgUrl ? 'postgresql' : 'sqlite';
+const instances = Math.max(1, positive('instances', flags.instances!));
+if (instances > 1 && !pgUrl) throw new Error('--instances above 1 needs --pg: several instances share one PostgreSQL');
 
 const SURFACE_A = { key: 'x-api-key', signature: 'x-signature', timestamp: 'x-timestamp' };
 // Fixed-width player ids keep every body the same size, in every case.
@@ -120,6 +126,13 @@ async function signedCase(): Promise<void> {
 }
 
 async function placeBetCase(): Promise<number> {
+  if (instances > 1) {
+    log(`place-bet (Surface A, ${storeName}, ${instances} instances)…`);
+    const r = await runInstancesCase({ pgUrl: pgUrl!, instances, connections, durationS, warmupS, body: betBody, log });
+    rows.push(...r.rows);
+    notes.push(...r.notes);
+    return r.rows[r.rows.length - 1]!.rps;
+  }
   log(`place-bet (Surface A, ${storeName})…`);
   const profile = profiler('place-bet');
   const service = await startService({ pgUrl, env: { CRASH_BETTING_WINDOW_MS: '600000' }, nodeArgs: profile.nodeArgs });

@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import pino, { type Logger } from 'pino';
 import { systemClock, type Clock } from './clock/clock';
+import { LocalChangeBus, PostgresChangeBus, type ChangeBus } from './cluster/change-bus';
 import { ComplianceService } from './compliance/compliance-service';
 import type { ComplianceHooks } from './compliance/hooks';
 import type { Config } from './config/config';
@@ -26,6 +27,7 @@ import { installOutboundTracer } from './observability/outbound';
 import type { Tracing } from './observability/tracing';
 import { OperatorService } from './operators/operators';
 import { SecretBox } from './operators/secret-box';
+import { Readiness } from './ops/readiness';
 import { RoundEngine } from './rounds/engine';
 import { FairChainService } from './rounds/fair-chain';
 import { LiveFeed } from './rounds/live-feed';
@@ -36,6 +38,7 @@ import { SessionService } from './sessions/session-service';
 import { StockRaceGame } from './stock-race/stock-race-game';
 import type { Database } from './store/database';
 import { openDatabase } from './store/open';
+import { PostgresDatabase } from './store/postgres';
 import { WalletSettlementWorker } from './wallet/wallet-worker';
 import { WebhookService } from './webhooks/service';
 
@@ -52,6 +55,11 @@ export interface App {
   http: FastifyInstance;
   /** Starts the engines and background workers (when configured to run them). */
   startBackground(): Promise<void>;
+  /**
+   * First step of a graceful stop: /readyz answers 503 from now on, while requests are still
+   * served, so load balancers take this instance out of rotation before `stop()` closes it.
+   */
+  drain(): void;
   /** Graceful stop: no new requests, in-flight ones finish, engines and workers stop, store closes. */
   stop(): Promise<void>;
 }
@@ -101,9 +109,17 @@ export async function createApp(config: Config, overrides: AppOverrides = {}): P
   const redis =
     overrides.redis ?? (config.redisUrl ? await openRedis(config.redisUrl, logger, config.redisKeyPrefix) : null);
   const ownsRedis = !overrides.redis && redis !== null;
-  const operators = new OperatorService(db, secretBoxFor(config), clock, config.secretRotationOverlapMs, {
-    allowPrivateTargets: config.wallet.allowPrivateTargets,
-  });
+  // Instances share PostgreSQL, so they talk over it; an SQLite store has exactly one process.
+  const bus: ChangeBus =
+    db instanceof PostgresDatabase ? new PostgresChangeBus(db, logger.child({ part: 'bus' })) : new LocalChangeBus();
+  const operators = new OperatorService(
+    db,
+    secretBoxFor(config),
+    clock,
+    config.secretRotationOverlapMs,
+    { allowPrivateTargets: config.wallet.allowPrivateTargets },
+    bus,
+  );
   const complianceFlags = new ComplianceService(logger.child({ part: 'compliance' }));
   const compliance: ComplianceHooks = complianceFlags;
   const webhooks = new WebhookService({ db, box: secretBoxFor(config), clock, logger, operators, config });
@@ -167,7 +183,17 @@ export async function createApp(config: Config, overrides: AppOverrides = {}): P
     pollIntervalMs: config.wallet.pollIntervalMs,
     simulatedWallet: (s) => simulatedWallet.settle(db, config, s, clock.now()),
   });
-  const feed = new LiveFeed(db, clock, [crashEngine, stockRaceEngine]);
+  // One process on SQLite: its engines feed its subscribers directly, nothing to fan out.
+  const fanOut = bus instanceof PostgresChangeBus ? bus : undefined;
+  const feed = new LiveFeed(db, clock, [crashEngine, stockRaceEngine], 500, fanOut);
+  // Every shared dependency an instance needs to serve correctly gets a readiness check, so a
+  // balancer stops routing to an instance that lost one (signed calls fail closed without Redis).
+  const readiness = new Readiness(db);
+  if (redis) {
+    readiness.addCheck('redis', async () => {
+      await redis.ping();
+    });
+  }
   const sandbox = new SandboxService({
     db,
     clock,
@@ -202,6 +228,8 @@ export async function createApp(config: Config, overrides: AppOverrides = {}): P
     feed,
     webhooks,
     complianceFlags,
+    bus,
+    readiness,
     fairChains: chain,
     sandbox,
   };
@@ -228,7 +256,12 @@ export async function createApp(config: Config, overrides: AppOverrides = {}): P
     http,
     async startBackground() {
       feed.start();
-      if (!config.runEngines) return;
+      // Listening before ready: no operator change made after this instance takes traffic is missed.
+      if (bus instanceof PostgresChangeBus) await bus.ready();
+      if (!config.runEngines) {
+        readiness.markStarted();
+        return;
+      }
       await crashEngine.start();
       await stockRaceEngine.start();
       sandbox.start();
@@ -245,8 +278,14 @@ export async function createApp(config: Config, overrides: AppOverrides = {}): P
           .catch((err) => logger.warn({ err }, 'seen-signature purge failed'));
       }, 60_000);
       seenPurgeTimer.unref();
+      await Promise.all([crashEngine.idle(), stockRaceEngine.idle()]);
+      readiness.markStarted();
+    },
+    drain() {
+      readiness.markDraining();
     },
     async stop() {
+      readiness.markDraining();
       if (purgeTimer) clearInterval(purgeTimer);
       if (seenPurgeTimer) clearInterval(seenPurgeTimer);
       await http.close();
@@ -256,6 +295,7 @@ export async function createApp(config: Config, overrides: AppOverrides = {}): P
       await walletWorker.stop();
       await webhooks.dispatcher.stop();
       feed.stop();
+      await bus.close();
       await db.close();
       if (tracing) {
         installOutboundTracer(null);

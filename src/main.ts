@@ -29,13 +29,20 @@ async function main(): Promise<void> {
   const shutdown = (signal: string): void => {
     if (stopping) return;
     stopping = true;
-    logger.info({ signal }, 'shutting down: finishing in-flight requests');
-    const force = setTimeout(() => {
-      logger.error('graceful shutdown took too long; exiting');
-      process.exit(1);
-    }, config.shutdownGraceMs);
-    force.unref();
-    app.stop().then(
+    // Out of rotation first: /readyz fails while requests are still served for the drain delay,
+    // then the listener closes and in-flight requests finish within the grace period.
+    app.drain();
+    const drainDelayMs = config.drainDelayMs;
+    logger.info({ signal, drainDelayMs }, 'shutting down: draining, then finishing in-flight requests');
+    const drained = new Promise<void>((resolve) => setTimeout(resolve, config.drainDelayMs));
+    drained.then(() => {
+      const force = setTimeout(() => {
+        logger.error('graceful shutdown took too long; exiting');
+        process.exit(1);
+      }, config.shutdownGraceMs);
+      force.unref();
+      return app.stop();
+    }).then(
       () => process.exit(0),
       (err) => {
         logger.error({ err }, 'error during shutdown');

@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import type { Clock } from './clock/clock';
+import type { ChangeBus } from './cluster/change-bus';
 import type { ComplianceHooks } from './compliance/hooks';
 import type { ComplianceService } from './compliance/compliance-service';
 import type { Config } from './config/config';
@@ -11,6 +12,7 @@ import type { SeenSignatureStore } from './http/replay-guard';
 import type { IdempotencyService } from './idempotency/idempotency';
 import type { OperatorService } from './operators/operators';
 import type { RoundEngine } from './rounds/engine';
+import type { Readiness } from './ops/readiness';
 import type { FairChainService } from './rounds/fair-chain';
 import type { SandboxService } from './sandbox/sandbox-service';
 import type { LiveFeed } from './rounds/live-feed';
@@ -49,6 +51,10 @@ export interface AppServices {
   webhooks: WebhookService;
   /** The same object as `compliance`, with flag listing and session-place tracking. */
   complianceFlags: ComplianceService;
+  /** Messages between instances (operator changes, live ticks): NOTIFY on PostgreSQL, local on SQLite. */
+  bus: ChangeBus;
+  /** GET /readyz: start-up done, store and migrations, drain state, and any check added later. */
+  readiness: Readiness;
   /** Hash chains: their public records, contributions that fix salts, revealed seeds. */
   fairChains: FairChainService;
   /** Test mode: sandbox operators' own rounds, scripted outcomes, timing and simulated wallet. */

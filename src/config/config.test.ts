@@ -52,6 +52,14 @@ describe('config', () => {
     expect(() => loadConfig({ APP_ENV: 'development', STOCK_SYMBOLS: 'AAPL,AAPL' })).toThrow(/duplicate symbol/);
     expect(() => loadConfig({ APP_ENV: 'development', WEBHOOK_RETRY_SCHEDULE_MS: '0,soon' })).toThrow(/WEBHOOK_RETRY_SCHEDULE_MS/);
     expect(() => loadConfig({ APP_ENV: 'development', TRUST_PROXY_TLS: 'maybe' })).toThrow(/TRUST_PROXY_TLS must be true or false/);
+    expect(() => loadConfig({ APP_ENV: 'development', DRAIN_DELAY_MS: '-1' })).toThrow(
+      /DRAIN_DELAY_MS must be between 0/,
+    );
+  });
+
+  it('drains for DRAIN_DELAY_MS before closing (none by default)', () => {
+    expect(loadConfig({ APP_ENV: 'development' }).drainDelayMs).toBe(0);
+    expect(loadConfig({ APP_ENV: 'development', DRAIN_DELAY_MS: '5000' }).drainDelayMs).toBe(5000);
   });
 
   it('keeps outbound calls to public https targets in production, with capped replies', () => {

@@ -90,6 +90,11 @@ export interface Config {
    */
   engineLeaseCheckMs: number;
   shutdownGraceMs: number;
+  /**
+   * On SIGTERM, how long /readyz reports 503 while the instance still serves, so load balancers
+   * notice and stop routing before the listener closes.
+   */
+  drainDelayMs: number;
   fairness: {
     /**
      * Whether the service fixes a new chain's salt itself, right after publishing its commitment
@@ -298,6 +303,7 @@ export function loadConfig(env: Env = process.env, options: { serving?: boolean 
     runEngines: bool(env, 'RUN_ENGINES', true),
     engineLeaseCheckMs: int(env, 'ENGINE_LEASE_CHECK_MS', 1_000, 100, 60_000),
     shutdownGraceMs: int(env, 'SHUTDOWN_GRACE_MS', 10_000, 0),
+    drainDelayMs: int(env, 'DRAIN_DELAY_MS', 0, 0, 600_000),
     fairness: { autoContribute },
     metrics: { token: metricsToken, public: metricsPublic },
     tracing: otlpEndpoint ? { otlpEndpoint, serviceName: env.OTEL_SERVICE_NAME || 'round-betting-service' } : null,

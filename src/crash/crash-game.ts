@@ -113,9 +113,17 @@ export class CrashGame implements GameDriver {
     }
     // Per-round cap: once an operator's open exposure at this multiplier reaches its limit, every
     // bet of that operator still in the round is cashed out here.
-    for (const [operatorId, stake] of this.exposure) {
+    const capReached = (operatorId: string): boolean => {
       const s = this.settings.get(operatorId);
-      if (!s || stake === 0 || Math.floor((stake * m) / 100) < s.crash.max_payout_per_round) continue;
+      const stake = this.exposure.get(operatorId) ?? 0;
+      return !!s && stake > 0 && Math.floor((stake * m) / 100) >= s.crash.max_payout_per_round;
+    };
+    for (const operatorId of [...this.exposure.keys()]) {
+      if (!capReached(operatorId)) continue;
+      // Players cash out through every instance, and only the ones this process served are known
+      // here: before forcing anyone out, drop what the store says already left the round.
+      if (this.roundId === round.id) await this.syncWithStore(round.id, operatorId);
+      if (!capReached(operatorId)) continue;
       for (const bet of this.active.values()) {
         if (bet.operatorId === operatorId && !due.some((d) => d.bet.id === bet.id)) due.push({ bet, at: m, kind: 'forced' });
       }
@@ -196,6 +204,15 @@ export class CrashGame implements GameDriver {
     const settled: Bet = { ...bet, status: result.status, payout: result.payout, settledAt: now };
     await this.o.compliance.betSettled(tx, settled, now);
     return settled;
+  }
+
+  /** Forgets the operator's bets that were settled elsewhere (a cash-out taken by another instance). */
+  private async syncWithStore(roundId: string, operatorId: string): Promise<void> {
+    const active = await betRepository.byRound(this.o.db, roundId, ['active']);
+    const stillActive = new Set(active.filter((b) => b.operatorId === operatorId).map((b) => b.id));
+    for (const bet of [...this.active.values()]) {
+      if (bet.operatorId === operatorId && !stillActive.has(bet.id)) this.forget(bet);
+    }
   }
 
   private forget(bet: Bet): void {

@@ -228,7 +228,15 @@ export async function buildHttpServer(s: AppServices, options: HttpOptions = {})
   await app.register(swaggerUi, { routePrefix: '/docs' });
 
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
-  app.get('/healthz', { schema: { hide: true } }, async () => ({ ok: true }));
+  // Probes for process managers and load balancers; not part of the operator API (hidden from the document).
+  app.get('/healthz', { schema: { hide: true } }, async (_req, reply) => {
+    void reply.header('cache-control', 'no-store');
+    return { ok: true };
+  });
+  app.get('/readyz', { schema: { hide: true } }, async (_req, reply) => {
+    const report = await s.readiness.report();
+    return reply.code(report.ready ? 200 : 503).header('cache-control', 'no-store').send(report);
+  });
 
   await app.register(async (scope) => publicRoutes(scope, s));
   await app.register(async (scope) => surfaceARoutes(scope, s), { prefix: '/api/public/v1' });

@@ -1,4 +1,5 @@
 import { randomBytes, randomUUID } from 'node:crypto';
+import type { ChangeBus } from '../cluster/change-bus';
 import type { Clock } from '../clock/clock';
 import { DomainError } from '../errors/codes';
 import type { Database, SqlExecutor } from '../store/database';
@@ -42,11 +43,15 @@ export interface WalletUrlPolicy {
 
 /**
  * Operators and their credentials. Lookups by API key sit on every request's path, so they are
- * cached briefly; changes made by another process (the admin CLI, another instance) show up within
- * CACHE_TTL_MS, and changes made here are visible at once.
+ * cached briefly. Every change announces itself on the change bus in the transaction that makes it
+ * (PostgreSQL NOTIFY, delivered on commit), and every instance drops its cache on hearing it, so a
+ * disable or a rotation made anywhere (another instance, the admin CLI) takes effect everywhere
+ * within the bus's delivery time. CACHE_TTL_MS only bounds staleness if a message is lost.
  */
 export class OperatorService {
   private readonly cache = new Map<string, { at: number; value: OperatorCredentials | null }>();
+  /** Bumped on every invalidation: a read that started before one must not refill the cache. */
+  private generation = 0;
 
   constructor(
     private readonly db: Database,
@@ -55,7 +60,11 @@ export class OperatorService {
     private readonly rotationOverlapMs: number,
     // Strict unless told otherwise: a wallet URL is where the service sends money-bearing calls.
     private readonly walletUrlPolicy: WalletUrlPolicy = { allowPrivateTargets: false },
-  ) {}
+    private readonly bus?: ChangeBus,
+  ) {
+    bus?.subscribe('operators', () => this.invalidate());
+    bus?.onResync(() => this.invalidate());
+  }
 
   async create(input: {
     name: string;
@@ -113,8 +122,10 @@ export class OperatorService {
     const now = this.clock.now();
     const hit = this.cache.get(apiKey);
     if (hit && now - hit.at < CACHE_TTL_MS) return hit.value;
+    const generation = this.generation;
     const row = await this.db.get<OperatorRow>('SELECT * FROM operators WHERE api_key = ?', [apiKey]);
     const value = row ? this.withSecrets(row, now) : null;
+    if (generation !== this.generation) return value;
     if (this.cache.size > 10_000) this.cache.clear();
     this.cache.set(apiKey, { at: now, value });
     return value;
@@ -139,10 +150,11 @@ export class OperatorService {
         `UPDATE operators SET secret_enc = ?, previous_secret_enc = ?, previous_secret_expires_at = ?, updated_at = ? WHERE id = ?`,
         [this.box.seal(apiSecret), row.secret_enc, expiresAt, now, id],
       );
+      await this.bus?.publish('operators', id, tx);
       return true;
     });
     if (!changed) throw new DomainError('NOT_FOUND', `no operator with id ${id}`);
-    this.cache.clear();
+    this.invalidate();
     return { apiSecret, previousSecretExpiresAt: expiresAt };
   }
 
@@ -164,10 +176,18 @@ export class OperatorService {
   }
 
   private async update(id: string, assignment: string, params: (string | null)[]): Promise<void> {
-    const r = await this.db.transaction((tx) =>
-      tx.run(`UPDATE operators SET ${assignment}, updated_at = ? WHERE id = ?`, [...params, this.clock.now(), id]),
-    );
+    const r = await this.db.transaction(async (tx) => {
+      const sql = `UPDATE operators SET ${assignment}, updated_at = ? WHERE id = ?`;
+      const changed = await tx.run(sql, [...params, this.clock.now(), id]);
+      if (changed.changes > 0) await this.bus?.publish('operators', id, tx);
+      return changed;
+    });
     if (r.changes === 0) throw new DomainError('NOT_FOUND', `no operator with id ${id}`);
+    this.invalidate();
+  }
+
+  private invalidate(): void {
+    this.generation++;
     this.cache.clear();
   }
 

@@ -141,6 +141,11 @@ export class RoundEngine {
     this.lease = null;
   }
 
+  /** Resolves once the work queued so far has run (start-up recovery, right after taking the lease). */
+  async idle(): Promise<void> {
+    await this.chainTail;
+  }
+
   /** Voids a round on request (operations), returning every stake not already paid. */
   voidRound(roundId: string, reason: string): Promise<void> {
     return this.serial(async () => {

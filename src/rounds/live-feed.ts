@@ -1,5 +1,7 @@
+import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import type { Clock } from '../clock/clock';
+import type { ChangeBus } from '../cluster/change-bus';
 import type { Database } from '../store/database';
 import type { EngineEvent, RoundEngine } from './engine';
 import type { Game, Round } from './round';
@@ -13,19 +15,26 @@ export interface FeedMessage {
 
 /**
  * Fans round state out to live subscribers (Server-Sent Events). On the instance that runs a game's
- * engine it relays the engine's events; on the others it polls the store, so every instance can
- * serve the feed and nothing in it exists only in one process's memory.
+ * engine it relays the engine's events and publishes them on the change bus; the other instances
+ * relay what the bus brings, so a player gets the same ticks (multiplier included) whichever
+ * instance serves the stream. Round transitions are also polled from the store, which keeps the
+ * feed right if the bus drops a message, and stands in for ticks while the bus is silent.
  */
 export class LiveFeed {
   private readonly emitter = new EventEmitter();
   private readonly lastSeen = new Map<Game, string>();
+  private readonly lastRemoteTick = new Map<Game, number>();
   private pollTimer: NodeJS.Timeout | null = null;
+  private unsubscribe: (() => void) | null = null;
+  /** Tells this process's own messages apart when the bus hands them back. */
+  private readonly origin = randomUUID();
 
   constructor(
     private readonly db: Database,
     private readonly clock: Clock,
     private readonly engines: RoundEngine[],
     private readonly pollMs = 500,
+    private readonly bus?: ChangeBus,
   ) {
     this.emitter.setMaxListeners(0);
     for (const engine of engines) engine.on((e) => this.relay(engine.game, e));
@@ -33,6 +42,7 @@ export class LiveFeed {
 
   start(): void {
     if (this.pollTimer) return;
+    this.unsubscribe = this.bus?.subscribe('live', (payload) => this.receive(payload)) ?? null;
     this.pollTimer = setInterval(() => void this.poll(), this.pollMs);
     this.pollTimer.unref();
   }
@@ -40,6 +50,8 @@ export class LiveFeed {
   stop(): void {
     if (this.pollTimer) clearInterval(this.pollTimer);
     this.pollTimer = null;
+    this.unsubscribe?.();
+    this.unsubscribe = null;
     this.emitter.removeAllListeners();
   }
 
@@ -59,12 +71,42 @@ export class LiveFeed {
 
   private relay(game: Game, e: EngineEvent): void {
     if (e.type === 'engine.error') return;
+    let message: FeedMessage;
     if (e.type === 'round.tick') {
-      this.emitter.emit(game, { event: 'tick', data: { round_id: e.round.id, round_number: e.round.roundNumber, at: e.at, ...e.data } });
+      const data = { round_id: e.round.id, round_number: e.round.roundNumber, at: e.at, ...e.data };
+      message = { event: 'tick', data };
+    } else {
+      this.lastSeen.set(game, `${e.round.id}:${e.round.status}`);
+      message = { event: 'round', data: { ...presentRound(e.round) } };
+    }
+    this.emitter.emit(game, message);
+    if (this.bus) {
+      const payload = JSON.stringify({ origin: this.origin, game, message });
+      // A lost tick is replaced by the next one; the poll repairs a lost transition.
+      this.bus.publish('live', payload).catch(() => {});
+    }
+  }
+
+  private receive(payload: string): void {
+    let parsed: { origin?: string; game?: Game; message?: FeedMessage };
+    try {
+      parsed = JSON.parse(payload) as typeof parsed;
+    } catch {
       return;
     }
-    this.lastSeen.set(game, `${e.round.id}:${e.round.status}`);
-    this.emitter.emit(game, { event: 'round', data: { ...presentRound(e.round) } });
+    const { origin, game, message } = parsed;
+    if (origin === this.origin || !game || !message) return;
+    const engine = this.engines.find((e) => e.game === game);
+    // This process leads the game now: its own engine is the source, not a message still in flight.
+    if (!engine || engine.isLeader) return;
+    if (message.event === 'round') {
+      const key = `${String(message.data.round_id)}:${String(message.data.status)}`;
+      if (this.lastSeen.get(game) === key) return;
+      this.lastSeen.set(game, key);
+    } else {
+      this.lastRemoteTick.set(game, this.clock.now());
+    }
+    this.emitter.emit(game, message);
   }
 
   /** Followers learn transitions from the store; the leader's engine events already covered them. */
@@ -78,7 +120,8 @@ export class LiveFeed {
         this.lastSeen.set(engine.game, key);
         this.emitter.emit(engine.game, { event: 'round', data: { ...presentRound(round) } });
       }
-      if (round.status === 'running' && round.runningAt !== null) {
+      const busQuiet = this.clock.now() - (this.lastRemoteTick.get(engine.game) ?? 0) > 2 * this.pollMs;
+      if (round.status === 'running' && round.runningAt !== null && busQuiet) {
         const now = this.clock.now();
         this.emitter.emit(engine.game, {
           event: 'tick',

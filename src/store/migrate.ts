@@ -1,6 +1,7 @@
 import { Kysely, Migrator, PostgresDialect, SqliteDialect, type Migration, type MigrationProvider } from 'kysely';
 import * as m001 from './migrations/001_initial';
 import * as m002webhooks from './migrations/002_webhook_pipeline';
+import type { SqlExecutor } from './database';
 import * as m003chains from './migrations/003_chain_commitments';
 import * as m004sandbox from './migrations/004_sandbox';
 import * as m005heartbeat from './migrations/005_round_heartbeat';
@@ -61,4 +62,11 @@ async function migrateWithRetry(migrator: Migrator): Promise<Awaited<ReturnType<
     if (!outcome.error || !code || !TRANSIENT_CATALOG_ERRORS.has(code) || attempt >= 5) return outcome;
     await new Promise((r) => setTimeout(r, 50 * attempt));
   }
+}
+
+/** Migrations this build knows that the store has not recorded as applied (readiness check). */
+export async function pendingMigrations(db: SqlExecutor): Promise<string[]> {
+  const rows = await db.all<{ name: string }>('SELECT name FROM kysely_migration');
+  const applied = new Set(rows.map((r) => r.name));
+  return Object.keys(MIGRATIONS).filter((name) => !applied.has(name));
 }

@@ -1,0 +1,179 @@
+import { EventEmitter } from 'node:events';
+import pg from 'pg';
+import type { Logger } from 'pino';
+import type { SqlExecutor } from '../store/database';
+import type { PostgresDatabase } from '../store/postgres';
+
+/**
+ * Small messages between the instances of one deployment: "operator X changed", "a live tick".
+ * A message published inside a transaction is delivered only if, and when, that transaction
+ * commits. Delivery is best-effort: a subscriber that was disconnected learns it through
+ * `onResync` and must treat everything it cached as stale.
+ */
+export interface ChangeBus {
+  publish(channel: BusChannel, payload: string, tx?: SqlExecutor): Promise<void>;
+  subscribe(channel: BusChannel, handler: (payload: string) => void): () => void;
+  /** Called after the bus (re)connected, when messages may have been missed. */
+  onResync(handler: () => void): () => void;
+  close(): Promise<void>;
+}
+
+export type BusChannel = 'operators' | 'live';
+
+/** PostgreSQL NOTIFY carries at most 8000 bytes; the feed's ticks stay far below it. */
+export const MAX_PAYLOAD_BYTES = 7_900;
+
+/** One process, one store (SQLite): delivery is a local event. */
+export class LocalChangeBus implements ChangeBus {
+  private readonly emitter = new EventEmitter();
+
+  constructor() {
+    this.emitter.setMaxListeners(0);
+  }
+
+  async publish(channel: BusChannel, payload: string): Promise<void> {
+    // After the caller's current work, as a committed NOTIFY would arrive.
+    queueMicrotask(() => this.emitter.emit(channel, payload));
+  }
+
+  subscribe(channel: BusChannel, handler: (payload: string) => void): () => void {
+    this.emitter.on(channel, handler);
+    return () => this.emitter.off(channel, handler);
+  }
+
+  onResync(): () => void {
+    return () => {};
+  }
+
+  async close(): Promise<void> {
+    this.emitter.removeAllListeners();
+  }
+}
+
+/**
+ * LISTEN/NOTIFY on the database the instances already share. Channels are named after the schema
+ * the tables live in (however it was chosen: adapter option or the URL's search_path), so
+ * deployments (or test runs) sharing one PostgreSQL database never hear each other. Listening takes
+ * one dedicated connection, opened on the first subscription and reopened after a failure.
+ */
+export class PostgresChangeBus implements ChangeBus {
+  private readonly emitter = new EventEmitter();
+  private listener: pg.Client | null = null;
+  private connecting: Promise<void> | null = null;
+  private closed = false;
+  private retryTimer: NodeJS.Timeout | null = null;
+  private prefixLookup: Promise<string> | null = null;
+
+  constructor(
+    private readonly db: PostgresDatabase,
+    private readonly logger?: Logger,
+    private readonly retryMs = 1_000,
+  ) {
+    this.emitter.setMaxListeners(0);
+  }
+
+  private prefix(): Promise<string> {
+    this.prefixLookup ??= (async () => {
+      const current = async () =>
+        (await this.db.get<{ schema: string | null }>('SELECT current_schema() AS schema'))?.schema ?? 'public';
+      const schema = this.db.options.schema ?? (await current());
+      return `rbs_${schema.toLowerCase().replace(/[^a-z0-9_]/g, '_')}`.slice(0, 50);
+    })().catch((error: unknown) => {
+      this.prefixLookup = null;
+      throw error;
+    });
+    return this.prefixLookup;
+  }
+
+  private async channelName(channel: BusChannel): Promise<string> {
+    return `${await this.prefix()}_${channel}`;
+  }
+
+  async publish(channel: BusChannel, payload: string, tx?: SqlExecutor): Promise<void> {
+    if (Buffer.byteLength(payload) > MAX_PAYLOAD_BYTES) {
+      throw new RangeError(`bus payload over ${MAX_PAYLOAD_BYTES} bytes`);
+    }
+    await (tx ?? this.db).run('SELECT pg_notify(?, ?)', [await this.channelName(channel), payload]);
+  }
+
+  subscribe(channel: BusChannel, handler: (payload: string) => void): () => void {
+    this.emitter.on(channel, handler);
+    void this.ensureListening();
+    return () => this.emitter.off(channel, handler);
+  }
+
+  onResync(handler: () => void): () => void {
+    this.emitter.on('resync', handler);
+    return () => this.emitter.off('resync', handler);
+  }
+
+  /** Resolves once this process listens (tests and start-up use it to know no change can be missed). */
+  async ready(): Promise<void> {
+    await this.ensureListening();
+  }
+
+  private ensureListening(): Promise<void> {
+    if (this.closed || this.listener) return Promise.resolve();
+    this.connecting ??= this.connect().finally(() => (this.connecting = null));
+    return this.connecting;
+  }
+
+  private async connect(): Promise<void> {
+    const { connectionString, schema } = this.db.options;
+    const client = new pg.Client({ connectionString, options: schema ? `-c search_path=${schema}` : undefined });
+    const lost = (err?: unknown) => {
+      if (this.listener !== client) return;
+      this.listener = null;
+      client.end().catch(() => {});
+      if (this.closed) return;
+      this.logger?.warn({ err }, 'lost the PostgreSQL LISTEN connection; reconnecting');
+      this.scheduleRetry();
+    };
+    client.on('error', lost);
+    client.on('end', () => lost());
+    try {
+      const prefix = await this.prefix();
+      client.on('notification', (n) => {
+        const channel = n.channel.slice(prefix.length + 1) as BusChannel;
+        this.emitter.emit(channel, n.payload ?? '');
+      });
+      await client.connect();
+      for (const channel of ['operators', 'live'] as BusChannel[]) {
+        await client.query(`LISTEN "${await this.channelName(channel)}"`);
+      }
+    } catch (error) {
+      client.end().catch(() => {});
+      if (!this.closed) {
+        this.logger?.warn({ err: error }, 'could not LISTEN on PostgreSQL; retrying');
+        this.scheduleRetry();
+      }
+      return;
+    }
+    if (this.closed) {
+      await client.end().catch(() => {});
+      return;
+    }
+    this.listener = client;
+    // Whatever was published while nobody listened is lost: caches start over.
+    this.emitter.emit('resync');
+  }
+
+  private scheduleRetry(): void {
+    if (this.retryTimer || this.closed) return;
+    this.retryTimer = setTimeout(() => {
+      this.retryTimer = null;
+      void this.ensureListening();
+    }, this.retryMs);
+    this.retryTimer.unref();
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    if (this.retryTimer) clearTimeout(this.retryTimer);
+    await this.connecting?.catch(() => {});
+    const client = this.listener;
+    this.listener = null;
+    this.emitter.removeAllListeners();
+    await client?.end().catch(() => {});
+  }
+}
