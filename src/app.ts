@@ -111,7 +111,7 @@ export async function createApp(config: Config, overrides: AppOverrides = {}): P
   const ownsRedis = !overrides.redis && redis !== null;
   // Instances share PostgreSQL, so they talk over it; an SQLite store has exactly one process.
   const bus: ChangeBus =
-    db instanceof PostgresDatabase ? new PostgresChangeBus(db, logger.child({ part: 'bus' })) : new LocalChangeBus();
+    store instanceof PostgresDatabase ? new PostgresChangeBus(store, logger.child({ part: 'bus' })) : new LocalChangeBus();
   const operators = new OperatorService(
     db,
     secretBoxFor(config),

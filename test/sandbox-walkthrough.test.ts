@@ -73,7 +73,7 @@ describe('docs/sandbox.md walk-through', () => {
     expect(out).toMatch(/"mode": "test"/);
     // Forced crash at 1.00: the bet lost, the round crashed at 1.00 and says it was scripted.
     expect(out).toMatch(/"status":"lost","payout":0/);
-    expect(out).toMatch(/"status":"closed",.*"livemode":false,"outcome":\{"crash_point":1\},"scripted":true/);
+    expect(out).toMatch(/"status":"closed",.*"livemode":false,"outcome":\{"crash_point":1\},.*"scripted":true/);
     // Forced Stock Race win, settled by the simulated wallet: 10.00 × 8 × 0.95 = 76.00.
     expect(out).toMatch(/"status":"won",.*"payout":76,.*"settlement":\{"status":"delivered","attempts":1/);
     expect(out).toMatch(/"balances":\[\{"player_ref":"player-1","currency":"EUR","balance":166\}\]/);
