@@ -1,4 +1,4 @@
-import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
 import type { Clock } from '../clock/clock';
 import { DomainError, isDomainError, type ErrorCode } from '../errors/codes';
 import type { OperatorCredentials } from '../operators/operator';
@@ -6,7 +6,7 @@ import type { OperatorService } from '../operators/operators';
 import { checkSignatureHeaders, verifyRequest } from '../signing/request-signature';
 import type { AppServices } from '../services';
 import { documentSecurity, SURFACE_SECURITY } from './openapi';
-import type { AuthFailureLimiter, OperatorRateLimiter } from './rate-limit';
+import type { AuthFailureLimiter, OperatorRateLimiter, RateDecision } from './rate-limit';
 import type { SeenSignatureStore } from './replay-guard';
 
 declare module 'fastify' {
@@ -25,9 +25,11 @@ declare module 'fastify' {
      * - 'idempotency-key': allowed only with the same Idempotency-Key header (the idempotent retry);
      *   recorded by the idempotency layer on the key row, in the command's transaction (no extra write);
      * - 'signed-body': the idempotency key is inside the signed body, so a repeat is always the same
-     *   request under the same key and the idempotency layer replays it; no record needed.
+     *   request under the same key and the idempotency layer replays it; no record needed;
+     * - 'no-effect': a POST that only computes an answer (verify-signature): a repeat changes nothing,
+     *   so nothing is recorded and the call costs no store write.
      */
-    replay?: 'idempotency-key' | 'signed-body';
+    replay?: 'idempotency-key' | 'signed-body' | 'no-effect';
   }
 }
 
@@ -79,18 +81,36 @@ const SEEN_HEX_LENGTH = 32;
 // The operator found from the headers, before the body has been read and the signature checked.
 const candidates = new WeakMap<FastifyRequest, OperatorCredentials>();
 
-/** Runs `step`; an authentication failure is counted against the client's address before it propagates. */
-async function countingFailures(req: FastifyRequest, deps: AuthDeps, step: () => Promise<void>): Promise<void> {
-  try {
-    await step();
-  } catch (error) {
-    if (isDomainError(error) && AUTH_FAILURES.has(error.code)) {
-      await deps.authFailures
-        .noteFailure(req.ip)
-        .catch((err: unknown) => req.log.warn({ err }, 'could not count a failed authentication'));
+type Step = (req: FastifyRequest, reply: FastifyReply) => void | Promise<void>;
+
+/**
+ * Turns an authentication step into a callback hook. The step runs synchronously as far as it can
+ * (a cached operator, the in-process bucket): on the hot path no promise is made and the request
+ * goes on in the same tick. A failure that is an authentication failure is counted against the
+ * client's address before it is answered.
+ */
+function authHook(deps: AuthDeps, step: Step) {
+  const failed = (req: FastifyRequest, error: unknown, done: HookHandlerDoneFunction): void => {
+    if (!(isDomainError(error) && AUTH_FAILURES.has(error.code))) {
+      done(error as Error);
+      return;
     }
-    throw error;
-  }
+    deps.authFailures
+      .noteFailure(req.ip)
+      .catch((err: unknown) => req.log.warn({ err }, 'could not count a failed authentication'))
+      .then(() => done(error));
+  };
+  return (req: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction): void => {
+    let pending: void | Promise<void>;
+    try {
+      pending = step(req, reply);
+    } catch (error) {
+      failed(req, error, done);
+      return;
+    }
+    if (pending) pending.then(() => done(), (error: unknown) => failed(req, error, done));
+    else done();
+  };
 }
 
 /**
@@ -99,7 +119,7 @@ async function countingFailures(req: FastifyRequest, deps: AuthDeps, step: () =>
  * and the API key and the timestamp window are checked, so nothing unauthenticable is ever parsed.
  */
 export function screener(surface: Surface, deps: AuthDeps) {
-  return async (req: FastifyRequest, reply: FastifyReply): Promise<void> => {
+  return authHook(deps, (req, reply) => {
     const wait = deps.authFailures.retryAfterSeconds(req.ip);
     if (wait > 0) {
       const message = `too many failed authentications from this address; retry in ${wait} s`;
@@ -111,10 +131,9 @@ export function screener(surface: Surface, deps: AuthDeps) {
       reply.header('connection', 'close');
       throw new DomainError('BODY_TOO_LARGE', 'the request body is larger than the limit for this endpoint');
     }
-    await countingFailures(req, deps, async () => {
-      const apiKey = header(req, surface.headers.apiKey);
-      if (!apiKey) throw new DomainError('MISSING_CREDENTIALS', `the ${surface.headers.apiKey} header is missing`);
-      const operator = await deps.operators.byApiKey(apiKey);
+    const apiKey = header(req, surface.headers.apiKey);
+    if (!apiKey) throw new DomainError('MISSING_CREDENTIALS', `the ${surface.headers.apiKey} header is missing`);
+    const admit = (operator: OperatorCredentials | null): void => {
       if (!operator) {
         throw new DomainError('UNKNOWN_API_KEY', `no operator has the API key given in ${surface.headers.apiKey}`);
       }
@@ -126,8 +145,11 @@ export function screener(surface: Surface, deps: AuthDeps) {
       });
       if (refused) throw new DomainError(refused.code, renameHeaders(refused.message, surface));
       candidates.set(req, operator);
-    });
-  };
+    };
+    const cached = deps.operators.cachedByApiKey(apiKey);
+    if (cached !== undefined) return admit(cached);
+    return deps.operators.byApiKey(apiKey).then(admit);
+  });
 }
 
 /**
@@ -137,28 +159,28 @@ export function screener(surface: Surface, deps: AuthDeps) {
  * validation, so an unauthenticated caller learns nothing about the request's shape.
  */
 export function authenticator(surface: Surface, deps: AuthDeps) {
-  return async (req: FastifyRequest, reply: FastifyReply): Promise<void> =>
-    countingFailures(req, deps, async () => {
-      const operator = candidates.get(req);
-      if (!operator) throw new DomainError('MISSING_CREDENTIALS', `the ${surface.headers.apiKey} header is missing`);
-      const timestamp = header(req, surface.headers.timestamp);
-      const signature = header(req, surface.headers.signature);
-      const check = verifyRequest({
-        secrets: operator.secrets,
-        method: req.method,
-        path: req.raw.url ?? req.url,
-        timestamp,
-        signature,
-        body: req.rawBody ?? '',
-        now: deps.clock.now(),
-        toleranceMs: deps.signatureToleranceMs,
-      });
-      if (!check.ok) throw new DomainError(check.code, renameHeaders(check.message, surface));
-      if (operator.status !== 'active') throw new DomainError('OPERATOR_DISABLED', 'this operator account is disabled');
-      const limits = operator.settings.rate_limit
-        ? { refillPerSecond: operator.settings.rate_limit.refill_per_second, burst: operator.settings.rate_limit.burst }
-        : deps.defaultRateLimit;
-      const decision = await unavailableOnFailure(req, () => deps.limiter.take(operator.id, limits));
+  return authHook(deps, (req, reply) => {
+    const operator = candidates.get(req);
+    if (!operator) throw new DomainError('MISSING_CREDENTIALS', `the ${surface.headers.apiKey} header is missing`);
+    const timestamp = header(req, surface.headers.timestamp);
+    const signature = header(req, surface.headers.signature);
+    const check = verifyRequest({
+      secrets: operator.secrets,
+      method: req.method,
+      path: req.raw.url ?? req.url,
+      timestamp,
+      signature,
+      body: req.rawBody ?? '',
+      now: deps.clock.now(),
+      toleranceMs: deps.signatureToleranceMs,
+    });
+    if (!check.ok) throw new DomainError(check.code, renameHeaders(check.message, surface));
+    if (operator.status !== 'active') throw new DomainError('OPERATOR_DISABLED', 'this operator account is disabled');
+    const limits = operator.settings.rate_limit
+      ? { refillPerSecond: operator.settings.rate_limit.refill_per_second, burst: operator.settings.rate_limit.burst }
+      : deps.defaultRateLimit;
+
+    const afterBucket = (decision: RateDecision): void | Promise<void> => {
       reply.header('ratelimit-limit', String(decision.limit));
       reply.header('ratelimit-reset', String(decision.resetSeconds));
       if (!decision.allowed) {
@@ -175,30 +197,45 @@ export function authenticator(surface: Surface, deps: AuthDeps) {
       const seen = `${timestamp!.padStart(15, '0')}.${signature!.slice(0, SEEN_HEX_LENGTH).toLowerCase()}`;
       if (mode === 'idempotency-key') {
         req.signatureRecord = seen;
-      } else if (!READS.has(req.method) && mode !== 'signed-body') {
+      } else if (!READS.has(req.method) && mode !== 'signed-body' && mode !== 'no-effect') {
         // Kept a little past the window so instances whose clocks differ slightly still agree.
         const expiresAt = Number(timestamp) + deps.signatureToleranceMs + 60_000;
-        const verdict = await unavailableOnFailure(req, () => deps.seenSignatures.claim(seen, 'once', expiresAt));
-        if (verdict !== 'first') {
-          throw new DomainError(
-            'REQUEST_REPLAYED',
-            'this signed request was already received; sign each new request afresh (new timestamp)',
-          );
-        }
+        return unavailableOnFailure(req, () => deps.seenSignatures.claim(seen, 'once', expiresAt)).then((verdict) => {
+          if (verdict !== 'first') {
+            throw new DomainError(
+              'REQUEST_REPLAYED',
+              'this signed request was already received; sign each new request afresh (new timestamp)',
+            );
+          }
+          req.operator = operator;
+        });
       }
       req.operator = operator;
-    });
+    };
+
+    let decision: RateDecision | Promise<RateDecision>;
+    try {
+      decision = deps.limiter.take(operator.id, limits);
+    } catch (err) {
+      throw unavailable(req, err);
+    }
+    return decision instanceof Promise ? unavailableOnFailure(req, () => decision).then(afterBucket) : afterBucket(decision);
+  });
 }
 
 /** A shared-state failure (Redis or the store unreachable) is a 503 to retry, not a 500. */
+function unavailable(req: FastifyRequest, err: unknown): unknown {
+  if (isDomainError(err)) return err;
+  req.log.error({ err }, 'shared request state unavailable');
+  const message = 'the service cannot check this request right now; retry shortly';
+  return new HttpProblem('SERVICE_UNAVAILABLE', message, { 'retry-after': '1' });
+}
+
 async function unavailableOnFailure<T>(req: FastifyRequest, step: () => T | Promise<T>): Promise<T> {
   try {
     return await step();
   } catch (err) {
-    if (isDomainError(err)) throw err;
-    req.log.error({ err }, 'shared request state unavailable');
-    const message = 'the service cannot check this request right now; retry shortly';
-    throw new HttpProblem('SERVICE_UNAVAILABLE', message, { 'retry-after': '1' });
+    throw unavailable(req, err);
   }
 }
 

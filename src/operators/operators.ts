@@ -117,6 +117,15 @@ export class OperatorService {
     return this.toOperator(row);
   }
 
+  /**
+   * The cached answer for an API key, without touching the store: undefined when there is none (or it
+   * has expired), so the request path can stay synchronous for a known key.
+   */
+  cachedByApiKey(apiKey: string): OperatorCredentials | null | undefined {
+    const hit = this.cache.get(apiKey);
+    return hit && this.clock.now() - hit.at < CACHE_TTL_MS ? hit.value : undefined;
+  }
+
   /** Resolves an API key to the operator and every secret that may sign for it right now. */
   async byApiKey(apiKey: string): Promise<OperatorCredentials | null> {
     const now = this.clock.now();

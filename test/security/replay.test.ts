@@ -52,6 +52,16 @@ describe.each(KINDS)('signed request replay on $label', ({ store, redis }) => {
     expect(await betsOf(t, op.id)).toBe(1);
   });
 
+  it('answers a repeated verify-signature, which changes nothing, and records nothing for it', async () => {
+    const timestamp = Date.now();
+    const body = { endpoint_secret: 'whsec_x', body: '{}', signature: 't=1,v1=00' };
+    const first = await a('POST', '/api/public/v1/webhooks/verify-signature', body, { timestamp });
+    const again = await a('POST', '/api/public/v1/webhooks/verify-signature', body, { timestamp });
+    expect(first.status).toBe(200);
+    expect(again.status).toBe(200);
+    expect(again.body).toEqual(first.body);
+  });
+
   it('still replays the stored answer when the same bytes come with the same Idempotency-Key', async () => {
     await bettingOpen(a);
     const timestamp = Date.now();

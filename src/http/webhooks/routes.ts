@@ -180,6 +180,7 @@ export function webhookRoutes(surface: Surface) {
       '/webhooks/verify-signature',
       {
         bodyLimit: 1_100_000,
+        config: { replay: 'no-effect' },
         schema: {
           summary: 'Check an x-service-signature against an endpoint secret and body',
           description:
