@@ -31,7 +31,7 @@ import { Readiness } from './ops/readiness';
 import { RoundEngine } from './rounds/engine';
 import { FairChainService } from './rounds/fair-chain';
 import { LiveFeed } from './rounds/live-feed';
-import { SandboxService } from './sandbox/sandbox-service';
+import { SandboxService, type GameSettings } from './sandbox/sandbox-service';
 import { simulatedWallet } from './sandbox/simulated-wallet';
 import type { AppServices } from './services';
 import { SessionService } from './sessions/session-service';
@@ -131,18 +131,29 @@ export async function createApp(config: Config, overrides: AppOverrides = {}): P
     autoContribute: config.fairness.autoContribute,
     allowFixtures: config.env === 'test',
   });
-  const crashGame = new CrashGame({
-    db,
-    logger: logger.child({ game: 'crash' }),
-    compliance,
-    settingsOf: async (id) => (await operators.get(id)).settings,
-    bettingWindowMs: config.crash.bettingWindowMs,
-    pauseMs: config.crash.pauseMs,
-    tickMs: config.crash.tickMs,
-    heartbeatMs: config.crash.heartbeatMs,
-    salt: config.crash.salt,
-    houseEdgeBp: config.crash.houseEdgeBp,
-  });
+  // Each game's settings from configuration, shared by the live engines and every sandbox engine.
+  const games: GameSettings = {
+    crash: {
+      db,
+      settingsOf: async (id) => (await operators.get(id)).settings,
+      bettingWindowMs: config.crash.bettingWindowMs,
+      pauseMs: config.crash.pauseMs,
+      tickMs: config.crash.tickMs,
+      heartbeatMs: config.crash.heartbeatMs,
+      salt: config.crash.salt,
+      houseEdgeBp: config.crash.houseEdgeBp,
+    },
+    stockRace: {
+      operatorOf: (tx, id) => operators.get(id, tx),
+      symbols: config.stockRace.symbols,
+      bettingWindowMs: config.stockRace.bettingWindowMs,
+      raceMs: config.stockRace.raceMs,
+      pauseMs: config.stockRace.pauseMs,
+      tickMs: config.stockRace.tickMs,
+      firstSettleDelayMs: config.wallet.retryScheduleMs[0] ?? 0,
+    },
+  };
+  const crashGame = new CrashGame({ ...games.crash, logger: logger.child({ game: 'crash' }), compliance });
   const leaseCheckMs = config.engineLeaseCheckMs;
   const crashEngine = new RoundEngine({
     db,
@@ -152,17 +163,7 @@ export async function createApp(config: Config, overrides: AppOverrides = {}): P
     logger: logger.child({ engine: 'crash' }),
     leaseCheckMs,
   });
-  const stockRaceGame = new StockRaceGame({
-    logger: logger.child({ game: 'stock_race' }),
-    compliance,
-    operatorOf: (tx, id) => operators.get(id, tx),
-    symbols: config.stockRace.symbols,
-    bettingWindowMs: config.stockRace.bettingWindowMs,
-    raceMs: config.stockRace.raceMs,
-    pauseMs: config.stockRace.pauseMs,
-    tickMs: config.stockRace.tickMs,
-    firstSettleDelayMs: config.wallet.retryScheduleMs[0] ?? 0,
-  });
+  const stockRaceGame = new StockRaceGame({ ...games.stockRace, logger: logger.child({ game: 'stock_race' }), compliance });
   const stockRaceEngine = new RoundEngine({
     db,
     clock,
@@ -200,6 +201,7 @@ export async function createApp(config: Config, overrides: AppOverrides = {}): P
     logger: logger.child({ part: 'sandbox' }),
     config,
     operators,
+    games,
     idleMs: config.sandbox.idleMs,
     runEngines: config.runEngines,
   });

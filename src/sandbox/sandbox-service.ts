@@ -12,6 +12,8 @@ import type { Game } from '../rounds/round';
 import { presentRound } from '../rounds/round-presenter';
 import { roundRepository } from '../rounds/round-repository';
 import type { Database, SqlExecutor } from '../store/database';
+import type { CrashGameOptions } from '../crash/crash-game';
+import type { StockRaceGameOptions } from '../stock-race/stock-race-game';
 import { SandboxCrashGame, SandboxStockRaceGame, sandboxSeeds } from './sandbox-games';
 import {
   sandboxStore,
@@ -21,12 +23,20 @@ import {
   type SandboxScript,
 } from './sandbox-store';
 
+/** A game driver's options but its logger and compliance hooks, which each engine sets for itself. */
+export interface GameSettings {
+  crash: Omit<CrashGameOptions, 'logger' | 'compliance'>;
+  stockRace: Omit<StockRaceGameOptions, 'logger' | 'compliance'>;
+}
+
 export interface SandboxServiceOptions {
   db: Database;
   clock: Clock;
   logger: Logger;
   config: Config;
   operators: OperatorService;
+  /** The games' settings from configuration, as the live engines get them. */
+  games: GameSettings;
   /** A sandbox engine nobody has used for this long is stopped; the next request starts it again. */
   idleMs: number;
   /** Whether this process may run sandbox engines at all (API-only replicas leave it to others). */
@@ -176,40 +186,12 @@ export class SandboxService {
     this.timings.set(operatorId, await this.timing(operatorId));
     const timing = (): SandboxTiming => this.timings.get(operatorId) ?? this.fallbackTiming();
     const logger = this.o.logger.child({ sandbox: operatorId, game });
-    const { config } = this.o;
+    const { games } = this.o;
     let crash: SandboxCrashGame | null = null;
     const driver =
       game === 'crash'
-        ? (crash = new SandboxCrashGame(
-            {
-              db: this.o.db,
-              logger,
-              compliance: noCompliance,
-              settingsOf: async (id) => (await this.o.operators.get(id)).settings,
-              bettingWindowMs: config.crash.bettingWindowMs,
-              pauseMs: config.crash.pauseMs,
-              tickMs: config.crash.tickMs,
-              salt: config.crash.salt,
-              houseEdgeBp: config.crash.houseEdgeBp,
-            },
-            operatorId,
-            timing,
-          ))
-        : new SandboxStockRaceGame(
-            {
-              logger,
-              compliance: noCompliance,
-              operatorOf: (tx, id) => this.o.operators.get(id, tx),
-              symbols: config.stockRace.symbols,
-              bettingWindowMs: config.stockRace.bettingWindowMs,
-              raceMs: config.stockRace.raceMs,
-              pauseMs: config.stockRace.pauseMs,
-              tickMs: config.stockRace.tickMs,
-              firstSettleDelayMs: config.wallet.retryScheduleMs[0] ?? 0,
-            },
-            operatorId,
-            timing,
-          );
+        ? (crash = new SandboxCrashGame({ ...games.crash, logger, compliance: noCompliance }, operatorId, timing))
+        : new SandboxStockRaceGame({ ...games.stockRace, logger, compliance: noCompliance }, operatorId, timing);
     const engine = new RoundEngine({
       db: this.o.db,
       clock: this.o.clock,
