@@ -267,7 +267,7 @@ export async function createApp(config: Config, overrides: AppOverrides = {}): P
       await crashEngine.start();
       await stockRaceEngine.start();
       sandbox.start();
-      walletWorker.start();
+      await walletWorker.start();
       await webhooks.dispatcher.start();
       purgeTimer = setInterval(() => {
         void services.idempotency.purge(clock.now() - config.idempotencyRetentionMs).catch((err) => logger.warn({ err }, 'idempotency purge failed'));

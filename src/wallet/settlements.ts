@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { DomainError } from '../errors/codes';
 import { afterCommit } from '../observability/instrumented-db';
+import { LOST_ATTEMPT, type Outcome, type OutboxClaim, type OutboxRepository } from '../outbox/engine';
 import { skipLocked, type Database, type SqlExecutor, nullableNumber } from '../store/database';
 
 /**
@@ -81,11 +82,7 @@ export interface AttemptResult {
   delivered: boolean;
 }
 
-/** Delay before attempt `attempt + 1`: the schedule's entry, then its last entry forever. */
-export function retryDelayMs(schedule: readonly number[], attempt: number): number {
-  if (schedule.length === 0) return 0;
-  return schedule[Math.min(attempt, schedule.length - 1)]!;
-}
+export { retryDelayMs } from '../outbox/backoff';
 
 export const settlementRepository = {
   /** Inside the settling transaction. A second call for the same bet changes nothing. */
@@ -97,62 +94,10 @@ export const settlementRepository = {
     );
   },
 
-  /**
-   * Claims due rows for one delivery attempt each. The claim is a lease (claimed_until): a worker
-   * that dies mid-call leaves a claim that simply runs out, and the row becomes due again.
-   * PostgreSQL: SKIP LOCKED lets several instances claim disjoint rows without waiting on each other.
-   */
+  /** Claims due rows for one attempt each (see WalletSettlementOutbox.claim); tests and tools. */
   async claimDue(db: Database, now: number, leaseMs: number, limit: number): Promise<Settlement[]> {
-    return db.transaction(async (tx) => {
-      const rows = await tx.all<SettlementRow>(
-        `SELECT * FROM wallet_settlements
-         WHERE status = 'pending' AND next_attempt_at <= ? AND (claimed_until IS NULL OR claimed_until <= ?)
-         ORDER BY next_attempt_at, bet_id LIMIT ?${skipLocked(tx)}`,
-        [now, now, limit],
-      );
-      const claimed: Settlement[] = [];
-      for (const row of rows) {
-        const r = await tx.run(
-          `UPDATE wallet_settlements SET claimed_until = ? WHERE bet_id = ? AND status = 'pending' AND (claimed_until IS NULL OR claimed_until <= ?)`,
-          [now + leaseMs, row.bet_id, now],
-        );
-        if (r.changes === 1) claimed.push({ ...toSettlement(row), claimedUntil: now + leaseMs });
-      }
-      return claimed;
-    });
-  },
-
-  /** Logs the attempt and moves the row on: delivered, or due again after the schedule's delay. */
-  async recordAttempt(db: Database, s: Settlement, result: AttemptResult, schedule: readonly number[], now: number): Promise<void> {
-    await db.transaction(async (tx) => {
-      const current = await tx.get<{ attempts: number; next_attempt_at: number | null }>(
-        'SELECT attempts, next_attempt_at FROM wallet_settlements WHERE bet_id = ?',
-        [s.betId],
-      );
-      if (!current) return;
-      afterCommit(tx, (m) => m.walletSettlements.inc({ outcome: result.delivered ? 'delivered' : 'failed' }));
-      const attempt = Number(current.attempts) + 1;
-      await tx.run(
-        `INSERT INTO wallet_attempts (id, bet_id, attempt, started_at, latency_ms, status_code, error, response_excerpt) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-        [`wat_${randomUUID()}`, s.betId, attempt, result.startedAt, result.latencyMs, result.statusCode, result.error, result.responseExcerpt],
-      );
-      if (result.delivered) {
-        await tx.run(
-          `UPDATE wallet_settlements SET status = 'delivered', attempts = ?, claimed_until = NULL, next_attempt_at = NULL,
-             last_status_code = ?, last_error = NULL, delivered_at = ? WHERE bet_id = ?`,
-          [attempt, result.statusCode, now, s.betId],
-        );
-        return;
-      }
-      // A manual retry requested while this attempt was in flight moved next_attempt_at: honour it.
-      const retried = nullableNumber(current.next_attempt_at) !== s.nextAttemptAt;
-      const next = retried ? nullableNumber(current.next_attempt_at) ?? now : now + retryDelayMs(schedule, attempt);
-      await tx.run(
-        `UPDATE wallet_settlements SET attempts = ?, claimed_until = NULL, last_status_code = ?, last_error = ?, next_attempt_at = ?
-         WHERE bet_id = ? AND status = 'pending'`,
-        [attempt, result.statusCode, result.error, next, s.betId],
-      );
-    });
+    const q = { now, leaseUntil: now + leaseMs, leaseMs, limit, maxAttempts: Number.POSITIVE_INFINITY };
+    return (await new WalletSettlementOutbox(db).claim(q)).map((c) => c.settlement);
   },
 
   async byBet(db: SqlExecutor, betId: string): Promise<Settlement | undefined> {
@@ -179,17 +124,27 @@ export const settlementRepository = {
   },
 
   /**
-   * Makes a settlement due now. A delivered one goes back to pending and is sent again with its
-   * original idempotency_key, which the wallet answers without crediting twice.
+   * Makes a settlement due now, if its status is one of `statuses`. A delivered one goes back to
+   * pending and is sent again with its original idempotency_key, which the wallet answers without
+   * crediting twice. Returns whether it changed anything. Conditional in the UPDATE itself, so a
+   * settlement the worker confirms meanwhile is not re-sent unless `statuses` allows it.
    */
+  async makeDue(tx: SqlExecutor, betId: string, now: number, statuses: readonly SettlementStatus[]): Promise<boolean> {
+    const r = await tx.run(
+      `UPDATE wallet_settlements SET status = 'pending', next_attempt_at = ?, delivered_at = NULL
+       WHERE bet_id = ? AND status IN (${statuses.map(() => '?').join(', ')})`,
+      [now, betId, ...statuses],
+    );
+    return r.changes === 1;
+  },
+
+  /** Makes a settlement due now whatever its status (see makeDue); the rule callers apply is retrySettlement's. */
   async retryNow(db: Database, betId: string, now: number): Promise<Settlement> {
     return db.transaction(async (tx) => {
-      const r = await tx.run(
-        `UPDATE wallet_settlements SET status = 'pending', next_attempt_at = ?, delivered_at = NULL WHERE bet_id = ?`,
-        [now, betId],
-      );
-      if (r.changes === 0) throw new DomainError('NOT_FOUND', `no wallet settlement for bet ${betId}`);
-      return toSettlement((await tx.get<SettlementRow>('SELECT * FROM wallet_settlements WHERE bet_id = ?', [betId]))!);
+      if (!(await settlementRepository.makeDue(tx, betId, now, ['pending', 'delivered']))) {
+        throw new DomainError('NOT_FOUND', `no wallet settlement for bet ${betId}`);
+      }
+      return (await settlementRepository.byBet(tx, betId))!;
     });
   },
 };
@@ -220,4 +175,97 @@ export function presentSettlement(s: Settlement): Record<string, unknown> {
     delivered_at: s.deliveredAt,
     body: JSON.parse(s.body) as SettleBody,
   };
+}
+
+/** A settlement this worker claimed: the row as it was when claimed (its next_attempt_at tells a manual retry apart). */
+export interface SettlementClaim extends OutboxClaim {
+  settlement: Settlement;
+}
+
+/**
+ * The wallet outbox's SQL for the shared outbox engine: `wallet_settlements` and its attempt log
+ * `wallet_attempts`. The attempt number is spent at claim time, so a worker that dies mid-call leaves
+ * a lease that runs out; the next claim logs that attempt as "outcome unknown" and makes the next one
+ * with the same idempotency_key. A settlement is never dead-lettered (the engine runs it on an
+ * unbounded backoff) and never cancelled.
+ */
+export class WalletSettlementOutbox implements OutboxRepository<SettlementClaim> {
+  constructor(private readonly db: Database) {}
+
+  async releaseLeases(now: number): Promise<void> {
+    await this.db.transaction((tx) =>
+      tx.run(`UPDATE wallet_settlements SET claimed_until = ? WHERE status = 'pending' AND claimed_until > ?`, [now, now]),
+    );
+  }
+
+  async claim(q: { now: number; leaseUntil: number; leaseMs: number; limit: number }): Promise<SettlementClaim[]> {
+    const { now, leaseUntil, leaseMs, limit } = q;
+    return this.db.transaction(async (tx) => {
+      const rows = await tx.all<SettlementRow>(
+        `SELECT * FROM wallet_settlements
+         WHERE status = 'pending' AND next_attempt_at <= ? AND (claimed_until IS NULL OR claimed_until <= ?)
+         ORDER BY next_attempt_at, bet_id LIMIT ?${skipLocked(tx)}`,
+        [now, now, limit],
+      );
+      const claimed: SettlementClaim[] = [];
+      for (const row of rows) {
+        const r = await tx.run(
+          `UPDATE wallet_settlements SET claimed_until = ?, attempts = attempts + 1
+           WHERE bet_id = ? AND status = 'pending' AND (claimed_until IS NULL OR claimed_until <= ?)`,
+          [leaseUntil, row.bet_id, now],
+        );
+        if (r.changes !== 1) continue;
+        const used = Number(row.attempts);
+        if (row.claimed_until !== null && used > 0) {
+          await tx.run(
+            `INSERT INTO wallet_attempts (id, bet_id, attempt, started_at, latency_ms, status_code, error, response_excerpt)
+             VALUES (?, ?, ?, ?, 0, NULL, ?, NULL)`,
+            [`wat_${randomUUID()}`, row.bet_id, used, Number(row.claimed_until) - leaseMs, LOST_ATTEMPT],
+          );
+        }
+        const settlement = { ...toSettlement(row), attempts: used + 1, claimedUntil: leaseUntil };
+        claimed.push({ id: row.bet_id, attempt: used + 1, leaseUntil, settlement });
+      }
+      return claimed;
+    });
+  }
+
+  /** Logs each attempt and moves its row on: delivered, or due again (a manual retry's time wins). */
+  async record(outcomes: readonly Outcome<SettlementClaim>[], now: number): Promise<void> {
+    await this.db.transaction(async (tx) => {
+      for (const o of outcomes) {
+        if (o.kind === 'dead' || o.kind === 'cancelled') throw new Error(`a wallet settlement is never ${o.kind}`);
+        const { settlement: s, attempt, leaseUntil } = o.claim;
+        const current = await tx.get<{ next_attempt_at: number | null; claimed_until: number | null }>(
+          'SELECT next_attempt_at, claimed_until FROM wallet_settlements WHERE bet_id = ?',
+          [s.betId],
+        );
+        // Gone, or taken by another worker after this lease ran out: that worker logged this attempt as lost.
+        if (!current || nullableNumber(current.claimed_until) !== leaseUntil) continue;
+        const r = o.result;
+        afterCommit(tx, (m) => m.walletSettlements.inc({ outcome: o.kind === 'delivered' ? 'delivered' : 'failed' }));
+        await tx.run(
+          `INSERT INTO wallet_attempts (id, bet_id, attempt, started_at, latency_ms, status_code, error, response_excerpt)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+          [`wat_${randomUUID()}`, s.betId, attempt, r.startedAt, r.latencyMs, r.statusCode, r.error, r.responseExcerpt],
+        );
+        if (o.kind === 'delivered') {
+          await tx.run(
+            `UPDATE wallet_settlements SET status = 'delivered', claimed_until = NULL, next_attempt_at = NULL,
+               last_status_code = ?, last_error = NULL, delivered_at = ? WHERE bet_id = ?`,
+            [r.statusCode, now, s.betId],
+          );
+          continue;
+        }
+        // A manual retry requested while this attempt was in flight moved next_attempt_at: honour it.
+        const retried = nullableNumber(current.next_attempt_at) !== s.nextAttemptAt;
+        const next = retried ? (nullableNumber(current.next_attempt_at) ?? now) : o.at;
+        await tx.run(
+          `UPDATE wallet_settlements SET claimed_until = NULL, last_status_code = ?, last_error = ?, next_attempt_at = ?
+           WHERE bet_id = ? AND status = 'pending'`,
+          [r.statusCode, r.error, next, s.betId],
+        );
+      }
+    });
+  }
 }

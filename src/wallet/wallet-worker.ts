@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { Dispatcher } from 'undici';
-import type { Clock, TimerHandle } from '../clock/clock';
+import type { Clock } from '../clock/clock';
 import type { OperatorCredentials } from '../operators/operator';
 import {
   createOutboundAgent,
@@ -12,9 +12,11 @@ import {
 } from '../outbound/outbound-http';
 import { traced } from '../observability/outbound';
 import { signRequest } from '../signing/request-signature';
+import { scheduleBackoff } from '../outbox/backoff';
+import { OutboxEngine, type AttemptResult as EngineAttemptResult, type OutboxSender } from '../outbox/engine';
 import type { Database } from '../store/database';
 import type { Resolver } from '../webhooks/url-safety';
-import { settlementRepository, type AttemptResult, type Settlement } from './settlements';
+import { WalletSettlementOutbox, type AttemptResult, type Settlement, type SettlementClaim } from './settlements';
 
 export interface WalletWorkerOptions {
   db: Database;
@@ -49,25 +51,56 @@ const EXCERPT_CHARS = 500;
 export const settleUrl = (walletUrl: string): string => `${walletUrl.replace(/\/+$/, '')}${SETTLE_PATH}`;
 
 /**
- * Delivers the wallet settlement outbox: claims due rows, POSTs each signed with the Surface B
- * scheme and the operator's current secret, and records every attempt. A 2xx read whole within the
- * deadline and the size cap is the only proof of delivery; anything else (timeout, network error,
- * 5xx, 4xx, an oversized reply, a refused target) leaves the settlement pending for the next attempt
- * with the same idempotency_key.
+ * Delivers the wallet settlement outbox on the shared outbox engine (src/outbox): claims due rows,
+ * POSTs each signed with the Surface B scheme and the operator's current secret, and records every
+ * attempt. A 2xx read whole within the deadline and the size cap is the only proof of delivery;
+ * anything else (timeout, network error, 5xx, 4xx, an oversized reply, a refused target) leaves the
+ * settlement pending for the next attempt with the same idempotency_key, on the retry schedule and
+ * then at its last interval until the wallet confirms (never dead-lettered).
  */
 export class WalletSettlementWorker {
-  private timer: TimerHandle | null = null;
-  private running: Promise<void> | null = null;
-  private stopped = true;
-  private readonly concurrency: number;
-  private readonly leaseMs: number;
+  private readonly engine: OutboxEngine<SettlementClaim>;
+
+  constructor(o: WalletWorkerOptions) {
+    const concurrency = o.concurrency ?? 16;
+    this.engine = new OutboxEngine({
+      name: 'wallet settlement',
+      clock: o.clock,
+      logger: o.logger,
+      repository: new WalletSettlementOutbox(o.db),
+      sender: new SettleCalls(o),
+      backoff: scheduleBackoff(o.retryScheduleMs.length > 0 ? o.retryScheduleMs : [0], { attempts: 'unbounded' }),
+      // Long enough to cover a whole attempt (the request times out first) plus recording it.
+      leaseMs: o.timeoutMs + 1_000,
+      pollIntervalMs: o.pollIntervalMs,
+      batchSize: concurrency,
+      maxInFlight: concurrency,
+      releaseLeasesAtStart: o.db.dialect === 'sqlite',
+    });
+  }
+
+  start(): Promise<void> {
+    return this.engine.start();
+  }
+
+  /** Stops claiming; calls in flight finish and are recorded. */
+  stop(): Promise<void> {
+    return this.engine.stop();
+  }
+
+  /** One pass: claim what is due and attempt it, until nothing is due. Returns the number of attempts made. */
+  runOnce(): Promise<number> {
+    // Bounded so a schedule of zero delays cannot spin here; the next poll carries on.
+    return this.engine.drain(50);
+  }
+}
+
+/** One settle call: the operator's wallet (or the sandbox's simulated one), signed, with the stored body. */
+class SettleCalls implements OutboxSender<SettlementClaim> {
   private readonly maxResponseBytes: number;
   private dispatcher: Dispatcher;
 
   constructor(private readonly o: WalletWorkerOptions) {
-    this.concurrency = o.concurrency ?? 16;
-    // Long enough to cover a whole attempt (the request times out first) plus recording it.
-    this.leaseMs = o.timeoutMs + 1_000;
     this.maxResponseBytes = o.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
     this.dispatcher = o.dispatcher ?? this.ownAgent();
   }
@@ -77,54 +110,16 @@ export class WalletSettlementWorker {
     return createOutboundAgent({ timeoutMs, allowPrivateTargets, resolve });
   }
 
-  start(): void {
-    if (!this.stopped) return;
-    this.stopped = false;
-    this.schedule(0);
+  async close(): Promise<void> {
+    if (this.o.dispatcher) return;
+    // Its keep-alive sockets go; a fresh agent (no sockets yet) serves a later start or runOnce.
+    const closing = this.dispatcher;
+    this.dispatcher = this.ownAgent();
+    await closing.close().catch(() => {});
   }
 
-  async stop(): Promise<void> {
-    this.stopped = true;
-    this.timer?.cancel();
-    this.timer = null;
-    await this.running;
-    if (!this.o.dispatcher) {
-      // Its keep-alive sockets go; a fresh agent (no sockets yet) serves a later start or runOnce.
-      await this.dispatcher.close().catch(() => {});
-      this.dispatcher = this.ownAgent();
-    }
-  }
-
-  /** One pass: claim what is due and attempt it. Returns the number of attempts made. */
-  async runOnce(): Promise<number> {
-    let total = 0;
-    // Bounded so a schedule of zero delays cannot spin here; the next poll carries on.
-    for (let pass = 0; pass < 50; pass++) {
-      const batch = await settlementRepository.claimDue(this.o.db, this.o.clock.now(), this.leaseMs, this.concurrency);
-      if (batch.length === 0) return total;
-      await Promise.all(batch.map((s) => this.deliver(s)));
-      total += batch.length;
-      if (this.stopped || batch.length < this.concurrency) return total;
-    }
-    return total;
-  }
-
-  private schedule(ms: number): void {
-    if (this.stopped) return;
-    this.timer = this.o.clock.schedule(ms, () => {
-      this.timer = null;
-      this.running = this.runOnce()
-        .then(() => undefined)
-        .catch((err) => this.o.logger.warn({ err }, 'wallet settlement pass failed; will retry'))
-        .finally(() => {
-          this.running = null;
-          this.schedule(this.o.pollIntervalMs);
-        });
-    });
-  }
-
-  private async deliver(s: Settlement): Promise<void> {
-    const startedAt = this.o.clock.now();
+  async send(c: SettlementClaim): Promise<Omit<EngineAttemptResult, 'startedAt'>> {
+    const s = c.settlement;
     const t0 = performance.now();
     let result: Omit<AttemptResult, 'startedAt' | 'latencyMs'>;
     try {
@@ -132,16 +127,13 @@ export class WalletSettlementWorker {
     } catch (error) {
       result = failedAttempt(error, this.o.timeoutMs);
     }
-    const full: AttemptResult = { ...result, startedAt, latencyMs: Math.round(performance.now() - t0) };
-    const log = { bet_id: s.betId, operator_id: s.operatorId, attempt: s.attempts + 1, status: full.statusCode, ms: full.latencyMs };
-    if (full.delivered) this.o.logger.info(log, 'wallet settlement delivered');
-    else this.o.logger.warn({ ...log, error: full.error }, 'wallet settlement not confirmed; will retry');
-    try {
-      await settlementRepository.recordAttempt(this.o.db, s, full, this.o.retryScheduleMs, this.o.clock.now());
-    } catch (err) {
-      // The claim runs out and the row is attempted again: the wallet deduplicates by idempotency_key.
-      this.o.logger.error({ err, bet_id: s.betId }, 'could not record a wallet settlement attempt');
-    }
+    const latencyMs = Math.round(performance.now() - t0);
+    const log = { bet_id: s.betId, operator_id: s.operatorId, attempt: c.attempt, status: result.statusCode, ms: latencyMs };
+    if (result.delivered) this.o.logger.info(log, 'wallet settlement delivered');
+    else this.o.logger.warn({ ...log, error: result.error }, 'wallet settlement not confirmed; will retry');
+    const { delivered, statusCode, error, responseExcerpt } = result;
+    // The wallet's Retry-After is not read: the settlement schedule alone decides.
+    return { ok: delivered, statusCode, latencyMs, error, responseExcerpt, retryAfterMs: null };
   }
 
   private async attempt(s: Settlement): Promise<Omit<AttemptResult, 'startedAt' | 'latencyMs'>> {

@@ -185,6 +185,11 @@ export class WebhookEndpointService {
     return secrets;
   }
 
+  /** Any operator's endpoint, or undefined: what the dispatcher signs a delivery with. */
+  find(id: string): Promise<EndpointRow | undefined> {
+    return this.db.get<EndpointRow>('SELECT * FROM webhook_endpoints WHERE id = ?', [id]);
+  }
+
   async row(scope: Scope, id: string): Promise<EndpointRow> {
     const row =
       scope === null

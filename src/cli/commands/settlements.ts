@@ -1,4 +1,5 @@
 import { DomainError } from '../../errors/codes';
+import { retrySettlement } from '../../wallet/settlement-service';
 import { presentSettlement, settlementRepository, type SettlementStatus } from '../../wallet/settlements';
 import type { CliCommand } from '../cli-kit';
 
@@ -25,11 +26,16 @@ export const settlementCommands: CliCommand[] = [
   },
   {
     path: ['settlements', 'retry'],
-    summary: 'Make a settlement due now (a delivered one is re-sent with the same idempotency_key); shows its attempts.',
-    options: { bet: { type: 'string', required: true, description: 'the bet id' } },
+    summary:
+      'Make a pending settlement due now (same idempotency_key); --resend also sends a delivered one again. Shows its attempts.',
+    options: {
+      bet: { type: 'string', required: true, description: 'the bet id' },
+      resend: { type: 'boolean', description: 'also re-send a settlement the wallet already confirmed (same idempotency_key)' },
+    },
     async run(app, v) {
       const betId = String(v.bet);
-      const s = await settlementRepository.retryNow(app.services.db, betId, app.services.clock.now());
+      // The same rule as the dashboard's Retry now button: retrySettlement.
+      const s = await retrySettlement(app.services.db, app.services.clock, null, betId, { resendDelivered: v.resend === true });
       const attempts = await settlementRepository.attempts(app.services.db, betId);
       return { ...presentSettlement(s), attempt_log: attempts };
     },

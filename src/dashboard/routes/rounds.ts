@@ -6,6 +6,7 @@ import { GAMES, type Game } from '../../rounds/round';
 import { presentRound } from '../../rounds/round-presenter';
 import { roundRepository } from '../../rounds/round-repository';
 import type { AppServices } from '../../services';
+import { retrySettlement } from '../../wallet/settlement-service';
 import { settlementRepository } from '../../wallet/settlements';
 import { ctx } from '../context';
 import { field, notice, queryField, type FormBody } from '../forms';
@@ -74,13 +75,10 @@ export async function roundRoutes(app: FastifyInstance, s: AppServices): Promise
     return reply.type('text/html; charset=utf-8').send(settlementsPage({ user: c.user, pending, notice: notice(req.query.notice) }));
   });
 
-  // The same retry as the admin CLI's `settlements retry`: due now, same idempotency_key.
+  // The same rule as the admin CLI's `settlements retry`: due now, same idempotency_key; a confirmed one is refused.
   app.post('/settlements/:bet/retry', async (req: FastifyRequest<{ Params: { bet: string } }>, reply) => {
     const c = ctx(req);
-    const settlement = await settlementRepository.byBet(s.db, req.params.bet);
-    if (!settlement || settlement.operatorId !== c.operator.id) throw new DomainError('NOT_FOUND', `no wallet settlement for bet ${req.params.bet}`);
-    if (settlement.status !== 'pending') throw new DomainError('ILLEGAL_TRANSITION', 'this settlement is already confirmed by your wallet');
-    await settlementRepository.retryNow(s.db, settlement.betId, s.clock.now());
+    const settlement = await retrySettlement(s.db, s.clock, c.operator.id, req.params.bet);
     const back = field(req.body as FormBody, 'back');
     const target = back === `/dashboard/bets/${settlement.betId}` ? back : '/dashboard/settlements';
     return reply.redirect(`${target}?notice=settlement-retry`, 303);

@@ -1,0 +1,266 @@
+import type { Logger } from 'pino';
+import type { Clock, TimerHandle } from '../clock/clock';
+import type { Backoff } from './backoff';
+
+/** Logged in place of an attempt whose worker died (or lost its lease) before it recorded the answer. */
+export const LOST_ATTEMPT = 'outcome unknown: the worker stopped before it recorded the answer';
+
+/** A row this worker claimed. `leaseUntil` is the lease it holds and proves ownership by. */
+export interface OutboxClaim {
+  id: string;
+  /** The number of the attempt this claim makes (1-based), spent at claim time. */
+  attempt: number;
+  leaseUntil: number;
+}
+
+/** One attempt's answer, as the attempt log stores it. */
+export interface AttemptResult {
+  ok: boolean;
+  statusCode: number | null;
+  /** Clock time the attempt started. */
+  startedAt: number;
+  latencyMs: number;
+  error: string | null;
+  responseExcerpt: string | null;
+  /** Retry-After from the receiver, in ms, when it gave one. */
+  retryAfterMs: number | null;
+}
+
+export type Outcome<C extends OutboxClaim> =
+  | { kind: 'delivered'; claim: C; result: AttemptResult }
+  | { kind: 'retry'; claim: C; result: AttemptResult; at: number }
+  | { kind: 'dead'; claim: C; result: AttemptResult }
+  /** Nothing was sent: the row's target no longer exists or is switched off (the sender said so). */
+  | { kind: 'cancelled'; claim: C };
+
+/** The SQL side of one outbox: its own table and columns, behind these calls. */
+export interface OutboxRepository<C extends OutboxClaim> {
+  /**
+   * Claims up to `limit` due rows for one attempt each, in one short transaction (FOR UPDATE SKIP
+   * LOCKED on PostgreSQL), each leased until `leaseUntil` and its attempt number spent. A row whose
+   * previous lease ran out without an answer logs that attempt as LOST_ATTEMPT; one whose attempts
+   * are already `maxAttempts` is dead-lettered instead of claimed.
+   */
+  claim(q: { now: number; leaseUntil: number; leaseMs: number; limit: number; maxAttempts: number }): Promise<C[]>;
+  /** Writes the outcomes in one transaction; each write is conditional on the claim's lease. */
+  record(outcomes: readonly Outcome<C>[], now: number): Promise<void>;
+  /** Ends every open lease now (a SQLite store has one process: open claims at boot belong to a dead one). */
+  releaseLeases(now: number): Promise<void>;
+}
+
+export interface OutboxSender<C extends OutboxClaim> {
+  /** One attempt. null: nothing to send (cancelled). May throw: the lease then runs out and the row is retried. */
+  send(claim: C, startedAt: number): Promise<Omit<AttemptResult, 'startedAt'> | null>;
+  /** Stops reusing connections; the sender must still work for a later start. */
+  close(): Promise<void>;
+}
+
+export interface OutboxEngineOptions<C extends OutboxClaim> {
+  /** For logs: which outbox this is. */
+  name: string;
+  clock: Clock;
+  logger: Logger;
+  repository: OutboxRepository<C>;
+  sender: OutboxSender<C>;
+  backoff: Backoff;
+  /** How long a claim keeps other workers away; must outlast an attempt and its recording. */
+  leaseMs: number;
+  pollIntervalMs: number;
+  /** Rows claimed per transaction. */
+  batchSize: number;
+  /** Attempts in flight at once. */
+  maxInFlight: number;
+  /** SQLite: one process owns the store, so leases still open at start are released. */
+  releaseLeasesAtStart: boolean;
+}
+
+const RECORD_BATCH = 1000;
+
+/**
+ * One outbox worker, whatever it sends. A claim loop takes due rows in batches (a lease each, so
+ * workers in other processes take other rows, and a crashed worker's rows are retaken when the lease
+ * runs out), starts their attempts at once up to `maxInFlight`, and queues each answer; answers are
+ * written in batches, one transaction per batch, so a slow receiver holds only its own attempts.
+ * A failed attempt is due again after the backoff's delay, and dead-lettered after the last attempt.
+ */
+export class OutboxEngine<C extends OutboxClaim> {
+  private running = false;
+  private loopDone: Promise<void> = Promise.resolve();
+  private inFlight = 0;
+  private waiters: (() => void)[] = [];
+  private sleeper: { handle: TimerHandle; wake: () => void } | null = null;
+  private finished: { claim: C; result: AttemptResult | null }[] = [];
+  private flushing: Promise<void> | null = null;
+
+  constructor(private readonly o: OutboxEngineOptions<C>) {
+    if (o.maxInFlight < 1 || o.batchSize < 1) throw new Error(`${o.name} outbox: batchSize and maxInFlight must be at least 1`);
+  }
+
+  get maxAttempts(): number {
+    return this.o.backoff.maxAttempts;
+  }
+
+  async start(): Promise<void> {
+    if (this.running) return;
+    this.running = true;
+    try {
+      if (this.o.releaseLeasesAtStart) await this.o.repository.releaseLeases(this.o.clock.now());
+    } catch (error) {
+      this.running = false;
+      throw error;
+    }
+    this.loopDone = this.loop();
+  }
+
+  /** Stops claiming; attempts already in flight finish and are recorded before this resolves. */
+  async stop(): Promise<void> {
+    this.running = false;
+    this.wake();
+    await this.loopDone;
+    await this.idle();
+    await this.o.sender.close();
+  }
+
+  /**
+   * Claims and attempts until nothing is due, and waits for every answer to be recorded (tests,
+   * benchmark, one pass of a worker). `maxClaims` bounds the claims, so a schedule of zero delays
+   * cannot keep it going. Returns the number of attempts made.
+   */
+  async drain(maxClaims = Number.POSITIVE_INFINITY): Promise<number> {
+    let total = 0;
+    for (let claims = 0; claims < maxClaims; ) {
+      await this.capacity(1);
+      const n = await this.claimAndSend();
+      total += n;
+      if (n > 0) {
+        claims++;
+        continue;
+      }
+      if (this.inFlight === 0 && !this.flushing && this.finished.length === 0) return total;
+      // Something is still in flight or being written: wait for it, then look again.
+      await new Promise<void>((r) => this.waiters.push(r));
+    }
+    await this.idle();
+    return total;
+  }
+
+  /** Makes a sleeping loop look for due rows now (e.g. after a manual retry in this process). */
+  poke(): void {
+    if (this.sleeper) {
+      this.sleeper.handle.cancel();
+      this.sleeper.wake();
+      this.sleeper = null;
+    }
+  }
+
+  private async loop(): Promise<void> {
+    while (this.running) {
+      let claimed = 0;
+      try {
+        await this.capacity(this.o.batchSize);
+        if (!this.running) break;
+        claimed = await this.claimAndSend();
+      } catch (error) {
+        this.o.logger.error({ err: error }, `${this.o.name} outbox claim failed; retrying`);
+      }
+      if (claimed === 0 && this.running) await this.sleep(this.o.pollIntervalMs);
+    }
+  }
+
+  /** Resolves once at least `room` more attempts may start (never more than maxInFlight at once). */
+  private async capacity(room: number): Promise<void> {
+    const needed = Math.min(room, this.o.maxInFlight);
+    while (this.o.maxInFlight - this.inFlight < needed) await new Promise<void>((r) => this.waiters.push(r));
+  }
+
+  private async idle(): Promise<void> {
+    while (this.inFlight > 0 || this.finished.length > 0) await new Promise<void>((r) => this.waiters.push(r));
+    while (this.flushing) await this.flushing;
+  }
+
+  private sleep(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const handle = this.o.clock.schedule(ms, () => {
+        this.sleeper = null;
+        resolve();
+      });
+      this.sleeper = { handle, wake: resolve };
+    });
+  }
+
+  private wake(): void {
+    this.poke();
+    this.notify();
+  }
+
+  private notify(): void {
+    for (const w of this.waiters.splice(0)) w();
+  }
+
+  private async claimAndSend(): Promise<number> {
+    const now = this.o.clock.now();
+    const room = Math.min(this.o.batchSize, this.o.maxInFlight - this.inFlight);
+    if (room <= 0) return 0;
+    const claimed = await this.o.repository.claim({
+      now,
+      leaseUntil: now + this.o.leaseMs,
+      leaseMs: this.o.leaseMs,
+      limit: room,
+      maxAttempts: this.o.backoff.maxAttempts,
+    });
+    this.inFlight += claimed.length;
+    for (const c of claimed) void this.attempt(c);
+    return claimed.length;
+  }
+
+  private async attempt(claim: C): Promise<void> {
+    const startedAt = this.o.clock.now();
+    try {
+      const result = await this.o.sender.send(claim, startedAt);
+      this.finished.push({ claim, result: result && { ...result, startedAt } });
+    } catch (error) {
+      this.o.logger.error(
+        { err: error, id: claim.id },
+        `${this.o.name} attempt failed unexpectedly; its lease will run out and it will be retried`,
+      );
+    } finally {
+      this.inFlight--;
+      this.flush();
+      this.notify();
+    }
+  }
+
+  /** Writes queued answers; answers that arrive during a write are taken by the next one. */
+  private flush(): void {
+    if (this.flushing || this.finished.length === 0) return;
+    const batch = this.finished.splice(0, RECORD_BATCH);
+    this.flushing = this.record(batch)
+      .catch((error) => {
+        // The claims stay in place: when their leases end these attempts are logged as lost and retried.
+        this.o.logger.error({ err: error, rows: batch.length }, `could not record ${this.o.name} attempts`);
+      })
+      .finally(() => {
+        this.flushing = null;
+        this.flush();
+        this.notify();
+      });
+  }
+
+  private async record(batch: { claim: C; result: AttemptResult | null }[]): Promise<void> {
+    const now = this.o.clock.now();
+    const outcomes = batch.map(({ claim, result }) => this.decide(claim, result, now));
+    await this.o.repository.record(outcomes, now);
+    for (const o of outcomes) {
+      if (o.kind === 'dead') {
+        this.o.logger.warn({ id: o.claim.id, attempts: o.claim.attempt, error: o.result.error }, `${this.o.name} row dead-lettered`);
+      }
+    }
+  }
+
+  private decide(claim: C, result: AttemptResult | null, now: number): Outcome<C> {
+    if (!result) return { kind: 'cancelled', claim };
+    if (result.ok) return { kind: 'delivered', claim, result };
+    if (claim.attempt >= this.o.backoff.maxAttempts) return { kind: 'dead', claim, result };
+    return { kind: 'retry', claim, result, at: now + this.o.backoff.delayAfter(claim.attempt, result.retryAfterMs) };
+  }
+}

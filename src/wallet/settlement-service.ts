@@ -1,0 +1,46 @@
+import type { Clock } from '../clock/clock';
+import { DomainError } from '../errors/codes';
+import type { Database } from '../store/database';
+import { settlementRepository, type Settlement, type SettlementStatus } from './settlements';
+
+/** Whose settlements a caller may touch: one operator's (dashboard), or any (admin CLI: null). */
+export type SettlementScope = string | null;
+
+export interface RetryOptions {
+  /**
+   * Also send a settlement the wallet already confirmed, again under its idempotency_key (the
+   * wallet answers from its record, without crediting twice). Only on explicit request: a retry
+   * from a page that still showed the settlement pending must not re-send a confirmed one.
+   */
+  resendDelivered?: boolean;
+}
+
+/**
+ * The one rule for "retry a wallet settlement", whoever asks (partner dashboard, admin CLI): a
+ * pending settlement becomes due now, with the same idempotency_key and body; a delivered one is
+ * refused with ILLEGAL_TRANSITION unless a re-send is asked for; one that does not exist, or belongs
+ * to another operator, is NOT_FOUND.
+ */
+export async function retrySettlement(
+  db: Database,
+  clock: Clock,
+  scope: SettlementScope,
+  betId: string,
+  options: RetryOptions = {},
+): Promise<Settlement> {
+  const allowed: SettlementStatus[] = options.resendDelivered ? ['pending', 'delivered'] : ['pending'];
+  return db.transaction(async (tx) => {
+    const current = await settlementRepository.byBet(tx, betId);
+    if (!current || (scope !== null && current.operatorId !== scope)) {
+      throw new DomainError('NOT_FOUND', `no wallet settlement for bet ${betId}`);
+    }
+    // Conditional on the status in the UPDATE: one the worker confirmed after the read is refused too.
+    if (!(await settlementRepository.makeDue(tx, betId, clock.now(), allowed))) {
+      throw new DomainError(
+        'ILLEGAL_TRANSITION',
+        `the wallet already confirmed the settlement of bet ${betId}; it is sent again only on an explicit re-send`,
+      );
+    }
+    return (await settlementRepository.byBet(tx, betId))!;
+  });
+}

@@ -1,0 +1,182 @@
+import { randomUUID } from 'node:crypto';
+import { afterCommit } from '../observability/instrumented-db';
+import { LOST_ATTEMPT, type Outcome, type OutboxClaim, type OutboxRepository } from '../outbox/engine';
+import { skipLocked, type Database, type SqlExecutor, type SqlParam } from '../store/database';
+
+/** The event a delivery carries, as stored. */
+export interface EventRow {
+  id: string;
+  type: string;
+  created_at: number;
+  livemode: number;
+  data: string;
+}
+
+/** A delivery this worker claimed, with its event (undefined: the event row is gone). */
+export interface WebhookClaim extends OutboxClaim {
+  eventId: string;
+  endpointId: string;
+  event: EventRow | undefined;
+}
+
+interface ClaimRow {
+  id: string;
+  event_id: string;
+  endpoint_id: string;
+  attempts: number;
+  claimed_until: number | null;
+}
+
+export const marks = (items: readonly unknown[]): string => items.map(() => '?').join(', ');
+
+const ATTEMPT_COLUMNS = 8;
+const ROWS_PER_INSERT = 200;
+const CANCELLED = 'the endpoint or event no longer exists, or the endpoint is disabled';
+
+/**
+ * The webhook outbox's SQL: `webhook_deliveries` (one row per event and endpoint) and its attempt log
+ * `webhook_attempts`. A disabled operator's deliveries are held: not claimed, their attempts
+ * untouched, still pending, and sent once the operator is enabled again.
+ */
+export class WebhookDeliveryOutbox implements OutboxRepository<WebhookClaim> {
+  constructor(private readonly db: Database) {}
+
+  async releaseLeases(now: number): Promise<void> {
+    await this.db.transaction((tx) =>
+      tx.run(`UPDATE webhook_deliveries SET claimed_until = ? WHERE status = 'pending' AND claimed_until > ?`, [now, now]),
+    );
+  }
+
+  async claim(q: { now: number; leaseUntil: number; leaseMs: number; limit: number; maxAttempts: number }): Promise<WebhookClaim[]> {
+    const { now, leaseUntil, leaseMs, limit, maxAttempts } = q;
+    const rows = await this.db.transaction(async (tx) => {
+      const due = await tx.all<ClaimRow>(
+        `SELECT id, event_id, endpoint_id, attempts, claimed_until FROM webhook_deliveries
+         WHERE status = 'pending' AND next_attempt_at <= ? AND (claimed_until IS NULL OR claimed_until <= ?)
+           AND NOT EXISTS (SELECT 1 FROM operators o
+                           WHERE o.id = webhook_deliveries.operator_id AND o.status <> 'active')
+         ORDER BY next_attempt_at LIMIT ?${skipLocked(tx)}`,
+        [now, now, limit],
+      );
+      if (due.length === 0) return [];
+      const exhausted: string[] = [];
+      const take: ClaimRow[] = [];
+      for (const row of due) {
+        const used = Number(row.attempts);
+        if (row.claimed_until !== null && used > 0) {
+          await tx.run(
+            `INSERT INTO webhook_attempts (id, delivery_id, attempt, started_at, latency_ms, status_code, error, response_excerpt)
+             VALUES (?, ?, ?, ?, 0, NULL, ?, NULL) ON CONFLICT DO NOTHING`,
+            [`wa_${randomUUID()}`, row.id, used, Number(row.claimed_until) - leaseMs, LOST_ATTEMPT],
+          );
+        }
+        if (used >= maxAttempts) exhausted.push(row.id);
+        else take.push(row);
+      }
+      if (exhausted.length > 0) {
+        // Dead-lettered here, without a send: the worker that held the last attempt never recorded it.
+        afterCommit(tx, (m) => m.webhookDeliveries.inc({ outcome: 'dead' }, exhausted.length));
+        await tx.run(
+          `UPDATE webhook_deliveries SET status = 'dead', dead_at = ?, claimed_until = NULL, next_attempt_at = NULL, last_error = ?
+           WHERE id IN (${marks(exhausted)})`,
+          [now, LOST_ATTEMPT, ...exhausted],
+        );
+      }
+      if (take.length > 0) {
+        await tx.run(`UPDATE webhook_deliveries SET claimed_until = ?, attempts = attempts + 1 WHERE id IN (${marks(take)})`, [
+          leaseUntil,
+          ...take.map((r) => r.id),
+        ]);
+      }
+      return take;
+    });
+    if (rows.length === 0) return [];
+    const events = await this.events([...new Set(rows.map((r) => r.event_id))]);
+    return rows.map((r) => ({
+      id: r.id,
+      eventId: r.event_id,
+      endpointId: r.endpoint_id,
+      attempt: Number(r.attempts) + 1,
+      leaseUntil,
+      event: events.get(r.event_id),
+    }));
+  }
+
+  /**
+   * One multi-row insert into the attempt log, and grouped updates of the deliveries. Every update is
+   * conditional on the claim (`claimed_until` still being this worker's lease): a delivery cancelled
+   * meanwhile, or reclaimed after an expired lease, is not overwritten.
+   */
+  async record(outcomes: readonly Outcome<WebhookClaim>[], now: number): Promise<void> {
+    const count = { delivered: 0, retry: 0, dead: 0, cancelled: 0 };
+    for (const o of outcomes) count[o.kind]++;
+    await this.db.transaction(async (tx) => {
+      afterCommit(tx, (m) => {
+        for (const outcome of ['delivered', 'dead', 'cancelled', 'retry'] as const) m.webhookDeliveries.inc({ outcome }, count[outcome]);
+      });
+      await writeAttemptLog(tx, outcomes);
+      // Successful deliveries of one claim batch share the lease value and usually the status code.
+      const groups = new Map<string, { status: number | null; lease: number; ids: string[] }>();
+      for (const o of outcomes) {
+        if (o.kind !== 'delivered') continue;
+        const key = `${o.result.statusCode}:${o.claim.leaseUntil}`;
+        const g = groups.get(key) ?? { status: o.result.statusCode, lease: o.claim.leaseUntil, ids: [] };
+        g.ids.push(o.claim.id);
+        groups.set(key, g);
+      }
+      for (const g of groups.values()) {
+        await tx.run(
+          `UPDATE webhook_deliveries SET status = 'delivered', delivered_at = ?, claimed_until = NULL, next_attempt_at = NULL,
+             last_status_code = ?, last_error = NULL WHERE claimed_until = ? AND id IN (${marks(g.ids)})`,
+          [now, g.status, g.lease, ...g.ids],
+        );
+      }
+      for (const o of outcomes) {
+        const { id, leaseUntil } = o.claim;
+        if (o.kind === 'cancelled') {
+          await tx.run(
+            `UPDATE webhook_deliveries SET status = 'cancelled', claimed_until = NULL, next_attempt_at = NULL, dead_at = ?,
+               last_error = ? WHERE id = ? AND claimed_until = ?`,
+            [now, CANCELLED, id, leaseUntil],
+          );
+        } else if (o.kind === 'retry') {
+          await tx.run(
+            `UPDATE webhook_deliveries SET next_attempt_at = ?, claimed_until = NULL, last_status_code = ?, last_error = ?
+             WHERE id = ? AND claimed_until = ?`,
+            [o.at, o.result.statusCode, o.result.error, id, leaseUntil],
+          );
+        } else if (o.kind === 'dead') {
+          await tx.run(
+            `UPDATE webhook_deliveries SET status = 'dead', dead_at = ?, next_attempt_at = NULL, claimed_until = NULL,
+               last_status_code = ?, last_error = ? WHERE id = ? AND claimed_until = ?`,
+            [now, o.result.statusCode, o.result.error, id, leaseUntil],
+          );
+        }
+      }
+    });
+  }
+
+  private async events(ids: string[]): Promise<Map<string, EventRow>> {
+    const rows = await this.db.all<EventRow>(`SELECT id, type, created_at, livemode, data FROM events WHERE id IN (${marks(ids)})`, ids);
+    return new Map(rows.map((r) => [r.id, r]));
+  }
+}
+
+async function writeAttemptLog(tx: SqlExecutor, outcomes: readonly Outcome<WebhookClaim>[]): Promise<void> {
+  const values: SqlParam[] = [];
+  for (const o of outcomes) {
+    if (o.kind === 'cancelled') continue;
+    const r = o.result;
+    values.push(`wa_${randomUUID()}`, o.claim.id, o.claim.attempt, r.startedAt, r.latencyMs, r.statusCode, r.error, r.responseExcerpt);
+  }
+  const chunk = ATTEMPT_COLUMNS * ROWS_PER_INSERT;
+  for (let i = 0; i < values.length; i += chunk) {
+    const part = values.slice(i, i + chunk);
+    await tx.run(
+      `INSERT INTO webhook_attempts (id, delivery_id, attempt, started_at, latency_ms, status_code, error, response_excerpt)
+       VALUES ${Array.from({ length: part.length / ATTEMPT_COLUMNS }, () => '(?, ?, ?, ?, ?, ?, ?, ?)').join(', ')}
+       ON CONFLICT DO NOTHING`,
+      part,
+    );
+  }
+}
