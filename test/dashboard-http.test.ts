@@ -1,5 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { settlementCommands } from '../src/cli/commands/settlements';
 import { DashboardAuth } from '../src/dashboard/auth';
+import { isDomainError } from '../src/errors/codes';
+import { SURFACE_B_STATUS } from '../src/http/error-maps';
+import { settleIdempotencyKey, settlementRepository } from '../src/wallet/settlements';
 import { startTestApp, type TestApp, type TestOperator } from './support/harness';
 
 const PASSWORD = 'long enough password';
@@ -125,6 +129,55 @@ describe('dashboard over HTTP: sessions, CSRF, scoping, escaping', () => {
     expect((await b.go('GET', '/dashboard/webhooks')).text).not.toContain('/other');
     expect((await b.go('GET', '/dashboard/bets/bet_of_someone_else')).status).toBe(404);
     expect((await b.go('POST', '/dashboard/settlements/bet_of_someone_else/retry', { _csrf: b.csrf })).status).toBe(404);
+  });
+
+  it('retries a wallet settlement by the same rule as the admin CLI: a confirmed one is refused by both', async () => {
+    const db = t.app.services.db;
+    const now = t.app.services.clock.now();
+    const settlement = async (betId: string, status: 'pending' | 'delivered') => {
+      await db.transaction(async (tx) => {
+        const body = { bet_id: betId, winner: 'NVDA', pct: 8.85, payout: 19, idempotency_key: settleIdempotencyKey(betId) };
+        await settlementRepository.enqueue(tx, { operatorId: a.id, body, now, firstDelayMs: 60_000 });
+        if (status === 'delivered') {
+          await tx.run(`UPDATE wallet_settlements SET status = 'delivered', attempts = 1, next_attempt_at = NULL, delivered_at = ? WHERE bet_id = ?`, [now, betId]);
+        }
+      });
+    };
+    const cliRetry = settlementCommands.find((c) => c.path.join(' ') === 'settlements retry')!;
+    const cliRefusal = (betId: string) =>
+      cliRetry.run(t.app, { bet: betId }).then(
+        () => null,
+        (e: unknown) => (isDomainError(e) ? e.code : 'not a domain error'),
+      );
+    const b = await signIn(t.baseUrl, 'a@example.com');
+    const dashboardRetry = (betId: string) => b.go('POST', `/dashboard/settlements/${betId}/retry`, { _csrf: b.csrf });
+
+    // Confirmed by the wallet: the CLI used to re-send it while the dashboard refused it.
+    await settlement('bet_confirmed', 'delivered');
+    expect(await cliRefusal('bet_confirmed')).toBe('ILLEGAL_TRANSITION');
+    const refused = await dashboardRetry('bet_confirmed');
+    expect(refused.status).toBe(SURFACE_B_STATUS.ILLEGAL_TRANSITION);
+    expect(refused.text).toContain('already confirmed');
+    expect(await settlementRepository.byBet(db, 'bet_confirmed')).toMatchObject({ status: 'delivered', deliveredAt: now });
+    // Sent again only when the CLI asks for a re-send explicitly, with the same idempotency_key.
+    const resent = (await cliRetry.run(t.app, { bet: 'bet_confirmed', resend: true })) as Record<string, unknown>;
+    expect(resent).toMatchObject({ status: 'pending', idempotency_key: 'settle_bet_confirmed' });
+
+    // Pending: due now, from either.
+    await settlement('bet_waiting', 'pending');
+    await settlement('bet_waiting_too', 'pending');
+    expect((await dashboardRetry('bet_waiting')).status).toBe(303);
+    expect(await cliRefusal('bet_waiting_too')).toBeNull();
+    for (const id of ['bet_waiting', 'bet_waiting_too']) {
+      // Enqueued a minute ahead; due now after the retry.
+      const due = await settlementRepository.byBet(db, id);
+      expect(due!.status).toBe('pending');
+      expect(due!.nextAttemptAt).toBeLessThanOrEqual(t.app.services.clock.now());
+    }
+
+    // Unknown: the same code from both.
+    expect(await cliRefusal('bet_nobody')).toBe('NOT_FOUND');
+    expect((await dashboardRetry('bet_nobody')).status).toBe(SURFACE_B_STATUS.NOT_FOUND);
   });
 
   it('ends the session on sign-out, on the server too', async () => {

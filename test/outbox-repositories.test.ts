@@ -1,0 +1,106 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { LOST_ATTEMPT, type AttemptResult } from '../src/outbox/engine';
+import type { Database } from '../src/store/database';
+import { PostgresDatabase } from '../src/store/postgres';
+import { settleIdempotencyKey, settlementRepository, WalletSettlementOutbox } from '../src/wallet/settlements';
+import { freshDatabase, STORES } from './support/harness';
+
+const failed = (startedAt: number): AttemptResult => ({
+  ok: false,
+  statusCode: 503,
+  startedAt,
+  latencyMs: 3,
+  error: 'wallet answered 503',
+  responseExcerpt: null,
+  retryAfterMs: null,
+});
+
+/** The wallet outbox's repository under the shared engine's contract, on each store. */
+describe.each(STORES)('wallet settlement outbox repository on %s', (store) => {
+  let db: Database;
+  let dispose: () => Promise<void>;
+  let url: string | null;
+  let schema: string | undefined;
+  const T0 = 1_800_000_000_000;
+  const LEASE = 2_000;
+  const INF = Number.POSITIVE_INFINITY;
+
+  beforeAll(async () => {
+    const fresh = await freshDatabase(store);
+    ({ db, dispose, url, schema } = fresh);
+  });
+  afterAll(async () => dispose?.());
+
+  const enqueue = (betId: string) =>
+    db.transaction((tx) =>
+      settlementRepository.enqueue(tx, {
+        operatorId: 'op_1',
+        body: { bet_id: betId, winner: null, pct: null, payout: 10, idempotency_key: settleIdempotencyKey(betId) },
+        now: T0,
+        firstDelayMs: 0,
+      }),
+    );
+
+  it('spends the attempt at claim, logs an attempt whose lease ran out as lost, and ignores its late answer', async () => {
+    const outbox = new WalletSettlementOutbox(db);
+    await enqueue('lost1');
+    const [first] = await outbox.claim({ now: T0, leaseUntil: T0 + LEASE, leaseMs: LEASE, limit: 10, maxAttempts: INF });
+    expect(first).toMatchObject({ id: 'lost1', attempt: 1, leaseUntil: T0 + LEASE });
+    expect(await settlementRepository.byBet(db, 'lost1')).toMatchObject({ attempts: 1, claimedUntil: T0 + LEASE });
+    expect(await outbox.claim({ now: T0 + LEASE - 1, leaseUntil: T0 + 2 * LEASE, leaseMs: LEASE, limit: 10, maxAttempts: INF })).toEqual([]);
+
+    // The first worker is presumed dead: another claims after the lease and makes attempt 2.
+    const t1 = T0 + LEASE;
+    const [second] = await outbox.claim({ now: t1, leaseUntil: t1 + LEASE, leaseMs: LEASE, limit: 10, maxAttempts: INF });
+    expect(second).toMatchObject({ id: 'lost1', attempt: 2 });
+    // The first worker's answer arrives after all: its lease is gone, so it changes nothing.
+    await outbox.record([{ kind: 'retry', claim: first!, result: failed(T0), at: T0 + 99 }], t1);
+    await outbox.record([{ kind: 'retry', claim: second!, result: failed(t1), at: t1 + 1_000 }], t1);
+    expect(await settlementRepository.byBet(db, 'lost1')).toMatchObject({
+      status: 'pending',
+      attempts: 2,
+      claimedUntil: null,
+      nextAttemptAt: t1 + 1_000,
+      lastStatusCode: 503,
+    });
+    const log = await settlementRepository.attempts(db, 'lost1');
+    expect(log.map((a) => [a.attempt, a.status_code, a.error, a.started_at])).toEqual([
+      [1, null, LOST_ATTEMPT, T0],
+      [2, 503, 'wallet answered 503', t1],
+    ]);
+  });
+
+  it('honours a manual retry made while an attempt was in flight', async () => {
+    const outbox = new WalletSettlementOutbox(db);
+    await enqueue('manual1');
+    const [claim] = await outbox.claim({ now: T0, leaseUntil: T0 + LEASE, leaseMs: LEASE, limit: 10, maxAttempts: INF });
+    await settlementRepository.retryNow(db, 'manual1', T0 + 5);
+    await outbox.record([{ kind: 'retry', claim: claim!, result: failed(T0), at: T0 + 60_000 }], T0 + 10);
+    expect(await settlementRepository.byBet(db, 'manual1')).toMatchObject({ nextAttemptAt: T0 + 5, claimedUntil: null });
+  });
+
+  it('releases open leases (what a SQLite process does at start)', async () => {
+    const outbox = new WalletSettlementOutbox(db);
+    await enqueue('release1');
+    await outbox.claim({ now: T0, leaseUntil: T0 + 60_000, leaseMs: 60_000, limit: 10, maxAttempts: INF });
+    await outbox.releaseLeases(T0 + 1);
+    const [again] = await outbox.claim({ now: T0 + 1, leaseUntil: T0 + 1 + LEASE, leaseMs: LEASE, limit: 10, maxAttempts: INF });
+    expect(again).toMatchObject({ id: 'release1', attempt: 2 });
+  });
+
+  it.runIf(store === 'postgres')('hands disjoint rows to two workers claiming at once', async () => {
+    const ids = Array.from({ length: 40 }, (_, i) => `pair${i}`);
+    for (const id of ids) await enqueue(id);
+    const other = new PostgresDatabase({ connectionString: url!, schema: schema! });
+    try {
+      const now = T0 + 10 * LEASE;
+      const q = { now, leaseUntil: now + LEASE, leaseMs: LEASE, limit: 25, maxAttempts: INF };
+      const [a, b] = await Promise.all([new WalletSettlementOutbox(db).claim(q), new WalletSettlementOutbox(other).claim(q)]);
+      const mine = [...a, ...b].map((c) => c.id).filter((id) => id.startsWith('pair'));
+      expect(new Set(mine).size).toBe(mine.length);
+      expect(mine.length).toBe(ids.length);
+    } finally {
+      await other.close();
+    }
+  });
+});
