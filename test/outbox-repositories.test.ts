@@ -41,17 +41,37 @@ describe.each(STORES)('wallet settlement outbox repository on %s', (store) => {
       }),
     );
 
-  it('spends the attempt at claim, logs an attempt whose lease ran out as lost, and ignores its late answer', async () => {
+  it('spends the attempt at claim, logs a lease run out as a lost attempt, ignores its late answer', async () => {
     const outbox = new WalletSettlementOutbox(db);
     await enqueue('lost1');
-    const [first] = await outbox.claim({ now: T0, leaseUntil: T0 + LEASE, leaseMs: LEASE, limit: 10, maxAttempts: INF });
+    const [first] = await outbox.claim({
+      now: T0,
+      leaseUntil: T0 + LEASE,
+      leaseMs: LEASE,
+      limit: 10,
+      maxAttempts: INF,
+    });
     expect(first).toMatchObject({ id: 'lost1', attempt: 1, leaseUntil: T0 + LEASE });
     expect(await settlementRepository.byBet(db, 'lost1')).toMatchObject({ attempts: 1, claimedUntil: T0 + LEASE });
-    expect(await outbox.claim({ now: T0 + LEASE - 1, leaseUntil: T0 + 2 * LEASE, leaseMs: LEASE, limit: 10, maxAttempts: INF })).toEqual([]);
+    expect(
+      await outbox.claim({
+        now: T0 + LEASE - 1,
+        leaseUntil: T0 + 2 * LEASE,
+        leaseMs: LEASE,
+        limit: 10,
+        maxAttempts: INF,
+      }),
+    ).toEqual([]);
 
     // The first worker is presumed dead: another claims after the lease and makes attempt 2.
     const t1 = T0 + LEASE;
-    const [second] = await outbox.claim({ now: t1, leaseUntil: t1 + LEASE, leaseMs: LEASE, limit: 10, maxAttempts: INF });
+    const [second] = await outbox.claim({
+      now: t1,
+      leaseUntil: t1 + LEASE,
+      leaseMs: LEASE,
+      limit: 10,
+      maxAttempts: INF,
+    });
     expect(second).toMatchObject({ id: 'lost1', attempt: 2 });
     // The first worker's answer arrives after all: its lease is gone, so it changes nothing.
     await outbox.record([{ kind: 'retry', claim: first!, result: failed(T0), at: T0 + 99 }], t1);
@@ -73,10 +93,19 @@ describe.each(STORES)('wallet settlement outbox repository on %s', (store) => {
   it('honours a manual retry made while an attempt was in flight', async () => {
     const outbox = new WalletSettlementOutbox(db);
     await enqueue('manual1');
-    const [claim] = await outbox.claim({ now: T0, leaseUntil: T0 + LEASE, leaseMs: LEASE, limit: 10, maxAttempts: INF });
+    const [claim] = await outbox.claim({
+      now: T0,
+      leaseUntil: T0 + LEASE,
+      leaseMs: LEASE,
+      limit: 10,
+      maxAttempts: INF,
+    });
     await settlementRepository.retryNow(db, 'manual1', T0 + 5);
     await outbox.record([{ kind: 'retry', claim: claim!, result: failed(T0), at: T0 + 60_000 }], T0 + 10);
-    expect(await settlementRepository.byBet(db, 'manual1')).toMatchObject({ nextAttemptAt: T0 + 5, claimedUntil: null });
+    expect(await settlementRepository.byBet(db, 'manual1')).toMatchObject({
+      nextAttemptAt: T0 + 5,
+      claimedUntil: null,
+    });
   });
 
   it('releases open leases (what a SQLite process does at start)', async () => {
@@ -84,7 +113,13 @@ describe.each(STORES)('wallet settlement outbox repository on %s', (store) => {
     await enqueue('release1');
     await outbox.claim({ now: T0, leaseUntil: T0 + 60_000, leaseMs: 60_000, limit: 10, maxAttempts: INF });
     await outbox.releaseLeases(T0 + 1);
-    const [again] = await outbox.claim({ now: T0 + 1, leaseUntil: T0 + 1 + LEASE, leaseMs: LEASE, limit: 10, maxAttempts: INF });
+    const [again] = await outbox.claim({
+      now: T0 + 1,
+      leaseUntil: T0 + 1 + LEASE,
+      leaseMs: LEASE,
+      limit: 10,
+      maxAttempts: INF,
+    });
     expect(again).toMatchObject({ id: 'release1', attempt: 2 });
   });
 
@@ -95,7 +130,10 @@ describe.each(STORES)('wallet settlement outbox repository on %s', (store) => {
     try {
       const now = T0 + 10 * LEASE;
       const q = { now, leaseUntil: now + LEASE, leaseMs: LEASE, limit: 25, maxAttempts: INF };
-      const [a, b] = await Promise.all([new WalletSettlementOutbox(db).claim(q), new WalletSettlementOutbox(other).claim(q)]);
+      const [a, b] = await Promise.all([
+        new WalletSettlementOutbox(db).claim(q),
+        new WalletSettlementOutbox(other).claim(q),
+      ]);
       const mine = [...a, ...b].map((c) => c.id).filter((id) => id.startsWith('pair'));
       expect(new Set(mine).size).toBe(mine.length);
       expect(mine.length).toBe(ids.length);

@@ -2,7 +2,14 @@ import pino from 'pino';
 import { describe, expect, it } from 'vitest';
 import { FakeClock } from '../clock/clock';
 import { retryDelayMs, scheduleBackoff } from './backoff';
-import { OutboxEngine, type AttemptResult, type Outcome, type OutboxClaim, type OutboxRepository, type OutboxSender } from './engine';
+import {
+  OutboxEngine,
+  type AttemptResult,
+  type Outcome,
+  type OutboxClaim,
+  type OutboxRepository,
+  type OutboxSender,
+} from './engine';
 
 interface Row {
   id: string;
@@ -24,7 +31,10 @@ class MemoryOutbox implements OutboxRepository<OutboxClaim> {
 
   async claim(q: { now: number; leaseUntil: number; limit: number; maxAttempts: number }): Promise<OutboxClaim[]> {
     const due = [...this.rows.values()]
-      .filter((r) => r.status === 'pending' && r.nextAttemptAt <= q.now && (r.claimedUntil === null || r.claimedUntil <= q.now))
+      .filter(
+        (r) =>
+          r.status === 'pending' && r.nextAttemptAt <= q.now && (r.claimedUntil === null || r.claimedUntil <= q.now),
+      )
       .slice(0, q.limit);
     const claims: OutboxClaim[] = [];
     for (const r of due) {
@@ -73,7 +83,14 @@ class ScriptedSender implements OutboxSender<OutboxClaim> {
     this.inFlight--;
     const ok = this.answer(c);
     if (ok === null) return null;
-    return { ok, statusCode: ok ? 200 : 500, latencyMs: 1, error: ok ? null : 'HTTP 500', responseExcerpt: null, retryAfterMs: null };
+    return {
+      ok,
+      statusCode: ok ? 200 : 500,
+      latencyMs: 1,
+      error: ok ? null : 'HTTP 500',
+      responseExcerpt: null,
+      retryAfterMs: null,
+    };
   }
 
   release(): void {
@@ -88,7 +105,9 @@ class ScriptedSender implements OutboxSender<OutboxClaim> {
 
 const flush = () => new Promise((r) => setImmediate(r));
 
-function setup(o: { schedule?: number[]; attempts?: 'schedule' | 'unbounded'; maxInFlight?: number; batchSize?: number } = {}) {
+function setup(
+  o: { schedule?: number[]; attempts?: 'schedule' | 'unbounded'; maxInFlight?: number; batchSize?: number } = {},
+) {
   const clock = new FakeClock(1_000_000);
   const repository = new MemoryOutbox();
   const sender = new ScriptedSender();
@@ -109,12 +128,16 @@ function setup(o: { schedule?: number[]; attempts?: 'schedule' | 'unbounded'; ma
 }
 
 describe('OutboxEngine', () => {
-  it('retries on the schedule at exact delays from the injected clock, then dead-letters after the last attempt', async () => {
+  it('retries at exact delays from the injected clock, then dead-letters after the last attempt', async () => {
     const { clock, repository, sender, engine } = setup();
     sender.answer = () => false;
     repository.add('a');
     expect(await engine.drain()).toBe(1);
-    expect(repository.rows.get('a')).toMatchObject({ status: 'pending', attempts: 1, nextAttemptAt: clock.now() + 100 });
+    expect(repository.rows.get('a')).toMatchObject({
+      status: 'pending',
+      attempts: 1,
+      nextAttemptAt: clock.now() + 100,
+    });
     clock.advance(99);
     expect(await engine.drain()).toBe(0);
     clock.advance(1);
@@ -176,7 +199,12 @@ describe('OutboxEngine', () => {
     const { clock, repository, sender, engine } = setup({ attempts: 'unbounded' });
     repository.add('a');
     // A worker that claimed and died: the row is leased, its attempt number spent, nothing recorded.
-    await repository.claim({ now: clock.now(), leaseUntil: clock.now() + 5_000, limit: 10, maxAttempts: Number.POSITIVE_INFINITY });
+    await repository.claim({
+      now: clock.now(),
+      leaseUntil: clock.now() + 5_000,
+      limit: 10,
+      maxAttempts: Number.POSITIVE_INFINITY,
+    });
     expect(await engine.drain()).toBe(0);
     clock.advance(5_000);
     expect(await engine.drain()).toBe(1);
@@ -188,7 +216,7 @@ describe('OutboxEngine', () => {
     expect(sender.maxSeen).toBe(1);
   });
 
-  it('releases open leases at start (one process per store), and stops gracefully: claims end, sends in flight are recorded', async () => {
+  it('releases open leases at start, and stops gracefully: claims end, sends in flight are recorded', async () => {
     const { clock, repository, sender, engine } = setup();
     repository.add('stale');
     await repository.claim({ now: clock.now(), leaseUntil: clock.now() + 5_000, limit: 1, maxAttempts: 3 });
@@ -219,8 +247,18 @@ describe('OutboxEngine', () => {
 
 describe('scheduleBackoff', () => {
   it('spreads webhook delays by ±10 % from an injected source and honours Retry-After as a minimum', () => {
-    const low = scheduleBackoff([0, 10_000, 60_000], { attempts: 'schedule', jitter: 0.1, random: () => 0, honourRetryAfter: true });
-    const high = scheduleBackoff([0, 10_000, 60_000], { attempts: 'schedule', jitter: 0.1, random: () => 1, honourRetryAfter: true });
+    const low = scheduleBackoff([0, 10_000, 60_000], {
+      attempts: 'schedule',
+      jitter: 0.1,
+      random: () => 0,
+      honourRetryAfter: true,
+    });
+    const high = scheduleBackoff([0, 10_000, 60_000], {
+      attempts: 'schedule',
+      jitter: 0.1,
+      random: () => 1,
+      honourRetryAfter: true,
+    });
     expect([low.delayAfter(1, null), high.delayAfter(1, null)]).toEqual([9_000, 11_000]);
     expect(low.delayAfter(2, 120_000)).toBe(120_000);
     expect(low.maxAttempts).toBe(3);

@@ -33,6 +33,16 @@ export type Outcome<C extends OutboxClaim> =
   /** Nothing was sent: the row's target no longer exists or is switched off (the sender said so). */
   | { kind: 'cancelled'; claim: C };
 
+export interface ClaimQuery {
+  now: number;
+  /** The lease each claimed row gets: now + leaseMs. */
+  leaseUntil: number;
+  leaseMs: number;
+  limit: number;
+  /** A row with this many attempts spent is dead-lettered instead of claimed (Infinity: never). */
+  maxAttempts: number;
+}
+
 /** The SQL side of one outbox: its own table and columns, behind these calls. */
 export interface OutboxRepository<C extends OutboxClaim> {
   /**
@@ -41,7 +51,7 @@ export interface OutboxRepository<C extends OutboxClaim> {
    * previous lease ran out without an answer logs that attempt as LOST_ATTEMPT; one whose attempts
    * are already `maxAttempts` is dead-lettered instead of claimed.
    */
-  claim(q: { now: number; leaseUntil: number; leaseMs: number; limit: number; maxAttempts: number }): Promise<C[]>;
+  claim(q: ClaimQuery): Promise<C[]>;
   /** Writes the outcomes in one transaction; each write is conditional on the claim's lease. */
   record(outcomes: readonly Outcome<C>[], now: number): Promise<void>;
   /** Ends every open lease now (a SQLite store has one process: open claims at boot belong to a dead one). */
@@ -93,7 +103,8 @@ export class OutboxEngine<C extends OutboxClaim> {
   private flushing: Promise<void> | null = null;
 
   constructor(private readonly o: OutboxEngineOptions<C>) {
-    if (o.maxInFlight < 1 || o.batchSize < 1) throw new Error(`${o.name} outbox: batchSize and maxInFlight must be at least 1`);
+    if (o.maxInFlight < 1 || o.batchSize < 1)
+      throw new Error(`${o.name} outbox: batchSize and maxInFlight must be at least 1`);
   }
 
   get maxAttempts(): number {
@@ -252,7 +263,10 @@ export class OutboxEngine<C extends OutboxClaim> {
     await this.o.repository.record(outcomes, now);
     for (const o of outcomes) {
       if (o.kind === 'dead') {
-        this.o.logger.warn({ id: o.claim.id, attempts: o.claim.attempt, error: o.result.error }, `${this.o.name} row dead-lettered`);
+        this.o.logger.warn(
+          { id: o.claim.id, attempts: o.claim.attempt, error: o.result.error },
+          `${this.o.name} row dead-lettered`,
+        );
       }
     }
   }

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { DomainError } from '../errors/codes';
 import { afterCommit } from '../observability/instrumented-db';
-import { LOST_ATTEMPT, type Outcome, type OutboxClaim, type OutboxRepository } from '../outbox/engine';
+import { LOST_ATTEMPT, type ClaimQuery, type Outcome, type OutboxClaim, type OutboxRepository } from '../outbox/engine';
 import { skipLocked, type Database, type SqlExecutor, nullableNumber } from '../store/database';
 
 /**
@@ -177,7 +177,7 @@ export function presentSettlement(s: Settlement): Record<string, unknown> {
   };
 }
 
-/** A settlement this worker claimed: the row as it was when claimed (its next_attempt_at tells a manual retry apart). */
+/** A settlement this worker claimed, and the row as it was then (its next_attempt_at tells a manual retry apart). */
 export interface SettlementClaim extends OutboxClaim {
   settlement: Settlement;
 }
@@ -194,11 +194,15 @@ export class WalletSettlementOutbox implements OutboxRepository<SettlementClaim>
 
   async releaseLeases(now: number): Promise<void> {
     await this.db.transaction((tx) =>
-      tx.run(`UPDATE wallet_settlements SET claimed_until = ? WHERE status = 'pending' AND claimed_until > ?`, [now, now]),
+      tx.run(`UPDATE wallet_settlements SET claimed_until = ? WHERE status = 'pending' AND claimed_until > ?`, [
+        now,
+        now,
+      ]),
     );
   }
 
-  async claim(q: { now: number; leaseUntil: number; leaseMs: number; limit: number }): Promise<SettlementClaim[]> {
+  /** Never dead-letters: `maxAttempts` is not consulted (the wallet outbox retries until a 2xx). */
+  async claim(q: ClaimQuery): Promise<SettlementClaim[]> {
     const { now, leaseUntil, leaseMs, limit } = q;
     return this.db.transaction(async (tx) => {
       const rows = await tx.all<SettlementRow>(
@@ -218,7 +222,8 @@ export class WalletSettlementOutbox implements OutboxRepository<SettlementClaim>
         const used = Number(row.attempts);
         if (row.claimed_until !== null && used > 0) {
           await tx.run(
-            `INSERT INTO wallet_attempts (id, bet_id, attempt, started_at, latency_ms, status_code, error, response_excerpt)
+            `INSERT INTO wallet_attempts
+               (id, bet_id, attempt, started_at, latency_ms, status_code, error, response_excerpt)
              VALUES (?, ?, ?, ?, 0, NULL, ?, NULL)`,
             [`wat_${randomUUID()}`, row.bet_id, used, Number(row.claimed_until) - leaseMs, LOST_ATTEMPT],
           );
@@ -245,7 +250,8 @@ export class WalletSettlementOutbox implements OutboxRepository<SettlementClaim>
         const r = o.result;
         afterCommit(tx, (m) => m.walletSettlements.inc({ outcome: o.kind === 'delivered' ? 'delivered' : 'failed' }));
         await tx.run(
-          `INSERT INTO wallet_attempts (id, bet_id, attempt, started_at, latency_ms, status_code, error, response_excerpt)
+          `INSERT INTO wallet_attempts
+             (id, bet_id, attempt, started_at, latency_ms, status_code, error, response_excerpt)
            VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
           [`wat_${randomUUID()}`, s.betId, attempt, r.startedAt, r.latencyMs, r.statusCode, r.error, r.responseExcerpt],
         );

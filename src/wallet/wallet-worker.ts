@@ -128,7 +128,8 @@ class SettleCalls implements OutboxSender<SettlementClaim> {
       result = failedAttempt(error, this.o.timeoutMs);
     }
     const latencyMs = Math.round(performance.now() - t0);
-    const log = { bet_id: s.betId, operator_id: s.operatorId, attempt: c.attempt, status: result.statusCode, ms: latencyMs };
+    const status = result.statusCode;
+    const log = { bet_id: s.betId, operator_id: s.operatorId, attempt: c.attempt, status, ms: latencyMs };
     if (result.delivered) this.o.logger.info(log, 'wallet settlement delivered');
     else this.o.logger.warn({ ...log, error: result.error }, 'wallet settlement not confirmed; will retry');
     const { delivered, statusCode, error, responseExcerpt } = result;

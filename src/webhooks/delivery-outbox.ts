@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterCommit } from '../observability/instrumented-db';
-import { LOST_ATTEMPT, type Outcome, type OutboxClaim, type OutboxRepository } from '../outbox/engine';
+import { LOST_ATTEMPT, type ClaimQuery, type Outcome, type OutboxClaim, type OutboxRepository } from '../outbox/engine';
 import { skipLocked, type Database, type SqlExecutor, type SqlParam } from '../store/database';
 
 /** The event a delivery carries, as stored. */
@@ -43,11 +43,14 @@ export class WebhookDeliveryOutbox implements OutboxRepository<WebhookClaim> {
 
   async releaseLeases(now: number): Promise<void> {
     await this.db.transaction((tx) =>
-      tx.run(`UPDATE webhook_deliveries SET claimed_until = ? WHERE status = 'pending' AND claimed_until > ?`, [now, now]),
+      tx.run(`UPDATE webhook_deliveries SET claimed_until = ? WHERE status = 'pending' AND claimed_until > ?`, [
+        now,
+        now,
+      ]),
     );
   }
 
-  async claim(q: { now: number; leaseUntil: number; leaseMs: number; limit: number; maxAttempts: number }): Promise<WebhookClaim[]> {
+  async claim(q: ClaimQuery): Promise<WebhookClaim[]> {
     const { now, leaseUntil, leaseMs, limit, maxAttempts } = q;
     const rows = await this.db.transaction(async (tx) => {
       const due = await tx.all<ClaimRow>(
@@ -65,7 +68,8 @@ export class WebhookDeliveryOutbox implements OutboxRepository<WebhookClaim> {
         const used = Number(row.attempts);
         if (row.claimed_until !== null && used > 0) {
           await tx.run(
-            `INSERT INTO webhook_attempts (id, delivery_id, attempt, started_at, latency_ms, status_code, error, response_excerpt)
+            `INSERT INTO webhook_attempts
+               (id, delivery_id, attempt, started_at, latency_ms, status_code, error, response_excerpt)
              VALUES (?, ?, ?, ?, 0, NULL, ?, NULL) ON CONFLICT DO NOTHING`,
             [`wa_${randomUUID()}`, row.id, used, Number(row.claimed_until) - leaseMs, LOST_ATTEMPT],
           );
@@ -77,16 +81,17 @@ export class WebhookDeliveryOutbox implements OutboxRepository<WebhookClaim> {
         // Dead-lettered here, without a send: the worker that held the last attempt never recorded it.
         afterCommit(tx, (m) => m.webhookDeliveries.inc({ outcome: 'dead' }, exhausted.length));
         await tx.run(
-          `UPDATE webhook_deliveries SET status = 'dead', dead_at = ?, claimed_until = NULL, next_attempt_at = NULL, last_error = ?
+          `UPDATE webhook_deliveries
+           SET status = 'dead', dead_at = ?, claimed_until = NULL, next_attempt_at = NULL, last_error = ?
            WHERE id IN (${marks(exhausted)})`,
           [now, LOST_ATTEMPT, ...exhausted],
         );
       }
       if (take.length > 0) {
-        await tx.run(`UPDATE webhook_deliveries SET claimed_until = ?, attempts = attempts + 1 WHERE id IN (${marks(take)})`, [
-          leaseUntil,
-          ...take.map((r) => r.id),
-        ]);
+        await tx.run(
+          `UPDATE webhook_deliveries SET claimed_until = ?, attempts = attempts + 1 WHERE id IN (${marks(take)})`,
+          [leaseUntil, ...take.map((r) => r.id)],
+        );
       }
       return take;
     });
@@ -112,7 +117,8 @@ export class WebhookDeliveryOutbox implements OutboxRepository<WebhookClaim> {
     for (const o of outcomes) count[o.kind]++;
     await this.db.transaction(async (tx) => {
       afterCommit(tx, (m) => {
-        for (const outcome of ['delivered', 'dead', 'cancelled', 'retry'] as const) m.webhookDeliveries.inc({ outcome }, count[outcome]);
+        for (const outcome of ['delivered', 'dead', 'cancelled', 'retry'] as const)
+          m.webhookDeliveries.inc({ outcome }, count[outcome]);
       });
       await writeAttemptLog(tx, outcomes);
       // Successful deliveries of one claim batch share the lease value and usually the status code.
@@ -126,7 +132,8 @@ export class WebhookDeliveryOutbox implements OutboxRepository<WebhookClaim> {
       }
       for (const g of groups.values()) {
         await tx.run(
-          `UPDATE webhook_deliveries SET status = 'delivered', delivered_at = ?, claimed_until = NULL, next_attempt_at = NULL,
+          `UPDATE webhook_deliveries
+           SET status = 'delivered', delivered_at = ?, claimed_until = NULL, next_attempt_at = NULL,
              last_status_code = ?, last_error = NULL WHERE claimed_until = ? AND id IN (${marks(g.ids)})`,
           [now, g.status, g.lease, ...g.ids],
         );
@@ -135,13 +142,15 @@ export class WebhookDeliveryOutbox implements OutboxRepository<WebhookClaim> {
         const { id, leaseUntil } = o.claim;
         if (o.kind === 'cancelled') {
           await tx.run(
-            `UPDATE webhook_deliveries SET status = 'cancelled', claimed_until = NULL, next_attempt_at = NULL, dead_at = ?,
+            `UPDATE webhook_deliveries
+             SET status = 'cancelled', claimed_until = NULL, next_attempt_at = NULL, dead_at = ?,
                last_error = ? WHERE id = ? AND claimed_until = ?`,
             [now, CANCELLED, id, leaseUntil],
           );
         } else if (o.kind === 'retry') {
           await tx.run(
-            `UPDATE webhook_deliveries SET next_attempt_at = ?, claimed_until = NULL, last_status_code = ?, last_error = ?
+            `UPDATE webhook_deliveries
+             SET next_attempt_at = ?, claimed_until = NULL, last_status_code = ?, last_error = ?
              WHERE id = ? AND claimed_until = ?`,
             [o.at, o.result.statusCode, o.result.error, id, leaseUntil],
           );
@@ -157,7 +166,10 @@ export class WebhookDeliveryOutbox implements OutboxRepository<WebhookClaim> {
   }
 
   private async events(ids: string[]): Promise<Map<string, EventRow>> {
-    const rows = await this.db.all<EventRow>(`SELECT id, type, created_at, livemode, data FROM events WHERE id IN (${marks(ids)})`, ids);
+    const rows = await this.db.all<EventRow>(
+      `SELECT id, type, created_at, livemode, data FROM events WHERE id IN (${marks(ids)})`,
+      ids,
+    );
     return new Map(rows.map((r) => [r.id, r]));
   }
 }
@@ -167,13 +179,23 @@ async function writeAttemptLog(tx: SqlExecutor, outcomes: readonly Outcome<Webho
   for (const o of outcomes) {
     if (o.kind === 'cancelled') continue;
     const r = o.result;
-    values.push(`wa_${randomUUID()}`, o.claim.id, o.claim.attempt, r.startedAt, r.latencyMs, r.statusCode, r.error, r.responseExcerpt);
+    values.push(
+      `wa_${randomUUID()}`,
+      o.claim.id,
+      o.claim.attempt,
+      r.startedAt,
+      r.latencyMs,
+      r.statusCode,
+      r.error,
+      r.responseExcerpt,
+    );
   }
   const chunk = ATTEMPT_COLUMNS * ROWS_PER_INSERT;
   for (let i = 0; i < values.length; i += chunk) {
     const part = values.slice(i, i + chunk);
     await tx.run(
-      `INSERT INTO webhook_attempts (id, delivery_id, attempt, started_at, latency_ms, status_code, error, response_excerpt)
+      `INSERT INTO webhook_attempts
+               (id, delivery_id, attempt, started_at, latency_ms, status_code, error, response_excerpt)
        VALUES ${Array.from({ length: part.length / ATTEMPT_COLUMNS }, () => '(?, ?, ?, ?, ?, ?, ?, ?)').join(', ')}
        ON CONFLICT DO NOTHING`,
       part,

@@ -15,7 +15,10 @@ export interface DispatcherOptions {
   logger: Logger;
   endpoints: WebhookEndpointService;
   operators: OperatorService;
-  /** Delay before each attempt: entry 0 for the first (normally 0), entry n after attempt n failed. Its length is the number of attempts. */
+  /**
+   * Delay before each attempt: entry 0 for the first (normally 0), entry n after attempt n failed.
+   * Its length is the number of attempts.
+   */
   retryScheduleMs: readonly number[];
   timeoutMs: number;
   allowPrivateTargets: boolean;
@@ -135,7 +138,12 @@ export class WebhookDispatcher {
   constructor(o: DispatcherOptions) {
     if (o.retryScheduleMs.length === 0) throw new Error('the webhook retry schedule needs at least one entry');
     this.attempts = new DeliveryAttempts(o);
-    this.backoff = scheduleBackoff(o.retryScheduleMs, { attempts: 'schedule', jitter: 0.1, random: o.random, honourRetryAfter: true });
+    this.backoff = scheduleBackoff(o.retryScheduleMs, {
+      attempts: 'schedule',
+      jitter: 0.1,
+      random: o.random,
+      honourRetryAfter: true,
+    });
     this.engine = new OutboxEngine({
       name: 'webhook',
       clock: o.clock,
