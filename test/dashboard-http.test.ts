@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { settlementCommands } from '../src/cli/commands/settlements';
+import { webhookCommands } from '../src/cli/commands/webhook';
 import { DashboardAuth } from '../src/dashboard/auth';
 import { isDomainError } from '../src/errors/codes';
 import { SURFACE_B_STATUS } from '../src/http/error-maps';
@@ -178,6 +179,23 @@ describe('dashboard over HTTP: sessions, CSRF, scoping, escaping', () => {
     // Unknown: the same code from both.
     expect(await cliRefusal('bet_nobody')).toBe('NOT_FOUND');
     expect((await dashboardRetry('bet_nobody')).status).toBe(SURFACE_B_STATUS.NOT_FOUND);
+  });
+
+  it('re-sends a webhook delivery by the same rule as the admin CLI: a pending one is refused by both', async () => {
+    const webhooks = t.app.services.webhooks;
+    const endpoint = await webhooks.createEndpoint(a.id, { url: 'http://127.0.0.1:9/hooks', events: ['bet.settled'] });
+    // No dispatcher runs in this app: the test delivery stays pending.
+    const pending = await webhooks.sendTestEvent(a.id, endpoint.endpoint_id);
+    const cliResend = webhookCommands.find((c) => c.path.join(' ') === 'webhook resend')!;
+    const cliCode = await cliResend.run(t.app, { delivery: pending.delivery_id }).then(
+      () => null,
+      (e: unknown) => (isDomainError(e) ? e.code : 'not a domain error'),
+    );
+    expect(cliCode).toBe('ILLEGAL_TRANSITION');
+    const b = await signIn(t.baseUrl, 'a@example.com');
+    const path = `/dashboard/webhooks/${endpoint.endpoint_id}/deliveries/${pending.delivery_id}/resend`;
+    expect((await b.go('POST', path, { _csrf: b.csrf })).status).toBe(SURFACE_B_STATUS.ILLEGAL_TRANSITION);
+    expect((await webhooks.listDeliveries(a.id, { endpointId: endpoint.endpoint_id })).length).toBe(1);
   });
 
   it('ends the session on sign-out, on the server too', async () => {

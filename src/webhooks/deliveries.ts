@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Clock } from '../clock/clock';
 import { DomainError } from '../errors/codes';
 import { type Database, type SqlExecutor, type SqlParam, nullableNumber } from '../store/database';
+import { WebhookDeliveryOutbox } from './delivery-outbox';
 import type { Scope, WebhookEndpointService } from './endpoints';
 
 export const DELIVERY_STATUSES = ['pending', 'delivered', 'dead', 'cancelled'] as const;
@@ -140,11 +141,8 @@ export class WebhookDeliveryService {
     // Answered with the delivery as queued, read in its own transaction: a read after it could
     // already show the dispatcher's first attempt.
     const queued = await this.db.transaction(async (tx) => {
-      await tx.run(
-        `INSERT INTO webhook_deliveries (id, event_id, endpoint_id, operator_id, status, attempts, next_attempt_at, created_at, resend_of)
-         VALUES (?, ?, ?, ?, 'pending', 0, ?, ?, ?)`,
-        [newId, old.event_id, old.endpoint_id, old.operator_id, now, now, old.id],
-      );
+      const { event_id: eventId, endpoint_id: endpointId, operator_id: operatorId } = old;
+      await WebhookDeliveryOutbox.requeue(tx, { id: newId, resendOf: old.id, eventId, endpointId, operatorId, now });
       return this.row(scope, newId, tx);
     });
     return present(queued);

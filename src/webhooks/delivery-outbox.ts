@@ -41,6 +41,22 @@ const CANCELLED = 'the endpoint or event no longer exists, or the endpoint is di
 export class WebhookDeliveryOutbox implements OutboxRepository<WebhookClaim> {
   constructor(private readonly db: Database) {}
 
+  /**
+   * The manual re-send of a delivery (dead, delivered or cancelled): a new row for the same event and
+   * endpoint with a fresh budget of attempts, due now; the old row stays as it was, for the record.
+   */
+  static async requeue(
+    tx: SqlExecutor,
+    d: { id: string; resendOf: string; eventId: string; endpointId: string; operatorId: string; now: number },
+  ): Promise<void> {
+    await tx.run(
+      `INSERT INTO webhook_deliveries
+         (id, event_id, endpoint_id, operator_id, status, attempts, next_attempt_at, created_at, resend_of)
+       VALUES (?, ?, ?, ?, 'pending', 0, ?, ?, ?)`,
+      [d.id, d.eventId, d.endpointId, d.operatorId, d.now, d.now, d.resendOf],
+    );
+  }
+
   async releaseLeases(now: number): Promise<void> {
     await this.db.transaction((tx) =>
       tx.run(`UPDATE webhook_deliveries SET claimed_until = ? WHERE status = 'pending' AND claimed_until > ?`, [
