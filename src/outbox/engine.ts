@@ -66,8 +66,10 @@ export interface OutboxSender<C extends OutboxClaim> {
 }
 
 export interface OutboxEngineOptions<C extends OutboxClaim> {
-  /** For logs: which outbox this is. */
+  /** For logs: what one row is ('webhook delivery', 'wallet settlement'). */
   name: string;
+  /** For logs: the fields that identify a claimed row (default: its id). */
+  logFields?: (claim: C) => Record<string, unknown>;
   clock: Clock;
   logger: Logger;
   repository: OutboxRepository<C>;
@@ -172,7 +174,7 @@ export class OutboxEngine<C extends OutboxClaim> {
         if (!this.running) break;
         claimed = await this.claimAndSend();
       } catch (error) {
-        this.o.logger.error({ err: error }, `${this.o.name} outbox claim failed; retrying`);
+        this.o.logger.error({ err: error }, `${this.o.name} claim failed; retrying`);
       }
       if (claimed === 0 && this.running) await this.sleep(this.o.pollIntervalMs);
     }
@@ -231,7 +233,7 @@ export class OutboxEngine<C extends OutboxClaim> {
       this.finished.push({ claim, result: result && { ...result, startedAt } });
     } catch (error) {
       this.o.logger.error(
-        { err: error, id: claim.id },
+        { err: error, ...this.fields(claim) },
         `${this.o.name} attempt failed unexpectedly; its lease will run out and it will be retried`,
       );
     } finally {
@@ -264,11 +266,15 @@ export class OutboxEngine<C extends OutboxClaim> {
     for (const o of outcomes) {
       if (o.kind === 'dead') {
         this.o.logger.warn(
-          { id: o.claim.id, attempts: o.claim.attempt, error: o.result.error },
-          `${this.o.name} row dead-lettered`,
+          { ...this.fields(o.claim), attempts: o.claim.attempt, error: o.result.error },
+          `${this.o.name} dead-lettered`,
         );
       }
     }
+  }
+
+  private fields(claim: C): Record<string, unknown> {
+    return this.o.logFields ? this.o.logFields(claim) : { id: claim.id };
   }
 
   private decide(claim: C, result: AttemptResult | null, now: number): Outcome<C> {

@@ -65,6 +65,7 @@ export class WalletSettlementWorker {
     const concurrency = o.concurrency ?? 16;
     this.engine = new OutboxEngine({
       name: 'wallet settlement',
+      logFields: (c) => ({ bet_id: c.id, operator_id: c.settlement.operatorId }),
       clock: o.clock,
       logger: o.logger,
       repository: new WalletSettlementOutbox(o.db),

@@ -145,7 +145,8 @@ export class WebhookDispatcher {
       honourRetryAfter: true,
     });
     this.engine = new OutboxEngine({
-      name: 'webhook',
+      name: 'webhook delivery',
+      logFields: (c) => ({ delivery: c.id, endpoint: c.endpointId }),
       clock: o.clock,
       logger: o.logger,
       repository: new WebhookDeliveryOutbox(o.db),
