@@ -105,12 +105,9 @@ export class OutboxEngine<C extends OutboxClaim> {
   private flushing: Promise<void> | null = null;
 
   constructor(private readonly o: OutboxEngineOptions<C>) {
-    if (o.maxInFlight < 1 || o.batchSize < 1)
+    if (o.maxInFlight < 1 || o.batchSize < 1) {
       throw new Error(`${o.name} outbox: batchSize and maxInFlight must be at least 1`);
-  }
-
-  get maxAttempts(): number {
-    return this.o.backoff.maxAttempts;
+    }
   }
 
   async start(): Promise<void> {
@@ -157,8 +154,8 @@ export class OutboxEngine<C extends OutboxClaim> {
     return total;
   }
 
-  /** Makes a sleeping loop look for due rows now (e.g. after a manual retry in this process). */
-  poke(): void {
+  /** Ends the loop's sleep between polls. */
+  private wakeSleeper(): void {
     if (this.sleeper) {
       this.sleeper.handle.cancel();
       this.sleeper.wake();
@@ -202,7 +199,7 @@ export class OutboxEngine<C extends OutboxClaim> {
   }
 
   private wake(): void {
-    this.poke();
+    this.wakeSleeper();
     this.notify();
   }
 
