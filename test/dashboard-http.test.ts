@@ -137,10 +137,15 @@ describe('dashboard over HTTP: sessions, CSRF, scoping, escaping', () => {
     const now = t.app.services.clock.now();
     const settlement = async (betId: string, status: 'pending' | 'delivered') => {
       await db.transaction(async (tx) => {
-        const body = { bet_id: betId, winner: 'NVDA', pct: 8.85, payout: 19, idempotency_key: settleIdempotencyKey(betId) };
+        const key = settleIdempotencyKey(betId);
+        const body = { bet_id: betId, winner: 'NVDA', pct: 8.85, payout: 19, idempotency_key: key };
         await settlementRepository.enqueue(tx, { operatorId: a.id, body, now, firstDelayMs: 60_000 });
         if (status === 'delivered') {
-          await tx.run(`UPDATE wallet_settlements SET status = 'delivered', attempts = 1, next_attempt_at = NULL, delivered_at = ? WHERE bet_id = ?`, [now, betId]);
+          await tx.run(
+            `UPDATE wallet_settlements SET status = 'delivered', attempts = 1, next_attempt_at = NULL, delivered_at = ?
+             WHERE bet_id = ?`,
+            [now, betId],
+          );
         }
       });
     };
@@ -159,7 +164,8 @@ describe('dashboard over HTTP: sessions, CSRF, scoping, escaping', () => {
     const refused = await dashboardRetry('bet_confirmed');
     expect(refused.status).toBe(SURFACE_B_STATUS.ILLEGAL_TRANSITION);
     expect(refused.text).toContain('already confirmed');
-    expect(await settlementRepository.byBet(db, 'bet_confirmed')).toMatchObject({ status: 'delivered', deliveredAt: now });
+    const unchanged = await settlementRepository.byBet(db, 'bet_confirmed');
+    expect(unchanged).toMatchObject({ status: 'delivered', deliveredAt: now });
     // Sent again only when the CLI asks for a re-send explicitly, with the same idempotency_key.
     const resent = (await cliRetry.run(t.app, { bet: 'bet_confirmed', resend: true })) as Record<string, unknown>;
     expect(resent).toMatchObject({ status: 'pending', idempotency_key: 'settle_bet_confirmed' });

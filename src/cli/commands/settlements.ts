@@ -27,15 +27,20 @@ export const settlementCommands: CliCommand[] = [
   {
     path: ['settlements', 'retry'],
     summary:
-      'Make a pending settlement due now (same idempotency_key); --resend also sends a delivered one again. Shows its attempts.',
+      'Make a pending settlement due now (same idempotency_key); --resend also sends a delivered one ' +
+      'again. Shows its attempts.',
     options: {
       bet: { type: 'string', required: true, description: 'the bet id' },
-      resend: { type: 'boolean', description: 'also re-send a settlement the wallet already confirmed (same idempotency_key)' },
+      resend: {
+        type: 'boolean',
+        description: 'also re-send a settlement the wallet already confirmed (same idempotency_key)',
+      },
     },
     async run(app, v) {
       const betId = String(v.bet);
       // The same rule as the dashboard's Retry now button: retrySettlement.
-      const s = await retrySettlement(app.services.db, app.services.clock, null, betId, { resendDelivered: v.resend === true });
+      const { db, clock } = app.services;
+      const s = await retrySettlement(db, clock, null, betId, { resendDelivered: v.resend === true });
       const attempts = await settlementRepository.attempts(app.services.db, betId);
       return { ...presentSettlement(s), attempt_log: attempts };
     },
