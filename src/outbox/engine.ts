@@ -8,7 +8,7 @@ export const LOST_ATTEMPT = 'outcome unknown: the worker stopped before it recor
 /** A row this worker claimed. `leaseUntil` is the lease it holds and proves ownership by. */
 export interface OutboxClaim {
   id: string;
-  /** The number of the attempt this claim makes (1-based), spent at claim time. */
+  /** The number of the attempt this claim makes (1-based), fixed at claim time: never sent twice. */
   attempt: number;
   leaseUntil: number;
 }
@@ -47,9 +47,9 @@ export interface ClaimQuery {
 export interface OutboxRepository<C extends OutboxClaim> {
   /**
    * Claims up to `limit` due rows for one attempt each, in one short transaction (FOR UPDATE SKIP
-   * LOCKED on PostgreSQL), each leased until `leaseUntil` and its attempt number spent. A row whose
-   * previous lease ran out without an answer logs that attempt as LOST_ATTEMPT; one whose attempts
-   * are already `maxAttempts` is dead-lettered instead of claimed.
+   * LOCKED on PostgreSQL), each leased until `leaseUntil` with its attempt number fixed. A row whose
+   * previous lease ran out without an answer logs that attempt as LOST_ATTEMPT, so no attempt number
+   * is used twice; one whose attempts are already `maxAttempts` is dead-lettered instead of claimed.
    */
   claim(q: ClaimQuery): Promise<C[]>;
   /** Writes the outcomes in one transaction; each write is conditional on the claim's lease. */

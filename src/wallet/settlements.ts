@@ -184,10 +184,11 @@ export interface SettlementClaim extends OutboxClaim {
 
 /**
  * The wallet outbox's SQL for the shared outbox engine: `wallet_settlements` and its attempt log
- * `wallet_attempts`. The attempt number is spent at claim time, so a worker that dies mid-call leaves
- * a lease that runs out; the next claim logs that attempt as "outcome unknown" and makes the next one
- * with the same idempotency_key. A settlement is never dead-lettered (the engine runs it on an
- * unbounded backoff) and never cancelled.
+ * `wallet_attempts`. `attempts` counts the attempts recorded (what the API and the dashboard show);
+ * a claim fixes the next attempt's number under its lease. A worker that dies mid-call leaves a
+ * lease that runs out; the next claim logs that attempt as "outcome unknown", counts it, and makes
+ * the next one with the same idempotency_key. A settlement is never dead-lettered (the engine runs
+ * it on an unbounded backoff) and never cancelled.
  */
 export class WalletSettlementOutbox implements OutboxRepository<SettlementClaim> {
   constructor(private readonly db: Database) {}
@@ -213,23 +214,25 @@ export class WalletSettlementOutbox implements OutboxRepository<SettlementClaim>
       );
       const claimed: SettlementClaim[] = [];
       for (const row of rows) {
+        // A lease still on the row was never answered (a recorded attempt clears it): that attempt is lost.
+        const lost = row.claimed_until !== null;
         const r = await tx.run(
-          `UPDATE wallet_settlements SET claimed_until = ?, attempts = attempts + 1
+          `UPDATE wallet_settlements SET claimed_until = ?, attempts = attempts + ?
            WHERE bet_id = ? AND status = 'pending' AND (claimed_until IS NULL OR claimed_until <= ?)`,
-          [leaseUntil, row.bet_id, now],
+          [leaseUntil, lost ? 1 : 0, row.bet_id, now],
         );
         if (r.changes !== 1) continue;
-        const used = Number(row.attempts);
-        if (row.claimed_until !== null && used > 0) {
+        const recorded = Number(row.attempts) + (lost ? 1 : 0);
+        if (lost) {
           await tx.run(
             `INSERT INTO wallet_attempts
                (id, bet_id, attempt, started_at, latency_ms, status_code, error, response_excerpt)
              VALUES (?, ?, ?, ?, 0, NULL, ?, NULL)`,
-            [`wat_${randomUUID()}`, row.bet_id, used, Number(row.claimed_until) - leaseMs, LOST_ATTEMPT],
+            [`wat_${randomUUID()}`, row.bet_id, recorded, Number(row.claimed_until) - leaseMs, LOST_ATTEMPT],
           );
         }
-        const settlement = { ...toSettlement(row), attempts: used + 1, claimedUntil: leaseUntil };
-        claimed.push({ id: row.bet_id, attempt: used + 1, leaseUntil, settlement });
+        const settlement = { ...toSettlement(row), attempts: recorded, claimedUntil: leaseUntil };
+        claimed.push({ id: row.bet_id, attempt: recorded + 1, leaseUntil, settlement });
       }
       return claimed;
     });
@@ -257,9 +260,9 @@ export class WalletSettlementOutbox implements OutboxRepository<SettlementClaim>
         );
         if (o.kind === 'delivered') {
           await tx.run(
-            `UPDATE wallet_settlements SET status = 'delivered', claimed_until = NULL, next_attempt_at = NULL,
+            `UPDATE wallet_settlements SET status = 'delivered', attempts = ?, claimed_until = NULL, next_attempt_at = NULL,
                last_status_code = ?, last_error = NULL, delivered_at = ? WHERE bet_id = ?`,
-            [r.statusCode, now, s.betId],
+            [attempt, r.statusCode, now, s.betId],
           );
           continue;
         }
@@ -267,9 +270,10 @@ export class WalletSettlementOutbox implements OutboxRepository<SettlementClaim>
         const retried = nullableNumber(current.next_attempt_at) !== s.nextAttemptAt;
         const next = retried ? (nullableNumber(current.next_attempt_at) ?? now) : o.at;
         await tx.run(
-          `UPDATE wallet_settlements SET claimed_until = NULL, last_status_code = ?, last_error = ?, next_attempt_at = ?
+          `UPDATE wallet_settlements
+           SET attempts = ?, claimed_until = NULL, last_status_code = ?, last_error = ?, next_attempt_at = ?
            WHERE bet_id = ? AND status = 'pending'`,
-          [r.statusCode, r.error, next, s.betId],
+          [attempt, r.statusCode, r.error, next, s.betId],
         );
       }
     });
