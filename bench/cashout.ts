@@ -10,13 +10,13 @@
  */
 import { systemClock } from '../src/clock/clock';
 import { noCompliance } from '../src/compliance/hooks';
-import { placeCrashBet } from '../src/bets/crash-bets';
-import { crashPointOf } from '../src/crash/crash-rules';
-import { crashElapsedMs, formatMultiplier } from '../src/crash/multiplier';
+import { placeCrashBet } from '../src/games/crash/crash-bets';
+import { crashPointOf } from '../src/games/crash/crash-rules';
+import { crashElapsedMs, formatMultiplier } from '../src/games/crash/multiplier';
 import { OperatorService } from '../src/operators/operators';
 import { SecretBox } from '../src/operators/secret-box';
-import { roundRepository } from '../src/rounds/round-repository';
-import type { Round } from '../src/rounds/round';
+import { roundRepository } from '../src/games/engine/round-repository';
+import type { Round } from '../src/games/engine/round';
 import type { Database } from '../src/store/database';
 import { runLoad, type CaseResult } from './load';
 import { BENCH_MASTER_KEY, sleep } from './processes';

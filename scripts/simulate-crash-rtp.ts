@@ -19,8 +19,8 @@ import {
   isGameHash,
   previousHash,
   winningRandomCount,
-} from '../src/crash/fairness';
-import { formatMultiplier, payoutFor } from '../src/crash/multiplier';
+} from '../src/games/crash/fairness';
+import { formatMultiplier, payoutFor } from '../src/games/crash/multiplier';
 
 const DEFAULT_SEED = 'c0ffee00'.repeat(8);
 const BET_AMOUNT = 100;

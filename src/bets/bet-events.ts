@@ -1,4 +1,4 @@
-import { formatMultiplier } from '../crash/multiplier';
+import { formatMultiplier } from '../games/crash/multiplier';
 import { currencyExponent, minorToDecimal } from '../money/currency';
 import type { DomainEvent } from '../webhooks/events';
 import type { Bet } from './bet';

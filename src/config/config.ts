@@ -5,8 +5,8 @@
  */
 import { isIP } from 'node:net';
 import { resolve } from 'node:path';
-import { defaultEngineStaleMs, engineHeartbeatMs } from '../crash/crash-rules';
-import { DEFAULT_BUSTABIT_SALT } from '../crash/fairness';
+import { defaultEngineStaleMs, engineHeartbeatMs } from '../games/crash/crash-rules';
+import { DEFAULT_BUSTABIT_SALT } from '../games/crash/fairness';
 
 export type AppEnv = 'development' | 'production' | 'test';
 

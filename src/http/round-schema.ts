@@ -1,7 +1,7 @@
 import { Type } from 'typebox';
 
 /**
- * The round fields every surface presents (see src/rounds/round-presenter.ts). The read endpoints,
+ * The round fields every surface presents (see src/games/engine/round-presenter.ts). The read endpoints,
  * the live feed and the round.opened / round.closed webhooks all describe a round with these, so
  * the published schemas cannot drift apart.
  */

@@ -1,5 +1,5 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import type { Game } from '../rounds/round';
+import type { Game } from '../games/engine/round';
 import type { SqlExecutor } from '../store/database';
 
 /** Every metric name starts with this, so dashboards and alerts can find the service's own series. */

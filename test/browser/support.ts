@@ -5,7 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
-import { crashPointFromHash, DEFAULT_BUSTABIT_SALT } from '../../src/crash/fairness';
+import { crashPointFromHash, DEFAULT_BUSTABIT_SALT } from '../../src/games/crash/fairness';
 
 export const CHROMIUM = '/usr/bin/chromium';
 

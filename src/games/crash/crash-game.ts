@@ -1,13 +1,13 @@
 import type { Logger } from 'pino';
-import type { Bet } from '../bets/bet';
-import { betSettledEvent } from '../bets/bet-events';
-import { betRepository } from '../bets/bet-repository';
-import type { ComplianceHooks } from '../compliance/hooks';
-import type { OperatorSettings } from '../operators/operator';
-import type { GameDriver } from '../rounds/engine';
-import type { Round } from '../rounds/round';
-import type { Database, SqlExecutor } from '../store/database';
-import { recordEvents, type DomainEvent } from '../webhooks/events';
+import type { Bet } from '../../bets/bet';
+import { betSettledEvent } from '../../bets/bet-events';
+import { betRepository } from '../../bets/bet-repository';
+import type { ComplianceHooks } from '../../compliance/hooks';
+import type { OperatorSettings } from '../../operators/operator';
+import type { GameDriver } from '../engine/engine';
+import type { Round } from '../engine/round';
+import type { Database, SqlExecutor } from '../../store/database';
+import { recordEvents, type DomainEvent } from '../../webhooks/events';
 import {
   cappedPayout,
   crashPointOf,

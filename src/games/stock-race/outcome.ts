@@ -19,8 +19,8 @@
  * depend on the mapping being uniform at all.
  */
 import { createHmac } from 'node:crypto';
-import { DomainError } from '../errors/codes';
-import { minorToDecimal } from '../money/currency';
+import { DomainError } from '../../errors/codes';
+import { minorToDecimal } from '../../money/currency';
 
 export const MAX_MOVE_BP = 1000;
 const MOVE_VALUES = 2 * MAX_MOVE_BP + 1;

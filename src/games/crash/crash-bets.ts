@@ -1,15 +1,15 @@
-import type { ComplianceHooks } from '../compliance/hooks';
-import { crashPointOf, cappedPayout, effectiveTarget, scriptedCrashPoint } from '../crash/crash-rules';
-import { formatMultiplier, multiplierAt } from '../crash/multiplier';
-import { DomainError } from '../errors/codes';
-import type { Operator } from '../operators/operator';
-import { roundRepository } from '../rounds/round-repository';
-import { forShare, type SqlExecutor } from '../store/database';
-import { recordEvents } from '../webhooks/events';
-import type { Bet, CashoutKind } from './bet';
-import { betSettledEvent } from './bet-events';
-import { betRepository } from './bet-repository';
-import { recordPlacedBet } from './place-bet';
+import type { ComplianceHooks } from '../../compliance/hooks';
+import { crashPointOf, cappedPayout, effectiveTarget, scriptedCrashPoint } from './crash-rules';
+import { formatMultiplier, multiplierAt } from './multiplier';
+import { DomainError } from '../../errors/codes';
+import type { Operator } from '../../operators/operator';
+import { roundRepository } from '../engine/round-repository';
+import { forShare, type SqlExecutor } from '../../store/database';
+import { recordEvents } from '../../webhooks/events';
+import type { Bet, CashoutKind } from '../../bets/bet';
+import { betSettledEvent } from '../../bets/bet-events';
+import { betRepository } from '../../bets/bet-repository';
+import { recordPlacedBet } from '../../bets/place-bet';
 
 export interface CrashRules {
   salt: string;

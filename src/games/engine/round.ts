@@ -1,4 +1,4 @@
-import { DomainError } from '../errors/codes';
+import { DomainError } from '../../errors/codes';
 
 export type Game = 'crash' | 'stock_race';
 export const GAMES: readonly Game[] = ['crash', 'stock_race'];

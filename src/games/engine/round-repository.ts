@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { DomainError } from '../errors/codes';
-import { forUpdate, type Lease, type SqlExecutor, nullableNumber } from '../store/database';
+import { DomainError } from '../../errors/codes';
+import { forUpdate, type Lease, type SqlExecutor, nullableNumber } from '../../store/database';
 import { assertTransition, type Game, type Round, type RoundScope, type RoundStatus } from './round';
 
 interface RoundRow {

@@ -1,8 +1,8 @@
 import { EventEmitter } from 'node:events';
 import type { Logger } from 'pino';
-import type { Clock, TimerHandle } from '../clock/clock';
-import type { Database, Lease, SqlExecutor } from '../store/database';
-import { recordEvents, type DomainEvent } from '../webhooks/events';
+import type { Clock, TimerHandle } from '../../clock/clock';
+import type { Database, Lease, SqlExecutor } from '../../store/database';
+import { recordEvents, type DomainEvent } from '../../webhooks/events';
 import type { FairChainService } from './fair-chain';
 import type { Game, Round } from './round';
 import { roundRepository } from './round-repository';

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
-import type { Clock } from '../clock/clock';
-import type { ChangeBus } from '../cluster/change-bus';
-import type { Database } from '../store/database';
+import type { Clock } from '../../clock/clock';
+import type { ChangeBus } from '../../cluster/change-bus';
+import type { Database } from '../../store/database';
 import type { EngineEvent, RoundEngine } from './engine';
 import type { Game, Round } from './round';
 import { presentRound } from './round-presenter';

@@ -1,6 +1,6 @@
-import { DomainError } from '../errors/codes';
-import { currencyExponent, decimalToMinor, formatMinor } from '../money/currency';
-import type { OperatorSettings } from '../operators/operator';
+import { DomainError } from '../../errors/codes';
+import { currencyExponent, decimalToMinor, formatMinor } from '../../money/currency';
+import type { OperatorSettings } from '../../operators/operator';
 import { stockRacePayoutMinor } from './outcome';
 
 /**

@@ -1,9 +1,9 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
-import type { Clock } from '../clock/clock';
+import type { Clock } from '../../clock/clock';
 import { generateChain, isGameHash, previousHash } from '../crash/fairness';
-import { DomainError } from '../errors/codes';
-import type { Database, SqlExecutor } from '../store/database';
+import { DomainError } from '../../errors/codes';
+import type { Database, SqlExecutor } from '../../store/database';
 import type { Game } from './round';
 
 /**

@@ -1,20 +1,20 @@
 import pino from 'pino';
 import { randomBytes } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { betRepository } from '../bets/bet-repository';
-import { reserveStockRaceBet } from '../bets/stock-race-bets';
-import { FakeClock } from '../clock/clock';
-import { noCompliance } from '../compliance/hooks';
-import { DEFAULT_SYMBOLS } from '../config/config';
-import type { Operator } from '../operators/operator';
-import { OperatorService } from '../operators/operators';
-import { SecretBox } from '../operators/secret-box';
-import type { Round } from '../rounds/round';
-import { roundRepository } from '../rounds/round-repository';
-import { SessionService } from '../sessions/session-service';
-import { migrate } from '../store/migrate';
-import { SqliteDatabase } from '../store/sqlite';
-import { settlementRepository } from '../wallet/settlements';
+import { betRepository } from '../../bets/bet-repository';
+import { reserveStockRaceBet } from './stock-race-bets';
+import { FakeClock } from '../../clock/clock';
+import { noCompliance } from '../../compliance/hooks';
+import { DEFAULT_SYMBOLS } from '../../config/config';
+import type { Operator } from '../../operators/operator';
+import { OperatorService } from '../../operators/operators';
+import { SecretBox } from '../../operators/secret-box';
+import type { Round } from '../engine/round';
+import { roundRepository } from '../engine/round-repository';
+import { SessionService } from '../../sessions/session-service';
+import { migrate } from '../../store/migrate';
+import { SqliteDatabase } from '../../store/sqlite';
+import { settlementRepository } from '../../wallet/settlements';
 import { StockRaceGame } from './stock-race-game';
 
 // sha256("surface-b-test-0"): NVDA wins at +8.85% (AAPL +7.52, META +8.43, GOOG -3.73, …).

@@ -1,6 +1,6 @@
 import { createHash, createHmac } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { DomainError } from '../errors/codes';
+import { DomainError } from '../../errors/codes';
 import {
   deriveStockRaceOutcome,
   drawStocks,

@@ -1,15 +1,15 @@
 import type { Logger } from 'pino';
-import type { Bet } from '../bets/bet';
-import { betSettledEvent } from '../bets/bet-events';
-import { betRepository } from '../bets/bet-repository';
-import type { ComplianceHooks } from '../compliance/hooks';
-import { currencyExponent, minorToDecimal } from '../money/currency';
-import type { Operator } from '../operators/operator';
-import type { GameDriver } from '../rounds/engine';
-import type { Round } from '../rounds/round';
-import type { SqlExecutor } from '../store/database';
-import { settleIdempotencyKey, settlementRepository, type SettleBody } from '../wallet/settlements';
-import type { DomainEvent } from '../webhooks/events';
+import type { Bet } from '../../bets/bet';
+import { betSettledEvent } from '../../bets/bet-events';
+import { betRepository } from '../../bets/bet-repository';
+import type { ComplianceHooks } from '../../compliance/hooks';
+import { currencyExponent, minorToDecimal } from '../../money/currency';
+import type { Operator } from '../../operators/operator';
+import type { GameDriver } from '../engine/engine';
+import type { Round } from '../engine/round';
+import type { SqlExecutor } from '../../store/database';
+import { settleIdempotencyKey, settlementRepository, type SettleBody } from '../../wallet/settlements';
+import type { DomainEvent } from '../../webhooks/events';
 import { deriveStockRaceOutcome, intermediateMoves, pctFromBp, raceKey, type StockRaceOutcome } from './outcome';
 import { winningPayoutMinor } from './stock-race-rules';
 

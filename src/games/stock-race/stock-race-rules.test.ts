@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { DomainError } from '../errors/codes';
-import { DEFAULT_OPERATOR_SETTINGS, mergeSettings } from '../operators/operator';
-import { checkReturnUrl } from '../sessions/session-service';
+import { DomainError } from '../../errors/codes';
+import { DEFAULT_OPERATOR_SETTINGS, mergeSettings } from '../../operators/operator';
+import { checkReturnUrl } from '../../sessions/session-service';
 import { checkSelection, defaultStakeLimits, payoutCapMinor, stakeToMinor, winningPayoutMinor } from './stock-race-rules';
 
 const codeOf = (fn: () => unknown): string | undefined => {

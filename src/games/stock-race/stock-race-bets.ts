@@ -1,12 +1,12 @@
-import type { ComplianceHooks } from '../compliance/hooks';
-import { DomainError } from '../errors/codes';
-import type { Operator } from '../operators/operator';
-import { roundRepository } from '../rounds/round-repository';
-import { assertLive, checkCurrency, sessionById } from '../sessions/session-service';
-import { checkSelection, stakeToMinor, winningPayoutMinor } from '../stock-race/stock-race-rules';
-import { forShare, type SqlExecutor } from '../store/database';
-import type { Bet } from './bet';
-import { recordPlacedBet } from './place-bet';
+import type { ComplianceHooks } from '../../compliance/hooks';
+import { DomainError } from '../../errors/codes';
+import type { Operator } from '../../operators/operator';
+import { roundRepository } from '../engine/round-repository';
+import { assertLive, checkCurrency, sessionById } from '../../sessions/session-service';
+import { checkSelection, stakeToMinor, winningPayoutMinor } from './stock-race-rules';
+import { forShare, type SqlExecutor } from '../../store/database';
+import type { Bet } from '../../bets/bet';
+import { recordPlacedBet } from '../../bets/place-bet';
 
 export interface ReserveInput {
   sessionId: string;
