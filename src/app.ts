@@ -40,6 +40,7 @@ import type { Database } from './store/database';
 import { openDatabase } from './store/open';
 import { PostgresDatabase } from './store/postgres';
 import { WalletSettlementWorker } from './wallet/wallet-worker';
+import { configureEventCheck } from './webhooks/event-check';
 import { WebhookService } from './webhooks/service';
 
 export interface AppOverrides {
@@ -93,6 +94,8 @@ export function secretBoxFor(config: Config): SecretBox {
 export async function createApp(config: Config, overrides: AppOverrides = {}): Promise<App> {
   const clock = overrides.clock ?? systemClock;
   const logger = overrides.logger ?? createLogger(config);
+  // A payload that misses its schema fails the change in tests and development, and is logged in production.
+  configureEventCheck({ mode: config.env === 'production' ? 'log' : 'throw', logger });
   const store = overrides.db ?? (await openDatabase(config));
   // The SDK is imported only when tracing is configured: off means not loaded, not merely idle.
   const tracing: Tracing | null = config.tracing

@@ -3,10 +3,14 @@ import type { Logger } from 'pino';
 import type { Clock, TimerHandle } from '../../clock/clock';
 import type { Database, Lease, SqlExecutor } from '../../store/database';
 import { recordEvents, type DomainEvent } from '../../webhooks/events';
+import type { RoundEventData } from '../../webhooks/payloads';
 import type { FairChainService } from './fair-chain';
 import type { Game, Round } from './round';
 import { roundRepository } from './round-repository';
 import { presentRoundWith } from './round-presenter';
+
+/** The fields only one game's rounds carry (Crash: salt, house_edge_bp; Stock Race: symbols, race_ms). */
+export type GameRoundFields = Pick<RoundEventData, 'salt' | 'house_edge_bp' | 'symbols' | 'race_ms'>;
 
 /** What a game plugs into the shared engine. */
 export interface GameDriver {
@@ -24,7 +28,7 @@ export interface GameDriver {
   /** Game settings frozen into each round when it opens. */
   roundSettings(): Record<string, unknown>;
   /** The game's own fields in every presentation of a round (read endpoints and round webhooks). */
-  roundFields?(round: Round): Record<string, unknown>;
+  roundFields?(round: Round): GameRoundFields;
   /** Length of the running phase, which the seed fixes in advance (the crash instant, the race length). */
   runningDurationMs(round: Round): number;
   /** Prepares in-memory state for a running round (also after a takeover with recoverRunning 'finish'). */
@@ -104,7 +108,7 @@ export class RoundEngine {
   }
 
   /** The round as the read endpoints show it: the round event payloads are exactly this. */
-  present(round: Round): Record<string, unknown> {
+  present(round: Round): RoundEventData {
     return presentRoundWith(round, this.o.driver.roundFields?.(round) ?? {});
   }
 

@@ -6,6 +6,11 @@ import { isFinal, type CrashOutcome, type Round, type StockRaceOutcome } from '.
  * The public shape of a round (v1), the same in API responses, the live feed and webhook payloads.
  * The seed and the outcome appear only once the round is final: before that only the commitment.
  */
+/** A final round's outcome as published (the round.closed payload: src/webhooks/payloads.ts). */
+export type OutcomeJson =
+  | { crash_point: number }
+  | { winner: string; pct: number; stocks: { symbol: string; pct: number }[] };
+
 export interface RoundJson {
   round_id: string;
   round_number: number;
@@ -19,7 +24,7 @@ export interface RoundJson {
   closed_at: number | null;
   voided_at: number | null;
   void_reason: string | null;
-  outcome: Record<string, unknown> | null;
+  outcome: OutcomeJson | null;
   /** false: a sandbox round of a test-mode operator (test data). */
   livemode: boolean;
   /** Sandbox rounds only: true when the operator scripted the outcome (outside the provably-fair record). */
@@ -48,7 +53,7 @@ export function presentRound(round: Round): RoundJson {
   };
 }
 
-export function presentOutcome(round: Round): Record<string, unknown> | null {
+export function presentOutcome(round: Round): OutcomeJson | null {
   if (!round.outcome) return null;
   if (round.game === 'crash') {
     return { crash_point: formatMultiplier((round.outcome as CrashOutcome).crash_point) };
@@ -65,7 +70,7 @@ export function presentOutcome(round: Round): Record<string, unknown> | null {
  * A round with its game's own fields (Stock Race: symbols, race_ms): the read endpoints' object and
  * the round.opened / round.closed payload (v1), one function for both.
  */
-export const presentRoundWith = (round: Round, gameFields: Record<string, unknown>): RoundJson & Record<string, unknown> => ({
+export const presentRoundWith = <F extends object>(round: Round, gameFields: F): RoundJson & F => ({
   ...presentRound(round),
   ...gameFields,
 });
