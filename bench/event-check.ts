@@ -10,15 +10,15 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { betSettledEvent } from '../src/bets/bet-events';
 import type { Bet } from '../src/bets/bet';
+import { betSettledEvent } from '../src/bets/bet-events';
 import { systemClock } from '../src/clock/clock';
 import { OperatorService } from '../src/operators/operators';
 import { SecretBox } from '../src/operators/secret-box';
 import { migrate } from '../src/store/migrate';
 import { SqliteDatabase } from '../src/store/sqlite';
 import { eventProblems } from '../src/webhooks/event-check';
-import { recordEvents, type DomainEvent, type EventEnvelope } from '../src/webhooks/events';
+import { type DomainEvent, type EventEnvelope, recordEvents } from '../src/webhooks/events';
 
 const { values: flags } = parseArgs({ options: { iterations: { type: 'string', default: '200000' } } });
 const iterations = Number(flags.iterations);

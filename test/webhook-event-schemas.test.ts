@@ -6,7 +6,7 @@ import { OperatorService } from '../src/operators/operators';
 import { SecretBox } from '../src/operators/secret-box';
 import type { Database } from '../src/store/database';
 import { configureEventCheck, eventProblems, InvalidEventError } from '../src/webhooks/event-check';
-import { recordEvents, type DomainEvent } from '../src/webhooks/events';
+import { type DomainEvent, recordEvents } from '../src/webhooks/events';
 import { freshDatabase } from './support/harness';
 import { betSettled, settledCrashBet } from './support/webhook-events';
 

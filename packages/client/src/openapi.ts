@@ -386,7 +386,8 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
-                            flags: ({
+                            flags: {
+                                /** @description the bet that raised the flag, if one did */
                                 bet_id: string | null;
                                 /** @description when the flag was raised (milliseconds since epoch) */
                                 created_at: number;
@@ -394,6 +395,7 @@ export interface paths {
                                 details: {
                                     [key: string]: unknown;
                                 };
+                                /** @description the flag id (flag_…) */
                                 flag_id: string;
                                 game: string | null;
                                 player: string | null;
@@ -401,9 +403,7 @@ export interface paths {
                                 /** @description one of large_stake, large_payout, bet_velocity, machine_timing, session_multi_place */
                                 rule: "large_stake" | "large_payout" | "bet_velocity" | "machine_timing" | "session_multi_place";
                                 session_id: string | null;
-                            } & {
-                                [key: string]: unknown;
-                            })[];
+                            }[];
                         };
                     };
                 };
@@ -5589,7 +5589,8 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
-                            flags: ({
+                            flags: {
+                                /** @description the bet that raised the flag, if one did */
                                 bet_id: string | null;
                                 /** @description when the flag was raised (milliseconds since epoch) */
                                 created_at: number;
@@ -5597,6 +5598,7 @@ export interface paths {
                                 details: {
                                     [key: string]: unknown;
                                 };
+                                /** @description the flag id (flag_…) */
                                 flag_id: string;
                                 game: string | null;
                                 player: string | null;
@@ -5604,9 +5606,7 @@ export interface paths {
                                 /** @description one of large_stake, large_payout, bet_velocity, machine_timing, session_multi_place */
                                 rule: "large_stake" | "large_payout" | "bet_velocity" | "machine_timing" | "session_multi_place";
                                 session_id: string | null;
-                            } & {
-                                [key: string]: unknown;
-                            })[];
+                            }[];
                         };
                     };
                 };
@@ -10602,6 +10602,7 @@ export interface webhooks {
                         data: {
                             /** @description the stake: an integer on Surface A, a decimal in the currency on Surface B */
                             amount: number;
+                            /** @description the bet id */
                             bet_id: string;
                             /** @description Crash cash-outs only */
                             cashout_kind: ("manual" | "auto" | "forced") | null;
@@ -10616,6 +10617,7 @@ export interface webhooks {
                             pct?: number | null;
                             /** @description external_user_id (Surface A) or player_ref (Surface B) */
                             player: string;
+                            /** @description the round the bet was placed on */
                             round_id: string;
                             round_number: number;
                             /** @description Stock Race: the selected symbols */
@@ -10679,6 +10681,7 @@ export interface webhooks {
                         /** @description when the change that caused the event was committed (milliseconds since epoch) */
                         created_at: number;
                         data: {
+                            /** @description the bet that raised the flag, if one did */
                             bet_id: string | null;
                             /** @description when the flag was raised (milliseconds since epoch) */
                             created_at: number;
@@ -10686,6 +10689,7 @@ export interface webhooks {
                             details: {
                                 [key: string]: unknown;
                             };
+                            /** @description the flag id (flag_…) */
                             flag_id: string;
                             game: string | null;
                             player: string | null;
@@ -10758,9 +10762,26 @@ export interface webhooks {
                             /** @description when the round opened (milliseconds since epoch) */
                             opened_at: number;
                             /** @description crash: {crash_point}. stock_race: {winner, pct, stocks: [{symbol, pct}]}. null unless closed */
-                            outcome: {
+                            outcome: (({
+                                /** @description the multiplier the round crashed at, e.g. 2.37 */
+                                crash_point: number;
+                            } & {
                                 [key: string]: unknown;
-                            } | null;
+                            }) | ({
+                                /** @description the winner's percentage move */
+                                pct: number;
+                                /** @description every stock's percentage move */
+                                stocks: ({
+                                    pct: number;
+                                    symbol: string;
+                                } & {
+                                    [key: string]: unknown;
+                                })[];
+                                /** @description the winning symbol */
+                                winner: string;
+                            } & {
+                                [key: string]: unknown;
+                            })) | null;
                             /** @description Stock Race: length of the running phase (milliseconds) */
                             race_ms?: number;
                             round_id: string;
@@ -10846,9 +10867,26 @@ export interface webhooks {
                             /** @description when the round opened (milliseconds since epoch) */
                             opened_at: number;
                             /** @description crash: {crash_point}. stock_race: {winner, pct, stocks: [{symbol, pct}]}. null unless closed */
-                            outcome: {
+                            outcome: (({
+                                /** @description the multiplier the round crashed at, e.g. 2.37 */
+                                crash_point: number;
+                            } & {
                                 [key: string]: unknown;
-                            } | null;
+                            }) | ({
+                                /** @description the winner's percentage move */
+                                pct: number;
+                                /** @description every stock's percentage move */
+                                stocks: ({
+                                    pct: number;
+                                    symbol: string;
+                                } & {
+                                    [key: string]: unknown;
+                                })[];
+                                /** @description the winning symbol */
+                                winner: string;
+                            } & {
+                                [key: string]: unknown;
+                            })) | null;
                             /** @description Stock Race: length of the running phase (milliseconds) */
                             race_ms?: number;
                             round_id: string;
@@ -10923,6 +10961,7 @@ export interface webhooks {
                         /** @description when the change that caused the event was committed (milliseconds since epoch) */
                         created_at: number;
                         data: {
+                            /** @description the endpoint the test was requested for */
                             endpoint_id: string;
                             message: string;
                         } & {
