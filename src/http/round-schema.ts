@@ -6,9 +6,9 @@ import { Type } from 'typebox';
  * the published schemas cannot drift apart.
  */
 export const roundFields = {
-  round_id: Type.String(),
-  round_number: Type.Integer(),
-  game: Type.Union([Type.Literal('crash'), Type.Literal('stock_race')]),
+  round_id: Type.String({ description: 'the round id' }),
+  round_number: Type.Integer({ description: 'increasing per game' }),
+  game: Type.Union([Type.Literal('crash'), Type.Literal('stock_race')], { description: 'the game' }),
   status: Type.Union([Type.Literal('open'), Type.Literal('running'), Type.Literal('closed'), Type.Literal('void')], {
     description: 'open | running | closed | void (the round could not complete: every stake is returned)',
   }),
@@ -17,9 +17,9 @@ export const roundFields = {
   opened_at: Type.Integer({ description: 'when the round opened (milliseconds since epoch)' }),
   betting_closes_at: Type.Integer({ description: 'end of the betting window (milliseconds since epoch)' }),
   running_at: Type.Union([Type.Integer(), Type.Null()], { description: 'when the multiplier / race started' }),
-  closed_at: Type.Union([Type.Integer(), Type.Null()]),
-  voided_at: Type.Union([Type.Integer(), Type.Null()]),
-  void_reason: Type.Union([Type.String(), Type.Null()]),
+  closed_at: Type.Union([Type.Integer(), Type.Null()], { description: 'when the round closed with its outcome; null before' }),
+  voided_at: Type.Union([Type.Integer(), Type.Null()], { description: 'when the round was voided; null unless void' }),
+  void_reason: Type.Union([Type.String(), Type.Null()], { description: 'why the round could not complete; null unless void' }),
   livemode: Type.Boolean({ description: 'false for a sandbox round of a test-mode operator (test data)' }),
   scripted: Type.Optional(
     Type.Boolean({ description: 'sandbox rounds: the outcome was scripted, not drawn from a hash chain' }),

@@ -62,19 +62,29 @@ export const RoundEventData = Type.Object(
     symbols: Type.Optional(stockRaceRoundFields.symbols),
     race_ms: Type.Optional(stockRaceRoundFields.race_ms),
   },
-  exact,
+  {
+    ...exact,
+    description:
+      'The round as its read endpoint shows it at that moment (GET /api/public/v1/rounds/{round_number} for Crash, ' +
+      'GET /v1/rounds/{round_id} for Stock Race; one presenter builds both). round.opened carries status open; ' +
+      'round.closed carries closed (with the outcome) or void (void_reason set, every stake returned). No round event ' +
+      'is sent while a round runs, so the live-only fields of a running round (Crash multiplier, Stock Race ' +
+      'progress_permille and stocks) never appear.',
+  },
 );
 
 export const BetSettledData = Type.Object(
   {
     bet_id: Type.String({ description: 'the bet id' }),
-    game: Type.Union([Type.Literal('crash'), Type.Literal('stock_race')]),
+    game: Type.Union([Type.Literal('crash'), Type.Literal('stock_race')], { description: 'the game' }),
     round_id: Type.String({ description: 'the round the bet was placed on' }),
-    round_number: Type.Integer(),
+    round_number: Type.Integer({ description: "the round's number in its game" }),
     player: Type.String({ description: 'external_user_id (Surface A) or player_ref (Surface B)' }),
     currency: Nullable(Type.String(), 'ISO 4217 code for Stock Race; null for Crash, whose amounts are plain integers'),
     amount: Type.Number({ description: 'the stake: an integer on Surface A, a decimal in the currency on Surface B' }),
-    status: Type.Union([Type.Literal('cashed_out'), Type.Literal('lost'), Type.Literal('won'), Type.Literal('void')]),
+    status: Type.Union([Type.Literal('cashed_out'), Type.Literal('lost'), Type.Literal('won'), Type.Literal('void')], {
+      description: 'Crash: cashed_out, lost or void. Stock Race: won, lost or void',
+    }),
     payout: Type.Number({ description: '0 for a loss; the stake for a void' }),
     multiplier: Nullable(Type.Number(), 'Crash: the cash-out multiplier'),
     cashout_kind: Nullable(
@@ -86,7 +96,13 @@ export const BetSettledData = Type.Object(
     pct: Type.Optional(Nullable(Type.Number(), "Stock Race only: the winner's percentage move; null for a void")),
     settled_at: Ms('when the bet was settled'),
   },
-  exact,
+  {
+    ...exact,
+    description:
+      'Sent once per bet, when it reaches a final state: a Crash manual, auto or forced cash-out (per-bet or ' +
+      "per-round cap) or a loss at the crash; a Stock Race win or loss; either game's void (payout = stake). " +
+      "Crash amounts are integers; Stock Race amounts are decimals in the bet's currency.",
+  },
 );
 
 export const COMPLIANCE_RULES = [
@@ -113,23 +129,23 @@ export const ComplianceFlagData = Type.Object(
   {
     flag_id: Type.String({ description: 'the flag id (flag_…)' }),
     rule: RuleSchema,
-    player: Nullable(Type.String()),
+    player: Nullable(Type.String(), 'the player the flag is about'),
     bet_id: Nullable(Type.String(), 'the bet that raised the flag, if one did'),
-    session_id: Nullable(Type.String()),
-    game: Nullable(Type.String()),
-    round_id: Nullable(Type.String()),
+    session_id: Nullable(Type.String(), 'the Surface B play session, if the rule looked at one'),
+    game: Nullable(Type.String(), 'crash or stock_race, when a bet raised the flag'),
+    round_id: Nullable(Type.String(), "the bet's round, when a bet raised the flag"),
     details: Type.Record(Type.String(), Type.Unknown(), {
       description: 'rule-specific measurements and the threshold that was crossed',
     }),
     created_at: Ms('when the flag was raised'),
   },
-  exact,
+  { ...exact, description: 'The flag as GET …/compliance/flags lists it; the rules are in docs/webhooks.md, Compliance flags.' },
 );
 
 export const TestEventData = Type.Object(
   {
     endpoint_id: Type.String({ description: 'the endpoint the test was requested for' }),
-    message: Type.String(),
+    message: Type.String({ description: 'a fixed text' }),
   },
   exact,
 );
