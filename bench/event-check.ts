@@ -53,7 +53,14 @@ const samples: [string, EventEnvelope][] = [
     'bet.settled (Stock Race)',
     envelope(
       betSettledEvent(
-        bet('op_1', 2, { game: 'stock_race', currency: 'EUR', selections: ['NVDA', 'AAPL'], status: 'won', cashoutMultiplier: null, cashoutKind: null }),
+        bet('op_1', 2, {
+          game: 'stock_race',
+          currency: 'EUR',
+          selections: ['NVDA', 'AAPL'],
+          status: 'won',
+          cashoutMultiplier: null,
+          cashoutKind: null,
+        }),
         { winner: 'NVDA', pct: 8.85 },
       ),
     ),
@@ -68,7 +75,8 @@ function microsPerCall(fn: () => void, n: number): number {
 }
 
 for (const [name, e] of samples) {
-  if (eventProblems(e).length > 0) throw new Error(`${name} sample does not match its schema: ${eventProblems(e).join('; ')}`);
+  if (eventProblems(e).length > 0)
+    throw new Error(`${name} sample does not match its schema: ${eventProblems(e).join('; ')}`);
   console.log(`check ${name}: ${microsPerCall(() => eventProblems(e), iterations).toFixed(3)} µs`);
 }
 
@@ -89,7 +97,9 @@ try {
     for (let i = 0; i < rounds; i++) await write();
     const used = process.cpuUsage(cpu);
     const perEvent = (used.user + used.system) / rounds / size;
-    console.log(`recordEvents, ${size} bet.settled per transaction: ${perEvent.toFixed(1)} µs CPU per event (check included)`);
+    console.log(
+      `recordEvents, ${size} bet.settled per transaction: ${perEvent.toFixed(1)} µs CPU per event (check included)`,
+    );
   }
   await db.close();
 } finally {

@@ -12,6 +12,7 @@ describe('docs/webhooks.md payload tables', () => {
   });
 
   it('cover every event type', () => {
-    for (const type of WEBHOOK_TYPE_NAMES) expect(page).toMatch(new RegExp(`^### .*\`${type.replace('.', '\\.')}\``, 'm'));
+    for (const type of WEBHOOK_TYPE_NAMES)
+      expect(page).toMatch(new RegExp(`^### .*\`${type.replace('.', '\\.')}\``, 'm'));
   });
 });

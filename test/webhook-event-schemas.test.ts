@@ -22,12 +22,15 @@ describe('webhook events are checked against their schemas before they enter the
 
   beforeAll(async () => {
     ({ db, dispose } = await freshDatabase('sqlite'));
-    operatorId = (await new OperatorService(db, new SecretBox(randomBytes(32)), systemClock, 0).create({ name: 'Schemas' })).id;
+    operatorId = (
+      await new OperatorService(db, new SecretBox(randomBytes(32)), systemClock, 0).create({ name: 'Schemas' })
+    ).id;
   });
   afterAll(async () => dispose());
   afterEach(() => configureEventCheck({ mode: 'throw', logger: { error: () => undefined } }));
 
-  const eventCount = async (): Promise<number> => Number((await db.get<{ n: number }>('SELECT COUNT(*) AS n FROM events'))?.n);
+  const eventCount = async (): Promise<number> =>
+    Number((await db.get<{ n: number }>('SELECT COUNT(*) AS n FROM events'))?.n);
 
   it('writes an event its builder made', async () => {
     const before = await eventCount();
@@ -53,10 +56,26 @@ describe('webhook events are checked against their schemas before they enter the
   });
 
   it.each([
-    ['a missing field', (d: Record<string, unknown>) => ({ ...d, settled_at: undefined }), '/data must have required properties settled_at'],
-    ['a misspelt field', (d: Record<string, unknown>) => ({ ...d, setled_at: 1 }), '/data must not have additional properties'],
-    ['a float where an integer is promised', (d: Record<string, unknown>) => ({ ...d, round_number: 7.5 }), '/data/round_number must be integer'],
-    ['a value outside the enumeration', (d: Record<string, unknown>) => ({ ...d, cashout_kind: 'panic' }), '/data/cashout_kind'],
+    [
+      'a missing field',
+      (d: Record<string, unknown>) => ({ ...d, settled_at: undefined }),
+      '/data must have required properties settled_at',
+    ],
+    [
+      'a misspelt field',
+      (d: Record<string, unknown>) => ({ ...d, setled_at: 1 }),
+      '/data must not have additional properties',
+    ],
+    [
+      'a float where an integer is promised',
+      (d: Record<string, unknown>) => ({ ...d, round_number: 7.5 }),
+      '/data/round_number must be integer',
+    ],
+    [
+      'a value outside the enumeration',
+      (d: Record<string, unknown>) => ({ ...d, cashout_kind: 'panic' }),
+      '/data/cashout_kind',
+    ],
   ])('refuses %s: the change rolls back with it and nothing is queued', async (_name, spoil, problem) => {
     const good = betSettled(operatorId);
     // What a cast or a spread of untyped data could hand over past the types.
@@ -76,7 +95,9 @@ describe('webhook events are checked against their schemas before they enter the
 
   it('refuses an event of a type no schema describes', async () => {
     const unknown = { operatorId, type: 'bet.placed', data: {} } as unknown as DomainEvent;
-    await expect(db.transaction((tx) => recordEvents(tx, [unknown], Date.now()))).rejects.toThrow('unknown event type "bet.placed"');
+    await expect(db.transaction((tx) => recordEvents(tx, [unknown], Date.now()))).rejects.toThrow(
+      'unknown event type "bet.placed"',
+    );
   });
 
   it('in production logs a payload that misses its schema and writes it: the change it reports has been made', async () => {
@@ -91,6 +112,8 @@ describe('webhook events are checked against their schemas before they enter the
   });
 
   it('refuses to build bet.settled for a bet that is not settled', () => {
-    expect(() => betSettledEvent(settledCrashBet({ status: 'active', settledAt: null }))).toThrow('needs a settled bet');
+    expect(() => betSettledEvent(settledCrashBet({ status: 'active', settledAt: null }))).toThrow(
+      'needs a settled bet',
+    );
   });
 });

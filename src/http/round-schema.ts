@@ -17,9 +17,13 @@ export const roundFields = {
   opened_at: Type.Integer({ description: 'when the round opened (milliseconds since epoch)' }),
   betting_closes_at: Type.Integer({ description: 'end of the betting window (milliseconds since epoch)' }),
   running_at: Type.Union([Type.Integer(), Type.Null()], { description: 'when the multiplier / race started' }),
-  closed_at: Type.Union([Type.Integer(), Type.Null()], { description: 'when the round closed with its outcome; null before' }),
+  closed_at: Type.Union([Type.Integer(), Type.Null()], {
+    description: 'when the round closed with its outcome; null before',
+  }),
   voided_at: Type.Union([Type.Integer(), Type.Null()], { description: 'when the round was voided; null unless void' }),
-  void_reason: Type.Union([Type.String(), Type.Null()], { description: 'why the round could not complete; null unless void' }),
+  void_reason: Type.Union([Type.String(), Type.Null()], {
+    description: 'why the round could not complete; null unless void',
+  }),
   livemode: Type.Boolean({ description: 'false for a sandbox round of a test-mode operator (test data)' }),
   scripted: Type.Optional(
     Type.Boolean({ description: 'sandbox rounds: the outcome was scripted, not drawn from a hash chain' }),

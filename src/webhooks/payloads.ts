@@ -139,7 +139,10 @@ export const ComplianceFlagData = Type.Object(
     }),
     created_at: Ms('when the flag was raised'),
   },
-  { ...exact, description: 'The flag as GET …/compliance/flags lists it; the rules are in docs/webhooks.md, Compliance flags.' },
+  {
+    ...exact,
+    description: 'The flag as GET …/compliance/flags lists it; the rules are in docs/webhooks.md, Compliance flags.',
+  },
 );
 
 export const TestEventData = Type.Object(
@@ -164,8 +167,16 @@ function envelope<const K extends string, D extends TSchema>(type: K, data: D, s
   );
 }
 
-export const RoundOpenedWebhook = envelope('round.opened', RoundEventData, 'A round opened: its betting window started');
-export const RoundClosedWebhook = envelope('round.closed', RoundEventData, 'A round closed with its outcome, or was voided');
+export const RoundOpenedWebhook = envelope(
+  'round.opened',
+  RoundEventData,
+  'A round opened: its betting window started',
+);
+export const RoundClosedWebhook = envelope(
+  'round.closed',
+  RoundEventData,
+  'A round closed with its outcome, or was voided',
+);
 export const BetSettledWebhook = envelope(
   'bet.settled',
   BetSettledData,
@@ -261,7 +272,9 @@ export function openApiWebhooks(): Record<string, OpenAPIV3_1.PathItemObject> {
         description: SIGNATURE_NOTE,
         tags: ['Webhooks'],
         requestBody,
-        responses: { '200': { description: 'any 2xx acknowledges the delivery; anything else (or no answer in time) is retried' } },
+        responses: {
+          '200': { description: 'any 2xx acknowledges the delivery; anything else (or no answer in time) is retried' },
+        },
       },
     };
   }

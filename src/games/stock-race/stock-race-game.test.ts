@@ -96,7 +96,8 @@ describe('StockRaceGame settling a round', () => {
     expect(bets[noWallet]).toMatchObject({ status: 'won', payout: 7600 });
 
     expect(events).toHaveLength(5);
-    expect(events.find((e) => e.type === 'bet.settled' && e.data.bet_id === pair)?.data).toMatchObject({ status: 'won', payout: 38, amount: 10, winner: 'NVDA', pct: 8.85 });
+    const settledPair = events.find((e) => e.type === 'bet.settled' && e.data.bet_id === pair);
+    expect(settledPair?.data).toMatchObject({ status: 'won', payout: 38, amount: 10, winner: 'NVDA', pct: 8.85 });
 
     const rows = await settlementRepository.list(db, { limit: 10 });
     expect(rows.map((r) => r.betId).sort()).toEqual([pair, loser, capped, yen].sort());
