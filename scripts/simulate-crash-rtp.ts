@@ -13,13 +13,13 @@
  */
 import { parseArgs } from 'node:util';
 import {
-  DEFAULT_BUSTABIT_SALT,
   RANDOM_SPACE,
   crashPointFromHash,
   isGameHash,
   previousHash,
   winningRandomCount,
 } from '../src/games/crash/fairness';
+import { DEFAULT_BUSTABIT_SALT } from '../src/config/game-defaults';
 import { formatMultiplier, payoutFor } from '../src/games/crash/multiplier';
 
 const DEFAULT_SEED = 'c0ffee00'.repeat(8);

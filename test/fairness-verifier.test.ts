@@ -4,10 +4,10 @@ import { crashPoint, deriveSalt, hashForward, stockRace, verifyRound } from '../
 import {
   BUSTABIT_V2_TERMINATING_HASH,
   crashPointFromHash,
-  DEFAULT_BUSTABIT_SALT,
   generateChain,
   previousHash,
 } from '../src/games/crash/fairness';
+import { DEFAULT_BUSTABIT_SALT } from '../src/config/game-defaults';
 import { deriveSalt as serverDeriveSalt } from '../src/games/engine/fair-chain';
 import { deriveStockRaceOutcome, raceKey } from '../src/games/stock-race/outcome';
 

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { testModeOperators } from '../operators/operator-mode';
 import type { SqlExecutor, SqlParam } from '../store/database';
 
 /** The four event kinds both surfaces deliver. Payloads are versioned by the envelope's `type`. */
@@ -30,7 +31,7 @@ let seqCounter = 0;
 export async function recordEvents(tx: SqlExecutor, events: readonly DomainEvent[], now: number): Promise<EventEnvelope[]> {
   if (events.length === 0) return [];
   const endpoints = await subscribedEndpoints(tx, events);
-  const testOperators = await testModeOperators(tx, events);
+  const testOperators = await testModeOperators(tx, events.map((e) => e.operatorId));
   const envelopes: EventEnvelope[] = [];
   const eventRows: SqlParam[][] = [];
   const deliveryRows: SqlParam[][] = [];
@@ -112,28 +113,4 @@ async function subscribedEndpoints(tx: SqlExecutor, events: readonly DomainEvent
     types: new Set(JSON.parse(r.events) as string[]),
     activeOperator: !('active' in r) || Number(r.active) === 1,
   }));
-}
-
-// An operator's mode is fixed when it is created, so what this process once read stays true.
-const modeSeen = new Map<string, boolean>();
-
-/** Whether an operator plays in test mode (sandbox): its bets stay out of live figures such as metrics. */
-export async function isTestOperator(tx: SqlExecutor, operatorId: string): Promise<boolean> {
-  const known = modeSeen.get(operatorId);
-  if (known !== undefined) return known;
-  return (await testModeOperators(tx, [{ operatorId, type: 'bet.settled', data: {} }])).has(operatorId);
-}
-
-/** The test-mode operators among the events' owners (their events carry livemode: false). */
-async function testModeOperators(tx: SqlExecutor, events: readonly DomainEvent[]): Promise<Set<string>> {
-  const ids = [...new Set(events.map((e) => e.operatorId).filter((id): id is string => id !== null))];
-  const unknown = ids.filter((id) => !modeSeen.has(id));
-  if (unknown.length > 0) {
-    const marks = unknown.map(() => '?').join(', ');
-    const sql = `SELECT id, mode FROM operators WHERE id IN (${marks})`;
-    const rows = await tx.all<{ id: string; mode: string }>(sql, unknown);
-    for (const r of rows) modeSeen.set(r.id, r.mode === 'test');
-    if (modeSeen.size > 10_000) modeSeen.clear();
-  }
-  return new Set(ids.filter((id) => modeSeen.get(id) === true));
 }

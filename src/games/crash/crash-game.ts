@@ -8,14 +8,8 @@ import type { GameDriver } from '../engine/engine';
 import type { Round } from '../engine/round';
 import type { Database, SqlExecutor } from '../../store/database';
 import { recordEvents, type DomainEvent } from '../../webhooks/events';
-import {
-  cappedPayout,
-  crashPointOf,
-  effectiveTarget,
-  engineHeartbeatMs,
-  liveMultiplier,
-  scriptedCrashPoint,
-} from './crash-rules';
+import { cappedPayout, crashPointOf, effectiveTarget, liveMultiplier, scriptedCrashPoint } from './crash-rules';
+import { engineHeartbeatMs } from '../../config/game-defaults';
 import { crashElapsedMs, formatMultiplier, GROWTH_PER_MS } from './multiplier';
 
 export interface CrashGameOptions {

@@ -2,7 +2,6 @@ import { createHash, createHmac } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import {
   BUSTABIT_V2_TERMINATING_HASH,
-  DEFAULT_BUSTABIT_SALT,
   RANDOM_SPACE,
   crashPointFromHash,
   crashPointFromRandom,
@@ -13,6 +12,7 @@ import {
   verifyChainLink,
   winningRandomCount,
 } from './fairness';
+import { DEFAULT_BUSTABIT_SALT } from '../../config/game-defaults';
 
 // Game #1 of bustabit's v2 chain. Its hash is pinned by the seeding event itself: SHA-256 of its hex
 // must equal the terminating hash published in bitcointalk.org topic 2807542.

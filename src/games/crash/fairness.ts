@@ -15,12 +15,6 @@
  */
 import { createHash, createHmac } from 'node:crypto';
 
-/**
- * Hash of Bitcoin block 505750, the salt fixed by bustabit's v2 seeding event
- * (bitcointalk.org topic 2807542) for games 1 to 10,000,000 of its v2 chain.
- */
-export const DEFAULT_BUSTABIT_SALT = '0000000000000000004d6ec16dafe9d8370958664c1dc422f452892264c59526';
-
 /** bustabit's terminating hash for the v2 chain, i.e. SHA-256 of the hex of game #1's hash. */
 export const BUSTABIT_V2_TERMINATING_HASH =
   '86728f5fc3bd99db94d3cdaf105d67788194e9701bf95d049ad0e1ee3d004277';
