@@ -12,13 +12,8 @@
  * games and therefore the totals are the same, and nothing has to be stored.
  */
 import { parseArgs } from 'node:util';
-import {
-  RANDOM_SPACE,
-  crashPointFromHash,
-  isGameHash,
-  previousHash,
-  winningRandomCount,
-} from '../src/games/crash/fairness';
+import { RANDOM_SPACE, crashPointFromHash, winningRandomCount } from '../src/games/crash/fairness';
+import { isGameHash, previousHash } from '../src/games/engine/hash-chain';
 import { DEFAULT_BUSTABIT_SALT } from '../src/config/game-defaults';
 import { formatMultiplier, payoutFor } from '../src/games/crash/multiplier';
 

@@ -1,4 +1,4 @@
-import type { ComplianceHooks } from '../compliance/hooks';
+import type { ComplianceHooks } from './compliance-hooks';
 import { afterCommit } from '../observability/instrumented-db';
 import { isTestOperator } from '../operators/operator-mode';
 import type { SqlExecutor } from '../store/database';

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import pino from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { FakeClock } from '../clock/clock';
-import { noCompliance } from '../compliance/hooks';
+import { noCompliance } from '../bets/compliance-hooks';
 import { CrashGame, type CrashGameOptions } from '../games/crash/crash-game';
 import { crashPointFromHash } from '../games/crash/fairness';
 import { DEFAULT_BUSTABIT_SALT } from '../config/game-defaults';

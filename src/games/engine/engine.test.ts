@@ -4,7 +4,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { betRepository } from '../../bets/bet-repository';
 import { cashoutCrashBet, placeCrashBet } from '../crash/crash-bets';
 import { FakeClock } from '../../clock/clock';
-import { noCompliance } from '../../compliance/hooks';
+import { noCompliance } from '../../bets/compliance-hooks';
 import { CrashGame } from '../crash/crash-game';
 import { defaultEngineStaleMs, engineHeartbeatMs, DEFAULT_BUSTABIT_SALT } from '../../config/game-defaults';
 import { elapsedForMultiplier } from '../crash/multiplier';

@@ -6,7 +6,7 @@ import { recordEvents, type DomainEvent } from '../../webhooks/events';
 import type { FairChainService } from './fair-chain';
 import type { Game, Round } from './round';
 import { roundRepository } from './round-repository';
-import { presentRoundWith } from './round-presenter';
+import { presentRoundAs, presentRoundWith, type RoundJson } from './round-presenter';
 
 /** What a game plugs into the shared engine. */
 export interface GameDriver {
@@ -23,6 +23,8 @@ export interface GameDriver {
   readonly heartbeatMs?: number;
   /** Game settings frozen into each round when it opens. */
   roundSettings(): Record<string, unknown>;
+  /** A closed round's outcome as the game shows it, in every presentation of the round. */
+  presentOutcome(round: Round): Record<string, unknown>;
   /** The game's own fields in every presentation of a round (read endpoints and round webhooks). */
   roundFields?(round: Round): Record<string, unknown>;
   /** Length of the running phase, which the seed fixes in advance (the crash instant, the race length). */
@@ -105,7 +107,13 @@ export class RoundEngine {
 
   /** The round as the read endpoints show it: the round event payloads are exactly this. */
   present(round: Round): Record<string, unknown> {
-    return presentRoundWith(round, this.o.driver.roundFields?.(round) ?? {});
+    const driver = this.o.driver;
+    return presentRoundWith(round, (r) => driver.presentOutcome(r), driver.roundFields?.(round) ?? {});
+  }
+
+  /** The round without the game's own fields: what the live feed carries. */
+  presentRound(round: Round): RoundJson {
+    return presentRoundAs(round, (r) => this.o.driver.presentOutcome(r));
   }
 
   get isLeader(): boolean {
