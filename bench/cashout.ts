@@ -9,7 +9,7 @@
  *    before the crash. Every 200 is a durable cash-out; a 409 would mean the bets ran out.
  */
 import { systemClock } from '../src/clock/clock';
-import { noCompliance } from '../src/compliance/hooks';
+import { noCompliance } from '../src/bets/compliance-hooks';
 import { placeCrashBet } from '../src/games/crash/crash-bets';
 import { crashPointOf } from '../src/games/crash/crash-rules';
 import { crashElapsedMs, formatMultiplier } from '../src/games/crash/multiplier';

@@ -3,7 +3,7 @@ import pino, { type Logger } from 'pino';
 import { systemClock, type Clock } from './clock/clock';
 import { LocalChangeBus, PostgresChangeBus, type ChangeBus } from './cluster/change-bus';
 import { ComplianceService } from './compliance/compliance-service';
-import type { ComplianceHooks } from './compliance/hooks';
+import type { ComplianceHooks } from './bets/compliance-hooks';
 import type { Config } from './config/config';
 import { CrashGame } from './games/crash/crash-game';
 import { playerUiRoutes } from './dashboard/player/player-ui-routes';

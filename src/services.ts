@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { Clock } from './clock/clock';
 import type { ChangeBus } from './cluster/change-bus';
-import type { ComplianceHooks } from './compliance/hooks';
+import type { ComplianceHooks } from './bets/compliance-hooks';
 import type { ComplianceService } from './compliance/compliance-service';
 import type { Config } from './config/config';
 import type { CrashGame } from './games/crash/crash-game';

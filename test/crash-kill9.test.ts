@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { crashPointOf } from '../src/games/crash/crash-rules';
-import { DEFAULT_BUSTABIT_SALT } from '../src/games/crash/fairness';
+import { DEFAULT_BUSTABIT_SALT } from '../src/config/game-defaults';
 import { ChildService } from './support/child-service';
 import { client, eventually, STORES, withSeeds, type TestOperator } from './support/harness';
 

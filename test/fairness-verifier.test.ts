@@ -1,13 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { crashPoint, deriveSalt, hashForward, stockRace, verifyRound } from '../src/dashboard/static/verify-core.js';
-import {
-  BUSTABIT_V2_TERMINATING_HASH,
-  crashPointFromHash,
-  DEFAULT_BUSTABIT_SALT,
-  generateChain,
-  previousHash,
-} from '../src/games/crash/fairness';
+import { BUSTABIT_V2_TERMINATING_HASH, crashPointFromHash } from '../src/games/crash/fairness';
+import { generateChain, previousHash } from '../src/games/engine/hash-chain';
+import { DEFAULT_BUSTABIT_SALT } from '../src/config/game-defaults';
 import { deriveSalt as serverDeriveSalt } from '../src/games/engine/fair-chain';
 import { deriveStockRaceOutcome, raceKey } from '../src/games/stock-race/outcome';
 

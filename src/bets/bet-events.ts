@@ -1,4 +1,3 @@
-import { formatMultiplier } from '../games/crash/multiplier';
 import { currencyExponent, minorToDecimal } from '../money/currency';
 import type { DomainEvent } from '../webhooks/events';
 import type { BetSettledData } from '../webhooks/payloads';
@@ -34,7 +33,9 @@ export function betSettledEvent(bet: Bet, race: Pick<BetSettledData, 'winner' | 
       amount: presentAmount(bet, bet.amount),
       status: bet.status,
       payout: presentAmount(bet, bet.payout ?? 0),
-      multiplier: bet.cashoutMultiplier === null ? null : formatMultiplier(bet.cashoutMultiplier),
+      // Hundredths to the JSON number (250 -> 2.5), as crash/multiplier's formatMultiplier does; the
+      // shared bet code does not import a game.
+      multiplier: bet.cashoutMultiplier === null ? null : minorToDecimal(bet.cashoutMultiplier, 2),
       cashout_kind: bet.cashoutKind,
       selections: bet.selections,
       settled_at: bet.settledAt,

@@ -6,7 +6,7 @@ import { mergeSettings, type OperatorSettings } from '../operators/operator';
 import type { Database, SqlExecutor, SqlParam } from '../store/database';
 import { recordEvents, type DomainEvent } from '../webhooks/events';
 import { COMPLIANCE_RULES, type ComplianceRule } from '../webhooks/payloads';
-import type { ComplianceHooks } from './hooks';
+import type { ComplianceHooks } from '../bets/compliance-hooks';
 import {
   betVelocity,
   DEFAULT_SESSION_PLACES_WINDOW_MS,

@@ -1,7 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import { crashPointFromHash, isGameHash, previousHash } from '../games/crash/fairness';
+import { crashPointFromHash } from '../games/crash/fairness';
+import { isGameHash, previousHash } from '../games/engine/hash-chain';
 import { crashElapsedMs, formatMultiplier } from '../games/crash/multiplier';
 import { DomainError } from '../errors/codes';
 import { roundRepository } from '../games/engine/round-repository';

@@ -1,7 +1,7 @@
 import { EventEmitter } from 'node:events';
 import type { Logger } from 'pino';
 import type { Clock, TimerHandle } from '../clock/clock';
-import { noCompliance } from '../compliance/hooks';
+import { noCompliance } from '../bets/compliance-hooks';
 import type { Config } from '../config/config';
 import { DomainError } from '../errors/codes';
 import type { Operator } from '../operators/operator';
@@ -9,7 +9,7 @@ import type { OperatorService } from '../operators/operators';
 import { RoundEngine } from '../games/engine/engine';
 import type { FeedMessage, LiveFeed } from '../games/engine/live-feed';
 import type { Game } from '../games/engine/round';
-import { presentRound } from '../games/engine/round-presenter';
+import { presentRound } from '../games/round-presenter';
 import { roundRepository } from '../games/engine/round-repository';
 import type { Database, SqlExecutor } from '../store/database';
 import type { CrashGameOptions } from '../games/crash/crash-game';

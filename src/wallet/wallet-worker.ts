@@ -13,7 +13,7 @@ import {
 import { traced } from '../observability/outbound';
 import { signRequest } from '../signing/request-signature';
 import type { Database } from '../store/database';
-import type { Resolver } from '../webhooks/url-safety';
+import type { Resolver } from '../outbound/url-safety';
 import { settlementRepository, type AttemptResult, type Settlement } from './settlements';
 
 export interface WalletWorkerOptions {

@@ -7,7 +7,7 @@ import { skipLocked, type Database } from '../store/database';
 import type { EndpointRow, WebhookEndpointService } from './endpoints';
 import { envelope, marks, writeOutcomes, type Claimed, type Decided, type Outcome } from './outcomes';
 import { WebhookSender, type SigningMaterial } from './sender';
-import type { Resolver } from './url-safety';
+import type { Resolver } from '../outbound/url-safety';
 
 export interface DispatcherOptions {
   db: Database;

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { testModeOperators } from '../operators/operator-mode';
 import type { SqlExecutor, SqlParam } from '../store/database';
 import { checkEvent } from './event-check';
 import type { WebhookEventData, WebhookEventOf } from './payloads';
@@ -118,28 +119,4 @@ async function subscribedEndpoints(tx: SqlExecutor, events: readonly DomainEvent
     types: new Set(JSON.parse(r.events) as string[]),
     activeOperator: !('active' in r) || Number(r.active) === 1,
   }));
-}
-
-// An operator's mode is fixed when it is created, so what this process once read stays true.
-const modeSeen = new Map<string, boolean>();
-
-/** Whether an operator plays in test mode (sandbox): its bets stay out of live figures such as metrics. */
-export async function isTestOperator(tx: SqlExecutor, operatorId: string): Promise<boolean> {
-  const known = modeSeen.get(operatorId);
-  if (known !== undefined) return known;
-  return (await testModeOperators(tx, [operatorId])).has(operatorId);
-}
-
-/** The test-mode operators among the events' owners (their events carry livemode: false). */
-async function testModeOperators(tx: SqlExecutor, owners: readonly (string | null)[]): Promise<Set<string>> {
-  const ids = [...new Set(owners.filter((id): id is string => id !== null))];
-  const unknown = ids.filter((id) => !modeSeen.has(id));
-  if (unknown.length > 0) {
-    const marks = unknown.map(() => '?').join(', ');
-    const sql = `SELECT id, mode FROM operators WHERE id IN (${marks})`;
-    const rows = await tx.all<{ id: string; mode: string }>(sql, unknown);
-    for (const r of rows) modeSeen.set(r.id, r.mode === 'test');
-    if (modeSeen.size > 10_000) modeSeen.clear();
-  }
-  return new Set(ids.filter((id) => modeSeen.get(id) === true));
 }

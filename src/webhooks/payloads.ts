@@ -10,7 +10,7 @@
  */
 import type { OpenAPIV3, OpenAPIV3_1 } from 'openapi-types';
 import { type Static, type TObject, type TSchema, Type } from 'typebox';
-import { crashRoundFields, roundFields, stockRaceRoundFields } from '../http/round-schema';
+import { crashRoundFields, roundFields, stockRaceRoundFields } from './round-schema';
 
 export const WEBHOOK_PAYLOAD_VERSION = 'v1';
 
@@ -45,7 +45,7 @@ export const StockRaceOutcomeData = Type.Object(
 /**
  * round.opened / round.closed: the round as its read endpoint presents it at that moment (GET
  * /api/public/v1/rounds/{round_number} for Crash, GET /v1/rounds/{round_id} for Stock Race), built
- * by the same presenter from the same field schemas (src/http/round-schema.ts). round.opened has
+ * by the same presenter from the same field schemas (src/webhooks/round-schema.ts). round.opened has
  * status open; round.closed has closed (with the outcome) or void. No round event is sent while a
  * round runs, so the live-only fields of a running round (Crash `multiplier`, Stock Race
  * `progress_permille` and `stocks`) never appear.

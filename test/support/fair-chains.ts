@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { crashPointFromHash, generateChain, previousHash } from '../../src/games/crash/fairness';
+import { crashPointFromHash } from '../../src/games/crash/fairness';
+import { generateChain, previousHash } from '../../src/games/engine/hash-chain';
 import { deriveSalt } from '../../src/games/engine/fair-chain';
 import type { Database } from '../../src/store/database';
 

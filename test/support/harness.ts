@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { DEFAULT_BUSTABIT_SALT } from '../../src/games/crash/fairness';
+import { DEFAULT_BUSTABIT_SALT } from '../../src/config/game-defaults';
 import pg from 'pg';
 import type { Logger } from 'pino';
 import { request } from 'undici';

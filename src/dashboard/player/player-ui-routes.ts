@@ -11,7 +11,7 @@ import { surfaceB } from '../../http/surface-b/routes';
 import { errorHandler } from '../../http/surface';
 import { currencyExponent, formatMinor } from '../../money/currency';
 import type { CrashOutcome } from '../../games/engine/round';
-import { presentRound } from '../../games/engine/round-presenter';
+import { presentRound } from '../../games/round-presenter';
 import { roundRepository } from '../../games/engine/round-repository';
 import { sandboxOf } from '../../sandbox/sandbox-service';
 import type { AppServices } from '../../services';

@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { DomainError } from '../../errors/codes';
 import { streamFeed } from '../../http/sse';
 import { GAMES, type Game } from '../../games/engine/round';
-import { presentRound } from '../../games/engine/round-presenter';
+import { presentRound } from '../../games/round-presenter';
 import { roundRepository } from '../../games/engine/round-repository';
 import type { AppServices } from '../../services';
 import { ctx } from '../context';

@@ -3,7 +3,7 @@ import type { BetStatus } from '../../bets/bet';
 import { betRepository } from '../../bets/bet-repository';
 import { DomainError } from '../../errors/codes';
 import { GAMES, type Game } from '../../games/engine/round';
-import { presentRound } from '../../games/engine/round-presenter';
+import { presentRound } from '../../games/round-presenter';
 import { roundRepository } from '../../games/engine/round-repository';
 import type { AppServices } from '../../services';
 import { settlementRepository } from '../../wallet/settlements';

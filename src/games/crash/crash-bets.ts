@@ -1,4 +1,4 @@
-import type { ComplianceHooks } from '../../compliance/hooks';
+import type { ComplianceHooks } from '../../bets/compliance-hooks';
 import { crashPointOf, cappedPayout, effectiveTarget, scriptedCrashPoint } from './crash-rules';
 import { formatMultiplier, multiplierAt } from './multiplier';
 import { DomainError } from '../../errors/codes';

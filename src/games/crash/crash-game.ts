@@ -1,22 +1,17 @@
+import type { OutcomeJson } from '../engine/round-presenter';
 import type { Logger } from 'pino';
 import type { Bet } from '../../bets/bet';
 import { betSettledEvent } from '../../bets/bet-events';
 import { betRepository } from '../../bets/bet-repository';
-import type { ComplianceHooks } from '../../compliance/hooks';
+import type { ComplianceHooks } from '../../bets/compliance-hooks';
 import type { OperatorSettings } from '../../operators/operator';
 import type { GameDriver } from '../engine/engine';
-import type { Round } from '../engine/round';
+import type { CrashOutcome, Round } from '../engine/round';
 import type { Database, SqlExecutor } from '../../store/database';
 import { recordEvents, type DomainEvent } from '../../webhooks/events';
-import {
-  cappedPayout,
-  crashPointOf,
-  effectiveTarget,
-  engineHeartbeatMs,
-  liveMultiplier,
-  scriptedCrashPoint,
-} from './crash-rules';
-import { crashElapsedMs, formatMultiplier, GROWTH_PER_MS } from './multiplier';
+import { cappedPayout, crashPointOf, effectiveTarget, liveMultiplier, scriptedCrashPoint } from './crash-rules';
+import { engineHeartbeatMs } from '../../config/game-defaults';
+import { crashElapsedMs, formatMultiplier, GROWTH_PER_MS, presentCrashOutcome } from './multiplier';
 
 export interface CrashGameOptions {
   db: Database;
@@ -79,6 +74,10 @@ export class CrashGame implements GameDriver {
   /** What anyone needs, with the revealed seed, to recompute this round: frozen when it opened. */
   roundFields(round: Round): { salt: string; house_edge_bp: number } {
     return { salt: String(round.settings.salt ?? this.o.salt), house_edge_bp: Number(round.settings.house_edge_bp ?? this.o.houseEdgeBp) };
+  }
+
+  presentOutcome(round: Round): OutcomeJson {
+    return presentCrashOutcome(round.outcome as CrashOutcome);
   }
 
   runningDurationMs(round: Round): number {

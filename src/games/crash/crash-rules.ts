@@ -50,22 +50,3 @@ export function cappedPayout(amount: number, multiplier: number, maxPayoutPerBet
 export function liveMultiplier(elapsedMs: number, crashPoint: number): number {
   return Math.min(multiplierAt(Math.max(0, elapsedMs)), crashPoint);
 }
-
-/**
- * How often the engine records that a running round is alive. A heartbeat on every tick would be a
- * transaction (an fsync on SQLite, a round trip on PostgreSQL) ten or twenty times a second for no
- * gain; every few ticks, and never more than four times a second, is enough, because what matters
- * is the staleness bound below, not the heartbeat's own resolution.
- */
-export function engineHeartbeatMs(tickMs: number): number {
-  return Math.max(tickMs, 250);
-}
-
-/**
- * How old a round's last heartbeat may be before cash-outs on it are refused: four missed
- * heartbeats (a slow commit or a GC pause must not refuse a live round), and at least a second. A
- * cash-out just inside the bound is paid at the curve's value, which a live engine would have paid.
- */
-export function defaultEngineStaleMs(heartbeatMs: number): number {
-  return Math.max(1_000, 4 * heartbeatMs);
-}

@@ -2,10 +2,7 @@
  * Provably-fair Crash outcomes, following bustabit's v2 scheme so that players can check every
  * round with bustabit's public tooling and reasoning.
  *
- * Hash chain: each element is SHA-256 of the lowercase hex *string* of the element before it (the
- * text, not the 32 decoded bytes). Games are played in reverse generation order, so hashing a
- * revealed game hash yields the hash of the game played just before it, and hashing the very first
- * game's hash yields the terminating hash that was published before play began.
+ * The hash chain a round's seed comes from is the engine's, shared by every game (engine/hash-chain.ts).
  *
  * Crash point: HMAC-SHA256 with the salt (the hex string of a Bitcoin block hash, used as UTF-8 text)
  * as the KEY and the game hash decoded to its 32 raw bytes as the MESSAGE. bustabit's seeding-event
@@ -13,69 +10,21 @@
  * `gameResult(PREV_GAME_SALT, hexToBytes(hash))`) feeds the raw bytes, and only that variant
  * reproduces the results bustabit published.
  */
-import { createHash, createHmac } from 'node:crypto';
-
-/**
- * Hash of Bitcoin block 505750, the salt fixed by bustabit's v2 seeding event
- * (bitcointalk.org topic 2807542) for games 1 to 10,000,000 of its v2 chain.
- */
-export const DEFAULT_BUSTABIT_SALT = '0000000000000000004d6ec16dafe9d8370958664c1dc422f452892264c59526';
+import { createHmac } from 'node:crypto';
+import { assertGameHash } from '../engine/hash-chain';
 
 /** bustabit's terminating hash for the v2 chain, i.e. SHA-256 of the hex of game #1's hash. */
 export const BUSTABIT_V2_TERMINATING_HASH =
   '86728f5fc3bd99db94d3cdaf105d67788194e9701bf95d049ad0e1ee3d004277';
 
-const HASH_PATTERN = /^[0-9a-f]{64}$/;
 const TWO_POW_52 = 1n << 52n;
 const BP_PER_UNIT = 10_000n;
 const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
-
-export const isGameHash = (value: string): boolean => HASH_PATTERN.test(value);
-
-function assertGameHash(value: string, name: string): void {
-  if (!isGameHash(value)) {
-    throw new RangeError(`${name} must be 64 lowercase hex characters`);
-  }
-}
 
 function assertHouseEdge(houseEdgeBp: number): void {
   if (!Number.isInteger(houseEdgeBp) || houseEdgeBp < 0 || houseEdgeBp >= 10_000) {
     throw new RangeError('houseEdgeBp must be an integer in [0, 10000)');
   }
-}
-
-/** Hash of the game played immediately before the one whose hash is given (one step of the chain). */
-export function previousHash(hash: string): string {
-  assertGameHash(hash, 'hash');
-  return createHash('sha256').update(hash, 'utf8').digest('hex');
-}
-
-/**
- * True when `nextHash` is the game played right after `hash`. Malformed input is simply not a valid
- * link, because verification is fed revealed values that a player or an auditor may have mistyped.
- */
-export function verifyChainLink(hash: string, nextHash: string): boolean {
-  if (!isGameHash(hash) || !isGameHash(nextHash)) return false;
-  return previousHash(nextHash) === hash;
-}
-
-/**
- * Builds `length` game hashes from a secret terminating seed, returned in PLAY order (index 0 plays
- * first). The seed itself is never a game: the last game played is SHA-256 of the seed. The value to
- * publish before play is `previousHash(chain[0])`.
- */
-export function generateChain(terminatingSeed: string, length: number): string[] {
-  assertGameHash(terminatingSeed, 'terminatingSeed');
-  if (!Number.isSafeInteger(length) || length < 1) {
-    throw new RangeError('length must be a positive integer');
-  }
-  const chain = new Array<string>(length);
-  let current = terminatingSeed;
-  for (let i = length - 1; i >= 0; i--) {
-    current = createHash('sha256').update(current, 'utf8').digest('hex');
-    chain[i] = current;
-  }
-  return chain;
 }
 
 /** The 52 most significant bits of HMAC-SHA256(key = salt text, message = raw game-hash bytes). */

@@ -71,6 +71,11 @@ export function formatMultiplier(hundredths: number): number {
   return hundredths / ONE_X;
 }
 
+/** A closed Crash round's outcome as presented (v1): its crash point as a JSON multiplier. */
+export function presentCrashOutcome(outcome: { crash_point: number }): { crash_point: number } {
+  return { crash_point: formatMultiplier(outcome.crash_point) };
+}
+
 const DECIMAL_PATTERN = /^(\d+)(?:\.(\d{1,2}))?$/;
 
 /**

@@ -7,7 +7,7 @@ import type { RoundEventData } from '../../webhooks/payloads';
 import type { FairChainService } from './fair-chain';
 import type { Game, Round } from './round';
 import { roundRepository } from './round-repository';
-import { presentRoundWith } from './round-presenter';
+import { type OutcomeJson, presentRoundAs, presentRoundWith, type RoundJson } from './round-presenter';
 
 /** The fields only one game's rounds carry (Crash: salt, house_edge_bp; Stock Race: symbols, race_ms). */
 export type GameRoundFields = Pick<RoundEventData, 'salt' | 'house_edge_bp' | 'symbols' | 'race_ms'>;
@@ -27,6 +27,8 @@ export interface GameDriver {
   readonly heartbeatMs?: number;
   /** Game settings frozen into each round when it opens. */
   roundSettings(): Record<string, unknown>;
+  /** A closed round's outcome as the game shows it, in every presentation of the round. */
+  presentOutcome(round: Round): OutcomeJson;
   /** The game's own fields in every presentation of a round (read endpoints and round webhooks). */
   roundFields?(round: Round): GameRoundFields;
   /** Length of the running phase, which the seed fixes in advance (the crash instant, the race length). */
@@ -109,7 +111,13 @@ export class RoundEngine {
 
   /** The round as the read endpoints show it: the round event payloads are exactly this. */
   present(round: Round): RoundEventData {
-    return presentRoundWith(round, this.o.driver.roundFields?.(round) ?? {});
+    const driver = this.o.driver;
+    return presentRoundWith(round, (r) => driver.presentOutcome(r), driver.roundFields?.(round) ?? {});
+  }
+
+  /** The round without the game's own fields: what the live feed carries. */
+  presentRound(round: Round): RoundJson {
+    return presentRoundAs(round, (r) => this.o.driver.presentOutcome(r));
   }
 
   get isLeader(): boolean {

@@ -1,7 +1,7 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Clock } from '../../clock/clock';
-import { generateChain, isGameHash, previousHash } from '../crash/fairness';
+import { generateChain, isGameHash, previousHash } from './hash-chain';
 import { DomainError } from '../../errors/codes';
 import type { Database, SqlExecutor } from '../../store/database';
 import type { Game } from './round';

@@ -5,7 +5,6 @@ import type { ChangeBus } from '../../cluster/change-bus';
 import type { Database } from '../../store/database';
 import type { EngineEvent, RoundEngine } from './engine';
 import type { Game, Round } from './round';
-import { presentRound } from './round-presenter';
 import { roundRepository } from './round-repository';
 
 export interface FeedMessage {
@@ -37,7 +36,7 @@ export class LiveFeed {
     private readonly bus?: ChangeBus,
   ) {
     this.emitter.setMaxListeners(0);
-    for (const engine of engines) engine.on((e) => this.relay(engine.game, e));
+    for (const engine of engines) engine.on((e) => this.relay(engine, e));
   }
 
   start(): void {
@@ -64,20 +63,24 @@ export class LiveFeed {
     return this.emitter.listenerCount(game);
   }
 
+  /** The latest round of a game this feed carries (one it has an engine for). */
   async snapshot(game: Game): Promise<FeedMessage | null> {
+    const engine = this.engines.find((e) => e.game === game);
+    if (!engine) return null;
     const round = await roundRepository.latest(this.db, game);
-    return round ? { event: 'round', data: { ...presentRound(round) } } : null;
+    return round ? { event: 'round', data: { ...engine.presentRound(round) } } : null;
   }
 
-  private relay(game: Game, e: EngineEvent): void {
+  private relay(engine: RoundEngine, e: EngineEvent): void {
     if (e.type === 'engine.error') return;
+    const game = engine.game;
     let message: FeedMessage;
     if (e.type === 'round.tick') {
       const data = { round_id: e.round.id, round_number: e.round.roundNumber, at: e.at, ...e.data };
       message = { event: 'tick', data };
     } else {
       this.lastSeen.set(game, `${e.round.id}:${e.round.status}`);
-      message = { event: 'round', data: { ...presentRound(e.round) } };
+      message = { event: 'round', data: { ...engine.presentRound(e.round) } };
     }
     this.emitter.emit(game, message);
     if (this.bus) {
@@ -118,7 +121,7 @@ export class LiveFeed {
       const key = `${round.id}:${round.status}`;
       if (this.lastSeen.get(engine.game) !== key) {
         this.lastSeen.set(engine.game, key);
-        this.emitter.emit(engine.game, { event: 'round', data: { ...presentRound(round) } });
+        this.emitter.emit(engine.game, { event: 'round', data: { ...engine.presentRound(round) } });
       }
       const busQuiet = this.clock.now() - (this.lastRemoteTick.get(engine.game) ?? 0) > 2 * this.pollMs;
       if (round.status === 'running' && round.runningAt !== null && busQuiet) {

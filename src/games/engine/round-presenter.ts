@@ -1,6 +1,4 @@
-import { formatMultiplier } from '../crash/multiplier';
-import { pctFromBp } from '../stock-race/outcome';
-import { isFinal, type CrashOutcome, type Round, type StockRaceOutcome } from './round';
+import { isFinal, type Round } from './round';
 
 /**
  * The public shape of a round (v1), the same in API responses, the live feed and webhook payloads.
@@ -32,7 +30,14 @@ export interface RoundJson {
   multiplier?: number;
 }
 
-export function presentRound(round: Round): RoundJson {
+/**
+ * A closed round's outcome as its game shows it (a crash point, a race's moves). Each game supplies
+ * its own: the engine knows a game only through its driver.
+ */
+export type OutcomePresenter = (round: Round) => OutcomeJson;
+
+/** The round's public shape, its outcome presented by its game. */
+export function presentRoundAs(round: Round, presentOutcome: OutcomePresenter): RoundJson {
   const final = isFinal(round.status);
   return {
     round_id: round.id,
@@ -47,22 +52,9 @@ export function presentRound(round: Round): RoundJson {
     closed_at: round.closedAt,
     voided_at: round.voidedAt,
     void_reason: round.voidReason,
-    outcome: round.status === 'closed' ? presentOutcome(round) : null,
+    outcome: round.status === 'closed' && round.outcome ? presentOutcome(round) : null,
     livemode: round.operatorId === null,
     ...(round.operatorId === null ? {} : { scripted: round.scripted }),
-  };
-}
-
-export function presentOutcome(round: Round): OutcomeJson | null {
-  if (!round.outcome) return null;
-  if (round.game === 'crash') {
-    return { crash_point: formatMultiplier((round.outcome as CrashOutcome).crash_point) };
-  }
-  const o = round.outcome as StockRaceOutcome;
-  return {
-    winner: o.winner,
-    pct: pctFromBp(o.winner_pct_bp),
-    stocks: o.moves.map((m) => ({ symbol: m.symbol, pct: pctFromBp(m.pct_bp) })),
   };
 }
 
@@ -70,7 +62,11 @@ export function presentOutcome(round: Round): OutcomeJson | null {
  * A round with its game's own fields (Stock Race: symbols, race_ms): the read endpoints' object and
  * the round.opened / round.closed payload (v1), one function for both.
  */
-export const presentRoundWith = <F extends object>(round: Round, gameFields: F): RoundJson & F => ({
-  ...presentRound(round),
+export const presentRoundWith = <F extends object>(
+  round: Round,
+  presentOutcome: OutcomePresenter,
+  gameFields: F,
+): RoundJson & F => ({
+  ...presentRoundAs(round, presentOutcome),
   ...gameFields,
 });

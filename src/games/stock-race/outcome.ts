@@ -149,6 +149,15 @@ export function pctFromBp(bp: number): number {
   return minorToDecimal(bp, 2);
 }
 
+/** A closed race's outcome as presented (v1): the winner and every stock's move as `pct` numbers. */
+export function presentStockRaceOutcome(o: StockRaceOutcome): { winner: string; pct: number; stocks: { symbol: string; pct: number }[] } {
+  return {
+    winner: o.winner,
+    pct: pctFromBp(o.winner_pct_bp),
+    stocks: o.moves.map((m) => ({ symbol: m.symbol, pct: pctFromBp(m.pct_bp) })),
+  };
+}
+
 /**
  * Payout of a winning bet in minor units: floor(stake * N * rtp / (k * 10000)) for k of N stocks
  * selected, computed in bigint so no intermediate product is ever rounded. A winning k-of-N bet hits

@@ -1,4 +1,4 @@
-import type { ComplianceHooks } from '../../compliance/hooks';
+import type { ComplianceHooks } from '../../bets/compliance-hooks';
 import { DomainError } from '../../errors/codes';
 import type { Operator } from '../../operators/operator';
 import { roundRepository } from '../engine/round-repository';

@@ -4,7 +4,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { betRepository } from '../../bets/bet-repository';
 import { reserveStockRaceBet } from './stock-race-bets';
 import { FakeClock } from '../../clock/clock';
-import { noCompliance } from '../../compliance/hooks';
+import { noCompliance } from '../../bets/compliance-hooks';
 import { DEFAULT_SYMBOLS } from '../../config/config';
 import type { Operator } from '../../operators/operator';
 import { OperatorService } from '../../operators/operators';

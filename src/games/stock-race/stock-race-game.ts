@@ -1,8 +1,9 @@
+import type { OutcomeJson } from '../engine/round-presenter';
 import type { Logger } from 'pino';
 import type { Bet } from '../../bets/bet';
 import { betSettledEvent } from '../../bets/bet-events';
 import { betRepository } from '../../bets/bet-repository';
-import type { ComplianceHooks } from '../../compliance/hooks';
+import type { ComplianceHooks } from '../../bets/compliance-hooks';
 import { currencyExponent, minorToDecimal } from '../../money/currency';
 import type { Operator } from '../../operators/operator';
 import type { GameDriver } from '../engine/engine';
@@ -10,7 +11,14 @@ import type { Round } from '../engine/round';
 import type { SqlExecutor } from '../../store/database';
 import { settleIdempotencyKey, settlementRepository, type SettleBody } from '../../wallet/settlements';
 import type { DomainEvent } from '../../webhooks/events';
-import { deriveStockRaceOutcome, intermediateMoves, pctFromBp, raceKey, type StockRaceOutcome } from './outcome';
+import {
+  deriveStockRaceOutcome,
+  intermediateMoves,
+  pctFromBp,
+  presentStockRaceOutcome,
+  raceKey,
+  type StockRaceOutcome,
+} from './outcome';
 import { winningPayoutMinor } from './stock-race-rules';
 
 export interface StockRaceGameOptions {
@@ -60,6 +68,10 @@ export class StockRaceGame implements GameDriver {
 
   roundFields(round: Round): { symbols: string[]; race_ms: number } {
     return { symbols: this.symbolsOf(round), race_ms: this.runningDurationMs(round) };
+  }
+
+  presentOutcome(round: Round): OutcomeJson {
+    return presentStockRaceOutcome(round.outcome as StockRaceOutcome);
   }
 
   symbolsOf(round: Round): string[] {

@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { isDomainError } from '../../errors/codes';
-import { presentRound } from '../../games/engine/round-presenter';
+import { presentRound } from '../../games/round-presenter';
 import { roundRepository } from '../../games/engine/round-repository';
 import type { AppServices } from '../../services';
 import type { PlayerSession } from '../../sessions/session-service';

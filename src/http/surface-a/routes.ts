@@ -6,7 +6,7 @@ import { betRepository } from '../../bets/bet-repository';
 import { cashoutCrashBet, placeCrashBet } from '../../games/crash/crash-bets';
 import { formatMultiplier, parseMultiplier } from '../../games/crash/multiplier';
 import { liveMultiplier } from '../../games/crash/crash-rules';
-import { noCompliance } from '../../compliance/hooks';
+import { noCompliance } from '../../bets/compliance-hooks';
 import { DomainError } from '../../errors/codes';
 import type { Operator } from '../../operators/operator';
 import type { IdempotentResult } from '../../idempotency/idempotency';

@@ -5,7 +5,7 @@ import type { Bet } from '../../bets/bet';
 import { presentAmount } from '../../bets/bet-events';
 import { betRepository } from '../../bets/bet-repository';
 import { reserveStockRaceBet } from '../../games/stock-race/stock-race-bets';
-import { noCompliance } from '../../compliance/hooks';
+import { noCompliance } from '../../bets/compliance-hooks';
 import { DomainError } from '../../errors/codes';
 import type { Operator } from '../../operators/operator';
 import { roundRepository } from '../../games/engine/round-repository';

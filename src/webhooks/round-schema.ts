@@ -3,7 +3,8 @@ import { Type } from 'typebox';
 /**
  * The round fields every surface presents (see src/games/engine/round-presenter.ts). The read endpoints,
  * the live feed and the round.opened / round.closed webhooks all describe a round with these, so
- * the published schemas cannot drift apart.
+ * the published schemas cannot drift apart. They live beside the webhook payloads rather than in a surface
+ * because the payload catalogue (payloads.ts) describes them too, and webhooks import no surface.
  */
 export const roundFields = {
   round_id: Type.String({ description: 'the round id' }),
