@@ -34,9 +34,44 @@ module.exports = {
       to: { path: '^src/http/' },
     },
     {
+      name: 'foundation-imports-service-code',
+      comment:
+        'config, clock, errors, money, signing and redis are the bottom layer that every folder may use: they import ' +
+        'nothing else of the service. A default or type they need from a domain folder moves down here instead ' +
+        '(config/game-defaults.ts).',
+      severity: 'error',
+      from: { path: '^src/(config|clock|errors|money|signing|redis)/' },
+      to: { path: '^src/', pathNot: '^src/(config|clock|errors|money|signing|redis)/' },
+    },
+    {
+      name: 'store-imports-domain',
+      comment: 'The store is below every repository: it knows SQL and its adapters, not what the rows mean.',
+      severity: 'error',
+      from: { path: '^src/store/' },
+      to: { path: '^src/', pathNot: '^src/(store|config|clock|errors|money)/' },
+    },
+    {
+      name: 'outbox-imports-domain',
+      comment:
+        'The outbox engine is below webhooks and wallet: it sees an outbox only through the repository and ' +
+        'sender it is given, so what it sends or stores never reaches into it.',
+      severity: 'error',
+      from: { path: '^src/outbox/' },
+      to: { path: '^src/', pathNot: '^src/(outbox|store|observability|config|clock|errors|money)/' },
+    },
+    {
+      name: 'engine-imports-a-game',
+      comment:
+        'The round engine knows a game only through its GameDriver; games/crash and games/stock-race import the ' +
+        'engine, and what spans all games (games/round-presenter.ts) sits above both.',
+      severity: 'error',
+      from: { path: '^src/games/engine/' },
+      to: { path: '^src/games/', pathNot: '^src/games/engine/' },
+    },
+    {
       name: 'folder-cycle',
       comment:
-        'Folders depend in one direction (surfaces and CLI -> services -> repositories -> store; games -> engine). ' +
+        'Folders depend in one direction (the table in docs/architecture.md, "Import direction"). ' +
         'A cycle between folders means neither can be understood, tested or moved without the other.',
       severity: 'error',
       scope: 'folder',

@@ -9,14 +9,14 @@
  *    before the crash. Every 200 is a durable cash-out; a 409 would mean the bets ran out.
  */
 import { systemClock } from '../src/clock/clock';
-import { noCompliance } from '../src/compliance/hooks';
-import { placeCrashBet } from '../src/bets/crash-bets';
-import { crashPointOf } from '../src/crash/crash-rules';
-import { crashElapsedMs, formatMultiplier } from '../src/crash/multiplier';
+import { noCompliance } from '../src/bets/compliance-hooks';
+import { placeCrashBet } from '../src/games/crash/crash-bets';
+import { crashPointOf } from '../src/games/crash/crash-rules';
+import { crashElapsedMs, formatMultiplier } from '../src/games/crash/multiplier';
 import { OperatorService } from '../src/operators/operators';
 import { SecretBox } from '../src/operators/secret-box';
-import { roundRepository } from '../src/rounds/round-repository';
-import type { Round } from '../src/rounds/round';
+import { roundRepository } from '../src/games/engine/round-repository';
+import type { Round } from '../src/games/engine/round';
 import type { Database } from '../src/store/database';
 import { runLoad, type CaseResult } from './load';
 import { BENCH_MASTER_KEY, sleep } from './processes';

@@ -14,7 +14,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { placeCrashBet } from '../src/bets/crash-bets';
+import { placeCrashBet } from '../src/games/crash/crash-bets';
 import { systemClock } from '../src/clock/clock';
 import { ComplianceService } from '../src/compliance/compliance-service';
 import { IdempotencyService } from '../src/idempotency/idempotency';
@@ -22,7 +22,7 @@ import { InstrumentedDatabase } from '../src/observability/instrumented-db';
 import { ServiceMetrics } from '../src/observability/metrics';
 import { OperatorService } from '../src/operators/operators';
 import { SecretBox } from '../src/operators/secret-box';
-import { roundRepository } from '../src/rounds/round-repository';
+import { roundRepository } from '../src/games/engine/round-repository';
 import type { Database } from '../src/store/database';
 import { openDatabase } from '../src/store/open';
 

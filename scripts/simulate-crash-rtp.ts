@@ -12,15 +12,10 @@
  * games and therefore the totals are the same, and nothing has to be stored.
  */
 import { parseArgs } from 'node:util';
-import {
-  DEFAULT_BUSTABIT_SALT,
-  RANDOM_SPACE,
-  crashPointFromHash,
-  isGameHash,
-  previousHash,
-  winningRandomCount,
-} from '../src/crash/fairness';
-import { formatMultiplier, payoutFor } from '../src/crash/multiplier';
+import { RANDOM_SPACE, crashPointFromHash, winningRandomCount } from '../src/games/crash/fairness';
+import { isGameHash, previousHash } from '../src/games/engine/hash-chain';
+import { DEFAULT_BUSTABIT_SALT } from '../src/config/game-defaults';
+import { formatMultiplier, payoutFor } from '../src/games/crash/multiplier';
 
 const DEFAULT_SEED = 'c0ffee00'.repeat(8);
 const BET_AMOUNT = 100;

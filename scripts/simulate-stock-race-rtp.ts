@@ -15,7 +15,7 @@
  * (rounds are the truly independent units), which stays honest even if that argument were wrong.
  */
 import { createHash } from 'node:crypto';
-import { deriveStockRaceOutcome, stockRacePayoutMinor } from '../src/stock-race/outcome';
+import { deriveStockRaceOutcome, stockRacePayoutMinor } from '../src/games/stock-race/outcome';
 
 const DEFAULT_SYMBOLS = ['AAPL', 'MSFT', 'NVDA', 'TSLA', 'AMZN', 'GOOG', 'META', 'NFLX'];
 const TOLERANCE = 0.001;

@@ -3,9 +3,9 @@ import pino, { type Logger } from 'pino';
 import { systemClock, type Clock } from './clock/clock';
 import { LocalChangeBus, PostgresChangeBus, type ChangeBus } from './cluster/change-bus';
 import { ComplianceService } from './compliance/compliance-service';
-import type { ComplianceHooks } from './compliance/hooks';
+import type { ComplianceHooks } from './bets/compliance-hooks';
 import type { Config } from './config/config';
-import { CrashGame } from './crash/crash-game';
+import { CrashGame } from './games/crash/crash-game';
 import { playerUiRoutes } from './dashboard/player/player-ui-routes';
 import { dashboardRoutes } from './dashboard/plugin';
 import { complianceRoutes } from './http/compliance/routes';
@@ -28,18 +28,19 @@ import type { Tracing } from './observability/tracing';
 import { OperatorService } from './operators/operators';
 import { SecretBox } from './operators/secret-box';
 import { Readiness } from './ops/readiness';
-import { RoundEngine } from './rounds/engine';
-import { FairChainService } from './rounds/fair-chain';
-import { LiveFeed } from './rounds/live-feed';
+import { RoundEngine } from './games/engine/engine';
+import { FairChainService } from './games/engine/fair-chain';
+import { LiveFeed } from './games/engine/live-feed';
 import { SandboxService, type GameSettings } from './sandbox/sandbox-service';
 import { simulatedWallet } from './sandbox/simulated-wallet';
 import type { AppServices } from './services';
 import { SessionService } from './sessions/session-service';
-import { StockRaceGame } from './stock-race/stock-race-game';
+import { StockRaceGame } from './games/stock-race/stock-race-game';
 import type { Database } from './store/database';
 import { openDatabase } from './store/open';
 import { PostgresDatabase } from './store/postgres';
 import { WalletSettlementWorker } from './wallet/wallet-worker';
+import { configureEventCheck } from './webhooks/event-check';
 import { WebhookService } from './webhooks/service';
 
 export interface AppOverrides {
@@ -93,6 +94,8 @@ export function secretBoxFor(config: Config): SecretBox {
 export async function createApp(config: Config, overrides: AppOverrides = {}): Promise<App> {
   const clock = overrides.clock ?? systemClock;
   const logger = overrides.logger ?? createLogger(config);
+  // A payload that misses its schema fails the change in tests and development, and is logged in production.
+  configureEventCheck({ mode: config.env === 'production' ? 'log' : 'throw', logger });
   const store = overrides.db ?? (await openDatabase(config));
   // The SDK is imported only when tracing is configured: off means not loaded, not merely idle.
   const tracing: Tracing | null = config.tracing

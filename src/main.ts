@@ -20,7 +20,7 @@ async function main(): Promise<void> {
   // Engines first: an instance that takes a game's lease voids and refunds the Crash round a previous
   // process left running before the port accepts a single request, so nothing is paid against a
   // round that nobody was driving. An instance that finds the lease held serves at once; its
-  // cash-outs are guarded by the round heartbeat (src/bets/crash-bets.ts).
+  // cash-outs are guarded by the round heartbeat (src/games/crash/crash-bets.ts).
   await app.startBackground();
   await app.http.listen({ host: config.host, port: config.port });
   logger.info({ url: config.publicBaseUrl, docs: `${config.publicBaseUrl}/docs`, store: config.databaseUrl ? 'postgresql' : 'sqlite' }, 'service ready');

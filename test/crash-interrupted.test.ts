@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FakeClock } from '../src/clock/clock';
-import { roundRepository } from '../src/rounds/round-repository';
+import { roundRepository } from '../src/games/engine/round-repository';
 import { client, eventually, KNOWN_CRASH_SEEDS, startTestApp, STORES, withSeeds } from './support/harness';
 import type { TestApp } from './support/harness';
 

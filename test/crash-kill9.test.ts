@@ -2,8 +2,8 @@ import BetterSqlite3 from 'better-sqlite3';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { crashPointOf } from '../src/crash/crash-rules';
-import { DEFAULT_BUSTABIT_SALT } from '../src/crash/fairness';
+import { crashPointOf } from '../src/games/crash/crash-rules';
+import { DEFAULT_BUSTABIT_SALT } from '../src/config/game-defaults';
 import { ChildService } from './support/child-service';
 import { client, eventually, STORES, withSeeds, type TestOperator } from './support/harness';
 

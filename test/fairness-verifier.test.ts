@@ -1,17 +1,13 @@
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { crashPoint, deriveSalt, hashForward, stockRace, verifyRound } from '../src/dashboard/static/verify-core.js';
-import {
-  BUSTABIT_V2_TERMINATING_HASH,
-  crashPointFromHash,
-  DEFAULT_BUSTABIT_SALT,
-  generateChain,
-  previousHash,
-} from '../src/crash/fairness';
-import { deriveSalt as serverDeriveSalt } from '../src/rounds/fair-chain';
-import { deriveStockRaceOutcome, raceKey } from '../src/stock-race/outcome';
+import { BUSTABIT_V2_TERMINATING_HASH, crashPointFromHash } from '../src/games/crash/fairness';
+import { generateChain, previousHash } from '../src/games/engine/hash-chain';
+import { DEFAULT_BUSTABIT_SALT } from '../src/config/game-defaults';
+import { deriveSalt as serverDeriveSalt } from '../src/games/engine/fair-chain';
+import { deriveStockRaceOutcome, raceKey } from '../src/games/stock-race/outcome';
 
-// bustabit v2 games with published busts (the same vectors src/crash/fairness.test.ts pins).
+// bustabit v2 games with published busts (the same vectors src/games/crash/fairness.test.ts pins).
 const BUSTABIT_GAME_1 = '9f57575fd54cd441e962448537e155ace9555df10cd27fa817bbcaf48a59ebcf';
 const PUBLISHED_V2 = [
   { hash: 'b2acd37fbdb5509926ab5d7329704c840f8467266c90019682f3b260a029bdba', bust: 126 },

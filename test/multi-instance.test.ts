@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { crashPointOf } from '../src/crash/crash-rules';
-import { DEFAULT_BUSTABIT_SALT } from '../src/crash/fairness';
+import { crashPointOf } from '../src/games/crash/crash-rules';
+import { DEFAULT_BUSTABIT_SALT } from '../src/config/game-defaults';
 import { ChildService } from './support/child-service';
 import { client, eventually, KNOWN_CRASH_SEEDS, PG_URL, startTestApp, withSeeds, type TestApp } from './support/harness';
 

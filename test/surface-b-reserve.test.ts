@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FakeClock } from '../src/clock/clock';
-import { roundRepository } from '../src/rounds/round-repository';
+import { roundRepository } from '../src/games/engine/round-repository';
 import { client, eventually, startTestApp, STORES, withSeeds, type TestApp, type TestOperator } from './support/harness';
 
 // sha256("surface-b-test-0"): NVDA wins at +8.85%.

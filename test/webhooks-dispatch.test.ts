@@ -9,6 +9,7 @@ import { PostgresDatabase } from '../src/store/postgres';
 import { recordEvents } from '../src/webhooks/events';
 import { WebhookService } from '../src/webhooks/service';
 import { eventually, freshDatabase, STORES, testConfig } from './support/harness';
+import { betSettled } from './support/webhook-events';
 import { TestReceiver } from './support/webhook-receiver';
 
 /** Two workers (on PostgreSQL: two connection pools, as two processes would have) share one outbox. */
@@ -50,7 +51,7 @@ describe.each(STORES)('concurrent dispatchers on %s', (store) => {
     await db.transaction((tx) =>
       recordEvents(
         tx,
-        Array.from({ length: n }, (_, i) => ({ operatorId: op.id, type: 'bet.settled' as const, data: { i } })),
+        Array.from({ length: n }, (_, i) => betSettled(op.id, { id: `bet_${i}` })),
         now,
       ),
     );

@@ -1,6 +1,6 @@
-import { formatMultiplier } from '../crash/multiplier';
 import { currencyExponent, minorToDecimal } from '../money/currency';
 import type { DomainEvent } from '../webhooks/events';
+import type { BetSettledData } from '../webhooks/payloads';
 import type { Bet } from './bet';
 
 /** Money as each surface shows it: Surface A plain integers, Surface B decimals in the bet's currency. */
@@ -8,8 +8,18 @@ export function presentAmount(bet: Pick<Bet, 'currency'>, minor: number): number
   return bet.currency ? minorToDecimal(minor, currencyExponent(bet.currency)) : minor;
 }
 
-/** The `bet.settled` payload (v1). */
-export function betSettledEvent(bet: Bet, extra: Record<string, unknown> = {}): DomainEvent {
+type SettledBet = Bet & { status: BetSettledData['status']; settledAt: number };
+
+/** Only a settled bet has the final status and the settlement time the payload promises. */
+function assertSettled(bet: Bet): asserts bet is SettledBet {
+  if (bet.status === 'active' || bet.status === 'reserved' || bet.settledAt === null) {
+    throw new Error(`bet ${bet.id} is ${bet.status}: a bet.settled event needs a settled bet`);
+  }
+}
+
+/** The `bet.settled` payload (v1); Stock Race adds the race's winner and its move. */
+export function betSettledEvent(bet: Bet, race: Pick<BetSettledData, 'winner' | 'pct'> = {}): DomainEvent {
+  assertSettled(bet);
   return {
     operatorId: bet.operatorId,
     type: 'bet.settled',
@@ -23,11 +33,13 @@ export function betSettledEvent(bet: Bet, extra: Record<string, unknown> = {}): 
       amount: presentAmount(bet, bet.amount),
       status: bet.status,
       payout: presentAmount(bet, bet.payout ?? 0),
-      multiplier: bet.cashoutMultiplier === null ? null : formatMultiplier(bet.cashoutMultiplier),
+      // Hundredths to the JSON number (250 -> 2.5), as crash/multiplier's formatMultiplier does; the
+      // shared bet code does not import a game.
+      multiplier: bet.cashoutMultiplier === null ? null : minorToDecimal(bet.cashoutMultiplier, 2),
       cashout_kind: bet.cashoutKind,
       selections: bet.selections,
       settled_at: bet.settledAt,
-      ...extra,
+      ...race,
     },
   };
 }

@@ -1,7 +1,7 @@
 import { afterCommit } from '../observability/instrumented-db';
-import { isTestOperator } from '../webhooks/events';
+import { isTestOperator } from '../operators/operator-mode';
 import { forUpdate, type SqlExecutor, nullableNumber } from '../store/database';
-import type { Game } from '../rounds/round';
+import type { Game } from '../games/engine/round';
 import type { Bet, BetStatus, CashoutKind } from './bet';
 
 interface BetRow {

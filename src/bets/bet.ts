@@ -1,4 +1,4 @@
-import type { Game } from '../rounds/round';
+import type { Game } from '../games/engine/round';
 
 /**
  * Crash: active → cashed_out | lost | void. Stock Race: reserved → won | lost | void.

@@ -1,6 +1,6 @@
-import type { ComplianceHooks } from '../compliance/hooks';
+import type { ComplianceHooks } from './compliance-hooks';
 import { afterCommit } from '../observability/instrumented-db';
-import { isTestOperator } from '../webhooks/events';
+import { isTestOperator } from '../operators/operator-mode';
 import type { SqlExecutor } from '../store/database';
 import type { Bet } from './bet';
 import { newBetId } from './bet-id';

@@ -4,9 +4,9 @@ import type { Bet } from '../bets/bet';
 import { DomainError } from '../errors/codes';
 import { mergeSettings, type OperatorSettings } from '../operators/operator';
 import type { Database, SqlExecutor, SqlParam } from '../store/database';
-import { recordEvents } from '../webhooks/events';
+import { recordEvents, type DomainEvent } from '../webhooks/events';
 import { COMPLIANCE_RULES, type ComplianceRule } from '../webhooks/payloads';
-import type { ComplianceHooks } from './hooks';
+import type { ComplianceHooks } from '../bets/compliance-hooks';
 import {
   betVelocity,
   DEFAULT_SESSION_PLACES_WINDOW_MS,
@@ -213,7 +213,7 @@ export class ComplianceService implements ComplianceHooks {
 
   private async raise(tx: SqlExecutor, raised: Raise[], now: number): Promise<void> {
     if (raised.length === 0) return;
-    const events = [];
+    const events: DomainEvent[] = [];
     for (const f of raised) {
       const id = `flag_${randomUUID()}`;
       const stored = { context: { session_id: f.sessionId, game: f.game, round_id: f.roundId }, measurements: f.details };
@@ -235,7 +235,7 @@ export class ComplianceService implements ComplianceHooks {
         details: JSON.stringify(stored),
         created_at: now,
       });
-      events.push({ operatorId: f.operatorId, type: 'compliance.flag' as const, data: data as Record<string, unknown> });
+      events.push({ operatorId: f.operatorId, type: 'compliance.flag', data });
     }
     await recordEvents(tx, events, now);
   }

@@ -5,8 +5,7 @@
  */
 import { isIP } from 'node:net';
 import { resolve } from 'node:path';
-import { defaultEngineStaleMs, engineHeartbeatMs } from '../crash/crash-rules';
-import { DEFAULT_BUSTABIT_SALT } from '../crash/fairness';
+import { defaultEngineStaleMs, engineHeartbeatMs, DEFAULT_BUSTABIT_SALT } from './game-defaults';
 
 export type AppEnv = 'development' | 'production' | 'test';
 

@@ -1,9 +1,9 @@
 import type { Bet } from '../bets/bet';
-import { formatMultiplier } from '../crash/multiplier';
+import { formatMultiplier } from '../games/crash/multiplier';
 import { currencyExponent, formatMinor } from '../money/currency';
 import type { Operator } from '../operators/operator';
 import type { Config } from '../config/config';
-import type { CrashOutcome, Game } from '../rounds/round';
+import type { CrashOutcome, Game } from '../games/engine/round';
 import type { SqlExecutor } from '../store/database';
 
 /** Read models only the dashboard needs; everything that changes state goes through the services. */

@@ -1,12 +1,13 @@
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import { crashPointFromHash, isGameHash, previousHash } from '../crash/fairness';
-import { crashElapsedMs, formatMultiplier } from '../crash/multiplier';
+import { crashPointFromHash } from '../games/crash/fairness';
+import { isGameHash, previousHash } from '../games/engine/hash-chain';
+import { crashElapsedMs, formatMultiplier } from '../games/crash/multiplier';
 import { DomainError } from '../errors/codes';
-import { roundRepository } from '../rounds/round-repository';
-import { CONTRIBUTION_PATTERN, sha256Hex, type ChainRecord, type FairChainService } from '../rounds/fair-chain';
-import { deriveStockRaceOutcome, pctFromBp, raceKey } from '../stock-race/outcome';
+import { roundRepository } from '../games/engine/round-repository';
+import { CONTRIBUTION_PATTERN, sha256Hex, type ChainRecord, type FairChainService } from '../games/engine/fair-chain';
+import { deriveStockRaceOutcome, pctFromBp, raceKey } from '../games/stock-race/outcome';
 import type { AppServices } from '../services';
 import { SURFACE_B_STATUS } from './error-maps';
 import { documentSecurity } from './openapi';

@@ -1,6 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { Game } from '../rounds/round';
-import type { FeedMessage, LiveFeed } from '../rounds/live-feed';
+import type { Game } from '../games/engine/round';
+import type { FeedMessage, LiveFeed } from '../games/engine/live-feed';
 import { HttpProblem } from './surface';
 
 const open = new Set<FastifyReply>();

@@ -1,5 +1,4 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import type { Game } from '../rounds/round';
 import type { SqlExecutor } from '../store/database';
 
 /** Every metric name starts with this, so dashboards and alerts can find the service's own series. */
@@ -7,6 +6,14 @@ export const METRIC_PREFIX = 'rbs_';
 
 /** A label value for unknown routes: the raw URL would let any client create series at will. */
 export const UNMATCHED_ROUTE = 'unmatched';
+
+/**
+ * The games as metric labels. Spelled out here rather than imported from the engine: observability sits
+ * below the domain (the engine and the stores report to it), and a game missing here fails to compile
+ * where the engine passes its Game.
+ */
+export type GameLabel = 'crash' | 'stock_race';
+const GAME_LABELS: readonly GameLabel[] = ['crash', 'stock_race'];
 
 export type OutboxQueue = 'webhooks' | 'wallet';
 const OUTBOX_QUEUES: readonly OutboxQueue[] = ['webhooks', 'wallet'];
@@ -16,7 +23,7 @@ export interface MetricSources {
   db: SqlExecutor;
   now: () => number;
   /** Whether this process holds each game's engine lease. */
-  leaders: () => { game: Game; leader: boolean }[];
+  leaders: () => { game: GameLabel; leader: boolean }[];
 }
 
 /**
@@ -113,16 +120,16 @@ export class ServiceMetrics {
         for (const { game, leader } of sources.leaders()) this.set({ game }, leader ? 1 : 0);
       },
     });
-    for (const game of ['crash', 'stock_race'] as const) {
+    for (const game of GAME_LABELS) {
       this.betsPlaced.inc({ game }, 0);
       this.placedByGame[game] = this.betsPlaced.labels({ game });
     }
   }
 
   /** Label children made once: an increment then skips hashing the label set (place-bet's hot path). */
-  private readonly placedByGame = {} as Record<Game, { inc(): void }>;
+  private readonly placedByGame = {} as Record<GameLabel, { inc(): void }>;
 
-  betPlaced(game: Game): void {
+  betPlaced(game: GameLabel): void {
     this.placedByGame[game].inc();
   }
 

@@ -3,7 +3,7 @@ import type { ChangeBus } from '../cluster/change-bus';
 import type { Clock } from '../clock/clock';
 import { DomainError } from '../errors/codes';
 import type { Database, SqlExecutor } from '../store/database';
-import { checkTargetUrl, type Resolver } from '../webhooks/url-safety';
+import { checkTargetUrl, type Resolver } from '../outbound/url-safety';
 import {
   mergeSettings,
   type Operator,

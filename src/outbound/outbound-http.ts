@@ -11,7 +11,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { isIP } from 'node:net';
 import { Agent, request, type Dispatcher } from 'undici';
-import { isNonPublicAddress, publicOnlyLookupVia, systemResolver, type Resolver } from '../webhooks/url-safety';
+import { isNonPublicAddress, publicOnlyLookupVia, systemResolver, type Resolver } from './url-safety';
 
 export const DEFAULT_MAX_RESPONSE_BYTES = 64 * 1024;
 

@@ -1,11 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import { betRepository } from '../bets/bet-repository';
-import { CrashGame, type CrashGameOptions } from '../crash/crash-game';
-import { sha256Hex, type ChainSeed } from '../rounds/fair-chain';
-import type { Game, Round } from '../rounds/round';
-import { roundRepository } from '../rounds/round-repository';
-import { deriveStockRaceOutcome } from '../stock-race/outcome';
-import { StockRaceGame, type StockRaceGameOptions } from '../stock-race/stock-race-game';
+import { CrashGame, type CrashGameOptions } from '../games/crash/crash-game';
+import { sha256Hex, type ChainSeed } from '../games/engine/fair-chain';
+import type { Game, Round } from '../games/engine/round';
+import { roundRepository } from '../games/engine/round-repository';
+import { deriveStockRaceOutcome } from '../games/stock-race/outcome';
+import { StockRaceGame, type StockRaceGameOptions } from '../games/stock-race/stock-race-game';
 import type { SqlExecutor } from '../store/database';
 import { sandboxStore, type SandboxTiming } from './sandbox-store';
 

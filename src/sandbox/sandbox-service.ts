@@ -1,19 +1,19 @@
 import { EventEmitter } from 'node:events';
 import type { Logger } from 'pino';
 import type { Clock, TimerHandle } from '../clock/clock';
-import { noCompliance } from '../compliance/hooks';
+import { noCompliance } from '../bets/compliance-hooks';
 import type { Config } from '../config/config';
 import { DomainError } from '../errors/codes';
 import type { Operator } from '../operators/operator';
 import type { OperatorService } from '../operators/operators';
-import { RoundEngine } from '../rounds/engine';
-import type { FeedMessage, LiveFeed } from '../rounds/live-feed';
-import type { Game } from '../rounds/round';
-import { presentRound } from '../rounds/round-presenter';
-import { roundRepository } from '../rounds/round-repository';
+import { RoundEngine } from '../games/engine/engine';
+import type { FeedMessage, LiveFeed } from '../games/engine/live-feed';
+import type { Game } from '../games/engine/round';
+import { presentRound } from '../games/round-presenter';
+import { roundRepository } from '../games/engine/round-repository';
 import type { Database, SqlExecutor } from '../store/database';
-import type { CrashGameOptions } from '../crash/crash-game';
-import type { StockRaceGameOptions } from '../stock-race/stock-race-game';
+import type { CrashGameOptions } from '../games/crash/crash-game';
+import type { StockRaceGameOptions } from '../games/stock-race/stock-race-game';
 import { SandboxCrashGame, SandboxStockRaceGame, sandboxSeeds } from './sandbox-games';
 import {
   sandboxStore,

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Config } from '../config/config';
-import type { Game } from '../rounds/round';
+import type { Game } from '../games/engine/round';
 import type { Database, SqlExecutor } from '../store/database';
 
 /** Round timing of one sandbox, per game (ms). A change applies from the next round. */

@@ -15,7 +15,7 @@ import { signRequest } from '../signing/request-signature';
 import { scheduleBackoff } from '../outbox/backoff';
 import { OutboxEngine, type AttemptResult as EngineAttemptResult, type OutboxSender } from '../outbox/engine';
 import type { Database } from '../store/database';
-import type { Resolver } from '../webhooks/url-safety';
+import type { Resolver } from '../outbound/url-safety';
 import { WalletSettlementOutbox, type AttemptResult, type Settlement, type SettlementClaim } from './settlements';
 
 export interface WalletWorkerOptions {

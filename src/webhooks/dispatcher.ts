@@ -7,7 +7,7 @@ import type { Database } from '../store/database';
 import { WebhookDeliveryOutbox, type WebhookClaim } from './delivery-outbox';
 import type { WebhookEndpointService } from './endpoints';
 import { WebhookSender, type SigningMaterial } from './sender';
-import type { Resolver } from './url-safety';
+import type { Resolver } from '../outbound/url-safety';
 
 export interface DispatcherOptions {
   db: Database;

@@ -5,7 +5,7 @@ import type { SecretBox } from '../operators/secret-box';
 import type { Database } from '../store/database';
 import { generateEndpointSecret } from '../signing/webhook-signature';
 import { EVENT_TYPES, type EventType } from './events';
-import { checkTargetUrl, type Resolver } from './url-safety';
+import { checkTargetUrl, type Resolver } from '../outbound/url-safety';
 
 export type EndpointSurface = 'A' | 'B';
 

@@ -1,25 +1,28 @@
 import { randomUUID } from 'node:crypto';
+import { testModeOperators } from '../operators/operator-mode';
 import type { SqlExecutor, SqlParam } from '../store/database';
+import { checkEvent } from './event-check';
+import type { WebhookEventData, WebhookEventOf } from './payloads';
 
 /** The four event kinds both surfaces deliver. Payloads are versioned by the envelope's `type`. */
 export const EVENT_TYPES = ['round.opened', 'round.closed', 'bet.settled', 'compliance.flag'] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 
-export interface DomainEvent {
-  /** null = a round event every operator may subscribe to. */
-  operatorId: string | null;
-  type: EventType;
-  data: Record<string, unknown>;
-}
+/**
+ * An event as its builder hands it to the outbox: a union discriminated by `type`, whose `data` is
+ * the static type of that event's schema (./payloads.ts), so a missing or misspelt field does not compile.
+ */
+export type DomainEvent = {
+  [K in EventType]: {
+    /** null = a round event every operator may subscribe to. */
+    operatorId: string | null;
+    type: K;
+    data: WebhookEventData<K>;
+  };
+}[EventType];
 
-export interface EventEnvelope {
-  id: string;
-  type: EventType;
-  created_at: number;
-  /** false for everything a test-mode (sandbox) operator caused: its rounds, bets and flags. */
-  livemode: boolean;
-  data: Record<string, unknown>;
-}
+/** A delivery body; `livemode` is false for everything a test-mode (sandbox) operator caused. */
+export type EventEnvelope = WebhookEventOf<EventType>;
 
 let seqCounter = 0;
 
@@ -30,7 +33,7 @@ let seqCounter = 0;
 export async function recordEvents(tx: SqlExecutor, events: readonly DomainEvent[], now: number): Promise<EventEnvelope[]> {
   if (events.length === 0) return [];
   const endpoints = await subscribedEndpoints(tx, events);
-  const testOperators = await testModeOperators(tx, events);
+  const testOperators = await testModeOperators(tx, events.map((e) => e.operatorId));
   const envelopes: EventEnvelope[] = [];
   const eventRows: SqlParam[][] = [];
   const deliveryRows: SqlParam[][] = [];
@@ -39,6 +42,10 @@ export async function recordEvents(tx: SqlExecutor, events: readonly DomainEvent
     // seq orders events that share a millisecond; it only needs to grow within this process.
     const seq = now * 1000 + (seqCounter++ % 1000);
     const livemode = event.operatorId === null || !testOperators.has(event.operatorId);
+    // TypeScript cannot pair each event's `type` with its `data` through the spread of a union; the
+    // schema check that follows does, at run time.
+    const envelope = { id, type: event.type, created_at: now, livemode, data: event.data } as EventEnvelope;
+    checkEvent(envelope);
     eventRows.push([id, seq, event.operatorId, event.type, now, JSON.stringify(event.data), livemode ? 1 : 0]);
     for (const endpoint of endpoints) {
       if (event.operatorId !== null && endpoint.operator_id !== event.operatorId) continue;
@@ -46,7 +53,7 @@ export async function recordEvents(tx: SqlExecutor, events: readonly DomainEvent
       if (!endpoint.types.has(event.type)) continue;
       deliveryRows.push([`dlv_${randomUUID()}`, id, endpoint.id, endpoint.operator_id, now, now]);
     }
-    envelopes.push({ id, type: event.type, created_at: now, livemode, data: event.data });
+    envelopes.push(envelope);
   }
   // Multi-row inserts: a round that settles thousands of bets costs a few statements, not thousands.
   await insertRows(
@@ -112,28 +119,4 @@ async function subscribedEndpoints(tx: SqlExecutor, events: readonly DomainEvent
     types: new Set(JSON.parse(r.events) as string[]),
     activeOperator: !('active' in r) || Number(r.active) === 1,
   }));
-}
-
-// An operator's mode is fixed when it is created, so what this process once read stays true.
-const modeSeen = new Map<string, boolean>();
-
-/** Whether an operator plays in test mode (sandbox): its bets stay out of live figures such as metrics. */
-export async function isTestOperator(tx: SqlExecutor, operatorId: string): Promise<boolean> {
-  const known = modeSeen.get(operatorId);
-  if (known !== undefined) return known;
-  return (await testModeOperators(tx, [{ operatorId, type: 'bet.settled', data: {} }])).has(operatorId);
-}
-
-/** The test-mode operators among the events' owners (their events carry livemode: false). */
-async function testModeOperators(tx: SqlExecutor, events: readonly DomainEvent[]): Promise<Set<string>> {
-  const ids = [...new Set(events.map((e) => e.operatorId).filter((id): id is string => id !== null))];
-  const unknown = ids.filter((id) => !modeSeen.has(id));
-  if (unknown.length > 0) {
-    const marks = unknown.map(() => '?').join(', ');
-    const sql = `SELECT id, mode FROM operators WHERE id IN (${marks})`;
-    const rows = await tx.all<{ id: string; mode: string }>(sql, unknown);
-    for (const r of rows) modeSeen.set(r.id, r.mode === 'test');
-    if (modeSeen.size > 10_000) modeSeen.clear();
-  }
-  return new Set(ids.filter((id) => modeSeen.get(id) === true));
 }

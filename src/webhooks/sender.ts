@@ -17,7 +17,7 @@ import { signRequest } from '../signing/request-signature';
 import { serviceSignatureHeader, standardWebhookHeaders, SERVICE_SIGNATURE_HEADER } from '../signing/webhook-signature';
 import type { EndpointSurface } from './endpoints';
 import { WEBHOOK_PAYLOAD_VERSION } from './payloads';
-import type { Resolver } from './url-safety';
+import type { Resolver } from '../outbound/url-safety';
 
 export const RESPONSE_EXCERPT_CHARS = 500;
 

@@ -8,7 +8,7 @@ import { verifyServiceSignature } from '../signing/webhook-signature';
 import { WebhookDeliveryService, type DeliveryFilter, type DeliveryView } from './deliveries';
 import { WebhookDispatcher } from './dispatcher';
 import { WebhookEndpointService, type EndpointInput, type EndpointPatch, type Scope, type WebhookEndpoint } from './endpoints';
-import type { Resolver } from './url-safety';
+import type { Resolver } from '../outbound/url-safety';
 
 export interface EndpointJson {
   endpoint_id: string;

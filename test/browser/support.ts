@@ -5,7 +5,8 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
-import { crashPointFromHash, DEFAULT_BUSTABIT_SALT } from '../../src/crash/fairness';
+import { crashPointFromHash } from '../../src/games/crash/fairness';
+import { DEFAULT_BUSTABIT_SALT } from '../../src/config/game-defaults';
 
 export const CHROMIUM = '/usr/bin/chromium';
 

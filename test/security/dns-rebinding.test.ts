@@ -13,6 +13,7 @@ import { recordEvents } from '../../src/webhooks/events';
 import { WebhookService } from '../../src/webhooks/service';
 import { freshDatabase } from '../support/harness';
 import { guardSockets, type SocketGuard } from '../support/socket-guard';
+import { betSettled } from '../support/webhook-events';
 
 /**
  * DNS rebinding: a name that resolved to a public address when the URL was registered answers with
@@ -89,7 +90,7 @@ describe('SSRF: DNS rebinding is caught at connect time', () => {
 
       answers.set(host, [inward]);
       lookups.length = 0;
-      const event = { operatorId: op.id, type: 'bet.settled' as const, data: { bet_id: 'b1' } };
+      const event = betSettled(op.id, { id: 'b1' });
       await db.transaction((tx) => recordEvents(tx, [event], clock.now()));
       try {
         await webhooks.dispatcher.drain();

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
-import { crashPointFromHash, generateChain, previousHash } from '../../src/crash/fairness';
-import { deriveSalt } from '../../src/rounds/fair-chain';
+import { crashPointFromHash } from '../../src/games/crash/fairness';
+import { generateChain, previousHash } from '../../src/games/engine/hash-chain';
+import { deriveSalt } from '../../src/games/engine/fair-chain';
 import type { Database } from '../../src/store/database';
 
 /**

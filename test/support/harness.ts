@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { DEFAULT_BUSTABIT_SALT } from '../../src/crash/fairness';
+import { DEFAULT_BUSTABIT_SALT } from '../../src/config/game-defaults';
 import pg from 'pg';
 import type { Logger } from 'pino';
 import { request } from 'undici';
@@ -237,7 +237,7 @@ export function withSeeds(game: 'crash' | 'stock_race', seeds: string[]) {
   };
 }
 
-/** bustabit v2 games with published results (see src/crash/fairness.test.ts). */
+/** bustabit v2 games with published results (see src/games/crash/fairness.test.ts). */
 export const KNOWN_CRASH_SEEDS = {
   x126: 'b2acd37fbdb5509926ab5d7329704c840f8467266c90019682f3b260a029bdba',
   x118: '82886b71b3b26e4b162bbdf4e7024f50f6a7250c207fb9ce497ad56a3e7e700a',

@@ -386,7 +386,8 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
-                            flags: ({
+                            flags: {
+                                /** @description the bet that raised the flag, if one did */
                                 bet_id: string | null;
                                 /** @description when the flag was raised (milliseconds since epoch) */
                                 created_at: number;
@@ -394,16 +395,19 @@ export interface paths {
                                 details: {
                                     [key: string]: unknown;
                                 };
+                                /** @description the flag id (flag_…) */
                                 flag_id: string;
+                                /** @description crash or stock_race, when a bet raised the flag */
                                 game: string | null;
+                                /** @description the player the flag is about */
                                 player: string | null;
+                                /** @description the bet's round, when a bet raised the flag */
                                 round_id: string | null;
                                 /** @description one of large_stake, large_payout, bet_velocity, machine_timing, session_multi_place */
                                 rule: "large_stake" | "large_payout" | "bet_velocity" | "machine_timing" | "session_multi_place";
+                                /** @description the Surface B play session, if the rule looked at one */
                                 session_id: string | null;
-                            } & {
-                                [key: string]: unknown;
-                            })[];
+                            }[];
                         };
                     };
                 };
@@ -695,7 +699,9 @@ export interface paths {
                         "application/json": {
                             /** @description end of the betting window (milliseconds since epoch) */
                             betting_closes_at: number;
+                            /** @description when the round closed with its outcome; null before */
                             closed_at: number | null;
+                            /** @description the game */
                             game: "crash" | "stock_race";
                             /** @description Crash: the house edge in basis points (100 = 1%, RTP 99%) */
                             house_edge_bp: number;
@@ -709,7 +715,9 @@ export interface paths {
                             outcome: {
                                 [key: string]: unknown;
                             } | null;
+                            /** @description the round id */
                             round_id: string;
+                            /** @description increasing per game */
                             round_number: number;
                             /** @description when the multiplier / race started */
                             running_at: number | null;
@@ -723,7 +731,9 @@ export interface paths {
                             seed_hash: string;
                             /** @description open | running | closed | void (the round could not complete: every stake is returned) */
                             status: "open" | "running" | "closed" | "void";
+                            /** @description why the round could not complete; null unless void */
                             void_reason: string | null;
+                            /** @description when the round was voided; null unless void */
                             voided_at: number | null;
                         } & {
                             [key: string]: unknown;
@@ -886,7 +896,9 @@ export interface paths {
                         "application/json": {
                             /** @description end of the betting window (milliseconds since epoch) */
                             betting_closes_at: number;
+                            /** @description when the round closed with its outcome; null before */
                             closed_at: number | null;
+                            /** @description the game */
                             game: "crash" | "stock_race";
                             /** @description Crash: the house edge in basis points (100 = 1%, RTP 99%) */
                             house_edge_bp: number;
@@ -900,7 +912,9 @@ export interface paths {
                             outcome: {
                                 [key: string]: unknown;
                             } | null;
+                            /** @description the round id */
                             round_id: string;
+                            /** @description increasing per game */
                             round_number: number;
                             /** @description when the multiplier / race started */
                             running_at: number | null;
@@ -914,7 +928,9 @@ export interface paths {
                             seed_hash: string;
                             /** @description open | running | closed | void (the round could not complete: every stake is returned) */
                             status: "open" | "running" | "closed" | "void";
+                            /** @description why the round could not complete; null unless void */
                             void_reason: string | null;
+                            /** @description when the round was voided; null unless void */
                             voided_at: number | null;
                         } & {
                             [key: string]: unknown;
@@ -5589,7 +5605,8 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
-                            flags: ({
+                            flags: {
+                                /** @description the bet that raised the flag, if one did */
                                 bet_id: string | null;
                                 /** @description when the flag was raised (milliseconds since epoch) */
                                 created_at: number;
@@ -5597,16 +5614,19 @@ export interface paths {
                                 details: {
                                     [key: string]: unknown;
                                 };
+                                /** @description the flag id (flag_…) */
                                 flag_id: string;
+                                /** @description crash or stock_race, when a bet raised the flag */
                                 game: string | null;
+                                /** @description the player the flag is about */
                                 player: string | null;
+                                /** @description the bet's round, when a bet raised the flag */
                                 round_id: string | null;
                                 /** @description one of large_stake, large_payout, bet_velocity, machine_timing, session_multi_place */
                                 rule: "large_stake" | "large_payout" | "bet_velocity" | "machine_timing" | "session_multi_place";
+                                /** @description the Surface B play session, if the rule looked at one */
                                 session_id: string | null;
-                            } & {
-                                [key: string]: unknown;
-                            })[];
+                            }[];
                         };
                     };
                 };
@@ -5726,7 +5746,9 @@ export interface paths {
                         "application/json": {
                             /** @description end of the betting window (milliseconds since epoch) */
                             betting_closes_at: number;
+                            /** @description when the round closed with its outcome; null before */
                             closed_at: number | null;
+                            /** @description the game */
                             game: "crash" | "stock_race";
                             /** @description false for a sandbox round of a test-mode operator (test data) */
                             livemode: boolean;
@@ -5740,7 +5762,9 @@ export interface paths {
                             progress_permille?: number;
                             /** @description Stock Race: length of the running phase (milliseconds) */
                             race_ms: number;
+                            /** @description the round id */
                             round_id: string;
+                            /** @description increasing per game */
                             round_number: number;
                             /** @description when the multiplier / race started */
                             running_at: number | null;
@@ -5759,7 +5783,9 @@ export interface paths {
                             }[];
                             /** @description Stock Race: the stocks racing in this round */
                             symbols: string[];
+                            /** @description why the round could not complete; null unless void */
                             void_reason: string | null;
+                            /** @description when the round was voided; null unless void */
                             voided_at: number | null;
                         } & {
                             [key: string]: unknown;
@@ -5953,7 +5979,9 @@ export interface paths {
                         "application/json": {
                             /** @description end of the betting window (milliseconds since epoch) */
                             betting_closes_at: number;
+                            /** @description when the round closed with its outcome; null before */
                             closed_at: number | null;
+                            /** @description the game */
                             game: "crash" | "stock_race";
                             /** @description false for a sandbox round of a test-mode operator (test data) */
                             livemode: boolean;
@@ -5967,7 +5995,9 @@ export interface paths {
                             progress_permille?: number;
                             /** @description Stock Race: length of the running phase (milliseconds) */
                             race_ms: number;
+                            /** @description the round id */
                             round_id: string;
+                            /** @description increasing per game */
                             round_number: number;
                             /** @description when the multiplier / race started */
                             running_at: number | null;
@@ -5986,7 +6016,9 @@ export interface paths {
                             }[];
                             /** @description Stock Race: the stocks racing in this round */
                             symbols: string[];
+                            /** @description why the round could not complete; null unless void */
                             void_reason: string | null;
+                            /** @description when the round was voided; null unless void */
                             voided_at: number | null;
                         } & {
                             [key: string]: unknown;
@@ -10599,14 +10631,17 @@ export interface webhooks {
                     "application/json": {
                         /** @description when the change that caused the event was committed (milliseconds since epoch) */
                         created_at: number;
+                        /** @description Sent once per bet, when it reaches a final state: a Crash manual, auto or forced cash-out (per-bet or per-round cap) or a loss at the crash; a Stock Race win or loss; either game's void (payout = stake). Crash amounts are integers; Stock Race amounts are decimals in the bet's currency. */
                         data: {
                             /** @description the stake: an integer on Surface A, a decimal in the currency on Surface B */
                             amount: number;
+                            /** @description the bet id */
                             bet_id: string;
                             /** @description Crash cash-outs only */
                             cashout_kind: ("manual" | "auto" | "forced") | null;
                             /** @description ISO 4217 code for Stock Race; null for Crash, whose amounts are plain integers */
                             currency: string | null;
+                            /** @description the game */
                             game: "crash" | "stock_race";
                             /** @description Crash: the cash-out multiplier */
                             multiplier: number | null;
@@ -10616,12 +10651,15 @@ export interface webhooks {
                             pct?: number | null;
                             /** @description external_user_id (Surface A) or player_ref (Surface B) */
                             player: string;
+                            /** @description the round the bet was placed on */
                             round_id: string;
+                            /** @description the round's number in its game */
                             round_number: number;
                             /** @description Stock Race: the selected symbols */
                             selections: string[] | null;
                             /** @description when the bet was settled (milliseconds since epoch) */
                             settled_at: number;
+                            /** @description Crash: cashed_out, lost or void. Stock Race: won, lost or void */
                             status: "cashed_out" | "lost" | "won" | "void";
                             /** @description Stock Race only: the winning symbol; null for a void */
                             winner?: string | null;
@@ -10678,7 +10716,9 @@ export interface webhooks {
                     "application/json": {
                         /** @description when the change that caused the event was committed (milliseconds since epoch) */
                         created_at: number;
+                        /** @description The flag as GET …/compliance/flags lists it; the rules are in docs/webhooks.md, Compliance flags. */
                         data: {
+                            /** @description the bet that raised the flag, if one did */
                             bet_id: string | null;
                             /** @description when the flag was raised (milliseconds since epoch) */
                             created_at: number;
@@ -10686,12 +10726,17 @@ export interface webhooks {
                             details: {
                                 [key: string]: unknown;
                             };
+                            /** @description the flag id (flag_…) */
                             flag_id: string;
+                            /** @description crash or stock_race, when a bet raised the flag */
                             game: string | null;
+                            /** @description the player the flag is about */
                             player: string | null;
+                            /** @description the bet's round, when a bet raised the flag */
                             round_id: string | null;
                             /** @description one of large_stake, large_payout, bet_velocity, machine_timing, session_multi_place */
                             rule: "large_stake" | "large_payout" | "bet_velocity" | "machine_timing" | "session_multi_place";
+                            /** @description the Surface B play session, if the rule looked at one */
                             session_id: string | null;
                         } & {
                             [key: string]: unknown;
@@ -10746,10 +10791,13 @@ export interface webhooks {
                     "application/json": {
                         /** @description when the change that caused the event was committed (milliseconds since epoch) */
                         created_at: number;
+                        /** @description The round as its read endpoint shows it at that moment (GET /api/public/v1/rounds/{round_number} for Crash, GET /v1/rounds/{round_id} for Stock Race; one presenter builds both). round.opened carries status open; round.closed carries closed (with the outcome) or void (void_reason set, every stake returned). No round event is sent while a round runs, so the live-only fields of a running round (Crash multiplier, Stock Race progress_permille and stocks) never appear. */
                         data: {
                             /** @description end of the betting window (milliseconds since epoch) */
                             betting_closes_at: number;
+                            /** @description when the round closed with its outcome; null before */
                             closed_at: number | null;
+                            /** @description the game */
                             game: "crash" | "stock_race";
                             /** @description Crash: the house edge in basis points (100 = 1%, RTP 99%) */
                             house_edge_bp?: number;
@@ -10758,12 +10806,31 @@ export interface webhooks {
                             /** @description when the round opened (milliseconds since epoch) */
                             opened_at: number;
                             /** @description crash: {crash_point}. stock_race: {winner, pct, stocks: [{symbol, pct}]}. null unless closed */
-                            outcome: {
+                            outcome: (({
+                                /** @description the multiplier the round crashed at, e.g. 2.37 */
+                                crash_point: number;
+                            } & {
                                 [key: string]: unknown;
-                            } | null;
+                            }) | ({
+                                /** @description the winner's percentage move */
+                                pct: number;
+                                /** @description every stock's percentage move */
+                                stocks: ({
+                                    pct: number;
+                                    symbol: string;
+                                } & {
+                                    [key: string]: unknown;
+                                })[];
+                                /** @description the winning symbol */
+                                winner: string;
+                            } & {
+                                [key: string]: unknown;
+                            })) | null;
                             /** @description Stock Race: length of the running phase (milliseconds) */
                             race_ms?: number;
+                            /** @description the round id */
                             round_id: string;
+                            /** @description increasing per game */
                             round_number: number;
                             /** @description when the multiplier / race started */
                             running_at: number | null;
@@ -10779,7 +10846,9 @@ export interface webhooks {
                             status: "open" | "running" | "closed" | "void";
                             /** @description Stock Race: the stocks racing in this round */
                             symbols?: string[];
+                            /** @description why the round could not complete; null unless void */
                             void_reason: string | null;
+                            /** @description when the round was voided; null unless void */
                             voided_at: number | null;
                         } & {
                             [key: string]: unknown;
@@ -10834,10 +10903,13 @@ export interface webhooks {
                     "application/json": {
                         /** @description when the change that caused the event was committed (milliseconds since epoch) */
                         created_at: number;
+                        /** @description The round as its read endpoint shows it at that moment (GET /api/public/v1/rounds/{round_number} for Crash, GET /v1/rounds/{round_id} for Stock Race; one presenter builds both). round.opened carries status open; round.closed carries closed (with the outcome) or void (void_reason set, every stake returned). No round event is sent while a round runs, so the live-only fields of a running round (Crash multiplier, Stock Race progress_permille and stocks) never appear. */
                         data: {
                             /** @description end of the betting window (milliseconds since epoch) */
                             betting_closes_at: number;
+                            /** @description when the round closed with its outcome; null before */
                             closed_at: number | null;
+                            /** @description the game */
                             game: "crash" | "stock_race";
                             /** @description Crash: the house edge in basis points (100 = 1%, RTP 99%) */
                             house_edge_bp?: number;
@@ -10846,12 +10918,31 @@ export interface webhooks {
                             /** @description when the round opened (milliseconds since epoch) */
                             opened_at: number;
                             /** @description crash: {crash_point}. stock_race: {winner, pct, stocks: [{symbol, pct}]}. null unless closed */
-                            outcome: {
+                            outcome: (({
+                                /** @description the multiplier the round crashed at, e.g. 2.37 */
+                                crash_point: number;
+                            } & {
                                 [key: string]: unknown;
-                            } | null;
+                            }) | ({
+                                /** @description the winner's percentage move */
+                                pct: number;
+                                /** @description every stock's percentage move */
+                                stocks: ({
+                                    pct: number;
+                                    symbol: string;
+                                } & {
+                                    [key: string]: unknown;
+                                })[];
+                                /** @description the winning symbol */
+                                winner: string;
+                            } & {
+                                [key: string]: unknown;
+                            })) | null;
                             /** @description Stock Race: length of the running phase (milliseconds) */
                             race_ms?: number;
+                            /** @description the round id */
                             round_id: string;
+                            /** @description increasing per game */
                             round_number: number;
                             /** @description when the multiplier / race started */
                             running_at: number | null;
@@ -10867,7 +10958,9 @@ export interface webhooks {
                             status: "open" | "running" | "closed" | "void";
                             /** @description Stock Race: the stocks racing in this round */
                             symbols?: string[];
+                            /** @description why the round could not complete; null unless void */
                             void_reason: string | null;
+                            /** @description when the round was voided; null unless void */
                             voided_at: number | null;
                         } & {
                             [key: string]: unknown;
@@ -10923,7 +11016,9 @@ export interface webhooks {
                         /** @description when the change that caused the event was committed (milliseconds since epoch) */
                         created_at: number;
                         data: {
+                            /** @description the endpoint the test was requested for */
                             endpoint_id: string;
+                            /** @description a fixed text */
                             message: string;
                         } & {
                             [key: string]: unknown;

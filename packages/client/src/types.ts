@@ -53,7 +53,13 @@ export type WebhookDeliveryDetail = ResponseOf<`${A}/webhook-deliveries/{deliver
 export type VerifySignatureRequest = RequestBodyOf<`${A}/webhooks/verify-signature`, 'post'>;
 export type VerifySignatureResult = ResponseOf<`${A}/webhooks/verify-signature`, 'post'>;
 
-/** The JSON body of each webhook event, keyed by event type. */
-export type WebhookEvent<T extends keyof webhooks = keyof webhooks> = {
+/** round.opened, round.closed, bet.settled, compliance.flag or webhook.test. */
+export type WebhookEventType = keyof webhooks;
+
+/**
+ * The JSON body of a webhook event of type T. Without T: the union of every event, discriminated by
+ * `type`, so `switch (event.type)` narrows `event.data`.
+ */
+export type WebhookEvent<T extends WebhookEventType = WebhookEventType> = {
   [K in T]: NonNullable<webhooks[K]['post']> extends { requestBody?: infer R } ? JsonOf<NonNullable<R>> : never;
 }[T];

@@ -1,4 +1,4 @@
-import type { RoundJson } from '../../rounds/round-presenter';
+import type { RoundJson } from '../../games/engine/round-presenter';
 import type { PlayerSession } from '../../sessions/session-service';
 import { html, jsonScript, type SafeHtml } from '../html';
 

@@ -1,9 +1,9 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { DomainError } from '../../errors/codes';
 import { streamFeed } from '../../http/sse';
-import { GAMES, type Game } from '../../rounds/round';
-import { presentRound } from '../../rounds/round-presenter';
-import { roundRepository } from '../../rounds/round-repository';
+import { GAMES, type Game } from '../../games/engine/round';
+import { presentRound } from '../../games/round-presenter';
+import { roundRepository } from '../../games/engine/round-repository';
 import type { AppServices } from '../../services';
 import { ctx } from '../context';
 import { liveStats, overview } from '../queries';

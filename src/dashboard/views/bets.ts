@@ -1,5 +1,5 @@
 import type { Bet } from '../../bets/bet';
-import type { RoundJson } from '../../rounds/round-presenter';
+import type { RoundJson } from '../../games/engine/round-presenter';
 import type { AttemptRow, Settlement } from '../../wallet/settlements';
 import { html, type SafeHtml } from '../html';
 import { money } from '../queries';

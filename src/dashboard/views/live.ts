@@ -1,4 +1,4 @@
-import type { RoundJson } from '../../rounds/round-presenter';
+import type { RoundJson } from '../../games/engine/round-presenter';
 import { html, jsonScript } from '../html';
 import type { LiveStats, Overview } from '../queries';
 import { page, tableWrap, type PageUser } from './layout';

@@ -1,6 +1,6 @@
 import type { Bet, BetStatus } from '../../bets/bet';
-import type { Game } from '../../rounds/round';
-import type { RoundJson } from '../../rounds/round-presenter';
+import type { Game } from '../../games/engine/round';
+import type { RoundJson } from '../../games/engine/round-presenter';
 import { html, queryString, type SafeHtml } from '../html';
 import { money } from '../queries';
 import { badge, page, short, tableWrap, time, type PageUser } from './layout';

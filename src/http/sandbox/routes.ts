@@ -1,10 +1,10 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import { formatMultiplier, parseMultiplier } from '../../crash/multiplier';
+import { formatMultiplier, parseMultiplier } from '../../games/crash/multiplier';
 import { DomainError } from '../../errors/codes';
 import { currencyExponent, decimalToMinor, minorToDecimal } from '../../money/currency';
-import type { Game } from '../../rounds/round';
+import type { Game } from '../../games/engine/round';
 import type { SandboxScript } from '../../sandbox/sandbox-store';
 import { simulatedWallet } from '../../sandbox/simulated-wallet';
 import type { AppServices } from '../../services';

@@ -2,7 +2,7 @@ import { Type, type Static } from 'typebox';
 import type { Surface } from '../surface';
 import { EVENT_TYPES } from '../../webhooks/events';
 import { DELIVERY_STATUSES } from '../../webhooks/deliveries';
-import { MAX_URL_LENGTH } from '../../webhooks/url-safety';
+import { MAX_URL_LENGTH } from '../../outbound/url-safety';
 
 /** Request and response schemas of the webhook management API (both surfaces). */
 

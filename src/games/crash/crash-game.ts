@@ -1,0 +1,230 @@
+import type { OutcomeJson } from '../engine/round-presenter';
+import type { Logger } from 'pino';
+import type { Bet } from '../../bets/bet';
+import { betSettledEvent } from '../../bets/bet-events';
+import { betRepository } from '../../bets/bet-repository';
+import type { ComplianceHooks } from '../../bets/compliance-hooks';
+import type { OperatorSettings } from '../../operators/operator';
+import type { GameDriver } from '../engine/engine';
+import type { CrashOutcome, Round } from '../engine/round';
+import type { Database, SqlExecutor } from '../../store/database';
+import { recordEvents, type DomainEvent } from '../../webhooks/events';
+import { cappedPayout, crashPointOf, effectiveTarget, liveMultiplier, scriptedCrashPoint } from './crash-rules';
+import { engineHeartbeatMs } from '../../config/game-defaults';
+import { crashElapsedMs, formatMultiplier, GROWTH_PER_MS, presentCrashOutcome } from './multiplier';
+
+export interface CrashGameOptions {
+  db: Database;
+  logger: Logger;
+  compliance: ComplianceHooks;
+  settingsOf: (operatorId: string) => Promise<OperatorSettings>;
+  bettingWindowMs: number;
+  pauseMs: number;
+  tickMs: number;
+  /** How often the engine records that a running round is alive; derived from tickMs by default. */
+  heartbeatMs?: number;
+  salt: string;
+  houseEdgeBp: number;
+}
+
+interface Exit {
+  bet: Bet;
+  at: number;
+  kind: 'auto' | 'forced';
+}
+
+/**
+ * Crash on the shared engine. While a round runs, bets that leave on their own (auto cash-out or the
+ * per-bet cap) wait in a list sorted by exit multiplier: each tick pops the due prefix, so a tick
+ * costs what it pays out, not what the round holds. Each is paid at exactly its target.
+ */
+export class CrashGame implements GameDriver {
+  readonly game = 'crash' as const;
+  readonly recoverRunning = 'void' as const;
+  readonly bettingWindowMs: number;
+  readonly pauseMs: number;
+  readonly tickMs: number;
+  // Players cash out while the round runs, on any instance: they need proof the engine is alive.
+  readonly heartbeatMs: number;
+  private exits: Exit[] = [];
+  private nextExit = 0;
+  private exposure = new Map<string, number>();
+  private active = new Map<string, Bet>();
+  private settings = new Map<string, OperatorSettings>();
+  private roundId: string | null = null;
+
+  constructor(private readonly o: CrashGameOptions) {
+    this.bettingWindowMs = o.bettingWindowMs;
+    this.pauseMs = o.pauseMs;
+    this.tickMs = o.tickMs;
+    this.heartbeatMs = o.heartbeatMs ?? engineHeartbeatMs(o.tickMs);
+  }
+
+  roundSettings(): Record<string, unknown> {
+    return { salt: this.o.salt, house_edge_bp: this.o.houseEdgeBp, growth_per_ms: GROWTH_PER_MS };
+  }
+
+  crashPoint(round: Round): number {
+    const scripted = scriptedCrashPoint(round);
+    if (scripted !== null) return scripted;
+    const { salt, house_edge_bp } = this.roundFields(round);
+    return crashPointOf(round.seed, salt, house_edge_bp);
+  }
+
+  /** What anyone needs, with the revealed seed, to recompute this round: frozen when it opened. */
+  roundFields(round: Round): { salt: string; house_edge_bp: number } {
+    return { salt: String(round.settings.salt ?? this.o.salt), house_edge_bp: Number(round.settings.house_edge_bp ?? this.o.houseEdgeBp) };
+  }
+
+  presentOutcome(round: Round): OutcomeJson {
+    return presentCrashOutcome(round.outcome as CrashOutcome);
+  }
+
+  runningDurationMs(round: Round): number {
+    return crashElapsedMs(this.crashPoint(round));
+  }
+
+  async onRunning(round: Round): Promise<void> {
+    this.roundId = round.id;
+    this.exits = [];
+    this.nextExit = 0;
+    this.exposure.clear();
+    this.active.clear();
+    this.settings.clear();
+    const bets = await betRepository.byRound(this.o.db, round.id, ['active']);
+    for (const bet of bets) {
+      const s = await this.settingsFor(bet.operatorId);
+      const target = effectiveTarget(bet, s.crash.max_payout_per_bet);
+      this.exits.push({ bet, at: target.at, kind: target.kind });
+      this.active.set(bet.id, bet);
+      this.exposure.set(bet.operatorId, (this.exposure.get(bet.operatorId) ?? 0) + bet.amount);
+    }
+    this.exits.sort((a, b) => a.at - b.at);
+  }
+
+  async onTick(round: Round, now: number): Promise<Record<string, unknown>> {
+    const crash = this.crashPoint(round);
+    const m = liveMultiplier(now - (round.runningAt ?? now), crash);
+    const due: { bet: Bet; at: number; kind: 'auto' | 'forced' }[] = [];
+    while (this.nextExit < this.exits.length && this.exits[this.nextExit]!.at <= m) {
+      const exit = this.exits[this.nextExit++]!;
+      if (exit.at <= crash && this.active.has(exit.bet.id)) due.push(exit);
+    }
+    // Per-round cap: once an operator's open exposure at this multiplier reaches its limit, every
+    // bet of that operator still in the round is cashed out here.
+    const capReached = (operatorId: string): boolean => {
+      const s = this.settings.get(operatorId);
+      const stake = this.exposure.get(operatorId) ?? 0;
+      return !!s && stake > 0 && Math.floor((stake * m) / 100) >= s.crash.max_payout_per_round;
+    };
+    for (const operatorId of [...this.exposure.keys()]) {
+      if (!capReached(operatorId)) continue;
+      // Players cash out through every instance, and only the ones this process served are known
+      // here: before forcing anyone out, drop what the store says already left the round.
+      if (this.roundId === round.id) await this.syncWithStore(round.id, operatorId);
+      if (!capReached(operatorId)) continue;
+      for (const bet of this.active.values()) {
+        if (bet.operatorId === operatorId && !due.some((d) => d.bet.id === bet.id)) due.push({ bet, at: m, kind: 'forced' });
+      }
+    }
+    let paid = 0;
+    if (due.length > 0 && this.roundId === round.id) {
+      paid = await this.o.db.transaction(async (tx) => {
+        let count = 0;
+        const events: DomainEvent[] = [];
+        for (const exit of due) {
+          const settled = await this.settle(tx, exit.bet, exit.at, exit.kind, now);
+          if (settled) {
+            events.push(betSettledEvent(settled));
+            count++;
+          }
+        }
+        await recordEvents(tx, events, now);
+        return count;
+      });
+      for (const exit of due) this.forget(exit.bet);
+    }
+    return { multiplier: formatMultiplier(m), elapsed_ms: Math.max(0, now - (round.runningAt ?? now)), cashed_out: paid };
+  }
+
+  /** A manual cash-out served by this process: stop tracking the bet. */
+  noteSettled(betId: string): void {
+    const bet = this.active.get(betId);
+    if (bet) this.forget(bet);
+  }
+
+  async close(tx: SqlExecutor, round: Round, now: number): Promise<{ outcome: unknown; events: DomainEvent[] }> {
+    const crash = this.crashPoint(round);
+    const events: DomainEvent[] = [];
+    // Decided from the store, not from memory: a bet whose exit was due at or below the crash point
+    // is paid at it even if a tick never got to it, and everything else in the round loses.
+    for (const bet of await betRepository.byRound(tx, round.id, ['active'])) {
+      const s = await this.settingsFor(bet.operatorId);
+      const target = effectiveTarget(bet, s.crash.max_payout_per_bet);
+      const settled =
+        target.at <= crash
+          ? await this.settle(tx, bet, target.at, target.kind, now)
+          : await this.finish(tx, bet, { status: 'lost', payout: 0 }, now);
+      if (settled) events.push(betSettledEvent(settled));
+    }
+    this.roundId = null;
+    this.active.clear();
+    this.exits = [];
+    return { outcome: { crash_point: crash }, events };
+  }
+
+  async voidBets(tx: SqlExecutor, round: Round, now: number): Promise<DomainEvent[]> {
+    const events: DomainEvent[] = [];
+    for (const bet of await betRepository.byRound(tx, round.id, ['active'])) {
+      const settled = await this.finish(tx, bet, { status: 'void', payout: bet.amount }, now);
+      if (settled) events.push(betSettledEvent(settled));
+    }
+    if (this.roundId === round.id) {
+      this.roundId = null;
+      this.active.clear();
+      this.exits = [];
+    }
+    return events;
+  }
+
+  private async settle(tx: SqlExecutor, bet: Bet, multiplier: number, kind: 'auto' | 'forced', now: number): Promise<Bet | null> {
+    const s = await this.settingsFor(bet.operatorId);
+    const payout = cappedPayout(bet.amount, multiplier, s.crash.max_payout_per_bet);
+    const ok = await betRepository.settle(tx, bet, { status: 'cashed_out', payout, multiplier, kind, at: now });
+    if (!ok) return null;
+    const settled: Bet = { ...bet, status: 'cashed_out', payout, cashoutMultiplier: multiplier, cashoutKind: kind, settledAt: now };
+    await this.o.compliance.betSettled(tx, settled, now);
+    return settled;
+  }
+
+  private async finish(tx: SqlExecutor, bet: Bet, result: { status: 'lost' | 'void'; payout: number }, now: number): Promise<Bet | null> {
+    const ok = await betRepository.settle(tx, bet, { status: result.status, payout: result.payout, multiplier: null, kind: null, at: now });
+    if (!ok) return null;
+    const settled: Bet = { ...bet, status: result.status, payout: result.payout, settledAt: now };
+    await this.o.compliance.betSettled(tx, settled, now);
+    return settled;
+  }
+
+  /** Forgets the operator's bets that were settled elsewhere (a cash-out taken by another instance). */
+  private async syncWithStore(roundId: string, operatorId: string): Promise<void> {
+    const active = await betRepository.byRound(this.o.db, roundId, ['active']);
+    const stillActive = new Set(active.filter((b) => b.operatorId === operatorId).map((b) => b.id));
+    for (const bet of [...this.active.values()]) {
+      if (bet.operatorId === operatorId && !stillActive.has(bet.id)) this.forget(bet);
+    }
+  }
+
+  private forget(bet: Bet): void {
+    if (!this.active.delete(bet.id)) return;
+    this.exposure.set(bet.operatorId, (this.exposure.get(bet.operatorId) ?? 0) - bet.amount);
+  }
+
+  private async settingsFor(operatorId: string): Promise<OperatorSettings> {
+    let s = this.settings.get(operatorId);
+    if (!s) {
+      s = await this.o.settingsOf(operatorId);
+      this.settings.set(operatorId, s);
+    }
+    return s;
+  }
+}

@@ -1,0 +1,412 @@
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import type { Logger } from 'pino';
+import type { Clock } from '../../clock/clock';
+import { generateChain, isGameHash, previousHash } from './hash-chain';
+import { DomainError } from '../../errors/codes';
+import type { Database, SqlExecutor } from '../../store/database';
+import type { Game } from './round';
+
+/**
+ * Each game draws its round seeds from a pre-generated hash chain played in reverse: the seed_hash
+ * published when a round opens is sha256(seed), which is also the seed the previous round of that
+ * chain revealed, so every revealed seed proves the commitment made for it and all rounds before it.
+ *
+ * The order of events is what makes a chain fair (bustabit's seeding event): the chain's
+ * commitment (sha256 of the hex text of the first seed played) is published first; only then is
+ * the salt fixed, from a contribution made after the commitment was public, as
+ * salt = sha256(commitment + ":" + contribution); only then may rounds be played. Whoever runs the
+ * service cannot generate many chains and keep a favourable one, because the outcome of every round
+ * depends on a salt nobody knew while the chain could still be chosen.
+ */
+export interface ChainSeed {
+  chainId: string;
+  idx: number;
+  seed: string;
+  seedHash: string;
+  /** The chain's salt; null only for a test fixture chain that plays unsalted (legacy) outcomes. */
+  salt: string | null;
+}
+
+export type ChainOrigin = 'generated' | 'fixture';
+
+export interface ChainRecord {
+  chainId: string;
+  game: Game;
+  length: number;
+  origin: ChainOrigin;
+  commitment: string;
+  committedAt: number;
+  contribution: string | null;
+  contributor: string | null;
+  contributionAutomatic: boolean | null;
+  salt: string | null;
+  saltFixedAt: number | null;
+  firstPlayedIdx: number | null;
+  firstPlayedAt: number | null;
+}
+
+export type ChainStatus = 'awaiting_contribution' | 'playable' | 'refused';
+
+/** Printable ASCII only: the contribution's bytes are then the same in every encoding a verifier may use. */
+export const CONTRIBUTION_PATTERN = /^[\x20-\x7e]{1,256}$/;
+const CONTRIBUTOR_PATTERN = /^[\x20-\x7e]{1,64}$/;
+
+/** The salt a contribution fixes: sha256 of the UTF-8 text `<commitment>:<contribution>`, as 64 hex digits. */
+export function deriveSalt(commitment: string, contribution: string): string {
+  return sha256Hex(`${commitment}:${contribution}`);
+}
+
+/**
+ * Why a chain may not be played, or null when it may. A salt must exist, be fixed no earlier than the
+ * commitment was published, and be exactly what the recorded contribution derives; a fixture chain
+ * (seeds a test wrote in directly) plays only where fixtures are allowed.
+ */
+export function refusalOf(record: ChainRecord, allowFixtures: boolean): string | null {
+  if (record.origin === 'fixture') {
+    return allowFixtures ? null : `chain ${record.chainId} is a test fixture; fixtures play only with APP_ENV=test`;
+  }
+  const chain = `chain ${record.chainId}`;
+  if (record.salt === null || record.saltFixedAt === null || record.contribution === null) {
+    return `${chain} has no salt yet: it waits for a contribution made after its commitment was published`;
+  }
+  if (record.saltFixedAt < record.committedAt) {
+    return `${chain} had its salt fixed before its commitment was published; it can never be played`;
+  }
+  if (deriveSalt(record.commitment, record.contribution) !== record.salt) {
+    return `${chain} has a salt that its commitment and contribution do not derive; it can never be played`;
+  }
+  return null;
+}
+
+export interface RevealedSeed {
+  idx: number;
+  roundId: string;
+  seed: string;
+  /** The seed hashed forward idx + 1 times (sha256 of the hex text each step) gives the commitment. */
+  verified: boolean;
+}
+
+/**
+ * Checks every revealed seed against the commitment in one pass over the chain: a seed at index i
+ * is verified when hashing it forward (i - j) times gives the verified seed at the nearest lower
+ * index j (or, hashing i + 1 times, the commitment). Cost: one hash per index up to the highest.
+ */
+export function verifyRevealed(
+  commitment: string,
+  revealed: readonly { idx: number; roundId: string; seed: string }[],
+): RevealedSeed[] {
+  const sorted = [...revealed].sort((a, b) => a.idx - b.idx);
+  let anchor = { idx: -1, value: commitment };
+  return sorted.map((r) => {
+    let verified = false;
+    if (isGameHash(r.seed) && r.idx > anchor.idx) {
+      let h = r.seed;
+      for (let step = r.idx - anchor.idx; step > 0; step--) h = previousHash(h);
+      verified = h === anchor.value;
+    }
+    if (verified) anchor = { idx: r.idx, value: r.seed };
+    return { ...r, verified };
+  });
+}
+
+export interface FairChainOptions {
+  clock: Clock;
+  logger: Logger;
+  /** Development and test: the service contributes the salt itself right after publishing (flagged). */
+  autoContribute: boolean;
+  /** Test only: chains of seeds written in by a test may be played. */
+  allowFixtures: boolean;
+}
+
+const INSERT_BATCH = 500;
+const RECORD_COLUMNS =
+  'chain_id, game, length, origin, commitment, committed_at, contribution, contributor, contribution_automatic, ' +
+  'salt, salt_fixed_at, first_played_idx, first_played_at';
+
+type RecordRow = Record<string, unknown>;
+
+function toRecord(r: RecordRow): ChainRecord {
+  const n = (v: unknown): number | null => (v === null || v === undefined ? null : Number(v));
+  return {
+    chainId: String(r.chain_id),
+    game: r.game as Game,
+    length: Number(r.length),
+    origin: r.origin as ChainOrigin,
+    commitment: String(r.commitment),
+    committedAt: Number(r.committed_at),
+    contribution: (r.contribution as string | null) ?? null,
+    contributor: (r.contributor as string | null) ?? null,
+    contributionAutomatic:
+      r.contribution_automatic === null || r.contribution_automatic === undefined
+        ? null
+        : Number(r.contribution_automatic) === 1,
+    salt: (r.salt as string | null) ?? null,
+    saltFixedAt: n(r.salt_fixed_at),
+    firstPlayedIdx: n(r.first_played_idx),
+    firstPlayedAt: n(r.first_played_at),
+  };
+}
+
+export class FairChainService {
+  /** The last refusal logged per chain, so an engine waiting on a contribution logs it once, not every retry. */
+  private readonly logged = new Map<string, string>();
+
+  constructor(
+    private readonly db: Database,
+    private readonly lengthFor: (game: Game) => number,
+    private readonly o: FairChainOptions,
+  ) {}
+
+  /**
+   * Makes sure the game has a playable chain with seeds left. When the current one is used up, the
+   * chain published ahead of it becomes current (or a new one is published). Returns false (after
+   * logging why, once) when the chain is not playable yet: no salt (production waits for a
+   * contribution) or a salt that breaks the rules. A refused chain is never silently replaced by a
+   * fresh one: discarding chains is what the record exists to rule out.
+   */
+  async ensureChain(game: Game): Promise<boolean> {
+    const cursor = await this.db.get<{ chain_id: string; next_idx: number; length: number }>(
+      'SELECT chain_id, next_idx, length FROM fair_chain_cursor WHERE game = ?',
+      [game],
+    );
+    const seedsLeft = cursor ? Number(cursor.length) - Number(cursor.next_idx) : 0;
+    let record = cursor && seedsLeft > 0 ? await this.record(cursor.chain_id) : null;
+    if (cursor && seedsLeft > 0 && !record) {
+      this.o.logger.warn(
+        { game, chain: cursor.chain_id },
+        'the current hash chain has no public commitment record; publishing a new chain instead',
+      );
+    }
+    if (!record) {
+      const queued = await this.queued(game, cursor?.chain_id ?? null);
+      record = queued ? await this.makeCurrent(queued) : await this.publishChain(game, { current: true });
+    }
+    record = await this.autoContribute(record);
+    const refusal = refusalOf(record, this.o.allowFixtures);
+    if (refusal === null) {
+      this.logged.delete(record.chainId);
+      await this.publishAheadIfLow(game, record, record.chainId === cursor?.chain_id ? seedsLeft : record.length);
+      return true;
+    }
+    if (this.logged.get(record.chainId) !== refusal) {
+      this.logged.set(record.chainId, refusal);
+      const log =
+        record.salt === null ? this.o.logger.warn.bind(this.o.logger) : this.o.logger.error.bind(this.o.logger);
+      log(
+        { game, chain: record.chainId, commitment: record.commitment },
+        `refusing to play: ${refusal}` +
+          (record.salt === null
+            ? ` (contribute with: npm run admin -- fairness contribute --chain ${record.chainId} --value <text>)`
+            : ''),
+      );
+    }
+    return false;
+  }
+
+  /**
+   * Once a tenth of the current chain is left, the next chain's commitment is published, so that in
+   * production a contribution can arrive before play would have to wait for one.
+   */
+  private async publishAheadIfLow(game: Game, current: ChainRecord, seedsLeft: number): Promise<void> {
+    if (current.origin !== 'generated' || seedsLeft > Math.max(1, Math.floor(current.length / 10))) return;
+    if (await this.queued(game, current.chainId)) return;
+    await this.autoContribute(await this.publishChain(game, { current: false }));
+  }
+
+  private async autoContribute(record: ChainRecord): Promise<ChainRecord> {
+    if (record.salt !== null || record.origin !== 'generated' || !this.o.autoContribute) return record;
+    return this.contribute(record.chainId, {
+      contributor: 'service (automatic, development/test only)',
+      value: randomBytes(32).toString('hex'),
+      automatic: true,
+    });
+  }
+
+  /** The oldest chain published ahead of the current one and never played, if any. */
+  private async queued(game: Game, currentChainId: string | null): Promise<ChainRecord | null> {
+    const row = await this.db.get<RecordRow>(
+      `SELECT ${RECORD_COLUMNS} FROM fair_chain_records
+       WHERE game = ? AND origin = 'generated' AND first_played_idx IS NULL AND chain_id <> ?
+       ORDER BY committed_at, chain_id LIMIT 1`,
+      [game, currentChainId ?? ''],
+    );
+    return row ? toRecord(row) : null;
+  }
+
+  private async makeCurrent(record: ChainRecord): Promise<ChainRecord> {
+    await this.db.transaction(async (tx) => {
+      await tx.run('DELETE FROM fair_chain_cursor WHERE game = ?', [record.game]);
+      await tx.run('INSERT INTO fair_chain_cursor (game, chain_id, next_idx, length) VALUES (?, ?, 0, ?)', [
+        record.game,
+        record.chainId,
+        record.length,
+      ]);
+    });
+    this.o.logger.info({ game: record.game, chain: record.chainId }, 'moved on to the hash chain published ahead');
+    return record;
+  }
+
+  /**
+   * Generates a chain and publishes its record (commitment and time) in one transaction; no salt yet.
+   * `current`: play from it now (the cursor moves to it), or keep it queued behind the current one.
+   */
+  private async publishChain(game: Game, o: { current: boolean }): Promise<ChainRecord> {
+    const length = this.lengthFor(game);
+    const chainId = `chain_${randomUUID()}`;
+    const hashes = generateChain(randomBytes(32).toString('hex'), length);
+    const commitment = previousHash(hashes[0]!);
+    const now = this.o.clock.now();
+    await this.db.transaction(async (tx) => {
+      for (let start = 0; start < hashes.length; start += INSERT_BATCH) {
+        const slice = hashes.slice(start, start + INSERT_BATCH);
+        const values = slice.map(() => '(?, ?, ?, ?)').join(', ');
+        await tx.run(
+          `INSERT INTO fair_chains (game, chain_id, idx, hash) VALUES ${values}`,
+          slice.flatMap((hash, i) => [game, chainId, start + i, hash]),
+        );
+      }
+      await tx.run(
+        `INSERT INTO fair_chain_records (chain_id, game, length, origin, commitment, committed_at)
+         VALUES (?, ?, ?, 'generated', ?, ?)`,
+        [chainId, game, length, commitment, now],
+      );
+      if (!o.current) return;
+      await tx.run('DELETE FROM fair_chain_cursor WHERE game = ?', [game]);
+      await tx.run('INSERT INTO fair_chain_cursor (game, chain_id, next_idx, length) VALUES (?, ?, 0, ?)', [
+        game,
+        chainId,
+        length,
+      ]);
+    });
+    this.o.logger.info({ game, chain: chainId, commitment, length }, 'published the commitment of a new hash chain');
+    return (await this.record(chainId))!;
+  }
+
+  /**
+   * Fixes a chain's salt from a contribution. The first contribution after the commitment wins and
+   * the salt never changes afterwards, so no one (the service included) can try several and keep one.
+   */
+  async contribute(
+    chainId: string,
+    input: { contributor: string; value: string; automatic?: boolean },
+  ): Promise<ChainRecord> {
+    if (!CONTRIBUTION_PATTERN.test(input.value)) {
+      throw new DomainError('VALIDATION_FAILED', 'the contribution must be 1 to 256 printable ASCII characters');
+    }
+    if (!CONTRIBUTOR_PATTERN.test(input.contributor)) {
+      throw new DomainError('VALIDATION_FAILED', 'the contributor must be 1 to 64 printable ASCII characters');
+    }
+    const record = await this.record(chainId);
+    if (!record) throw new DomainError('NOT_FOUND', `no hash chain ${chainId}`);
+    if (record.origin !== 'generated') {
+      throw new DomainError('ILLEGAL_TRANSITION', `chain ${chainId} is a test fixture and takes no contribution`);
+    }
+    if (record.salt !== null) {
+      throw new DomainError('ILLEGAL_TRANSITION', `chain ${chainId} already has its salt (fixed at ${record.saltFixedAt})`);
+    }
+    // The salt hashes the commitment, so it cannot predate it whatever the clocks say; an instance
+    // whose clock runs behind the one that published must not record an impossible order.
+    const now = Math.max(this.o.clock.now(), record.committedAt);
+    const salt = deriveSalt(record.commitment, input.value);
+    const changed = await this.db.transaction((tx) =>
+      tx.run(
+        `UPDATE fair_chain_records
+         SET contribution = ?, contributor = ?, contribution_automatic = ?, salt = ?, salt_fixed_at = ?
+         WHERE chain_id = ? AND salt IS NULL`,
+        [input.value, input.contributor, input.automatic ? 1 : 0, salt, now, chainId],
+      ),
+    );
+    if (changed.changes !== 1) throw new DomainError('ILLEGAL_TRANSITION', `chain ${chainId} already has its salt`);
+    this.o.logger.info(
+      { chain: chainId, contributor: input.contributor, automatic: Boolean(input.automatic), salt },
+      'fixed the salt of a hash chain',
+    );
+    return (await this.record(chainId))!;
+  }
+
+  /** Takes the next seed inside the transaction that opens the round, so no seed is used twice. */
+  async takeSeed(tx: SqlExecutor, game: Game): Promise<ChainSeed> {
+    const cursor = await tx.get<{ chain_id: string; next_idx: number; length: number }>(
+      'SELECT chain_id, next_idx, length FROM fair_chain_cursor WHERE game = ?',
+      [game],
+    );
+    if (!cursor || Number(cursor.next_idx) >= Number(cursor.length)) {
+      throw new Error(`the ${game} hash chain is exhausted; ensureChain must run first`);
+    }
+    const recordRow = await tx.get<RecordRow>(`SELECT ${RECORD_COLUMNS} FROM fair_chain_records WHERE chain_id = ?`, [
+      cursor.chain_id,
+    ]);
+    if (!recordRow) throw new Error(`hash chain ${cursor.chain_id} has no public record; it cannot be played`);
+    const record = toRecord(recordRow);
+    const refusal = refusalOf(record, this.o.allowFixtures);
+    if (refusal !== null) throw new Error(`refusing to play: ${refusal}`);
+    const idx = Number(cursor.next_idx);
+    const row = await tx.get<{ hash: string }>(
+      'SELECT hash FROM fair_chains WHERE game = ? AND chain_id = ? AND idx = ?',
+      [game, cursor.chain_id, idx],
+    );
+    if (!row) throw new Error(`hash chain ${cursor.chain_id} has no entry ${idx}`);
+    const r = await tx.run('UPDATE fair_chain_cursor SET next_idx = ? WHERE game = ? AND next_idx = ?', [
+      idx + 1,
+      game,
+      idx,
+    ]);
+    if (r.changes !== 1) throw new Error('hash chain cursor moved concurrently');
+    if (record.firstPlayedIdx === null) {
+      await tx.run(
+        `UPDATE fair_chain_records SET first_played_idx = ?, first_played_at = ?
+         WHERE chain_id = ? AND first_played_idx IS NULL`,
+        [idx, this.o.clock.now(), record.chainId],
+      );
+    }
+    return { chainId: cursor.chain_id, idx, seed: row.hash, seedHash: sha256Hex(row.hash), salt: record.salt };
+  }
+
+  async remaining(game: Game): Promise<number> {
+    const c = await this.db.get<{ next_idx: number; length: number }>(
+      'SELECT next_idx, length FROM fair_chain_cursor WHERE game = ?',
+      [game],
+    );
+    return c ? Number(c.length) - Number(c.next_idx) : 0;
+  }
+
+  async record(chainId: string): Promise<ChainRecord | null> {
+    const row = await this.db.get<RecordRow>(`SELECT ${RECORD_COLUMNS} FROM fair_chain_records WHERE chain_id = ?`, [
+      chainId,
+    ]);
+    return row ? toRecord(row) : null;
+  }
+
+  /** Newest first. */
+  async list(game?: Game): Promise<ChainRecord[]> {
+    const rows = game
+      ? await this.db.all<RecordRow>(
+          `SELECT ${RECORD_COLUMNS} FROM fair_chain_records WHERE game = ? ORDER BY committed_at DESC, chain_id`,
+          [game],
+        )
+      : await this.db.all<RecordRow>(
+          `SELECT ${RECORD_COLUMNS} FROM fair_chain_records ORDER BY committed_at DESC, chain_id`,
+        );
+    return rows.map(toRecord);
+  }
+
+  statusOf(record: ChainRecord): ChainStatus {
+    if (record.origin === 'generated' && record.salt === null) return 'awaiting_contribution';
+    return refusalOf(record, this.o.allowFixtures) === null ? 'playable' : 'refused';
+  }
+
+  /** Every seed the chain has revealed (closed or voided rounds), each checked against the commitment. */
+  async revealed(record: ChainRecord): Promise<RevealedSeed[]> {
+    const rows = await this.db.all<{ id: string; chain_idx: number; seed: string }>(
+      `SELECT id, chain_idx, seed FROM rounds WHERE chain_id = ? AND status IN ('closed', 'void') ORDER BY chain_idx`,
+      [record.chainId],
+    );
+    return verifyRevealed(
+      record.commitment,
+      rows.map((r) => ({ idx: Number(r.chain_idx), roundId: r.id, seed: r.seed })),
+    );
+  }
+}
+
+/** The commitment published for a seed: sha256 of its hex text, the same link the chain uses. */
+export const sha256Hex = (text: string): string => createHash('sha256').update(text).digest('hex');

@@ -1,0 +1,201 @@
+import { randomUUID } from 'node:crypto';
+import { DomainError } from '../../errors/codes';
+import { forUpdate, type Lease, type SqlExecutor, nullableNumber } from '../../store/database';
+import { assertTransition, type Game, type Round, type RoundScope, type RoundStatus } from './round';
+
+interface RoundRow {
+  id: string;
+  game: Game;
+  round_number: number;
+  status: RoundStatus;
+  seed_hash: string;
+  seed: string;
+  chain_id: string;
+  chain_idx: number;
+  opened_at: number;
+  betting_closes_at: number;
+  running_at: number | null;
+  ends_at: number | null;
+  heartbeat_at: number | null;
+  closed_at: number | null;
+  voided_at: number | null;
+  void_reason: string | null;
+  outcome: string | null;
+  settings: string;
+  operator_id: string | null;
+  scripted: number;
+}
+
+/** `operator_id IS NULL` for the live world, `operator_id = ?` for a sandbox: every round read is scoped. */
+function inScope(scope: RoundScope): { sql: string; params: string[] } {
+  return scope === null ? { sql: 'operator_id IS NULL', params: [] } : { sql: 'operator_id = ?', params: [scope] };
+}
+
+function toRound(r: RoundRow): Round {
+  return {
+    id: r.id,
+    game: r.game,
+    roundNumber: Number(r.round_number),
+    status: r.status,
+    seedHash: r.seed_hash,
+    seed: r.seed,
+    chainId: r.chain_id,
+    chainIdx: Number(r.chain_idx),
+    openedAt: Number(r.opened_at),
+    bettingClosesAt: Number(r.betting_closes_at),
+    runningAt: nullableNumber(r.running_at),
+    endsAt: nullableNumber(r.ends_at),
+    heartbeatAt: nullableNumber(r.heartbeat_at),
+    closedAt: nullableNumber(r.closed_at),
+    voidedAt: nullableNumber(r.voided_at),
+    voidReason: r.void_reason,
+    outcome: r.outcome ? JSON.parse(r.outcome) : null,
+    settings: JSON.parse(r.settings) as Record<string, unknown>,
+    operatorId: r.operator_id ?? null,
+    scripted: Number(r.scripted ?? 0) === 1,
+  };
+}
+
+export interface NewRound {
+  game: Game;
+  seedHash: string;
+  seed: string;
+  chainId: string;
+  chainIdx: number;
+  openedAt: number;
+  bettingClosesAt: number;
+  settings: Record<string, unknown>;
+  /** Absent or null: a live round. */
+  operatorId?: RoundScope;
+}
+
+type RoundField = 'running_at' | 'ends_at' | 'heartbeat_at' | 'closed_at' | 'voided_at' | 'void_reason' | 'outcome';
+
+export const roundRepository = {
+  async insert(tx: SqlExecutor, input: NewRound): Promise<Round> {
+    const scope = inScope(input.operatorId ?? null);
+    const last = await tx.get<{ n: number | null }>(
+      `SELECT MAX(round_number) AS n FROM rounds WHERE game = ? AND ${scope.sql}`,
+      [input.game, ...scope.params],
+    );
+    const roundNumber = Number(last?.n ?? 0) + 1;
+    const id = `rnd_${randomUUID()}`;
+    await tx.run(
+      `INSERT INTO rounds (id, game, round_number, status, seed_hash, seed, chain_id, chain_idx, opened_at,
+         betting_closes_at, settings, operator_id)
+       VALUES (?, ?, ?, 'open', ?, ?, ?, ?, ?, ?, ?, ?)`,
+      [
+        id,
+        input.game,
+        roundNumber,
+        input.seedHash,
+        input.seed,
+        input.chainId,
+        input.chainIdx,
+        input.openedAt,
+        input.bettingClosesAt,
+        JSON.stringify(input.settings),
+        input.operatorId ?? null,
+      ],
+    );
+    return (await roundRepository.byId(tx, id))!;
+  },
+
+  async byId(db: SqlExecutor, id: string): Promise<Round | undefined> {
+    const row = await db.get<RoundRow>('SELECT * FROM rounds WHERE id = ?', [id]);
+    return row ? toRound(row) : undefined;
+  },
+
+  /** Locks the row on PostgreSQL so state checks and the change that follows see the same round. */
+  async byIdForUpdate(tx: SqlExecutor, id: string): Promise<Round | undefined> {
+    const row = await tx.get<RoundRow>(`SELECT * FROM rounds WHERE id = ?${forUpdate(tx)}`, [id]);
+    return row ? toRound(row) : undefined;
+  },
+
+  async byNumber(
+    db: SqlExecutor,
+    game: Game,
+    roundNumber: number,
+    scope: RoundScope = null,
+  ): Promise<Round | undefined> {
+    const s = inScope(scope);
+    const row = await db.get<RoundRow>(`SELECT * FROM rounds WHERE game = ? AND round_number = ? AND ${s.sql}`, [
+      game,
+      roundNumber,
+      ...s.params,
+    ]);
+    return row ? toRound(row) : undefined;
+  },
+
+  /** The newest round of a game in one world (live by default), whatever its state. */
+  async latest(db: SqlExecutor, game: Game, scope: RoundScope = null): Promise<Round | undefined> {
+    const s = inScope(scope);
+    const row = await db.get<RoundRow>(
+      `SELECT * FROM rounds WHERE game = ? AND ${s.sql} ORDER BY round_number DESC LIMIT 1`,
+      [game, ...s.params],
+    );
+    return row ? toRound(row) : undefined;
+  },
+
+  async unfinished(db: SqlExecutor, game: Game, scope: RoundScope = null): Promise<Round[]> {
+    const s = inScope(scope);
+    const rows = await db.all<RoundRow>(
+      `SELECT * FROM rounds WHERE game = ? AND ${s.sql} AND status IN ('open', 'running') ORDER BY round_number`,
+      [game, ...s.params],
+    );
+    return rows.map(toRound);
+  },
+
+  async recent(db: SqlExecutor, game: Game | null, limit: number, scope: RoundScope = null): Promise<Round[]> {
+    const s = inScope(scope);
+    const rows = game
+      ? await db.all<RoundRow>(`SELECT * FROM rounds WHERE game = ? AND ${s.sql} ORDER BY round_number DESC LIMIT ?`, [
+          game,
+          ...s.params,
+          limit,
+        ])
+      : await db.all<RoundRow>(`SELECT * FROM rounds WHERE ${s.sql} ORDER BY opened_at DESC LIMIT ?`, [
+          ...s.params,
+          limit,
+        ]);
+    return rows.map(toRound);
+  },
+
+  /** A sandbox round's scripted outcome, fixed when betting closes (seed and settings as played). */
+  async markScripted(tx: SqlExecutor, round: Pick<Round, 'id' | 'seed' | 'seedHash' | 'settings'>): Promise<void> {
+    await tx.run(
+      `UPDATE rounds SET scripted = 1, seed = ?, seed_hash = ?, settings = ? WHERE id = ? AND operator_id IS NOT NULL`,
+      [round.seed, round.seedHash, JSON.stringify(round.settings), round.id],
+    );
+  },
+
+  /**
+   * Records that the lease holder is still driving a running round. Written on the lease's own
+   * session, so a process that lost the lease cannot vouch for a round any more; a round that is no
+   * longer running is left alone. Resolves false when nothing was written.
+   */
+  async recordHeartbeat(lease: Pick<Lease, 'runAsHolder'>, roundId: string, at: number): Promise<boolean> {
+    const sql = `UPDATE rounds SET heartbeat_at = ? WHERE id = ? AND status = 'running'`;
+    const r = await lease.runAsHolder(sql, [at, roundId]);
+    return r.changes === 1;
+  },
+
+  /**
+   * Moves a round from one state to the next, refusing anything the state machine forbids and
+   * anything another writer got to first (the conditional UPDATE is the arbiter).
+   */
+  async transition(
+    tx: SqlExecutor,
+    round: Pick<Round, 'id' | 'status'>,
+    to: RoundStatus,
+    fields: Partial<Record<RoundField, string | number | null>>,
+  ): Promise<void> {
+    assertTransition(round.status, to);
+    const keys = Object.keys(fields) as (keyof typeof fields)[];
+    const sets = ['status = ?', ...keys.map((k) => `${k} = ?`)].join(', ');
+    const r = await tx.run(`UPDATE rounds SET ${sets} WHERE id = ? AND status = ?`, [to, ...keys.map((k) => fields[k] ?? null), round.id, round.status]);
+    if (r.changes !== 1) {
+      throw new DomainError('ILLEGAL_TRANSITION', `round ${round.id} is no longer ${round.status}; cannot move it to ${to}`);
+    }
+  },
+};

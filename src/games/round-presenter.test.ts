@@ -1,0 +1,103 @@
+import pino from 'pino';
+import { afterAll, describe, expect, it } from 'vitest';
+import { noCompliance } from '../bets/compliance-hooks';
+import { DEFAULT_BUSTABIT_SALT } from '../config/game-defaults';
+import { SqliteDatabase } from '../store/sqlite';
+import { CrashGame } from './crash/crash-game';
+import type { Round } from './engine/round';
+import { presentRoundAs } from './engine/round-presenter';
+import { presentRound } from './round-presenter';
+import { StockRaceGame } from './stock-race/stock-race-game';
+
+const logger = pino({ level: 'silent' });
+const db = new SqliteDatabase({ filename: ':memory:' });
+afterAll(() => db.close());
+
+const crash = new CrashGame({
+  db,
+  logger,
+  compliance: noCompliance,
+  settingsOf: async () => {
+    throw new Error('presenting a round reads no operator');
+  },
+  bettingWindowMs: 1000,
+  pauseMs: 100,
+  tickMs: 100,
+  salt: DEFAULT_BUSTABIT_SALT,
+  houseEdgeBp: 100,
+});
+const stockRace = new StockRaceGame({
+  logger,
+  compliance: noCompliance,
+  operatorOf: async () => {
+    throw new Error('presenting a round reads no operator');
+  },
+  symbols: ['NVDA', 'GOOG'],
+  bettingWindowMs: 1000,
+  raceMs: 2000,
+  pauseMs: 100,
+  tickMs: 100,
+  firstSettleDelayMs: 0,
+});
+
+function round(fields: Partial<Round>): Round {
+  return {
+    id: 'rnd_1',
+    game: 'crash',
+    roundNumber: 7,
+    status: 'closed',
+    seedHash: 'hash',
+    seed: 'seed',
+    chainId: 'chain',
+    chainIdx: 3,
+    openedAt: 1_000,
+    bettingClosesAt: 2_000,
+    runningAt: 2_000,
+    endsAt: 3_000,
+    heartbeatAt: null,
+    closedAt: 3_000,
+    voidedAt: null,
+    voidReason: null,
+    outcome: null,
+    settings: {},
+    operatorId: null,
+    scripted: false,
+    ...fields,
+  };
+}
+
+// Readers without an engine (routes, dashboard, sandbox) present through games/round-presenter; the engine
+// and the live feed through the game's driver. A player must see one outcome whichever path served it.
+describe('a round presented with or without its engine', () => {
+  it('shows a closed Crash round its crash point as a multiplier, the same through the driver', () => {
+    const closed = round({ game: 'crash', outcome: { crash_point: 250 } });
+    expect(presentRound(closed)).toMatchObject({ status: 'closed', seed: 'seed', outcome: { crash_point: 2.5 } });
+    expect(presentRoundAs(closed, (r) => crash.presentOutcome(r))).toEqual(presentRound(closed));
+  });
+
+  it('shows a closed race its winner and every move in percent, the same through the driver', () => {
+    const outcome = {
+      moves: [
+        { symbol: 'NVDA', pct_bp: 885 },
+        { symbol: 'GOOG', pct_bp: -373 },
+      ],
+      winner: 'NVDA',
+      winner_pct_bp: 885,
+    };
+    const closed = round({ game: 'stock_race', outcome });
+    expect(presentRound(closed).outcome).toEqual({
+      winner: 'NVDA',
+      pct: 8.85,
+      stocks: [
+        { symbol: 'NVDA', pct: 8.85 },
+        { symbol: 'GOOG', pct: -3.73 },
+      ],
+    });
+    expect(presentRoundAs(closed, (r) => stockRace.presentOutcome(r))).toEqual(presentRound(closed));
+  });
+
+  it('shows neither seed nor outcome before a round is final', () => {
+    const running = round({ status: 'running', closedAt: null, outcome: { crash_point: 250 } });
+    expect(presentRound(running)).toMatchObject({ status: 'running', seed: null, outcome: null });
+  });
+});

@@ -1,0 +1,175 @@
+import type { OutcomeJson } from '../engine/round-presenter';
+import type { Logger } from 'pino';
+import type { Bet } from '../../bets/bet';
+import { betSettledEvent } from '../../bets/bet-events';
+import { betRepository } from '../../bets/bet-repository';
+import type { ComplianceHooks } from '../../bets/compliance-hooks';
+import { currencyExponent, minorToDecimal } from '../../money/currency';
+import type { Operator } from '../../operators/operator';
+import type { GameDriver } from '../engine/engine';
+import type { Round } from '../engine/round';
+import type { SqlExecutor } from '../../store/database';
+import { settleIdempotencyKey, settlementRepository, type SettleBody } from '../../wallet/settlements';
+import type { DomainEvent } from '../../webhooks/events';
+import {
+  deriveStockRaceOutcome,
+  intermediateMoves,
+  pctFromBp,
+  presentStockRaceOutcome,
+  raceKey,
+  type StockRaceOutcome,
+} from './outcome';
+import { winningPayoutMinor } from './stock-race-rules';
+
+export interface StockRaceGameOptions {
+  logger: Logger;
+  compliance: ComplianceHooks;
+  /** Reads an operator inside the settling transaction (settings and wallet_url as committed). */
+  operatorOf: (tx: SqlExecutor, operatorId: string) => Promise<Operator>;
+  symbols: readonly string[];
+  bettingWindowMs: number;
+  raceMs: number;
+  pauseMs: number;
+  tickMs: number;
+  /** Delay before the first settle attempt (the wallet retry schedule's first entry). */
+  firstSettleDelayMs: number;
+}
+
+/** The live state of a running race, as the feed and the round reads show it. */
+export interface RaceFrame {
+  progress_permille: number;
+  elapsed_ms: number;
+  stocks: { symbol: string; pct: number }[];
+}
+
+/**
+ * Stock Race on the shared engine. Betting happens while the round is open; the race runs for a fixed
+ * time whose frames converge on the outcome derived from the round's seed; the close settles every
+ * reserved bet in the closing transaction, with its bet.settled event and (for seamless-wallet
+ * operators) its wallet settle call in the outbox. Nothing is held in memory between steps, so a
+ * process that takes a running round over simply finishes it: recoverRunning = 'finish'.
+ */
+export class StockRaceGame implements GameDriver {
+  readonly game = 'stock_race' as const;
+  readonly recoverRunning = 'finish' as const;
+  readonly bettingWindowMs: number;
+  readonly pauseMs: number;
+  readonly tickMs: number;
+
+  constructor(private readonly o: StockRaceGameOptions) {
+    this.bettingWindowMs = o.bettingWindowMs;
+    this.pauseMs = o.pauseMs;
+    this.tickMs = o.tickMs;
+  }
+
+  roundSettings(): Record<string, unknown> {
+    return { symbols: [...this.o.symbols], race_ms: this.o.raceMs };
+  }
+
+  roundFields(round: Round): { symbols: string[]; race_ms: number } {
+    return { symbols: this.symbolsOf(round), race_ms: this.runningDurationMs(round) };
+  }
+
+  presentOutcome(round: Round): OutcomeJson {
+    return presentStockRaceOutcome(round.outcome as StockRaceOutcome);
+  }
+
+  symbolsOf(round: Round): string[] {
+    const frozen = round.settings.symbols;
+    return Array.isArray(frozen) ? (frozen as string[]) : [...this.o.symbols];
+  }
+
+  runningDurationMs(round: Round): number {
+    const frozen = Number(round.settings.race_ms);
+    return Number.isSafeInteger(frozen) && frozen > 0 ? frozen : this.o.raceMs;
+  }
+
+  async onRunning(): Promise<void> {}
+
+  async onTick(round: Round, now: number): Promise<Record<string, unknown>> {
+    return { ...this.frame(round, now) };
+  }
+
+  /** Frames exist only once betting is closed: they converge on the result. */
+  frame(round: Round, now: number): RaceFrame | null {
+    if (round.status !== 'running' || round.runningAt === null) return null;
+    const elapsed = Math.max(0, now - round.runningAt);
+    const progress = Math.min(1000, Math.floor((elapsed * 1000) / this.runningDurationMs(round)));
+    const moves = intermediateMoves(this.raceKeyOf(round), this.symbolsOf(round), progress);
+    return { progress_permille: progress, elapsed_ms: elapsed, stocks: moves.map((m) => ({ symbol: m.symbol, pct: pctFromBp(m.pct_bp) })) };
+  }
+
+  outcomeOf(round: Round): StockRaceOutcome {
+    return deriveStockRaceOutcome(this.raceKeyOf(round), this.symbolsOf(round));
+  }
+
+  /** The round's chain salt keys the race (see raceKey); rounds from before salted chains use the seed. */
+  raceKeyOf(round: Round): string {
+    const salt = round.settings.salt;
+    return raceKey(round.seed, typeof salt === 'string' ? salt : null);
+  }
+
+  async close(tx: SqlExecutor, round: Round, now: number): Promise<{ outcome: unknown; events: DomainEvent[] }> {
+    const symbols = this.symbolsOf(round);
+    const outcome = deriveStockRaceOutcome(this.raceKeyOf(round), symbols);
+    const pct = pctFromBp(outcome.winner_pct_bp);
+    const operators = new Map<string, Operator>();
+    const events: DomainEvent[] = [];
+    for (const bet of await betRepository.byRound(tx, round.id, ['reserved'])) {
+      const operator = await this.operator(tx, operators, bet.operatorId);
+      const won = bet.selections?.includes(outcome.winner) ?? false;
+      const payout = won ? winningPayoutMinor(operator.settings, bet.currency!, bet.amount, symbols.length, bet.selections!.length) : 0;
+      const settled = await this.finish(tx, bet, won ? 'won' : 'lost', payout, now);
+      if (!settled) continue;
+      events.push(betSettledEvent(settled, { winner: outcome.winner, pct }));
+      await this.enqueueSettle(tx, operator, settled, outcome.winner, pct, now);
+    }
+    return { outcome, events };
+  }
+
+  async voidBets(tx: SqlExecutor, round: Round, now: number): Promise<DomainEvent[]> {
+    const operators = new Map<string, Operator>();
+    const events: DomainEvent[] = [];
+    for (const bet of await betRepository.byRound(tx, round.id, ['reserved'])) {
+      const operator = await this.operator(tx, operators, bet.operatorId);
+      const settled = await this.finish(tx, bet, 'void', bet.amount, now);
+      if (!settled) continue;
+      events.push(betSettledEvent(settled, { winner: null, pct: null }));
+      await this.enqueueSettle(tx, operator, settled, null, null, now);
+    }
+    return events;
+  }
+
+  private async finish(tx: SqlExecutor, bet: Bet, status: 'won' | 'lost' | 'void', payout: number, now: number): Promise<Bet | null> {
+    const ok = await betRepository.settle(tx, bet, { status, payout, multiplier: null, kind: null, at: now });
+    if (!ok) return null;
+    const settled: Bet = { ...bet, status, payout, settledAt: now };
+    await this.o.compliance.betSettled(tx, settled, now);
+    return settled;
+  }
+
+  /**
+   * Operators without a wallet_url learn the result from the bet.settled webhook only; a sandbox
+   * operator without one is settled by the simulated wallet, through the same outbox.
+   */
+  private async enqueueSettle(tx: SqlExecutor, operator: Operator, bet: Bet, winner: string | null, pct: number | null, now: number): Promise<void> {
+    if (!operator.walletUrl && operator.mode !== 'test') return;
+    const body: SettleBody = {
+      bet_id: bet.id,
+      winner,
+      pct,
+      payout: minorToDecimal(bet.payout ?? 0, currencyExponent(bet.currency!)),
+      idempotency_key: settleIdempotencyKey(bet.id),
+    };
+    await settlementRepository.enqueue(tx, { operatorId: operator.id, body, now, firstDelayMs: this.o.firstSettleDelayMs });
+  }
+
+  private async operator(tx: SqlExecutor, cache: Map<string, Operator>, id: string): Promise<Operator> {
+    let operator = cache.get(id);
+    if (!operator) {
+      operator = await this.o.operatorOf(tx, id);
+      cache.set(id, operator);
+    }
+    return operator;
+  }
+}

@@ -1,0 +1,78 @@
+import { DomainError } from '../../errors/codes';
+import { currencyExponent, decimalToMinor, formatMinor } from '../../money/currency';
+import type { OperatorSettings } from '../../operators/operator';
+import { stockRacePayoutMinor } from './outcome';
+
+/**
+ * Default stake bounds for a currency without an operator entry, in minor units: at least 1 major
+ * unit and never below 100 minor units (payouts are floored to the minor unit, and at 1-cent stakes
+ * that floor costs a 95% game over 20 points of RTP; from 100 minor units up it costs under 0.2; see
+ * docs/simulations.md), and up to 1000 times the minimum (1.00 .. 1000.00 EUR, 100 .. 100000 JPY).
+ */
+export function defaultStakeLimits(currency: string): { min: number; max: number } {
+  const min = Math.max(10 ** currencyExponent(currency), 100);
+  return { min, max: min * 1000 };
+}
+
+export function stakeLimits(settings: OperatorSettings, currency: string): { min: number; max: number } {
+  return settings.stake_limits[currency] ?? defaultStakeLimits(currency);
+}
+
+/** A stake as integer minor units of the session's currency, or the reason it is refused. */
+export function stakeToMinor(settings: OperatorSettings, currency: string, stake: number): number {
+  const exponent = currencyExponent(currency);
+  const { min, max } = stakeLimits(settings, currency);
+  const range = `${formatMinor(min, exponent)} to ${formatMinor(max, exponent)} ${currency}`;
+  if (!(stake > 0)) throw new DomainError('STAKE_OUT_OF_RANGE', `stake must be positive: ${range}`, { min, max });
+  let minor: number;
+  try {
+    minor = decimalToMinor(stake, exponent);
+  } catch (error) {
+    if (error instanceof DomainError && error.code === 'STAKE_PRECISION') {
+      throw new DomainError('STAKE_PRECISION', `stake ${stake} has more decimals than ${currency} allows (${exponent})`, { max_decimals: exponent });
+    }
+    throw new DomainError('STAKE_OUT_OF_RANGE', `stake ${stake} is out of range: ${range}`, { min, max });
+  }
+  if (minor < min || minor > max) throw new DomainError('STAKE_OUT_OF_RANGE', `stake ${stake} ${currency} is out of range: ${range}`, { min, max });
+  return minor;
+}
+
+/**
+ * The per-bet payout cap in minor units. Never throws: it runs inside the transaction that closes a
+ * round, where a misconfigured cap (more decimals than the currency) must not stop the round.
+ */
+export function payoutCapMinor(settings: OperatorSettings, currency: string): number {
+  const exponent = currencyExponent(currency);
+  const major = settings.stock_race.max_payout_major;
+  try {
+    return decimalToMinor(major, exponent);
+  } catch {
+    return Math.max(0, Math.min(Number.MAX_SAFE_INTEGER, Math.floor(major * 10 ** exponent)));
+  }
+}
+
+/** What a k-of-N bet pays when its stock wins: the RTP formula, floored, then capped. */
+export function winningPayoutMinor(settings: OperatorSettings, currency: string, stakeMinor: number, symbolCount: number, selectedCount: number): number {
+  const raw = stockRacePayoutMinor(stakeMinor, symbolCount, selectedCount, settings.stock_race.rtp_bp);
+  return Math.min(raw, payoutCapMinor(settings, currency));
+}
+
+/** Selections must be distinct symbols of the round, at least one, and not every stock (a sure win). */
+export function checkSelection(selected: readonly string[], symbols: readonly string[]): void {
+  if (selected.length === 0) throw new DomainError('INVALID_SELECTION', 'selected_stocks is empty: pick at least one stock');
+  const seen = new Set<string>();
+  for (const s of selected) {
+    if (seen.has(s)) throw new DomainError('INVALID_SELECTION', `selected_stocks lists ${s} more than once`, { symbol: s });
+    seen.add(s);
+  }
+  const unknown = selected.filter((s) => !symbols.includes(s));
+  if (unknown.length > 0) {
+    throw new DomainError('INVALID_SELECTION', `unknown stock symbol(s) ${unknown.join(', ')}; this round races ${symbols.join(', ')}`, {
+      unknown,
+      symbols,
+    });
+  }
+  if (selected.length >= symbols.length) {
+    throw new DomainError('INVALID_SELECTION', `selected_stocks names all ${symbols.length} stocks; leave at least one out`, { symbols });
+  }
+}

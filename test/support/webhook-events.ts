@@ -1,0 +1,32 @@
+import type { Bet } from '../../src/bets/bet';
+import { betSettledEvent } from '../../src/bets/bet-events';
+import type { DomainEvent } from '../../src/webhooks/events';
+
+/** A Crash bet cashed out at 2.00x, as the settlement path hands it to the event builder. */
+export function settledCrashBet(overrides: Partial<Bet> = {}): Bet {
+  return {
+    id: 'bet_1',
+    operatorId: 'op_1',
+    game: 'crash',
+    roundId: 'round_1',
+    roundNumber: 7,
+    player: 'player-1',
+    sessionId: null,
+    currency: null,
+    amount: 100,
+    autoCashout: null,
+    selections: null,
+    status: 'cashed_out',
+    payout: 200,
+    cashoutMultiplier: 200,
+    cashoutKind: 'manual',
+    placedAt: 1_763_700_000_000,
+    settledAt: 1_763_700_004_000,
+    ...overrides,
+  };
+}
+
+/** A valid bet.settled event for this operator, built by the service's own builder. */
+export function betSettled(operatorId: string, overrides: Partial<Bet> = {}): DomainEvent {
+  return betSettledEvent(settledCrashBet({ operatorId, ...overrides }));
+}
