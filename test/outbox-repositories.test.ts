@@ -3,6 +3,7 @@ import { LOST_ATTEMPT, type AttemptResult } from '../src/outbox/engine';
 import type { Database } from '../src/store/database';
 import { PostgresDatabase } from '../src/store/postgres';
 import { settleIdempotencyKey, settlementRepository, WalletSettlementOutbox } from '../src/wallet/settlements';
+import { WebhookDeliveryOutbox } from '../src/webhooks/delivery-outbox';
 import { freshDatabase, STORES } from './support/harness';
 
 const failed = (startedAt: number): AttemptResult => ({
@@ -141,5 +142,61 @@ describe.each(STORES)('wallet settlement outbox repository on %s', (store) => {
     } finally {
       await other.close();
     }
+  });
+});
+
+/** The webhook outbox's repository under the same contract: the lost attempt, and the dead letter at claim. */
+describe.each(STORES)('webhook delivery outbox repository on %s', (store) => {
+  let db: Database;
+  let dispose: () => Promise<void>;
+  const T0 = 1_800_000_000_000;
+  const LEASE = 2_000;
+
+  beforeAll(async () => {
+    ({ db, dispose } = await freshDatabase(store));
+    await db.transaction(async (tx) => {
+      await tx.run(
+        `INSERT INTO events (id, seq, operator_id, type, created_at, data) VALUES ('evt_1', 1, 'op_1', 'bet.settled', ?, '{}')`,
+        [T0],
+      );
+      await tx.run(
+        `INSERT INTO webhook_deliveries (id, event_id, endpoint_id, operator_id, status, attempts, next_attempt_at, created_at)
+         VALUES ('dlv_1', 'evt_1', 'we_1', 'op_1', 'pending', 0, ?, ?)`,
+        [T0, T0],
+      );
+    });
+  });
+  afterAll(async () => dispose?.());
+
+  const claim = (outbox: WebhookDeliveryOutbox, now: number, maxAttempts: number) =>
+    outbox.claim({ now, leaseUntil: now + LEASE, leaseMs: LEASE, limit: 10, maxAttempts });
+  const delivery = () =>
+    db.get<{ status: string; attempts: number; last_error: string | null }>(
+      `SELECT status, attempts, last_error FROM webhook_deliveries WHERE id = 'dlv_1'`,
+    );
+
+  it('carries the event, logs an unanswered lease as lost, and dead-letters at claim once the attempts are spent', async () => {
+    const outbox = new WebhookDeliveryOutbox(db);
+    const [first] = await claim(outbox, T0, 2);
+    expect(first).toMatchObject({
+      id: 'dlv_1',
+      attempt: 1,
+      eventId: 'evt_1',
+      endpointId: 'we_1',
+      event: { type: 'bet.settled' },
+    });
+    expect(await claim(outbox, T0 + LEASE - 1, 2)).toEqual([]);
+    const [second] = await claim(outbox, T0 + LEASE, 2);
+    expect(second).toMatchObject({ attempt: 2 });
+    // The last attempt's worker dies too: the next claim logs it and dead-letters without a send.
+    expect(await claim(outbox, T0 + 2 * LEASE, 2)).toEqual([]);
+    expect(await delivery()).toMatchObject({ status: 'dead', last_error: LOST_ATTEMPT });
+    const log = await db.all<{ attempt: number; error: string }>(
+      `SELECT attempt, error FROM webhook_attempts WHERE delivery_id = 'dlv_1' ORDER BY attempt`,
+    );
+    expect(log.map((a) => [Number(a.attempt), a.error])).toEqual([
+      [1, LOST_ATTEMPT],
+      [2, LOST_ATTEMPT],
+    ]);
   });
 });
