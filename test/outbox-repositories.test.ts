@@ -156,11 +156,13 @@ describe.each(STORES)('webhook delivery outbox repository on %s', (store) => {
     ({ db, dispose } = await freshDatabase(store));
     await db.transaction(async (tx) => {
       await tx.run(
-        `INSERT INTO events (id, seq, operator_id, type, created_at, data) VALUES ('evt_1', 1, 'op_1', 'bet.settled', ?, '{}')`,
+        `INSERT INTO events (id, seq, operator_id, type, created_at, data)
+         VALUES ('evt_1', 1, 'op_1', 'bet.settled', ?, '{}')`,
         [T0],
       );
       await tx.run(
-        `INSERT INTO webhook_deliveries (id, event_id, endpoint_id, operator_id, status, attempts, next_attempt_at, created_at)
+        `INSERT INTO webhook_deliveries
+           (id, event_id, endpoint_id, operator_id, status, attempts, next_attempt_at, created_at)
          VALUES ('dlv_1', 'evt_1', 'we_1', 'op_1', 'pending', 0, ?, ?)`,
         [T0, T0],
       );
@@ -175,7 +177,7 @@ describe.each(STORES)('webhook delivery outbox repository on %s', (store) => {
       `SELECT status, attempts, last_error FROM webhook_deliveries WHERE id = 'dlv_1'`,
     );
 
-  it('carries the event, logs an unanswered lease as lost, and dead-letters at claim once the attempts are spent', async () => {
+  it('carries the event, logs an unanswered lease as lost, dead-letters at claim once attempts are spent', async () => {
     const outbox = new WebhookDeliveryOutbox(db);
     const [first] = await claim(outbox, T0, 2);
     expect(first).toMatchObject({
