@@ -38,7 +38,7 @@ export async function retrySettlement(
     if (!(await settlementRepository.makeDue(tx, betId, clock.now(), allowed))) {
       throw new DomainError(
         'ILLEGAL_TRANSITION',
-        `the wallet already confirmed the settlement of bet ${betId}; it is sent again only on an explicit re-send`,
+        `the wallet already confirmed the settlement of bet ${betId}: there is nothing to retry`,
       );
     }
     return (await settlementRepository.byBet(tx, betId))!;
