@@ -6,13 +6,18 @@ import { ComplianceService } from './compliance/compliance-service';
 import type { ComplianceHooks } from './compliance/hooks';
 import type { Config } from './config/config';
 import { CrashGame } from './games/crash/crash-game';
-import { playerUiRoutes } from './dashboard/player/player-ui-routes';
+import { playerRoutes } from './dashboard/player/player-routes';
 import { dashboardRoutes } from './dashboard/plugin';
 import { complianceRoutes } from './http/compliance/routes';
-import { playerRoutes } from './http/player/player-routes';
 import { sandboxRoutes } from './http/sandbox/routes';
 import type { Redis } from 'ioredis';
 import { LoginThrottle } from './dashboard/login-throttle';
+import { DashboardAuth } from './dashboard-users/dashboard-auth';
+import { ComplianceFlags } from './compliance/compliance-flags';
+import { BetService } from './bets/bet-service';
+import { RoundService } from './games/engine/round-service';
+import { OperatorReports } from './reports/operator-reports';
+import { SettlementService } from './wallet/settlement-service';
 import { AuthFailureLimiter, RedisTokenBucketLimiter, TokenBucketLimiter } from './http/rate-limit';
 import { DatabaseSeenSignatures, RedisSeenSignatures } from './http/replay-guard';
 import { closeRedis, openRedis } from './redis/client';
@@ -52,6 +57,8 @@ export interface AppOverrides {
 
 export interface App {
   services: AppServices;
+  /** The store, for the composition root's own work and for tests; surfaces get services only. */
+  db: Database;
   http: FastifyInstance;
   /** Starts the engines and background workers (when configured to run them). */
   startBackground(): Promise<void>;
@@ -120,8 +127,8 @@ export async function createApp(config: Config, overrides: AppOverrides = {}): P
     { allowPrivateTargets: config.wallet.allowPrivateTargets },
     bus,
   );
-  const complianceFlags = new ComplianceService(logger.child({ part: 'compliance' }));
-  const compliance: ComplianceHooks = complianceFlags;
+  const complianceRules = new ComplianceService(logger.child({ part: 'compliance' }));
+  const compliance: ComplianceHooks = complianceRules;
   const webhooks = new WebhookService({ db, box: secretBoxFor(config), clock, logger, operators, config });
   const chainLengthOf = (game: 'crash' | 'stock_race') =>
     game === 'crash' ? config.crash.chainLength : config.stockRace.chainLength;
@@ -209,14 +216,13 @@ export async function createApp(config: Config, overrides: AppOverrides = {}): P
     config,
     clock,
     logger,
-    db,
     operators,
     idempotency: new IdempotencyService(db, () => clock.now()),
     compliance,
     limiter: redis ? new RedisTokenBucketLimiter(redis, clock) : new TokenBucketLimiter(clock),
     seenSignatures: redis ? new RedisSeenSignatures(redis, () => clock.now()) : new DatabaseSeenSignatures(db),
     authFailures: new AuthFailureLimiter(redis, config.authFailureLimit),
-    loginThrottle: new LoginThrottle(redis),
+    dashboardUsers: new DashboardAuth(db, clock, new LoginThrottle(redis)),
     redis,
     crashGame,
     engines: { crash: crashEngine, stockRace: stockRaceEngine },
@@ -229,7 +235,11 @@ export async function createApp(config: Config, overrides: AppOverrides = {}): P
     walletWorker,
     feed,
     webhooks,
-    complianceFlags,
+    complianceFlags: new ComplianceFlags(db, complianceRules),
+    rounds: new RoundService(db),
+    bets: new BetService(db),
+    settlements: new SettlementService(db, clock),
+    reports: new OperatorReports(db, config, clock),
     bus,
     readiness,
     fairChains: chain,
@@ -247,7 +257,6 @@ export async function createApp(config: Config, overrides: AppOverrides = {}): P
       { prefix: '/api/public/v1', register: sandboxRoutes(surfaceA) },
       { prefix: '/v1', register: sandboxRoutes(surfaceB) },
       { prefix: '/dashboard', register: dashboardRoutes },
-      { prefix: '', register: playerUiRoutes },
     ],
   });
   let purgeTimer: NodeJS.Timeout | null = null;
@@ -255,6 +264,7 @@ export async function createApp(config: Config, overrides: AppOverrides = {}): P
 
   return {
     services,
+    db,
     http,
     async startBackground() {
       feed.start();

@@ -1,5 +1,4 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DashboardAuth } from '../src/dashboard/auth';
 import { startTestApp, type TestApp, type TestOperator } from './support/harness';
 
 const PASSWORD = 'long enough password';
@@ -49,7 +48,7 @@ describe('dashboard over HTTP: sessions, CSRF, scoping, escaping', () => {
     t = await startTestApp({ engines: false });
     a = await t.createOperator({ name: '<script>alert("op")</script>' });
     other = await t.createOperator({ name: 'Other' });
-    const auth = new DashboardAuth(t.app.services.db, t.app.services.clock);
+    const auth = t.app.services.dashboardUsers;
     await auth.createUser({ operatorId: a.id, email: 'a@example.com', password: PASSWORD });
     await auth.createUser({ operatorId: other.id, email: 'b@example.com', password: PASSWORD });
   });
@@ -154,7 +153,7 @@ describe('dashboard cookie outside development and test', () => {
     const t = await startTestApp({ engines: false, env });
     try {
       const op = await t.createOperator();
-      await new DashboardAuth(t.app.services.db, t.app.services.clock).createUser({ operatorId: op.id, email: 'p@example.com', password: PASSWORD });
+      await t.app.services.dashboardUsers.createUser({ operatorId: op.id, email: 'p@example.com', password: PASSWORD });
       const login = browser(t.baseUrl);
       const form = await login.go('GET', '/dashboard/login');
       expect(login.cookies[0]).toMatch(/; Secure; SameSite=Strict$/);

@@ -112,6 +112,26 @@ export const betRepository = {
     return rows.map(toBet);
   },
 
+  /** A player session's bets, newest first. */
+  async bySession(db: SqlExecutor, sessionId: string, limit: number): Promise<Bet[]> {
+    const rows = await db.all<BetRow>('SELECT * FROM bets WHERE session_id = ? ORDER BY placed_at DESC, id LIMIT ?', [
+      sessionId,
+      limit,
+    ]);
+    return rows.map(toBet);
+  },
+
+  /** How many bets one operator placed in each of these rounds (rounds without any are absent). */
+  async countsByRound(db: SqlExecutor, operatorId: string, roundIds: readonly string[]): Promise<Map<string, number>> {
+    if (roundIds.length === 0) return new Map();
+    const marks = roundIds.map(() => '?').join(', ');
+    const rows = await db.all<{ round_id: string; n: number }>(
+      `SELECT round_id, COUNT(*) AS n FROM bets WHERE operator_id = ? AND round_id IN (${marks}) GROUP BY round_id`,
+      [operatorId, ...roundIds],
+    );
+    return new Map(rows.map((r) => [r.round_id, Number(r.n)]));
+  },
+
   /**
    * Settles a bet only if it is still open: the conditional UPDATE makes a manual cash-out, an
    * auto cash-out and the round's close race safely, with exactly one winner.

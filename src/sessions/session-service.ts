@@ -3,7 +3,7 @@ import type { Clock } from '../clock/clock';
 import { DomainError } from '../errors/codes';
 import { isKnownCurrency } from '../money/currency';
 import type { Operator } from '../operators/operator';
-import type { Database, SqlExecutor } from '../store/database';
+import { readerOf, type Database, type ReadOptions, type SqlExecutor } from '../store/database';
 
 /** A player's Stock Race session, created by the operator for a player logged in on its side. */
 export interface PlayerSession {
@@ -116,12 +116,19 @@ export class SessionService {
   }
 
   /** The session a player page token opens: SESSION_NOT_FOUND for an unknown token, SESSION_EXPIRED after expires_at. */
-  /** `executor`: the player page passes the store's read path, so opening a page never waits for a writer. */
-  async byToken(token: string | undefined, executor: SqlExecutor = this.db): Promise<PlayerSession> {
+  /** `readOnly`: the player page reads on the store's read path, so opening a page never waits for a writer. */
+  async byToken(token: string | undefined, options?: ReadOptions): Promise<PlayerSession> {
     if (!token || !TOKEN.test(token)) throw new DomainError('SESSION_NOT_FOUND', 'this link does not open a session');
-    const row = await executor.get<SessionRow>('SELECT * FROM sessions WHERE token_hash = ?', [hashToken(token)]);
+    const row = await readerOf(this.db, options).get<SessionRow>('SELECT * FROM sessions WHERE token_hash = ?', [hashToken(token)]);
     if (!row) throw new DomainError('SESSION_NOT_FOUND', 'this link does not open a session');
     return assertLive(toSession(row), this.clock.now());
+  }
+
+  /** Where the player goes back to from the session a token opened, expired or not (read-only path). */
+  async returnUrlOf(token: string): Promise<string | null> {
+    if (!TOKEN.test(token)) return null;
+    const row = await this.db.reads.get<{ return_url: string }>('SELECT return_url FROM sessions WHERE token_hash = ?', [hashToken(token)]);
+    return row?.return_url ?? null;
   }
 }
 

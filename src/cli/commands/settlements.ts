@@ -1,5 +1,5 @@
 import { DomainError } from '../../errors/codes';
-import { presentSettlement, settlementRepository, type SettlementStatus } from '../../wallet/settlements';
+import { presentSettlement, type SettlementStatus } from '../../wallet/settlements';
 import type { CliCommand } from '../cli-kit';
 
 const STATUSES: SettlementStatus[] = ['pending', 'delivered'];
@@ -19,7 +19,7 @@ export const settlementCommands: CliCommand[] = [
       if (status !== undefined && !STATUSES.includes(status)) throw new DomainError('VALIDATION_FAILED', '--status must be pending or delivered');
       const limit = v.limit === undefined ? 100 : Number(v.limit);
       if (!Number.isSafeInteger(limit) || limit < 1) throw new DomainError('VALIDATION_FAILED', '--limit must be a positive integer');
-      const rows = await settlementRepository.list(app.services.db, { status, operatorId: v.operator as string | undefined, limit });
+      const rows = await app.services.settlements.list({ status, operatorId: v.operator as string | undefined, limit });
       return { settlements: rows.map(presentSettlement) };
     },
   },
@@ -29,8 +29,8 @@ export const settlementCommands: CliCommand[] = [
     options: { bet: { type: 'string', required: true, description: 'the bet id' } },
     async run(app, v) {
       const betId = String(v.bet);
-      const s = await settlementRepository.retryNow(app.services.db, betId, app.services.clock.now());
-      const attempts = await settlementRepository.attempts(app.services.db, betId);
+      const s = await app.services.settlements.retryNow(betId);
+      const attempts = await app.services.settlements.attempts(betId);
       return { ...presentSettlement(s), attempt_log: attempts };
     },
   },

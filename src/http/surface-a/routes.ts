@@ -2,7 +2,6 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type, type Static } from 'typebox';
 import type { Bet } from '../../bets/bet';
-import { betRepository } from '../../bets/bet-repository';
 import { cashoutCrashBet, placeCrashBet } from '../../games/crash/crash-bets';
 import { formatMultiplier, parseMultiplier } from '../../games/crash/multiplier';
 import { liveMultiplier } from '../../games/crash/crash-rules';
@@ -10,7 +9,6 @@ import { noCompliance } from '../../compliance/hooks';
 import { DomainError } from '../../errors/codes';
 import type { Operator } from '../../operators/operator';
 import type { IdempotentResult } from '../../idempotency/idempotency';
-import { roundRepository } from '../../games/engine/round-repository';
 import type { Round } from '../../games/engine/round';
 import type { AppServices } from '../../services';
 import { SURFACE_A_STATUS } from '../error-maps';
@@ -188,7 +186,7 @@ export async function surfaceARoutes(app: FastifyInstance, s: AppServices): Prom
     { schema: { summary: 'The current Crash round', tags: ['Crash'], headers: AuthHeaders, response: { 200: RoundView, ...errors } } },
     async (req) => {
       if (isTest(req.operator!)) await s.sandbox.touch(req.operator!, 'crash');
-      const round = await roundRepository.latest(s.db, 'crash', scopeOf(req.operator!));
+      const round = await s.rounds.latest('crash', scopeOf(req.operator!));
       if (!round) throw new DomainError('ROUND_NOT_FOUND', 'no Crash round has been played yet');
       return presentLive(round);
     },
@@ -201,7 +199,7 @@ export async function surfaceARoutes(app: FastifyInstance, s: AppServices): Prom
     },
     async (req) => {
       const number = Number(req.params.round_number);
-      const round = await roundRepository.byNumber(s.db, 'crash', number, scopeOf(req.operator!));
+      const round = await s.rounds.byNumber('crash', number, scopeOf(req.operator!));
       if (!round) throw new DomainError('ROUND_NOT_FOUND', `no Crash round number ${req.params.round_number}`);
       return presentLive(round);
     },
@@ -211,7 +209,7 @@ export async function surfaceARoutes(app: FastifyInstance, s: AppServices): Prom
     '/bets/:bet_id',
     { schema: { summary: 'One of your Crash bets', tags: ['Crash'], headers: AuthHeaders, params: BetIdParams, response: { 200: CrashBetView, ...errors } } },
     async (req) => {
-      const bet = await betRepository.byId(s.db, req.params.bet_id);
+      const bet = await s.bets.byId(req.params.bet_id);
       if (!bet || bet.operatorId !== req.operator!.id || bet.game !== 'crash') {
         throw new DomainError('BET_NOT_FOUND', `no Crash bet ${req.params.bet_id} for this operator`);
       }
