@@ -36,6 +36,7 @@ import { Readiness } from './ops/readiness';
 import { RoundEngine } from './games/engine/engine';
 import { FairChainService } from './games/engine/fair-chain';
 import { LiveFeed } from './games/engine/live-feed';
+import { LiveStreams } from './games/engine/live-streams';
 import { SandboxService, type GameSettings } from './sandbox/sandbox-service';
 import { simulatedWallet } from './sandbox/simulated-wallet';
 import type { AppServices } from './services';
@@ -194,6 +195,7 @@ export async function createApp(config: Config, overrides: AppOverrides = {}): P
   // One process on SQLite: its engines feed its subscribers directly, nothing to fan out.
   const fanOut = bus instanceof PostgresChangeBus ? bus : undefined;
   const feed = new LiveFeed(db, clock, [crashEngine, stockRaceEngine], 500, fanOut);
+  const streams = new LiveStreams();
   // Every shared dependency an instance needs to serve correctly gets a readiness check, so a
   // balancer stops routing to an instance that lost one (signed calls fail closed without Redis).
   const readiness = new Readiness(db);
@@ -234,6 +236,7 @@ export async function createApp(config: Config, overrides: AppOverrides = {}): P
     }),
     walletWorker,
     feed,
+    streams,
     webhooks,
     complianceFlags: new ComplianceFlags(db, complianceRules),
     rounds: new RoundService(db),
@@ -259,6 +262,9 @@ export async function createApp(config: Config, overrides: AppOverrides = {}): P
       { prefix: '/dashboard', register: dashboardRoutes },
     ],
   });
+  // Open live streams end as shutdown begins, so closing the server does not wait on clients that never hang up.
+  http.addHook('preClose', async () => streams.closeAll());
+  http.addHook('onClose', async () => streams.closeAll());
   let purgeTimer: NodeJS.Timeout | null = null;
   let seenPurgeTimer: NodeJS.Timeout | null = null;
 

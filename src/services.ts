@@ -20,6 +20,7 @@ import type { OperatorReports } from './reports/operator-reports';
 import type { RoundService } from './games/engine/round-service';
 import type { SettlementService } from './wallet/settlement-service';
 import type { LiveFeed } from './games/engine/live-feed';
+import type { LiveStreams } from './games/engine/live-streams';
 import type { SessionService } from './sessions/session-service';
 import type { StockRaceGame } from './games/stock-race/stock-race-game';
 import type { WalletSettlementWorker } from './wallet/wallet-worker';
@@ -52,6 +53,8 @@ export interface AppServices {
   sessions: SessionService;
   walletWorker: WalletSettlementWorker;
   feed: LiveFeed;
+  /** The live-feed streams this instance holds open: per-session allowance, closed at shutdown. */
+  streams: LiveStreams;
   /** Webhook endpoints, deliveries, re-sends, test events, signature checks (API, CLI, dashboard). */
   webhooks: WebhookService;
   /** Flag listing (both APIs, dashboard, CLI) and player-session sightings (player page). */

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { MAX_STREAMS_PER_SESSION } from '../../src/http/sse';
+import { MAX_STREAMS_PER_SESSION } from '../../src/games/engine/live-streams';
 import { SecretBox } from '../../src/operators/secret-box';
 import { SqliteDatabase } from '../../src/store/sqlite';
 import { client, startTestApp, STORES, type TestApp } from '../support/harness';

@@ -131,7 +131,7 @@ export async function playerRoutes(app: FastifyInstance, s: AppServices): Promis
     sandbox: string | null,
     game: 'crash' | 'stock_race',
   ): Promise<void> => {
-    await streamFeed(req, reply, sandbox === null ? s.feed : s.sandbox.feedOf(sandbox), game, session.id);
+    await streamFeed(req, reply, s.streams, sandbox === null ? s.feed : s.sandbox.feedOf(sandbox), game, session.id);
     const left = session.expiresAt - s.clock.now();
     const timer = setTimeout(() => reply.raw.end(), Math.min(Math.max(0, left), 2 ** 31 - 1));
     timer.unref();

@@ -34,7 +34,7 @@ export async function liveRoutes(app: FastifyInstance, s: AppServices): Promise<
     const game = req.params.game as Game;
     if (!GAMES.includes(game)) throw new DomainError('NOT_FOUND', `no live feed for "${req.params.game}"`);
     const operator = ctx(req).operator;
-    await streamFeed(req, reply, operator.mode === 'test' ? s.sandbox.feedOf(operator.id) : s.feed, game);
+    await streamFeed(req, reply, s.streams, operator.mode === 'test' ? s.sandbox.feedOf(operator.id) : s.feed, game);
     // A signed-out or expired session must not keep watching: the stream ends with the session.
     const left = ctx(req).session.expiresAt - s.clock.now();
     const timer = setTimeout(() => reply.raw.end(), Math.min(Math.max(0, left), 2 ** 31 - 1));

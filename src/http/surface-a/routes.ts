@@ -229,9 +229,9 @@ export async function surfaceARoutes(app: FastifyInstance, s: AppServices): Prom
       },
     },
     async (req, reply) => {
-      if (!isTest(req.operator!)) return streamFeed(req, reply, s.feed, 'crash');
+      if (!isTest(req.operator!)) return streamFeed(req, reply, s.streams, s.feed, 'crash');
       await s.sandbox.touch(req.operator!, 'crash');
-      return streamFeed(req, reply, s.sandbox.feedOf(req.operator!.id), 'crash');
+      return streamFeed(req, reply, s.streams, s.sandbox.feedOf(req.operator!.id), 'crash');
     },
   );
 }

@@ -182,9 +182,9 @@ export async function surfaceBRoutes(app: FastifyInstance, s: AppServices): Prom
       },
     },
     async (req, reply) => {
-      if (!isTest(req.operator!)) return streamFeed(req, reply, s.feed, 'stock_race');
+      if (!isTest(req.operator!)) return streamFeed(req, reply, s.streams, s.feed, 'stock_race');
       await s.sandbox.touch(req.operator!, 'stock_race');
-      return streamFeed(req, reply, s.sandbox.feedOf(req.operator!.id), 'stock_race');
+      return streamFeed(req, reply, s.streams, s.sandbox.feedOf(req.operator!.id), 'stock_race');
     },
   );
 
