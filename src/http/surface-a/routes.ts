@@ -8,10 +8,10 @@ import { liveMultiplier } from '../../games/crash/crash-rules';
 import { noCompliance } from '../../compliance/hooks';
 import { DomainError } from '../../errors/codes';
 import type { Operator } from '../../operators/operator';
-import type { IdempotentResult } from '../../idempotency/idempotency';
 import type { Round } from '../../games/engine/round';
 import type { AppServices } from '../../services';
 import { SURFACE_A_STATUS } from '../error-maps';
+import { replyIdempotently } from '../idempotent-route';
 import { streamFeed } from '../sse';
 import { guardSurface, type Surface } from '../surface';
 import {
@@ -69,33 +69,19 @@ export async function surfaceARoutes(app: FastifyInstance, s: AppServices): Prom
   const complianceFor = (o: Operator) => (isTest(o) ? noCompliance : s.compliance);
   const scopeOf = (o: Operator): string | null => (isTest(o) ? o.id : null);
 
+  // Surface A's monetary writes carry their key in the Idempotency-Key header.
   const idempotent = async (
     req: FastifyRequest,
     reply: FastifyReply,
     effect: Parameters<AppServices['idempotency']['execute']>[2],
-    // Runs once the effect has committed, never for a replay or a refusal (its in-memory changes
-    // must not outrun the store: the transaction may still roll back after the effect returns).
     committed?: () => void,
   ): Promise<never> => {
     const key = req.headers['idempotency-key'];
     if (typeof key !== 'string' || key.length === 0) {
       throw new DomainError('IDEMPOTENCY_KEY_MISSING', 'the Idempotency-Key header is required on this POST');
     }
-    const result: IdempotentResult = await s.idempotency.execute(
-      {
-        operatorId: req.operator!.id,
-        key,
-        route: `${req.method} ${req.routeOptions.url}`,
-        body: req.body,
-        signature: req.signatureRecord,
-      },
-      (error) => ({ statusCode: surfaceA.status[error.code], body: surfaceA.errorBody(error.code, error.message, String(req.id)) }),
-      effect,
-    );
-    if (result.replayed) reply.header('idempotent-replay', 'true');
-    else if (result.statusCode === 200) committed?.();
-    // The stored response is replayed byte-for-byte; its shape was checked when it was first sent.
-    return reply.status(result.statusCode).send(result.body) as never;
+    const request = { key, route: `${req.method} ${req.routeOptions.url}`, body: req.body, signature: req.signatureRecord };
+    return replyIdempotently(s.idempotency, surfaceA, req, reply, request, effect, committed);
   };
 
   r.post(
