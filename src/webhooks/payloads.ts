@@ -6,7 +6,7 @@
  */
 import type { OpenAPIV3_1 } from 'openapi-types';
 import { Type, type TSchema } from 'typebox';
-import { crashRoundFields, roundFields, stockRaceRoundFields } from '../http/round-schema';
+import { crashRoundFields, roundFields, stockRaceRoundFields } from './round-schema';
 
 export const WEBHOOK_PAYLOAD_VERSION = 'v1';
 
@@ -16,7 +16,7 @@ const Ms = (description: string) => Type.Integer({ description: `${description} 
 /**
  * round.opened / round.closed: the round as its read endpoint presents it at that moment (GET
  * /api/public/v1/rounds/{round_number} for Crash, GET /v1/rounds/{round_id} for Stock Race), built
- * by the same presenter from the same field schemas (src/http/round-schema.ts). round.opened has
+ * by the same presenter from the same field schemas (src/webhooks/round-schema.ts). round.opened has
  * status open; round.closed has closed (with the outcome) or void.
  */
 export const RoundEventData = Type.Object(

@@ -1,5 +1,5 @@
 import { Type, type Static } from 'typebox';
-import { crashRoundFields, roundFields } from '../round-schema';
+import { crashRoundFields, roundFields } from '../../webhooks/round-schema';
 
 /** Surface A request and response schemas: validation, TypeScript types and OpenAPI from one place. */
 export const AuthHeaders = Type.Object(

@@ -1,5 +1,5 @@
 import { Type, type Static } from 'typebox';
-import { roundFields, stockRaceRoundFields } from '../round-schema';
+import { roundFields, stockRaceRoundFields } from '../../webhooks/round-schema';
 
 /** Surface B request and response schemas: validation, TypeScript types and OpenAPI from one place. */
 export const AuthHeadersB = Type.Object(
