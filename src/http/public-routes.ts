@@ -9,15 +9,15 @@ import { CONTRIBUTION_PATTERN, sha256Hex } from '../games/engine/fair-chain';
 import { deriveStockRaceOutcome, pctFromBp, raceKey } from '../games/stock-race/outcome';
 import type { AppServices } from '../services';
 import { documentSecurity } from './openapi';
-import { errorHandler } from './surface';
-import { surfaceB } from './surface-b/routes';
 
 const Seed = Type.String({ pattern: '^[0-9a-f]{64}$', description: 'must be the 64 lowercase hex characters of a revealed seed' });
 
-/** Unauthenticated endpoints: fairness verification. Errors take Surface B's shape. */
+/**
+ * Unauthenticated endpoints: fairness verification. Errors take Surface B's shape from the server's
+ * root handler (every path outside /api/public/ gets it).
+ */
 export async function publicRoutes(app: FastifyInstance, s: AppServices): Promise<void> {
   const r = app.withTypeProvider<TypeBoxTypeProvider>();
-  app.setErrorHandler(errorHandler(surfaceB));
   // Anyone may recompute a round: these operations need no credentials (an explicit empty list).
   documentSecurity(app, []);
 

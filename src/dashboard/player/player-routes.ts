@@ -9,8 +9,6 @@ import type { CrashOutcome } from '../../games/engine/round';
 import { presentRound } from '../../games/engine/round-presenter';
 import { hideFromOpenApi } from '../../http/openapi';
 import { streamFeed } from '../../http/sse';
-import { errorHandler } from '../../http/surface';
-import { surfaceB } from '../../http/surface-b/routes';
 import { currencyExponent, formatMinor } from '../../money/currency';
 import type { AppServices } from '../../services';
 import type { PlayerSession } from '../../sessions/session-service';
@@ -70,12 +68,12 @@ function presentSessionBet(b: Bet): SessionBetJson {
  * The player page a launch_url opens (Stock Race at /play, Crash at /play/crash, the round checker
  * at /play/verify), its live feeds, the session's bets and the page's static files. Everything but
  * the files opens only with a live session token: a link whose session is unknown or has expired
- * opens nothing (404 / 410 with a short explanation, never the game). Errors take Surface B's shape.
+ * opens nothing (404 / 410 with a short explanation, never the game). Other errors take Surface B's
+ * shape from the server's root handler (every path outside /api/public/ gets it).
  */
 export async function playerRoutes(app: FastifyInstance, s: AppServices): Promise<void> {
   const r = app.withTypeProvider<TypeBoxTypeProvider>();
   hideFromOpenApi(app);
-  app.setErrorHandler(errorHandler(surfaceB));
 
   serveAssets(app, '/play/assets', PLAYER_ASSETS);
 
