@@ -11,7 +11,10 @@ async function launch(t: TestApp): Promise<string> {
 }
 
 /** Opens a player feed and resolves once its first bytes arrived; `ended` resolves when the server ends it. */
-async function openFeed(t: TestApp, token: string): Promise<{ ended: Promise<void>; isEnded(): boolean; abort(): void }> {
+async function openFeed(
+  t: TestApp,
+  token: string,
+): Promise<{ ended: Promise<void>; isEnded(): boolean; abort(): void }> {
   const controller = new AbortController();
   const res = await request(`${t.baseUrl}/play/feed?token=${token}`, { signal: controller.signal });
   expect(res.statusCode).toBe(200);

@@ -20,7 +20,13 @@ export class ComplianceFlags {
   }
 
   /** A player session used from `place`; resolves true when that raised session_multi_place. */
-  sessionSeen(input: { operatorId: string; sessionId: string; player: string; place: string; now: number }): Promise<boolean> {
+  sessionSeen(input: {
+    operatorId: string;
+    sessionId: string;
+    player: string;
+    place: string;
+    now: number;
+  }): Promise<boolean> {
     return this.rules.sessionSeen(this.db, input);
   }
 }

@@ -56,7 +56,12 @@ const throttleUnavailable = (): never => {
   throw new DomainError('SERVICE_UNAVAILABLE', 'sign-in is unavailable for a moment; try again shortly');
 };
 
-const toUser = (r: DashboardUserRow): DashboardUser => ({ id: r.id, operatorId: r.operator_id, email: r.email, createdAt: Number(r.created_at) });
+const toUser = (r: DashboardUserRow): DashboardUser => ({
+  id: r.id,
+  operatorId: r.operator_id,
+  email: r.email,
+  createdAt: Number(r.created_at),
+});
 
 /**
  * Dashboard users and their sessions. Passwords are hashed with Argon2id (the @node-rs/argon2

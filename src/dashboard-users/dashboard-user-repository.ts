@@ -22,7 +22,9 @@ export const dashboardUserRepository = {
 
   async list(db: SqlExecutor, operatorId?: string): Promise<DashboardUserRow[]> {
     return operatorId
-      ? db.all<DashboardUserRow>('SELECT * FROM dashboard_users WHERE operator_id = ? ORDER BY created_at, id', [operatorId])
+      ? db.all<DashboardUserRow>('SELECT * FROM dashboard_users WHERE operator_id = ? ORDER BY created_at, id', [
+          operatorId,
+        ])
       : db.all<DashboardUserRow>('SELECT * FROM dashboard_users ORDER BY created_at, id');
   },
 
@@ -32,13 +34,10 @@ export const dashboardUserRepository = {
     if (!operator) throw new DomainError('NOT_FOUND', `no operator with id ${user.operator_id}`);
     const taken = await tx.get('SELECT id FROM dashboard_users WHERE email = ?', [user.email]);
     if (taken) throw new DomainError('VALIDATION_FAILED', `a dashboard user with email ${user.email} already exists`);
-    await tx.run('INSERT INTO dashboard_users (id, operator_id, email, password_hash, created_at) VALUES (?, ?, ?, ?, ?)', [
-      user.id,
-      user.operator_id,
-      user.email,
-      passwordHash,
-      user.created_at,
-    ]);
+    await tx.run(
+      'INSERT INTO dashboard_users (id, operator_id, email, password_hash, created_at) VALUES (?, ?, ?, ?, ?)',
+      [user.id, user.operator_id, user.email, passwordHash, user.created_at],
+    );
   },
 
   /** The user and every session it had. */
@@ -53,13 +52,10 @@ export const dashboardUserRepository = {
     s: { idHash: string; userId: string; csrfToken: string; now: number; expiresAt: number },
   ): Promise<void> {
     await tx.run('DELETE FROM dashboard_sessions WHERE user_id = ? AND expires_at <= ?', [s.userId, s.now]);
-    await tx.run('INSERT INTO dashboard_sessions (id_hash, user_id, csrf_token, created_at, expires_at) VALUES (?, ?, ?, ?, ?)', [
-      s.idHash,
-      s.userId,
-      s.csrfToken,
-      s.now,
-      s.expiresAt,
-    ]);
+    await tx.run(
+      'INSERT INTO dashboard_sessions (id_hash, user_id, csrf_token, created_at, expires_at) VALUES (?, ?, ?, ?, ?)',
+      [s.idHash, s.userId, s.csrfToken, s.now, s.expiresAt],
+    );
   },
 
   /** The session with this id hash and its user, expired or not. */

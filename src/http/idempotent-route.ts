@@ -29,7 +29,10 @@ export async function replyIdempotently(
 ): Promise<never> {
   const result = await idempotency.execute(
     { operatorId: req.operator!.id, ...request },
-    (error) => ({ statusCode: surface.status[error.code], body: surface.errorBody(error.code, error.message, String(req.id)) }),
+    (error) => ({
+      statusCode: surface.status[error.code],
+      body: surface.errorBody(error.code, error.message, String(req.id)),
+    }),
     effect,
   );
   if (result.replayed) reply.header('idempotent-replay', 'true');

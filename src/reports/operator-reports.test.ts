@@ -18,7 +18,7 @@ const operator: Operator = {
   previousSecretExpiresAt: null,
 };
 
-describe.each(STORES)('dashboard read models on %s', (store) => {
+describe.each(STORES)('operator reports (the dashboard read models) on %s', (store) => {
   let db: Database;
   let dispose: () => Promise<void>;
 
@@ -80,8 +80,10 @@ describe.each(STORES)('dashboard read models on %s', (store) => {
   });
 
   it('counts this operator\'s bets per round and what needs attention', async () => {
-    expect(Object.fromEntries(await betRepository.countsByRound(db, operator.id, ['c1', 'c2', 's1', 'nope']))).toEqual({ c1: 2, c2: 2, s1: 3 });
-    expect(await new OperatorReports(db, testConfig(), { now: () => 0 }).overview(operator.id)).toEqual({ pendingSettlements: 0, deadDeliveries: 0, flagsLastDay: 0, endpoints: 0 });
+    const counts = await betRepository.countsByRound(db, operator.id, ['c1', 'c2', 's1', 'nope']);
+    expect(Object.fromEntries(counts)).toEqual({ c1: 2, c2: 2, s1: 3 });
+    const overview = await new OperatorReports(db, testConfig(), { now: () => 0 }).overview(operator.id);
+    expect(overview).toEqual({ pendingSettlements: 0, deadDeliveries: 0, flagsLastDay: 0, endpoints: 0 });
   });
 
   it('shows money in the bet\'s currency, exactly', () => {

@@ -62,7 +62,10 @@ export class OperatorReports {
     const scope = operator.mode === 'test' ? operator.id : null;
     const closed = await roundRepository.recentlyClosed(this.db, 'crash', 60, scope);
     const crash_points = closed
-      .map((r) => ({ round_number: r.roundNumber, crash_point: formatMultiplier((r.outcome as CrashOutcome).crash_point) }))
+      .map((r) => ({
+        round_number: r.roundNumber,
+        crash_point: formatMultiplier((r.outcome as CrashOutcome).crash_point),
+      }))
       .reverse();
 
     const totals: RtpTotal[] = (await reportRepository.settledTotals(this.db, operator.id)).map((r) => ({
@@ -78,7 +81,12 @@ export class OperatorReports {
     for (const game of ['crash', 'stock_race'] as const) {
       const main = totals.filter((t) => t.game === game).sort((a, b) => b.bets - a.bets)[0];
       const currency = main?.currency ?? null;
-      const rounds = await reportRepository.settledByRound(this.db, { operatorId: operator.id, game, currency, limit: 100 });
+      const rounds = await reportRepository.settledByRound(this.db, {
+        operatorId: operator.id,
+        game,
+        currency,
+        limit: 100,
+      });
       let staked = 0;
       let paid = 0;
       const points: RtpPoint[] = [];

@@ -31,10 +31,19 @@ export const reportRepository = {
        WHERE operator_id = ? AND ${SETTLED} GROUP BY game, currency ORDER BY game, currency`,
       [operatorId],
     );
-    return rows.map((r) => ({ game: r.game, currency: r.currency, bets: Number(r.n), staked: Number(r.staked ?? 0), paid: Number(r.paid ?? 0) }));
+    return rows.map((r) => ({
+      game: r.game,
+      currency: r.currency,
+      bets: Number(r.n),
+      staked: Number(r.staked ?? 0),
+      paid: Number(r.paid ?? 0),
+    }));
   },
 
-  /** Stakes and payouts of one operator's settled bets in one game and currency, per round: the latest `limit` rounds, oldest first. */
+  /**
+   * Stakes and payouts of one operator's settled bets in one game and currency, per round: the
+   * latest `limit` rounds, oldest first.
+   */
   async settledByRound(
     db: SqlExecutor,
     q: { operatorId: string; game: Game; currency: string | null; limit: number },
@@ -55,9 +64,18 @@ export const reportRepository = {
     const count = async (sql: string, params: (string | number)[]): Promise<number> =>
       Number((await db.get<{ n: number }>(sql, params))?.n ?? 0);
     return {
-      pendingSettlements: await count(`SELECT COUNT(*) AS n FROM wallet_settlements WHERE operator_id = ? AND status = 'pending'`, [operatorId]),
-      deadDeliveries: await count(`SELECT COUNT(*) AS n FROM webhook_deliveries WHERE operator_id = ? AND status = 'dead'`, [operatorId]),
-      flagsLastDay: await count('SELECT COUNT(*) AS n FROM compliance_flags WHERE operator_id = ? AND created_at > ?', [operatorId, flagsSince]),
+      pendingSettlements: await count(
+        `SELECT COUNT(*) AS n FROM wallet_settlements WHERE operator_id = ? AND status = 'pending'`,
+        [operatorId],
+      ),
+      deadDeliveries: await count(
+        `SELECT COUNT(*) AS n FROM webhook_deliveries WHERE operator_id = ? AND status = 'dead'`,
+        [operatorId],
+      ),
+      flagsLastDay: await count('SELECT COUNT(*) AS n FROM compliance_flags WHERE operator_id = ? AND created_at > ?', [
+        operatorId,
+        flagsSince,
+      ]),
       endpoints: await count('SELECT COUNT(*) AS n FROM webhook_endpoints WHERE operator_id = ?', [operatorId]),
     };
   },

@@ -38,7 +38,8 @@ beforeAll(async () => {
       [operatorId, `key_${randomBytes(8).toString('hex')}`],
     ),
   );
-  await new DashboardAuth(db, systemClock, new LoginThrottle(null)).createUser({ operatorId, email: OWNER, password: PASSWORD });
+  const auth = new DashboardAuth(db, systemClock, new LoginThrottle(null));
+  await auth.createUser({ operatorId, email: OWNER, password: PASSWORD });
 });
 afterAll(async () => dispose?.());
 

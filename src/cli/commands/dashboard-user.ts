@@ -15,7 +15,8 @@ export const dashboardUserCommands: CliCommand[] = [
     },
     async run(app, v) {
       await app.services.operators.get(String(v.operator));
-      return present(await app.services.dashboardUsers.createUser({ operatorId: String(v.operator), email: String(v.email), password: String(v.password) }));
+      const input = { operatorId: String(v.operator), email: String(v.email), password: String(v.password) };
+      return present(await app.services.dashboardUsers.createUser(input));
     },
   },
   {

@@ -17,7 +17,10 @@ import { crashPlayerPage, playerRefusalPage, stockRacePlayerPage, verifyPlayerPa
 
 type TokenReq = FastifyRequest<{ Querystring: { token?: string } }>;
 
-const TokenQuery = Type.Object({ token: Type.Optional(Type.String({ maxLength: 200 })) }, { additionalProperties: true });
+const TokenQuery = Type.Object(
+  { token: Type.Optional(Type.String({ maxLength: 200 })) },
+  { additionalProperties: true },
+);
 
 /** Player pages read on the store's read-only path: opening one never waits behind a writer. */
 const READ_ONLY = { readOnly: true } as const;
@@ -83,7 +86,13 @@ export async function playerRoutes(app: FastifyInstance, s: AppServices): Promis
     // Sandbox sessions are test data: they raise no compliance flags.
     if (sandbox !== null) return;
     void s.complianceFlags
-      .sessionSeen({ operatorId: session.operatorId, sessionId: session.id, player: session.playerRef, place: req.ip, now: s.clock.now() })
+      .sessionSeen({
+        operatorId: session.operatorId,
+        sessionId: session.id,
+        player: session.playerRef,
+        place: req.ip,
+        now: s.clock.now(),
+      })
       .catch((err: unknown) => req.log.warn({ err }, 'compliance session check failed'));
   };
 
@@ -101,9 +110,17 @@ export async function playerRoutes(app: FastifyInstance, s: AppServices): Promis
           returnUrl: token ? await s.sessions.returnUrlOf(token) : null,
           nonce,
         })
-      : playerRefusalPage({ title: 'Session not found', message: 'This link does not open a game session.', returnUrl: null, nonce });
+      : playerRefusalPage({
+          title: 'Session not found',
+          message: 'This link does not open a game session.',
+          returnUrl: null,
+          nonce,
+        });
     playerPageHeaders(reply, nonce);
-    return reply.status(expired ? 410 : 404).type('text/html; charset=utf-8').send(html);
+    return reply
+      .status(expired ? 410 : 404)
+      .type('text/html; charset=utf-8')
+      .send(html);
   };
 
   /** The session a page's token opens, or null once the refusal page has been sent. */
@@ -146,7 +163,14 @@ export async function playerRoutes(app: FastifyInstance, s: AppServices): Promis
     const nonce = newNonce();
     playerPageHeaders(reply, nonce);
     const feedPath = `/play/feed?token=${encodeURIComponent(req.query.token!)}`;
-    const page = stockRacePlayerPage({ session, round, feedPath, nonce, token: req.query.token!, serverNow: s.clock.now() });
+    const page = stockRacePlayerPage({
+      session,
+      round,
+      feedPath,
+      nonce,
+      token: req.query.token!,
+      serverNow: s.clock.now(),
+    });
     return reply.type('text/html; charset=utf-8').send(page);
   });
 
@@ -177,7 +201,10 @@ export async function playerRoutes(app: FastifyInstance, s: AppServices): Promis
       nonce,
       serverNow: s.clock.now(),
       round: latest ? presentRound(latest) : null,
-      recent: closed.map((c) => ({ round_number: c.roundNumber, crash_point: formatMultiplier((c.outcome as CrashOutcome).crash_point) })),
+      recent: closed.map((c) => ({
+        round_number: c.roundNumber,
+        crash_point: formatMultiplier((c.outcome as CrashOutcome).crash_point),
+      })),
     });
     return reply.type('text/html; charset=utf-8').send(html);
   });

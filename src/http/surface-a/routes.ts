@@ -80,7 +80,8 @@ export async function surfaceARoutes(app: FastifyInstance, s: AppServices): Prom
     if (typeof key !== 'string' || key.length === 0) {
       throw new DomainError('IDEMPOTENCY_KEY_MISSING', 'the Idempotency-Key header is required on this POST');
     }
-    const request = { key, route: `${req.method} ${req.routeOptions.url}`, body: req.body, signature: req.signatureRecord };
+    const route = `${req.method} ${req.routeOptions.url}`;
+    const request = { key, route, body: req.body, signature: req.signatureRecord };
     return replyIdempotently(s.idempotency, surfaceA, req, reply, request, effect, committed);
   };
 
