@@ -60,6 +60,8 @@ export interface App {
   services: AppServices;
   /** The store, for the composition root's own work and for tests; surfaces get services only. */
   db: Database;
+  /** The shared Redis connection when REDIS_URL is set (as `db`: not for surfaces). */
+  redis: Redis | null;
   http: FastifyInstance;
   /** Starts the engines and background workers (when configured to run them). */
   startBackground(): Promise<void>;
@@ -225,7 +227,6 @@ export async function createApp(config: Config, overrides: AppOverrides = {}): P
     seenSignatures: redis ? new RedisSeenSignatures(redis, () => clock.now()) : new DatabaseSeenSignatures(db),
     authFailures: new AuthFailureLimiter(redis, config.authFailureLimit),
     dashboardUsers: new DashboardAuth(db, clock, new LoginThrottle(redis)),
-    redis,
     crashGame,
     engines: { crash: crashEngine, stockRace: stockRaceEngine },
     stockRaceGame,
@@ -271,6 +272,7 @@ export async function createApp(config: Config, overrides: AppOverrides = {}): P
   return {
     services,
     db,
+    redis,
     http,
     async startBackground() {
       feed.start();

@@ -5,7 +5,6 @@ import type { ComplianceHooks } from './compliance/hooks';
 import type { ComplianceFlags } from './compliance/compliance-flags';
 import type { Config } from './config/config';
 import type { CrashGame } from './games/crash/crash-game';
-import type { Redis } from 'ioredis';
 import type { DashboardAuth } from './dashboard-users/dashboard-auth';
 import type { AuthFailureLimiter, OperatorRateLimiter } from './http/rate-limit';
 import type { SeenSignatureStore } from './http/replay-guard';
@@ -45,8 +44,6 @@ export interface AppServices {
   authFailures: AuthFailureLimiter;
   /** Partner dashboard users, sign-in (throttled per address and account) and sessions. */
   dashboardUsers: DashboardAuth;
-  /** The shared Redis connection when REDIS_URL is set. */
-  redis: Redis | null;
   crashGame: CrashGame;
   engines: { crash: RoundEngine; stockRace: RoundEngine };
   stockRaceGame: StockRaceGame;
