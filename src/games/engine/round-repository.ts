@@ -181,6 +181,15 @@ export const roundRepository = {
     return rows.map(toRound);
   },
 
+  /** The seeds a chain has revealed (closed or voided rounds), in chain order. */
+  async revealedSeeds(db: SqlExecutor, chainId: string): Promise<{ idx: number; roundId: string; seed: string }[]> {
+    const rows = await db.all<{ id: string; chain_idx: number; seed: string }>(
+      `SELECT id, chain_idx, seed FROM rounds WHERE chain_id = ? AND status IN ('closed', 'void') ORDER BY chain_idx`,
+      [chainId],
+    );
+    return rows.map((r) => ({ idx: Number(r.chain_idx), roundId: r.id, seed: r.seed }));
+  },
+
   /** A sandbox round's scripted outcome, fixed when betting closes (seed and settings as played). */
   async markScripted(tx: SqlExecutor, round: Pick<Round, 'id' | 'seed' | 'seedHash' | 'settings'>): Promise<void> {
     await tx.run(
