@@ -135,7 +135,11 @@ export const betRepository = {
          AND b.cashout_kind = 'manual' AND b.placed_at > ? ORDER BY b.placed_at DESC, b.id LIMIT ?`,
       [q.operatorId, q.player, q.since, q.limit],
     );
-    return rows.map((r) => ({ betId: r.id, settledAt: nullableNumber(r.settled_at), runningAt: nullableNumber(r.running_at) }));
+    return rows.map((r) => ({
+      betId: r.id,
+      settledAt: nullableNumber(r.settled_at),
+      runningAt: nullableNumber(r.running_at),
+    }));
   },
 
   /** A player session's bets, newest first. */

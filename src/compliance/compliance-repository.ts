@@ -16,7 +16,8 @@ export interface FlagRow {
 export const complianceRepository = {
   async insertFlag(tx: SqlExecutor, f: FlagRow): Promise<void> {
     await tx.run(
-      'INSERT INTO compliance_flags (id, operator_id, rule, player, bet_id, details, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
+      `INSERT INTO compliance_flags (id, operator_id, rule, player, bet_id, details, created_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?)`,
       [f.id, f.operator_id, f.rule, f.player, f.bet_id, f.details, f.created_at],
     );
   },
@@ -46,10 +47,8 @@ export const complianceRepository = {
     if (filter.player !== undefined) (where.push('player = ?'), params.push(filter.player));
     if (filter.before !== undefined) (where.push('created_at < ?'), params.push(filter.before));
     params.push(filter.limit);
-    return db.all<FlagRow>(
-      `SELECT * FROM compliance_flags${where.length ? ` WHERE ${where.join(' AND ')}` : ''} ORDER BY created_at DESC, id LIMIT ?`,
-      params,
-    );
+    const filtered = where.length ? ` WHERE ${where.join(' AND ')}` : '';
+    return db.all<FlagRow>(`SELECT * FROM compliance_flags${filtered} ORDER BY created_at DESC, id LIMIT ?`, params);
   },
 
   /**

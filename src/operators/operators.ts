@@ -146,12 +146,12 @@ export class OperatorService {
     const changed = await this.db.transaction(async (tx) => {
       const row = await operators.byId(tx, id);
       if (!row) return false;
-      await operators.update(
-        tx,
-        id,
-        { secret_enc: this.box.seal(apiSecret), previous_secret_enc: row.secret_enc, previous_secret_expires_at: expiresAt },
-        now,
-      );
+      const secrets = {
+        secret_enc: this.box.seal(apiSecret),
+        previous_secret_enc: row.secret_enc,
+        previous_secret_expires_at: expiresAt,
+      };
+      await operators.update(tx, id, secrets, now);
       await this.bus?.publish('operators', id, tx);
       return true;
     });
