@@ -69,6 +69,15 @@ module.exports = {
       to: { path: '^src/games/', pathNot: '^src/games/engine/' },
     },
     {
+      name: 'surface-imports-store',
+      comment:
+        'Surfaces (HTTP routes, dashboard, player page) and the CLI call services; only repositories, behind the ' +
+        'services, touch the store. A surface that needs a read asks the service that owns the aggregate.',
+      severity: 'error',
+      from: { path: '^src/(http|dashboard|cli)/' },
+      to: { path: '^src/store/' },
+    },
+    {
       name: 'folder-cycle',
       comment:
         'Folders depend in one direction (the table in docs/architecture.md, "Import direction"). ' +

@@ -6,13 +6,18 @@ import { ComplianceService } from './compliance/compliance-service';
 import type { ComplianceHooks } from './bets/compliance-hooks';
 import type { Config } from './config/config';
 import { CrashGame } from './games/crash/crash-game';
-import { playerUiRoutes } from './dashboard/player/player-ui-routes';
+import { playerRoutes } from './dashboard/player/player-routes';
 import { dashboardRoutes } from './dashboard/plugin';
 import { complianceRoutes } from './http/compliance/routes';
-import { playerRoutes } from './http/player/player-routes';
 import { sandboxRoutes } from './http/sandbox/routes';
 import type { Redis } from 'ioredis';
 import { LoginThrottle } from './dashboard/login-throttle';
+import { DashboardAuth } from './dashboard-users/dashboard-auth';
+import { ComplianceFlags } from './compliance/compliance-flags';
+import { BetService } from './bets/bet-service';
+import { RoundService } from './games/engine/round-service';
+import { OperatorReports } from './reports/operator-reports';
+import { SettlementService } from './wallet/settlement-service';
 import { AuthFailureLimiter, RedisTokenBucketLimiter, TokenBucketLimiter } from './http/rate-limit';
 import { DatabaseSeenSignatures, RedisSeenSignatures } from './http/replay-guard';
 import { closeRedis, openRedis } from './redis/client';
@@ -31,6 +36,7 @@ import { Readiness } from './ops/readiness';
 import { RoundEngine } from './games/engine/engine';
 import { FairChainService } from './games/engine/fair-chain';
 import { LiveFeed } from './games/engine/live-feed';
+import { LiveStreams } from './games/engine/live-streams';
 import { SandboxService, type GameSettings } from './sandbox/sandbox-service';
 import { simulatedWallet } from './sandbox/simulated-wallet';
 import type { AppServices } from './services';
@@ -53,6 +59,10 @@ export interface AppOverrides {
 
 export interface App {
   services: AppServices;
+  /** The store, for the composition root's own work and for tests; surfaces get services only. */
+  db: Database;
+  /** The shared Redis connection when REDIS_URL is set (as `db`: not for surfaces). */
+  redis: Redis | null;
   http: FastifyInstance;
   /** Starts the engines and background workers (when configured to run them). */
   startBackground(): Promise<void>;
@@ -123,8 +133,8 @@ export async function createApp(config: Config, overrides: AppOverrides = {}): P
     { allowPrivateTargets: config.wallet.allowPrivateTargets },
     bus,
   );
-  const complianceFlags = new ComplianceService(logger.child({ part: 'compliance' }));
-  const compliance: ComplianceHooks = complianceFlags;
+  const complianceRules = new ComplianceService(logger.child({ part: 'compliance' }));
+  const compliance: ComplianceHooks = complianceRules;
   const webhooks = new WebhookService({ db, box: secretBoxFor(config), clock, logger, operators, config });
   const chainLengthOf = (game: 'crash' | 'stock_race') =>
     game === 'crash' ? config.crash.chainLength : config.stockRace.chainLength;
@@ -190,6 +200,7 @@ export async function createApp(config: Config, overrides: AppOverrides = {}): P
   // One process on SQLite: its engines feed its subscribers directly, nothing to fan out.
   const fanOut = bus instanceof PostgresChangeBus ? bus : undefined;
   const feed = new LiveFeed(db, clock, [crashEngine, stockRaceEngine], 500, fanOut);
+  const streams = new LiveStreams();
   // Every shared dependency an instance needs to serve correctly gets a readiness check, so a
   // balancer stops routing to an instance that lost one (signed calls fail closed without Redis).
   const readiness = new Readiness(db);
@@ -212,15 +223,13 @@ export async function createApp(config: Config, overrides: AppOverrides = {}): P
     config,
     clock,
     logger,
-    db,
     operators,
     idempotency: new IdempotencyService(db, () => clock.now()),
     compliance,
     limiter: redis ? new RedisTokenBucketLimiter(redis, clock) : new TokenBucketLimiter(clock),
     seenSignatures: redis ? new RedisSeenSignatures(redis, () => clock.now()) : new DatabaseSeenSignatures(db),
     authFailures: new AuthFailureLimiter(redis, config.authFailureLimit),
-    loginThrottle: new LoginThrottle(redis),
-    redis,
+    dashboardUsers: new DashboardAuth(db, clock, new LoginThrottle(redis)),
     crashGame,
     engines: { crash: crashEngine, stockRace: stockRaceEngine },
     stockRaceGame,
@@ -231,8 +240,13 @@ export async function createApp(config: Config, overrides: AppOverrides = {}): P
     }),
     walletWorker,
     feed,
+    streams,
     webhooks,
-    complianceFlags,
+    complianceFlags: new ComplianceFlags(db, complianceRules),
+    rounds: new RoundService(db),
+    bets: new BetService(db),
+    settlements: new SettlementService(db, clock),
+    reports: new OperatorReports(db, config, clock),
     bus,
     readiness,
     fairChains: chain,
@@ -250,14 +264,18 @@ export async function createApp(config: Config, overrides: AppOverrides = {}): P
       { prefix: '/api/public/v1', register: sandboxRoutes(surfaceA) },
       { prefix: '/v1', register: sandboxRoutes(surfaceB) },
       { prefix: '/dashboard', register: dashboardRoutes },
-      { prefix: '', register: playerUiRoutes },
     ],
   });
+  // Open live streams end as shutdown begins, so closing the server does not wait on clients that never hang up.
+  http.addHook('preClose', async () => streams.closeAll());
+  http.addHook('onClose', async () => streams.closeAll());
   let purgeTimer: NodeJS.Timeout | null = null;
   let seenPurgeTimer: NodeJS.Timeout | null = null;
 
   return {
     services,
+    db,
+    redis,
     http,
     async startBackground() {
       feed.start();

@@ -97,7 +97,7 @@ describe.each(STORES)('Crash round over Surface A on %s', (store) => {
     expect(await bet(loser.body.bet_id)).toMatchObject({ status: 'lost', payout: 0 });
     expect(await bet(manual.bet_id)).toMatchObject({ status: 'cashed_out', payout: cashed.body.payout, cashout_kind: 'manual' });
 
-    const count = await t.app.services.db.get<{ n: number }>('SELECT COUNT(*) AS n FROM bets');
+    const count = await t.app.db.get<{ n: number }>('SELECT COUNT(*) AS n FROM bets');
     expect(Number(count!.n)).toBe(4);
 
     // Anyone can recompute the round from the revealed seed.
@@ -107,7 +107,7 @@ describe.each(STORES)('Crash round over Surface A on %s', (store) => {
 
   it('shows operators only their own bets', async () => {
     const other = client(t.baseUrl, await t.createOperator({ name: 'other' }));
-    const mine = (await t.app.services.db.get<{ id: string }>('SELECT id FROM bets LIMIT 1'))!;
+    const mine = (await t.app.db.get<{ id: string }>('SELECT id FROM bets LIMIT 1'))!;
     const r = await other('GET', `/api/public/v1/bets/${mine.id}`);
     expect(r.status).toBe(404);
     expect(r.body.code).toBe('BET_NOT_FOUND');

@@ -32,7 +32,7 @@ describe.each(STORES)('cash-out on a round whose engine is gone, on %s', (store)
     call('POST', path, body, { idempotencyKey: key, timestamp: clock.now() });
   const betView = async (betId: string) =>
     (await call('GET', `/api/public/v1/bets/${betId}`, undefined, { timestamp: clock.now() })).body;
-  const latest = async () => (await roundRepository.latest(t.app.services.db, 'crash'))!;
+  const latest = async () => (await roundRepository.latest(t.app.db, 'crash'))!;
 
   it('answers 409 ROUND_INTERRUPTED, pays nothing, and the bet is refunded once the round is voided', async () => {
     await eventually(async () => (await latest())?.status === 'open');

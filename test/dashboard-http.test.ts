@@ -1,7 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { settlementCommands } from '../src/cli/commands/settlements';
 import { webhookCommands } from '../src/cli/commands/webhook';
-import { DashboardAuth } from '../src/dashboard/auth';
 import { isDomainError } from '../src/errors/codes';
 import { SURFACE_B_STATUS } from '../src/http/error-maps';
 import { settleIdempotencyKey, settlementRepository } from '../src/wallet/settlements';
@@ -54,7 +53,7 @@ describe('dashboard over HTTP: sessions, CSRF, scoping, escaping', () => {
     t = await startTestApp({ engines: false });
     a = await t.createOperator({ name: '<script>alert("op")</script>' });
     other = await t.createOperator({ name: 'Other' });
-    const auth = new DashboardAuth(t.app.services.db, t.app.services.clock);
+    const auth = t.app.services.dashboardUsers;
     await auth.createUser({ operatorId: a.id, email: 'a@example.com', password: PASSWORD });
     await auth.createUser({ operatorId: other.id, email: 'b@example.com', password: PASSWORD });
   });
@@ -133,7 +132,7 @@ describe('dashboard over HTTP: sessions, CSRF, scoping, escaping', () => {
   });
 
   it('retries a wallet settlement by the same rule as the admin CLI: a confirmed one is refused by both', async () => {
-    const db = t.app.services.db;
+    const db = t.app.db;
     const now = t.app.services.clock.now();
     const settlement = async (betId: string, status: 'pending' | 'delivered') => {
       await db.transaction(async (tx) => {
@@ -231,7 +230,7 @@ describe('dashboard cookie outside development and test', () => {
     const t = await startTestApp({ engines: false, env });
     try {
       const op = await t.createOperator();
-      await new DashboardAuth(t.app.services.db, t.app.services.clock).createUser({ operatorId: op.id, email: 'p@example.com', password: PASSWORD });
+      await t.app.services.dashboardUsers.createUser({ operatorId: op.id, email: 'p@example.com', password: PASSWORD });
       const login = browser(t.baseUrl);
       const form = await login.go('GET', '/dashboard/login');
       expect(login.cookies[0]).toMatch(/; Secure; SameSite=Strict$/);

@@ -64,7 +64,7 @@ describe.each(STORES)('public fairness record over HTTP, and npm run verify (%s)
   const closedRound = (game: 'crash' | 'stock_race') =>
     eventually(
       async () =>
-        t.app.services.db.get<{ id: string }>(
+        t.app.db.get<{ id: string }>(
           `SELECT id FROM rounds WHERE game = ? AND status = 'closed' ORDER BY round_number LIMIT 1`,
           [game],
         ),
@@ -184,7 +184,7 @@ describe.each(STORES)('public fairness record over HTTP, and npm run verify (%s)
     const race = await closedRound('stock_race');
     const raceOk = await verifyScript(race.id, t.baseUrl);
     expect(raceOk.code).toBe(0);
-    const round = (await t.app.services.db.get<{ seed: string; settings: string }>(
+    const round = (await t.app.db.get<{ seed: string; settings: string }>(
       'SELECT seed, settings FROM rounds WHERE id = ?',
       [race.id],
     ))!;
@@ -237,7 +237,7 @@ describe('a production start: the chain waits for a contribution', () => {
     });
     // The engine looks again every second; well past that, still no round.
     await new Promise((r) => setTimeout(r, 2_500));
-    expect(await t.app.services.db.get(`SELECT id FROM rounds WHERE game = 'crash'`)).toBeUndefined();
+    expect(await t.app.db.get(`SELECT id FROM rounds WHERE game = 'crash'`)).toBeUndefined();
 
     const res = await request(`${t.baseUrl}/fairness/chains/${waiting.chain_id}/contribution`, {
       method: 'POST',
@@ -255,7 +255,7 @@ describe('a production start: the chain waits for a contribution', () => {
     expect(fixed.salt_fixed_at).toBeGreaterThanOrEqual(fixed.committed_at);
 
     const round = await eventually(
-      async () => t.app.services.db.get<{ id: string }>(`SELECT id FROM rounds WHERE game = 'crash'`),
+      async () => t.app.db.get<{ id: string }>(`SELECT id FROM rounds WHERE game = 'crash'`),
       10_000,
       100,
       'the first crash round',
@@ -291,7 +291,7 @@ describe("npm run verify on a round played from bustabit's published games", () 
   it("recomputes 1.18x from the seed and bustabit's salt", async () => {
     const round = await eventually(
       async () =>
-        t.app.services.db.get<{ id: string }>(
+        t.app.db.get<{ id: string }>(
           `SELECT id FROM rounds WHERE game = 'crash' AND status = 'closed' ORDER BY round_number LIMIT 1`,
         ),
       30_000,

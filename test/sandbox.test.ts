@@ -3,7 +3,6 @@ import { Writable } from 'node:stream';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FakeClock } from '../src/clock/clock';
-import { DashboardAuth } from '../src/dashboard/auth';
 import { client, startTestApp, STORES, type TestApp, type TestOperator } from './support/harness';
 import { TestReceiver } from './support/webhook-receiver';
 
@@ -92,14 +91,14 @@ describe.each(STORES)('sandbox (test mode) on %s', (store) => {
   });
 
   const liveFigures = async () => ({
-    rounds: await t.app.services.db.all<{ round_number: number }>(
+    rounds: await t.app.db.all<{ round_number: number }>(
       `SELECT round_number FROM rounds WHERE operator_id IS NULL AND game = 'crash' ORDER BY round_number`,
     ),
-    bets: await t.app.services.db.all<{ id: string; operator_id: string }>(
+    bets: await t.app.db.all<{ id: string; operator_id: string }>(
       `SELECT b.id, b.operator_id FROM bets b JOIN rounds r ON r.id = b.round_id
        WHERE r.operator_id IS NULL ORDER BY b.id`,
     ),
-    flags: await t.app.services.db.all<{ operator_id: string }>('SELECT operator_id FROM compliance_flags ORDER BY id'),
+    flags: await t.app.db.all<{ operator_id: string }>('SELECT operator_id FROM compliance_flags ORDER BY id'),
   });
 
   it('gives test keys; a live key gets 403 SANDBOX_ONLY on every sandbox call, logged', async () => {
@@ -334,7 +333,7 @@ describe.each(STORES)('sandbox (test mode) on %s', (store) => {
     });
     const round = await testB('GET', `/v1/rounds/${reserved.round_id}`);
     expect(round.body).toMatchObject({ outcome: { winner: 'NVDA' }, scripted: true, livemode: false });
-    const attempts = await t.app.services.db.all<{ status_code: number | null }>(
+    const attempts = await t.app.db.all<{ status_code: number | null }>(
       'SELECT status_code FROM wallet_attempts WHERE bet_id = ? ORDER BY attempt',
       [reserved.bet_id],
     );
@@ -370,7 +369,7 @@ describe.each(STORES)('sandbox (test mode) on %s', (store) => {
     });
     // 20.00 on 2 of 8 at 95 %: 20 × 4 × 0.95 = 76.00.
     expect(done).toMatchObject({ status: 'won', payout: 76, settlement: { attempts: 2 } });
-    const attempts = await t.app.services.db.all<{ status_code: number | null; error: string | null }>(
+    const attempts = await t.app.db.all<{ status_code: number | null; error: string | null }>(
       'SELECT status_code, error FROM wallet_attempts WHERE bet_id = ? ORDER BY attempt',
       [reserved.bet_id],
     );
@@ -383,7 +382,7 @@ describe.each(STORES)('sandbox (test mode) on %s', (store) => {
   });
 
   it('marks a sandbox dashboard TEST with only its rounds; a live dashboard never shows them', async () => {
-    const auth = new DashboardAuth(t.app.services.db, t.app.services.clock);
+    const auth = t.app.services.dashboardUsers;
     const signIn = async (operatorId: string, email: string) => {
       await auth.createUser({ operatorId, email, password: 'long enough password' });
       const jar: string[] = [];
@@ -407,7 +406,7 @@ describe.each(STORES)('sandbox (test mode) on %s', (store) => {
       });
       return go;
     };
-    const sandboxRounds = await t.app.services.db.all<{ id: string }>('SELECT id FROM rounds WHERE operator_id = ?', [
+    const sandboxRounds = await t.app.db.all<{ id: string }>('SELECT id FROM rounds WHERE operator_id = ?', [
       test.id,
     ]);
     expect(sandboxRounds.length).toBeGreaterThan(0);
@@ -425,7 +424,7 @@ describe.each(STORES)('sandbox (test mode) on %s', (store) => {
 
   it('delivers sandbox events to the sandbox endpoint with livemode false, and none to a live endpoint', async () => {
     const sandboxRounds = new Set(
-      (await t.app.services.db.all<{ id: string }>('SELECT id FROM rounds WHERE operator_id = ?', [test.id])).map((r) => r.id),
+      (await t.app.db.all<{ id: string }>('SELECT id FROM rounds WHERE operator_id = ?', [test.id])).map((r) => r.id),
     );
     const bodies = (path: string) => receiver.on(path).map((r) => JSON.parse(r.body) as Record<string, any>);
     const got = await until(async () => {
@@ -441,7 +440,7 @@ describe.each(STORES)('sandbox (test mode) on %s', (store) => {
   });
 
   it('sandbox webhooks say livemode false; live endpoints never hear of sandbox rounds', async () => {
-    const events = await t.app.services.db.all<{ operator_id: string | null; type: string; livemode: number }>(
+    const events = await t.app.db.all<{ operator_id: string | null; type: string; livemode: number }>(
       'SELECT operator_id, type, livemode FROM events ORDER BY seq',
     );
     const sandboxEvents = events.filter((e) => e.operator_id === test.id);

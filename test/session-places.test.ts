@@ -28,11 +28,11 @@ describe('a player session used from several places', () => {
     expect(await open('198.51.100.7')).toBe(200);
     expect(await open('203.0.113.9')).toBe(200);
     const flags = await eventually(async () => {
-      const rows = await t.app.services.db.all<{ rule: string; player: string }>('SELECT rule, player FROM compliance_flags');
+      const rows = await t.app.db.all<{ rule: string; player: string }>('SELECT rule, player FROM compliance_flags');
       return rows.length > 0 ? rows : undefined;
     });
     expect(flags).toEqual([{ rule: 'session_multi_place', player: 'traveller' }]);
-    const events = await t.app.services.db.all<{ data: string }>(`SELECT data FROM events WHERE type = 'compliance.flag'`);
+    const events = await t.app.db.all<{ data: string }>(`SELECT data FROM events WHERE type = 'compliance.flag'`);
     expect(events).toHaveLength(1);
     expect(JSON.parse(events[0]!.data)).toMatchObject({ rule: 'session_multi_place' });
   });

@@ -88,7 +88,7 @@ describe.each(STORES)('Stock Race end to end with the reference operator wallet 
       return r.body.settlement?.status === 'delivered' ? r : undefined;
     });
     expect(bet.body).toMatchObject({ status: 'won', stake: 10, payout: 19, currency: 'EUR', settlement: { status: 'delivered', attempts: 1 } });
-    const sent = await settlementRepository.byBet(t.app.services.db, losing);
+    const sent = await settlementRepository.byBet(t.app.db, losing);
     expect(JSON.parse(sent!.body)).toEqual({ bet_id: losing, winner, pct: round.outcome.pct, payout: 0, idempotency_key: `settle_${losing}` });
   });
 
@@ -119,7 +119,7 @@ describe.each(STORES)('Stock Race end to end with the reference operator wallet 
       return mine.length === 6 && mine.every((x: any) => x.attempts >= 3) ? mine : undefined;
     }, 15_000);
     expect(pending[0].last_error).toMatch(/ECONNREFUSED|connect/i);
-    const attempts = await settlementRepository.attempts(t.app.services.db, placed[0]!);
+    const attempts = await settlementRepository.attempts(t.app.db, placed[0]!);
     expect(attempts.length).toBeGreaterThanOrEqual(3);
     expect(attempts.every((a) => a.status_code === null && a.error !== null)).toBe(true);
 
@@ -142,7 +142,7 @@ describe.each(STORES)('Stock Race end to end with the reference operator wallet 
     await t.app.services.engines.stockRace.voidRound(roundId, 'test: market halted');
     await eventually(async () => betIds.every((id) => wallet.store.bet(id)?.status === 'settled'), 10_000);
     expect(wallet.store.player('bob')).toEqual({ currency: 'EUR', balance: 5000, reserved: 0 });
-    const body = JSON.parse((await settlementRepository.byBet(t.app.services.db, betIds[0]!))!.body);
+    const body = JSON.parse((await settlementRepository.byBet(t.app.db, betIds[0]!))!.body);
     expect(body).toEqual({ bet_id: betIds[0], winner: null, pct: null, payout: 5, idempotency_key: `settle_${betIds[0]}` });
     const bet = await client(t.baseUrl, op, 'B')('GET', `/v1/bets/${betIds[1]}`);
     expect(bet.body).toMatchObject({ status: 'void', payout: 5 });

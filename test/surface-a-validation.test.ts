@@ -102,7 +102,7 @@ describe('Surface A request validation', () => {
   });
 
   it('wrote no bet for any refused request', async () => {
-    const rows = await t.app.services.db.all<{ amount: number }>('SELECT amount FROM bets ORDER BY amount');
+    const rows = await t.app.db.all<{ amount: number }>('SELECT amount FROM bets ORDER BY amount');
     expect(rows.map((r) => Number(r.amount))).toEqual([1, 1_000_000]);
   });
 });

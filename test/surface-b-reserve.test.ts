@@ -31,7 +31,7 @@ describe.each(STORES)('POST /v1/bets/reserve and the Stock Race reads on %s', (s
     call = client(t.baseUrl, op, 'B');
     const launched = await call('POST', '/v1/sessions/launch', { player_ref: 'p1', currency: 'EUR', return_url: 'https://op.example/' }, { timestamp: clock.now() });
     sessionId = launched.body.session_id;
-    roundId = (await eventually(async () => roundRepository.latest(t.app.services.db, 'stock_race')))!.id;
+    roundId = (await eventually(async () => roundRepository.latest(t.app.db, 'stock_race')))!.id;
   });
   afterAll(async () => t?.close());
 
@@ -80,7 +80,7 @@ describe.each(STORES)('POST /v1/bets/reserve and the Stock Race reads on %s', (s
     const changed = await reserve({ ...body, stake: 11 });
     expect(changed.status).toBe(409);
     expect(changed.body).toEqual({ error: 'IDEMPOTENCY_KEY_REUSED', message: 'idempotency key reused with different body' });
-    const count = await t.app.services.db.get<{ n: number }>('SELECT COUNT(*) AS n FROM bets WHERE id = ?', [first.body.bet_id]);
+    const count = await t.app.db.get<{ n: number }>('SELECT COUNT(*) AS n FROM bets WHERE id = ?', [first.body.bet_id]);
     expect(Number(count!.n)).toBe(1);
   });
 
@@ -148,7 +148,7 @@ describe.each(STORES)('POST /v1/bets/reserve and the Stock Race reads on %s', (s
     const r404 = await reserve(base(), theirs);
     expect([r404.status, r404.body.error]).toEqual([404, 'SESSION_NOT_FOUND']);
     const launched = await call('POST', '/v1/sessions/launch', { player_ref: 'p2', currency: 'EUR', return_url: 'https://op.example/' }, { timestamp: clock.now() });
-    await t.app.services.db.run('UPDATE sessions SET expires_at = ? WHERE id = ?', [clock.now(), launched.body.session_id]);
+    await t.app.db.run('UPDATE sessions SET expires_at = ? WHERE id = ?', [clock.now(), launched.body.session_id]);
     const expired = await reserve({ ...base(), session_id: launched.body.session_id });
     expect([expired.status, expired.body.error]).toEqual([409, 'SESSION_EXPIRED']);
   });
@@ -156,7 +156,7 @@ describe.each(STORES)('POST /v1/bets/reserve and the Stock Race reads on %s', (s
   it('refuses an unknown round (404 ROUND_NOT_FOUND) and a Crash round (409 WRONG_GAME)', async () => {
     const unknown = await reserve({ ...base(), round_id: 'rnd_nope' });
     expect([unknown.status, unknown.body.error]).toEqual([404, 'ROUND_NOT_FOUND']);
-    const crash = await eventually(async () => roundRepository.latest(t.app.services.db, 'crash'));
+    const crash = await eventually(async () => roundRepository.latest(t.app.db, 'crash'));
     const wrong = await reserve({ ...base(), round_id: crash.id });
     expect([wrong.status, wrong.body.error]).toEqual([409, 'WRONG_GAME']);
     expect((await get(`/v1/rounds/${crash.id}`)).body.error).toBe('ROUND_NOT_FOUND');

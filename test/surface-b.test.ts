@@ -95,7 +95,7 @@ describe.each(STORES)('Surface B authentication, sessions and the player page on
       expect(`${url.origin}${url.pathname}`).toBe(`${t.config.publicBaseUrl}/play`);
       const token = url.searchParams.get('token')!;
       expect(token).toMatch(/^[A-Za-z0-9_-]{43}$/);
-      const row = await t.app.services.db.get<{ token_hash: string; player_ref: string; return_url: string }>(
+      const row = await t.app.db.get<{ token_hash: string; player_ref: string; return_url: string }>(
         'SELECT token_hash, player_ref, return_url FROM sessions WHERE id = ?',
         [res.body.session_id],
       );
@@ -166,7 +166,7 @@ describe.each(STORES)('Surface B authentication, sessions and the player page on
 
     it('refuses an expired session with 410, and its feed with 409 SESSION_EXPIRED', async () => {
       const res0 = await launch(good);
-      await t.app.services.db.run('UPDATE sessions SET expires_at = ? WHERE id = ?', [clock.now(), res0.body.session_id]);
+      await t.app.db.run('UPDATE sessions SET expires_at = ? WHERE id = ?', [clock.now(), res0.body.session_id]);
       const page = await request(`${t.baseUrl}/play?token=${tokenOf(res0.body.launch_url)}`);
       expect(page.statusCode).toBe(410);
       expect(await page.body.text()).toContain('Session expired');

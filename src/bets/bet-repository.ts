@@ -112,6 +112,56 @@ export const betRepository = {
     return rows.map(toBet);
   },
 
+  /** How many bets a player of this operator placed after `since`. */
+  async countPlacedSince(db: SqlExecutor, operatorId: string, player: string, since: number): Promise<number> {
+    const row = await db.get<{ n: number }>(
+      'SELECT COUNT(*) AS n FROM bets WHERE operator_id = ? AND player = ? AND placed_at > ?',
+      [operatorId, player, since],
+    );
+    return Number(row?.n ?? 0);
+  },
+
+  /**
+   * A player's latest manual Crash cash-outs placed after `since` (newest first), with when each
+   * was paid and when its round started running (null when it never ran).
+   */
+  async manualCashoutTimings(
+    db: SqlExecutor,
+    q: { operatorId: string; player: string; since: number; limit: number },
+  ): Promise<{ betId: string; settledAt: number | null; runningAt: number | null }[]> {
+    const rows = await db.all<{ id: string; settled_at: number | null; running_at: number | null }>(
+      `SELECT b.id, b.settled_at, r.running_at FROM bets b JOIN rounds r ON r.id = b.round_id
+       WHERE b.operator_id = ? AND b.player = ? AND b.game = 'crash' AND b.status = 'cashed_out'
+         AND b.cashout_kind = 'manual' AND b.placed_at > ? ORDER BY b.placed_at DESC, b.id LIMIT ?`,
+      [q.operatorId, q.player, q.since, q.limit],
+    );
+    return rows.map((r) => ({
+      betId: r.id,
+      settledAt: nullableNumber(r.settled_at),
+      runningAt: nullableNumber(r.running_at),
+    }));
+  },
+
+  /** A player session's bets, newest first. */
+  async bySession(db: SqlExecutor, sessionId: string, limit: number): Promise<Bet[]> {
+    const rows = await db.all<BetRow>('SELECT * FROM bets WHERE session_id = ? ORDER BY placed_at DESC, id LIMIT ?', [
+      sessionId,
+      limit,
+    ]);
+    return rows.map(toBet);
+  },
+
+  /** How many bets one operator placed in each of these rounds (rounds without any are absent). */
+  async countsByRound(db: SqlExecutor, operatorId: string, roundIds: readonly string[]): Promise<Map<string, number>> {
+    if (roundIds.length === 0) return new Map();
+    const marks = roundIds.map(() => '?').join(', ');
+    const rows = await db.all<{ round_id: string; n: number }>(
+      `SELECT round_id, COUNT(*) AS n FROM bets WHERE operator_id = ? AND round_id IN (${marks}) GROUP BY round_id`,
+      [operatorId, ...roundIds],
+    );
+    return new Map(rows.map((r) => [r.round_id, Number(r.n)]));
+  },
+
   /**
    * Settles a bet only if it is still open: the conditional UPDATE makes a manual cash-out, an
    * auto cash-out and the round's close race safely, with exactly one winner.

@@ -1,5 +1,5 @@
 import { parseArgs } from 'node:util';
-import type { App } from '../app';
+import type { AppServices } from '../services';
 
 /**
  * The admin CLI's contract with scripts and tests: each command prints exactly one JSON document on
@@ -11,7 +11,8 @@ export interface CliCommand {
   path: [string, string];
   summary: string;
   options: Record<string, { type: 'string' | 'boolean'; required?: boolean; description: string }>;
-  run(app: App, values: Record<string, string | boolean | undefined>): Promise<unknown>;
+  /** The CLI gets the services every surface gets, never the store. */
+  run(app: { services: AppServices }, values: Record<string, string | boolean | undefined>): Promise<unknown>;
 }
 
 export class UsageError extends Error {}

@@ -1,11 +1,14 @@
 import { createHash, randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Bet } from '../bets/bet';
+import { betRepository } from '../bets/bet-repository';
 import { DomainError } from '../errors/codes';
 import { mergeSettings, type OperatorSettings } from '../operators/operator';
-import type { Database, SqlExecutor, SqlParam } from '../store/database';
+import { operatorRepository } from '../operators/operator-repository';
+import type { Database, SqlExecutor } from '../store/database';
 import { recordEvents, type DomainEvent } from '../webhooks/events';
 import { COMPLIANCE_RULES, type ComplianceRule } from '../webhooks/payloads';
+import { complianceRepository as flags, type FlagRow } from './compliance-repository';
 import type { ComplianceHooks } from '../bets/compliance-hooks';
 import {
   betVelocity,
@@ -43,16 +46,6 @@ interface Raise {
   details: Record<string, unknown>;
 }
 
-interface FlagRow {
-  id: string;
-  operator_id: string;
-  rule: ComplianceRule;
-  player: string | null;
-  bet_id: string | null;
-  details: string;
-  created_at: number;
-}
-
 const SETTINGS_TTL_MS = 2_000;
 
 function fromBet(bet: Bet, rule: ComplianceRule, details: Record<string, unknown>): Raise {
@@ -85,12 +78,8 @@ export class ComplianceService implements ComplianceHooks {
       const stake = largeStake(bet.amount, c);
       if (stake) raised.push(fromBet(bet, 'large_stake', stake));
       if (c.bets_per_minute_per_player > 0) {
-        const row = await tx.get<{ n: number }>('SELECT COUNT(*) AS n FROM bets WHERE operator_id = ? AND player = ? AND placed_at > ?', [
-          bet.operatorId,
-          bet.player,
-          now - VELOCITY_WINDOW_MS,
-        ]);
-        const velocity = betVelocity(Number(row?.n ?? 0), c);
+        const placed = await betRepository.countPlacedSince(tx, bet.operatorId, bet.player, now - VELOCITY_WINDOW_MS);
+        const velocity = betVelocity(placed, c);
         // One flag per player per window: a burst of 500 bets is one finding, not 380.
         if (velocity && !(await this.flaggedSince(tx, bet.operatorId, 'bet_velocity', bet.player, now - VELOCITY_WINDOW_MS))) {
           raised.push(fromBet(bet, 'bet_velocity', velocity));
@@ -124,21 +113,11 @@ export class ComplianceService implements ComplianceHooks {
     return db.transaction(async (tx) => {
       const c = await this.settings(tx, input.operatorId, input.now);
       const windowMs = c.session_places_window_ms ?? DEFAULT_SESSION_PLACES_WINDOW_MS;
-      const inserted = await tx.run(
-        `INSERT INTO compliance_session_places (session_id, place, operator_id, first_seen_at, last_seen_at) VALUES (?, ?, ?, ?, ?)
-         ON CONFLICT DO NOTHING`,
-        [input.sessionId, placeHash, input.operatorId, input.now, input.now],
-      );
-      if (inserted.changes === 0) {
-        // A place already known only refreshes its time: each new place is judged (and flagged) once.
-        await tx.run('UPDATE compliance_session_places SET last_seen_at = ? WHERE session_id = ? AND place = ?', [input.now, input.sessionId, placeHash]);
-        return false;
-      }
-      const row = await tx.get<{ n: number }>('SELECT COUNT(*) AS n FROM compliance_session_places WHERE session_id = ? AND last_seen_at > ?', [
-        input.sessionId,
-        input.now - windowMs,
-      ]);
-      const found = sessionPlaces(Number(row?.n ?? 0), c);
+      const place = { sessionId: input.sessionId, placeHash, operatorId: input.operatorId, now: input.now };
+      // A place already known only refreshes its time: each new place is judged (and flagged) once.
+      if (!(await flags.notePlace(tx, place))) return false;
+      const places = await flags.placesSince(tx, input.sessionId, input.now - windowMs);
+      const found = sessionPlaces(places, c);
       if (!found) return false;
       await this.raise(
         tx,
@@ -165,36 +144,26 @@ export class ComplianceService implements ComplianceHooks {
     filter: { rule?: string; player?: string; before?: number; limit?: number } = {},
     db: SqlExecutor,
   ): Promise<ComplianceFlag[]> {
-    const where: string[] = [];
-    const params: SqlParam[] = [];
-    if (scope !== null) (where.push('operator_id = ?'), params.push(scope));
-    if (filter.rule !== undefined) {
-      if (!(COMPLIANCE_RULES as readonly string[]).includes(filter.rule)) {
-        throw new DomainError('VALIDATION_FAILED', `rule must be one of ${COMPLIANCE_RULES.join(', ')}`);
-      }
-      where.push('rule = ?');
-      params.push(filter.rule);
+    if (filter.rule !== undefined && !(COMPLIANCE_RULES as readonly string[]).includes(filter.rule)) {
+      throw new DomainError('VALIDATION_FAILED', `rule must be one of ${COMPLIANCE_RULES.join(', ')}`);
     }
-    if (filter.player !== undefined) (where.push('player = ?'), params.push(filter.player));
-    if (filter.before !== undefined) (where.push('created_at < ?'), params.push(filter.before));
-    params.push(Math.min(Math.max(filter.limit ?? 100, 1), 1000));
-    const rows = await db.all<FlagRow>(
-      `SELECT * FROM compliance_flags${where.length ? ` WHERE ${where.join(' AND ')}` : ''} ORDER BY created_at DESC, id LIMIT ?`,
-      params,
-    );
+    const limit = Math.min(Math.max(filter.limit ?? 100, 1), 1000);
+    const rows = await flags.listFlags(db, scope, { ...filter, limit });
     return rows.map(presentFlag);
   }
 
   private async timing(tx: SqlExecutor, bet: Bet, c: ComplianceSettings, now: number): Promise<Record<string, unknown> | null> {
-    const rows = await tx.all<{ id: string; settled_at: number; running_at: number | null }>(
-      `SELECT b.id, b.settled_at, r.running_at FROM bets b JOIN rounds r ON r.id = b.round_id
-       WHERE b.operator_id = ? AND b.player = ? AND b.game = 'crash' AND b.status = 'cashed_out' AND b.cashout_kind = 'manual'
-         AND b.placed_at > ? ORDER BY b.placed_at DESC, b.id LIMIT ?`,
-      [bet.operatorId, bet.player, now - MACHINE_TIMING_HORIZON_MS, Math.floor(c.machine_timing_streak)],
+    const rows = await betRepository.manualCashoutTimings(tx, {
+      operatorId: bet.operatorId,
+      player: bet.player,
+      since: now - MACHINE_TIMING_HORIZON_MS,
+      limit: Math.floor(c.machine_timing_streak),
+    });
+    const recent = rows.flatMap((r) =>
+      r.runningAt === null || r.settledAt === null
+        ? []
+        : [{ betId: r.betId, elapsedMs: r.settledAt - r.runningAt, settledAt: r.settledAt }],
     );
-    const recent = rows
-      .filter((r) => r.running_at !== null && r.settled_at !== null)
-      .map((r) => ({ betId: r.id, elapsedMs: Number(r.settled_at) - Number(r.running_at), settledAt: Number(r.settled_at) }));
     const found = machineTiming(recent, c);
     if (!found) return null;
     // A streak is reported once: the next flag needs a fresh streak entirely after this one.
@@ -204,11 +173,7 @@ export class ComplianceService implements ComplianceHooks {
   }
 
   private async flaggedSince(tx: SqlExecutor, operatorId: string, rule: ComplianceRule, player: string, since: number): Promise<boolean> {
-    const row = await tx.get<{ id: string }>(
-      'SELECT id FROM compliance_flags WHERE operator_id = ? AND rule = ? AND player = ? AND created_at > ? LIMIT 1',
-      [operatorId, rule, player, since],
-    );
-    return row !== undefined;
+    return flags.flaggedSince(tx, { operatorId, rule, player, since });
   }
 
   private async raise(tx: SqlExecutor, raised: Raise[], now: number): Promise<void> {
@@ -217,16 +182,7 @@ export class ComplianceService implements ComplianceHooks {
     for (const f of raised) {
       const id = `flag_${randomUUID()}`;
       const stored = { context: { session_id: f.sessionId, game: f.game, round_id: f.roundId }, measurements: f.details };
-      await tx.run('INSERT INTO compliance_flags (id, operator_id, rule, player, bet_id, details, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)', [
-        id,
-        f.operatorId,
-        f.rule,
-        f.player,
-        f.betId,
-        JSON.stringify(stored),
-        now,
-      ]);
-      const { operator_id: _operator, ...data } = presentFlag({
+      const row: FlagRow = {
         id,
         operator_id: f.operatorId,
         rule: f.rule,
@@ -234,7 +190,9 @@ export class ComplianceService implements ComplianceHooks {
         bet_id: f.betId,
         details: JSON.stringify(stored),
         created_at: now,
-      });
+      };
+      await flags.insertFlag(tx, row);
+      const { operator_id: _operator, ...data } = presentFlag(row);
       events.push({ operatorId: f.operatorId, type: 'compliance.flag', data });
     }
     await recordEvents(tx, events, now);
@@ -243,7 +201,7 @@ export class ComplianceService implements ComplianceHooks {
   private async settings(tx: SqlExecutor, operatorId: string, now: number): Promise<ComplianceSettings> {
     const hit = this.settingsCache.get(operatorId);
     if (hit && now - hit.at >= 0 && now - hit.at < SETTINGS_TTL_MS) return hit.value;
-    const row = await tx.get<{ settings: string }>('SELECT settings FROM operators WHERE id = ?', [operatorId]);
+    const row = await operatorRepository.byId(tx, operatorId);
     const value = mergeSettings(row ? (JSON.parse(row.settings) as Partial<OperatorSettings>) : undefined).compliance as ComplianceSettings;
     if (this.settingsCache.size > 10_000) this.settingsCache.clear();
     this.settingsCache.set(operatorId, { at: now, value });

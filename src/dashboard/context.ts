@@ -1,6 +1,6 @@
 import type { FastifyRequest } from 'fastify';
 import type { Operator } from '../operators/operator';
-import type { DashboardSession } from './auth';
+import type { DashboardSession } from '../dashboard-users/dashboard-auth';
 import type { PageUser } from './views/layout';
 
 declare module 'fastify' {

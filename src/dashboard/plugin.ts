@@ -7,7 +7,7 @@ import { SURFACE_B_STATUS } from '../http/error-maps';
 import { hideFromOpenApi } from '../http/openapi';
 import type { AppServices } from '../services';
 import { ASSET_PATH, DASHBOARD_ASSETS, serveAssets } from './assets';
-import { DashboardAuth, sameToken } from './auth';
+import { sameToken } from '../dashboard-users/dashboard-auth';
 import './context';
 import { field, type FormBody } from './forms';
 import { complianceRoutes } from './routes/compliance';
@@ -40,7 +40,7 @@ const refusalMessage = (status: number): string =>
  */
 export async function dashboardRoutes(app: FastifyInstance, s: AppServices): Promise<void> {
   hideFromOpenApi(app);
-  const auth = new DashboardAuth(s.db, s.clock, s.loginThrottle);
+  const auth = s.dashboardUsers;
   // Plain HTTP is only ever served in development and tests; everywhere else the cookie needs TLS.
   const secure = s.config.env !== 'development' && s.config.env !== 'test';
   if (!app.hasRequestDecorator('cookies')) await app.register(cookie);

@@ -5,27 +5,20 @@ import { crashPointFromHash } from '../games/crash/fairness';
 import { isGameHash, previousHash } from '../games/engine/hash-chain';
 import { crashElapsedMs, formatMultiplier } from '../games/crash/multiplier';
 import { DomainError } from '../errors/codes';
-import { roundRepository } from '../games/engine/round-repository';
-import { CONTRIBUTION_PATTERN, sha256Hex, type ChainRecord, type FairChainService } from '../games/engine/fair-chain';
+import { presentChain } from '../games/engine/chain-presenter';
+import { CONTRIBUTION_PATTERN, sha256Hex } from '../games/engine/fair-chain';
 import { deriveStockRaceOutcome, pctFromBp, raceKey } from '../games/stock-race/outcome';
 import type { AppServices } from '../services';
-import { SURFACE_B_STATUS } from './error-maps';
 import { documentSecurity } from './openapi';
-import { errorHandler, type Surface } from './surface';
-
-/** Unauthenticated endpoints: health, fairness verification. Errors use the Surface B shape. */
-const publicSurface: Surface = {
-  name: 'B',
-  headers: { apiKey: 'x-operator-key', signature: 'x-signature', timestamp: 'x-timestamp' },
-  status: SURFACE_B_STATUS,
-  errorBody: (code, message, traceId) => (code === 'INTERNAL' ? { error: code, trace_id: traceId } : { error: code, message }),
-};
 
 const Seed = Type.String({ pattern: '^[0-9a-f]{64}$', description: 'must be the 64 lowercase hex characters of a revealed seed' });
 
+/**
+ * Unauthenticated endpoints: fairness verification. Errors take Surface B's shape from the server's
+ * root handler (every path outside /api/public/ gets it).
+ */
 export async function publicRoutes(app: FastifyInstance, s: AppServices): Promise<void> {
   const r = app.withTypeProvider<TypeBoxTypeProvider>();
-  app.setErrorHandler(errorHandler(publicSurface));
   // Anyone may recompute a round: these operations need no credentials (an explicit empty list).
   documentSecurity(app, []);
 
@@ -116,7 +109,7 @@ export async function publicRoutes(app: FastifyInstance, s: AppServices): Promis
       },
     },
     async (req) => {
-      const round = await roundRepository.byId(s.db, req.params.round_id);
+      const round = await s.rounds.byId(req.params.round_id);
       // Sandbox rounds are test data, some with scripted outcomes: not part of the public fairness record.
       if (!round || round.operatorId !== null) {
         throw new DomainError('ROUND_NOT_FOUND', `no round ${req.params.round_id}`);
@@ -245,23 +238,4 @@ function hashForward(seed: string, steps: number): string {
   let h = seed;
   for (let i = 0; i < steps; i++) h = sha256Hex(h);
   return h;
-}
-
-export function presentChain(chains: FairChainService, c: ChainRecord): Record<string, unknown> {
-  return {
-    chain_id: c.chainId,
-    game: c.game,
-    length: c.length,
-    origin: c.origin,
-    status: chains.statusOf(c),
-    commitment: c.commitment,
-    committed_at: c.committedAt,
-    contribution: c.contribution,
-    contributor: c.contributor,
-    contribution_automatic: c.contributionAutomatic,
-    salt: c.salt,
-    salt_fixed_at: c.saltFixedAt,
-    first_played_idx: c.firstPlayedIdx,
-    first_played_at: c.firstPlayedAt,
-  };
 }

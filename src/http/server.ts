@@ -10,7 +10,6 @@ import type { AppServices } from '../services';
 import { parseJsonBody } from './json-body';
 import { lazyChildLoggerFactory, logsAt } from './request-logger';
 import { announceDeprecations } from './deprecation';
-import { closeAllStreams } from './sse';
 import { surfaceA, surfaceARoutes } from './surface-a/routes';
 import { surfaceB } from './surface-b/routes';
 import { errorHandler, type Surface } from './surface';
@@ -184,7 +183,6 @@ export async function buildHttpServer(s: AppServices, options: HttpOptions = {})
   });
   announceDeprecations(app);
   if (options.observability) instrumentHttp(app, options.observability);
-  app.addHook('onClose', async () => closeAllStreams());
   // Requests that arrive on open connections after shutdown began are refused in the surface's
   // own error shape (Fastify's built-in 503 would not carry our codes).
   app.addHook('onRequest', (req, reply, done) => {
@@ -195,7 +193,6 @@ export async function buildHttpServer(s: AppServices, options: HttpOptions = {})
   });
   app.addHook('preClose', async () => {
     closing = true;
-    closeAllStreams();
   });
 
   await app.register(swagger, {

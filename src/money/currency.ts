@@ -149,3 +149,10 @@ function roundTrips(value: number, minor: number, exponent: number): boolean {
     return false;
   }
 }
+
+/** Money as a bet's surface shows it: "12.50 EUR" with a currency, plain units without one, "–" for none. */
+export function money(holder: { currency: string | null }, minor: number | null): string {
+  if (minor === null) return '–';
+  if (!holder.currency) return String(minor);
+  return `${formatMinor(minor, currencyExponent(holder.currency))} ${holder.currency}`;
+}

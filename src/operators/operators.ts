@@ -12,21 +12,8 @@ import {
   type OperatorSettings,
   type OperatorStatus,
 } from './operator';
+import { operatorRepository as operators, type OperatorChange, type OperatorRow } from './operator-repository';
 import type { SecretBox } from './secret-box';
-
-interface OperatorRow {
-  id: string;
-  name: string;
-  api_key: string;
-  secret_enc: string;
-  previous_secret_enc: string | null;
-  previous_secret_expires_at: number | null;
-  wallet_url: string | null;
-  status: OperatorStatus;
-  mode: OperatorMode;
-  settings: string;
-  created_at: number;
-}
 
 export interface CreatedOperator extends Operator {
   apiSecret: string;
@@ -85,12 +72,16 @@ export class OperatorService {
     const settings = mergeSettings(input.settings);
     const now = this.clock.now();
     await this.db.transaction((tx) =>
-      tx.run(
-        `INSERT INTO operators (id, name, api_key, secret_enc, wallet_url, status, mode, settings, created_at,
-           updated_at)
-         VALUES (?, ?, ?, ?, ?, 'active', ?, ?, ?, ?)`,
-        [id, name, apiKey, this.box.seal(apiSecret), walletUrl, mode, JSON.stringify(settings), now, now],
-      ),
+      operators.insert(tx, {
+        id,
+        name,
+        api_key: apiKey,
+        secret_enc: this.box.seal(apiSecret),
+        wallet_url: walletUrl,
+        mode,
+        settings: JSON.stringify(settings),
+        created_at: now,
+      }),
     );
     return {
       id,
@@ -107,12 +98,12 @@ export class OperatorService {
   }
 
   async list(): Promise<Operator[]> {
-    const rows = await this.db.all<OperatorRow>('SELECT * FROM operators ORDER BY created_at, id');
+    const rows = await operators.list(this.db);
     return rows.map((r) => this.toOperator(r));
   }
 
   async get(id: string, executor: SqlExecutor = this.db): Promise<Operator> {
-    const row = await executor.get<OperatorRow>('SELECT * FROM operators WHERE id = ?', [id]);
+    const row = await operators.byId(executor, id);
     if (!row) throw new DomainError('NOT_FOUND', `no operator with id ${id}`);
     return this.toOperator(row);
   }
@@ -132,7 +123,7 @@ export class OperatorService {
     const hit = this.cache.get(apiKey);
     if (hit && now - hit.at < CACHE_TTL_MS) return hit.value;
     const generation = this.generation;
-    const row = await this.db.get<OperatorRow>('SELECT * FROM operators WHERE api_key = ?', [apiKey]);
+    const row = await operators.byApiKey(this.db, apiKey);
     const value = row ? this.withSecrets(row, now) : null;
     if (generation !== this.generation) return value;
     if (this.cache.size > 10_000) this.cache.clear();
@@ -141,24 +132,26 @@ export class OperatorService {
   }
 
   async credentialsById(id: string): Promise<OperatorCredentials> {
-    const row = await this.db.get<OperatorRow>('SELECT * FROM operators WHERE id = ?', [id]);
+    const row = await operators.byId(this.db, id);
     if (!row) throw new DomainError('NOT_FOUND', `no operator with id ${id}`);
     return this.withSecrets(row, this.clock.now());
   }
 
   /** New secret now; the old one keeps verifying (and the wallet keeps accepting it) for the overlap. */
   async rotateSecret(id: string, overlapMs = this.rotationOverlapMs): Promise<{ apiSecret: string; previousSecretExpiresAt: number }> {
-    const current = await this.db.get<{ mode: OperatorMode }>('SELECT mode FROM operators WHERE id = ?', [id]);
+    const current = await operators.byId(this.db, id);
     const apiSecret = `sk_${current?.mode === 'test' ? 'test_' : ''}${randomBytes(32).toString('base64url')}`;
     const now = this.clock.now();
     const expiresAt = now + overlapMs;
     const changed = await this.db.transaction(async (tx) => {
-      const row = await tx.get<OperatorRow>('SELECT * FROM operators WHERE id = ?', [id]);
+      const row = await operators.byId(tx, id);
       if (!row) return false;
-      await tx.run(
-        `UPDATE operators SET secret_enc = ?, previous_secret_enc = ?, previous_secret_expires_at = ?, updated_at = ? WHERE id = ?`,
-        [this.box.seal(apiSecret), row.secret_enc, expiresAt, now, id],
-      );
+      const secrets = {
+        secret_enc: this.box.seal(apiSecret),
+        previous_secret_enc: row.secret_enc,
+        previous_secret_expires_at: expiresAt,
+      };
+      await operators.update(tx, id, secrets, now);
       await this.bus?.publish('operators', id, tx);
       return true;
     });
@@ -168,30 +161,29 @@ export class OperatorService {
   }
 
   async setStatus(id: string, status: OperatorStatus): Promise<Operator> {
-    await this.update(id, 'status = ?', [status]);
+    await this.update(id, { status });
     return this.get(id);
   }
 
   async setWalletUrl(id: string, walletUrl: string | null): Promise<Operator> {
-    await this.update(id, 'wallet_url = ?', [walletUrl ? await this.checkWalletUrl(walletUrl) : null]);
+    await this.update(id, { wallet_url: walletUrl ? await this.checkWalletUrl(walletUrl) : null });
     return this.get(id);
   }
 
   async updateSettings(id: string, patch: Partial<OperatorSettings>): Promise<Operator> {
     const current = await this.get(id);
     const merged = mergeSettings({ ...current.settings, ...patch } as Partial<OperatorSettings>);
-    await this.update(id, 'settings = ?', [JSON.stringify(merged)]);
+    await this.update(id, { settings: JSON.stringify(merged) });
     return this.get(id);
   }
 
-  private async update(id: string, assignment: string, params: (string | null)[]): Promise<void> {
-    const r = await this.db.transaction(async (tx) => {
-      const sql = `UPDATE operators SET ${assignment}, updated_at = ? WHERE id = ?`;
-      const changed = await tx.run(sql, [...params, this.clock.now(), id]);
-      if (changed.changes > 0) await this.bus?.publish('operators', id, tx);
-      return changed;
+  private async update(id: string, change: OperatorChange): Promise<void> {
+    const changed = await this.db.transaction(async (tx) => {
+      const done = await operators.update(tx, id, change, this.clock.now());
+      if (done) await this.bus?.publish('operators', id, tx);
+      return done;
     });
-    if (r.changes === 0) throw new DomainError('NOT_FOUND', `no operator with id ${id}`);
+    if (!changed) throw new DomainError('NOT_FOUND', `no operator with id ${id}`);
     this.invalidate();
   }
 

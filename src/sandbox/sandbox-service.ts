@@ -11,10 +11,11 @@ import type { FeedMessage, LiveFeed } from '../games/engine/live-feed';
 import type { Game } from '../games/engine/round';
 import { presentRound } from '../games/round-presenter';
 import { roundRepository } from '../games/engine/round-repository';
-import type { Database, SqlExecutor } from '../store/database';
+import type { Database } from '../store/database';
 import type { CrashGameOptions } from '../games/crash/crash-game';
 import type { StockRaceGameOptions } from '../games/stock-race/stock-race-game';
 import { SandboxCrashGame, SandboxStockRaceGame, sandboxSeeds } from './sandbox-games';
+import { simulatedWallet, type SandboxBalance } from './simulated-wallet';
 import {
   sandboxStore,
   type SandboxTiming,
@@ -182,6 +183,27 @@ export class SandboxService {
     return sandboxStore.clearScripts(this.o.db, operator.id, game);
   }
 
+  /** Sets a player's balance in the simulated wallet (minor units). */
+  async setBalance(operator: Operator, balance: SandboxBalance): Promise<SandboxBalance> {
+    assertTestMode(operator);
+    return simulatedWallet.setBalance(this.o.db, operator.id, balance, this.o.clock.now());
+  }
+
+  /** A player's balances in the simulated wallet, one per currency. */
+  async balances(operator: Operator, playerRef: string): Promise<SandboxBalance[]> {
+    assertTestMode(operator);
+    return simulatedWallet.balances(this.o.db, operator.id, playerRef);
+  }
+
+  /**
+   * The world a player session plays in: its operator's sandbox when that operator is in test
+   * mode, else null (live). Read on the read-only path: player pages never wait behind a writer.
+   */
+  async scopeOfSession(session: { operatorId: string }): Promise<string | null> {
+    const operator = await this.o.operators.get(session.operatorId, this.o.db.reads);
+    return operator.mode === 'test' ? operator.id : null;
+  }
+
   private async launch(operatorId: string, game: Game): Promise<Running> {
     this.timings.set(operatorId, await this.timing(operatorId));
     const timing = (): SandboxTiming => this.timings.get(operatorId) ?? this.fallbackTiming();
@@ -277,12 +299,3 @@ function assertTestMode(operator: Operator): void {
   if (operator.mode !== 'test') throw new DomainError('SANDBOX_ONLY', 'sandbox calls need a test-mode key (pk_test_…)');
 }
 
-/** The sandbox a player session plays in: its operator's id when that operator is in test mode, else null (live). */
-export async function sandboxOf(
-  s: { operators: Pick<OperatorService, 'get'>; db: { reads: SqlExecutor } },
-  session: { operatorId: string },
-): Promise<string | null> {
-  // Player pages read on the read-only path: they never wait behind a writer's connection.
-  const operator = await s.operators.get(session.operatorId, s.db.reads);
-  return operator.mode === 'test' ? operator.id : null;
-}

@@ -3,7 +3,8 @@ import type { Clock } from '../clock/clock';
 import { DomainError } from '../errors/codes';
 import { isKnownCurrency } from '../money/currency';
 import type { Operator } from '../operators/operator';
-import type { Database, SqlExecutor } from '../store/database';
+import { readerOf, type Database, type ReadOptions, type SqlExecutor } from '../store/database';
+import { sessionRepository } from './session-repository';
 
 /** A player's Stock Race session, created by the operator for a player logged in on its side. */
 export interface PlayerSession {
@@ -21,16 +22,6 @@ export interface LaunchedSession {
   launchUrl: string;
 }
 
-interface SessionRow {
-  id: string;
-  operator_id: string;
-  player_ref: string;
-  currency: string;
-  return_url: string;
-  created_at: number;
-  expires_at: number;
-}
-
 export interface SessionSettings {
   publicBaseUrl: string;
   ttlMs: number;
@@ -44,18 +35,6 @@ const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]']);
 
 /** The token travels in the launch URL; only its hash is stored, so a leaked table opens no session. */
 export const hashToken = (token: string): string => createHash('sha256').update(token).digest('hex');
-
-function toSession(r: SessionRow): PlayerSession {
-  return {
-    id: r.id,
-    operatorId: r.operator_id,
-    playerRef: r.player_ref,
-    currency: r.currency,
-    returnUrl: r.return_url,
-    createdAt: Number(r.created_at),
-    expiresAt: Number(r.expires_at),
-  };
-}
 
 /** Refuses anything but an absolute https URL (http only on a loopback host when allowed). */
 export function checkReturnUrl(raw: string, allowLoopbackHttp: boolean): string {
@@ -106,28 +85,29 @@ export class SessionService {
       createdAt: now,
       expiresAt: now + this.settings.ttlMs,
     };
-    await this.db.transaction((tx) =>
-      tx.run(
-        `INSERT INTO sessions (id, operator_id, player_ref, currency, return_url, token_hash, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-        [session.id, session.operatorId, session.playerRef, session.currency, session.returnUrl, hashToken(token), now, session.expiresAt],
-      ),
-    );
+    await this.db.transaction((tx) => sessionRepository.insert(tx, session, hashToken(token)));
     return { session, launchUrl: `${this.settings.publicBaseUrl}/play?token=${token}` };
   }
 
   /** The session a player page token opens: SESSION_NOT_FOUND for an unknown token, SESSION_EXPIRED after expires_at. */
-  /** `executor`: the player page passes the store's read path, so opening a page never waits for a writer. */
-  async byToken(token: string | undefined, executor: SqlExecutor = this.db): Promise<PlayerSession> {
+  /** `readOnly`: the player page reads on the store's read path, so opening a page never waits for a writer. */
+  async byToken(token: string | undefined, options?: ReadOptions): Promise<PlayerSession> {
     if (!token || !TOKEN.test(token)) throw new DomainError('SESSION_NOT_FOUND', 'this link does not open a session');
-    const row = await executor.get<SessionRow>('SELECT * FROM sessions WHERE token_hash = ?', [hashToken(token)]);
-    if (!row) throw new DomainError('SESSION_NOT_FOUND', 'this link does not open a session');
-    return assertLive(toSession(row), this.clock.now());
+    const session = await sessionRepository.byTokenHash(readerOf(this.db, options), hashToken(token));
+    if (!session) throw new DomainError('SESSION_NOT_FOUND', 'this link does not open a session');
+    return assertLive(session, this.clock.now());
+  }
+
+  /** Where the player goes back to from the session a token opened, expired or not (read-only path). */
+  async returnUrlOf(token: string): Promise<string | null> {
+    if (!TOKEN.test(token)) return null;
+    return (await sessionRepository.byTokenHash(this.db.reads, hashToken(token)))?.returnUrl ?? null;
   }
 }
 
-export async function sessionById(executor: SqlExecutor, id: string): Promise<PlayerSession | undefined> {
-  const row = await executor.get<SessionRow>('SELECT * FROM sessions WHERE id = ?', [id]);
-  return row ? toSession(row) : undefined;
+/** A session by id, on the caller's executor (the reserve command's transaction). */
+export function sessionById(executor: SqlExecutor, id: string): Promise<PlayerSession | undefined> {
+  return sessionRepository.byId(executor, id);
 }
 
 /** A session may be used up to, not including, its expires_at. */

@@ -72,3 +72,14 @@ export const forUpdate = (db: SqlExecutor): string => (db.dialect === 'postgres'
 
 /** Nullable numeric columns: PostgreSQL and SQLite both give numbers here, but null must stay null. */
 export const nullableNumber = (v: number | string | null | undefined): number | null => (v === null || v === undefined ? null : Number(v));
+
+/**
+ * How a service read reaches the store. `readOnly`: the read-only path (`Database.reads`), for page
+ * loads that must never wait behind a writer; the default reads through the primary connection.
+ */
+export interface ReadOptions {
+  readOnly?: boolean;
+}
+
+/** The executor a read with these options uses. */
+export const readerOf = (db: Database, options?: ReadOptions): SqlExecutor => (options?.readOnly ? db.reads : db);

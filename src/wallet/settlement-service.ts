@@ -1,7 +1,7 @@
 import type { Clock } from '../clock/clock';
 import { DomainError } from '../errors/codes';
 import type { Database } from '../store/database';
-import { settlementRepository, type Settlement, type SettlementStatus } from './settlements';
+import { settlementRepository, type AttemptRow, type Settlement, type SettlementStatus } from './settlements';
 
 /** Whose settlements a caller may touch: one operator's (dashboard), or any (admin CLI: null). */
 export type SettlementScope = string | null;
@@ -43,4 +43,33 @@ export async function retrySettlement(
     }
     return (await settlementRepository.byBet(tx, betId))!;
   });
+}
+
+/**
+ * Wallet settlements as the surfaces see them (Surface B, the dashboard, the CLI): reads, and the
+ * manual "send it again now". The outbox worker (wallet-worker.ts) does the sending.
+ */
+export class SettlementService {
+  constructor(
+    private readonly db: Database,
+    private readonly clock: Clock,
+  ) {}
+
+  byBet(betId: string): Promise<Settlement | undefined> {
+    return settlementRepository.byBet(this.db, betId);
+  }
+
+  /** Oldest first; all operators when `operatorId` is absent (the CLI). */
+  list(filter: { operatorId?: string; status?: SettlementStatus; limit: number }): Promise<Settlement[]> {
+    return settlementRepository.list(this.db, filter);
+  }
+
+  attempts(betId: string): Promise<AttemptRow[]> {
+    return settlementRepository.attempts(this.db, betId);
+  }
+
+  /** Due now, under the one retry rule (retrySettlement); `scope` null: any operator's (the CLI). */
+  retry(scope: SettlementScope, betId: string, options: RetryOptions = {}): Promise<Settlement> {
+    return retrySettlement(this.db, this.clock, scope, betId, options);
+  }
 }

@@ -1,6 +1,5 @@
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DashboardAuth } from '../../src/dashboard/auth';
 import { DEFAULT_OPERATOR_SETTINGS } from '../../src/operators/operator';
 import { client, eventually, startTestApp, withSeeds, type TestApp, type TestOperator } from '../support/harness';
 import {
@@ -38,7 +37,7 @@ describe('partner dashboard operations in Chromium', () => {
     });
     op = await t.createOperator({ name: 'Acme Gaming', walletUrl: wallet.url });
     await t.app.services.operators.updateSettings(op.id, { compliance: { ...DEFAULT_OPERATOR_SETTINGS.compliance, large_stake: 100 } });
-    await new DashboardAuth(t.app.services.db, t.app.services.clock).createUser({ operatorId: op.id, email: EMAIL, password: PASSWORD });
+    await t.app.services.dashboardUsers.createUser({ operatorId: op.id, email: EMAIL, password: PASSWORD });
     browser = await launchBrowser();
     w = await watchedPage(browser);
     w.page.on('dialog', (d) => void d.accept());

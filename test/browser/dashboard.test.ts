@@ -1,6 +1,5 @@
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DashboardAuth } from '../../src/dashboard/auth';
 import { verifyServiceSignature } from '../../src/signing/webhook-signature';
 import { client, eventually, startTestApp, withSeeds, type TestApp, type TestOperator } from '../support/harness';
 import { FAST_ROUNDS, horizontalOverflow, launchBrowser, offscreen, screenshot, shortCrashSeeds, startReceiver, unexpectedErrors, watchedPage, type Receiver, type WatchedPage } from './support';
@@ -18,7 +17,7 @@ describe('partner dashboard in Chromium', () => {
   beforeAll(async () => {
     t = await startTestApp({ env: FAST_ROUNDS, beforeStart: withSeeds('crash', shortCrashSeeds(150)) });
     op = await t.createOperator({ name: 'Acme Gaming' });
-    await new DashboardAuth(t.app.services.db, t.app.services.clock).createUser({ operatorId: op.id, email: EMAIL, password: PASSWORD });
+    await t.app.services.dashboardUsers.createUser({ operatorId: op.id, email: EMAIL, password: PASSWORD });
     receiver = await startReceiver();
     browser = await launchBrowser();
     w = await watchedPage(browser);

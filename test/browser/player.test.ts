@@ -134,7 +134,7 @@ describe('player page in Chromium', () => {
   it('refuses an expired token with a page that links back to the operator, and an unknown one', async () => {
     const { page } = w;
     const { sessionId, url } = await launch('bob');
-    await t.app.services.db.run('UPDATE sessions SET expires_at = ? WHERE id = ?', [Date.now() - 1, sessionId]);
+    await t.app.db.run('UPDATE sessions SET expires_at = ? WHERE id = ?', [Date.now() - 1, sessionId]);
     const res = await page.goto(url);
     expect(res?.status()).toBe(410);
     await expect(page.getByRole('heading', { level: 1 }).textContent()).resolves.toBe('Session expired');

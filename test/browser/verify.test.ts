@@ -25,7 +25,7 @@ describe('the player verify view in Chromium', () => {
   const closedRound = (game: 'crash' | 'stock_race') =>
     eventually(
       async () =>
-        t.app.services.db.get<{ id: string; round_number: number }>(
+        t.app.db.get<{ id: string; round_number: number }>(
           `SELECT id, round_number FROM rounds WHERE game = ? AND status = 'closed' ORDER BY round_number LIMIT 1`,
           [game],
         ),

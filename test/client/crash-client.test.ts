@@ -11,7 +11,7 @@ import {
 } from '../support/harness';
 
 const betsOf = async (t: TestApp, player: string) =>
-  Number((await t.app.services.db.get<{ n: number }>('SELECT COUNT(*) AS n FROM bets WHERE player = ?', [player]))!.n);
+  Number((await t.app.db.get<{ n: number }>('SELECT COUNT(*) AS n FROM bets WHERE player = ?', [player]))!.n);
 
 describe('CrashClient against a running service: signing, idempotent retries, typed errors', () => {
   let t: TestApp;
@@ -33,7 +33,7 @@ describe('CrashClient against a running service: signing, idempotent retries, ty
     });
     await eventually(
       async () =>
-        (await t.app.services.db.get("SELECT id FROM rounds WHERE game = 'crash' AND status = 'open'")) !== undefined,
+        (await t.app.db.get("SELECT id FROM rounds WHERE game = 'crash' AND status = 'open'")) !== undefined,
     );
   });
   afterAll(async () => {

@@ -37,7 +37,7 @@ describe('npm run example:quickstart', () => {
     expect(result.multiplier).toBeGreaterThanOrEqual(1.2);
     expect(result.payout).toBe(Math.floor(Math.round(result.multiplier * 100)));
     // What the service recorded is what the quickstart printed.
-    const row = await t.app.services.db.get<{ status: string; payout: number }>(
+    const row = await t.app.db.get<{ status: string; payout: number }>(
       'SELECT status, payout FROM bets WHERE id = ?',
       [result.bet_id],
     );

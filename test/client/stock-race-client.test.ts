@@ -80,7 +80,7 @@ describe('StockRaceClient against a running service', () => {
     const keys = proxy.seen.map((s) => JSON.parse(s.body).idempotency_key as string);
     expect(keys).toHaveLength(3);
     expect(new Set(keys).size).toBe(1);
-    const rows = await t.app.services.db.all<{ id: string }>('SELECT id FROM bets WHERE player = ?', ['p2']);
+    const rows = await t.app.db.all<{ id: string }>('SELECT id FROM bets WHERE player = ?', ['p2']);
     expect(rows.map((r) => r.id)).toEqual([res.data.bet_id]);
   });
 

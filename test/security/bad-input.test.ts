@@ -1,6 +1,5 @@
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DashboardAuth } from '../../src/dashboard/auth';
 import { signRequest } from '../../src/signing/request-signature';
 import { client, startTestApp, STORES, type TestApp, type TestOperator } from '../support/harness';
 
@@ -10,7 +9,7 @@ const FORM = 'application/x-www-form-urlencoded';
 /** Rows a refused request must not have written. */
 async function written(t: TestApp): Promise<Record<string, number>> {
   const count = async (table: string) =>
-    Number((await t.app.services.db.get<{ n: number }>(`SELECT COUNT(*) AS n FROM ${table}`))!.n);
+    Number((await t.app.db.get<{ n: number }>(`SELECT COUNT(*) AS n FROM ${table}`))!.n);
   return {
     bets: await count('bets'),
     idempotency_keys: await count('idempotency_keys'),
@@ -162,7 +161,7 @@ describe('bad input outside the API surfaces', () => {
   });
 
   it('a dashboard form sent as JSON with values that are not text is refused, never a 500', async () => {
-    await new DashboardAuth(t.app.services.db, t.app.services.clock).createUser({
+    await t.app.services.dashboardUsers.createUser({
       operatorId: (await t.createOperator()).id,
       email: 'json@example.com',
       password: PASSWORD,

@@ -4,7 +4,6 @@ import { join } from 'node:path';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startOperatorWallet, type OperatorWallet } from '../../examples/operator-wallet/server';
-import { DashboardAuth } from '../../src/dashboard/auth';
 import {
   client,
   eventually,
@@ -71,7 +70,7 @@ describe.each(STORES)('a disabled operator on %s', (store) => {
   it('loses its dashboard at once (pages, secret rotation, new endpoints), gets it back when enabled', async () => {
     const op = await t.createOperator();
     const email = `d-${store}@example.com`;
-    const auth = new DashboardAuth(t.app.services.db, t.app.services.clock);
+    const auth = t.app.services.dashboardUsers;
     await auth.createUser({ operatorId: op.id, email, password: PASSWORD });
     const b = browser(t.baseUrl);
     const form = await b.go('GET', '/dashboard/login');
@@ -101,7 +100,7 @@ describe.each(STORES)('a disabled operator on %s', (store) => {
     // The same session works again, and the secret was never rotated: the old one still signs.
     expect((await b.go('GET', '/dashboard/credentials')).status).toBe(200);
     expect((await client(t.baseUrl, op)('GET', '/api/public/v1/rounds/current')).status).toBe(200);
-    const row = await t.app.services.db.get<{ previous_secret_enc: string | null }>(
+    const row = await t.app.db.get<{ previous_secret_enc: string | null }>(
       'SELECT previous_secret_enc FROM operators WHERE id = ?',
       [op.id],
     );
@@ -125,7 +124,7 @@ describe.each(STORES)('a disabled operator on %s', (store) => {
     const betId = placed.body.bet_id as string;
     await t.app.services.operators.setStatus(op.id, 'disabled');
     const disabledAt = Date.now();
-    const db = t.app.services.db;
+    const db = t.app.db;
 
     // The bet (placed before the disable) settles, and two more rounds open, while disabled.
     const roundsBefore = (await db.get<{ n: number }>(`SELECT COUNT(*) AS n FROM rounds WHERE game = 'crash'`))!.n;

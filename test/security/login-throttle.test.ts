@@ -3,7 +3,7 @@ import { Redis } from 'ioredis';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { systemClock } from '../../src/clock/clock';
-import { DashboardAuth } from '../../src/dashboard/auth';
+import { DashboardAuth } from '../../src/dashboard-users/dashboard-auth';
 import { DEFAULT_LOGIN_THROTTLE, LoginThrottle } from '../../src/dashboard/login-throttle';
 import type { Database } from '../../src/store/database';
 import { freshDatabase, REDIS_URL, startTestApp, type TestApp } from '../support/harness';
@@ -38,7 +38,8 @@ beforeAll(async () => {
       [operatorId, `key_${randomBytes(8).toString('hex')}`],
     ),
   );
-  await new DashboardAuth(db, systemClock).createUser({ operatorId, email: OWNER, password: PASSWORD });
+  const auth = new DashboardAuth(db, systemClock, new LoginThrottle(null));
+  await auth.createUser({ operatorId, email: OWNER, password: PASSWORD });
 });
 afterAll(async () => dispose?.());
 

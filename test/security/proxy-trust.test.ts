@@ -27,7 +27,7 @@ async function placesSeen(t: TestApp, forwardedFor: [string, string]): Promise<n
     expect(res.statusCode).toBe(200);
   }
   // The compliance check runs beside the page: wait for what it records (one row per place).
-  const places = async () => Number((await t.app.services.db.get<{ n: number }>(PLACES, [op.id]))!.n);
+  const places = async () => Number((await t.app.db.get<{ n: number }>(PLACES, [op.id]))!.n);
   await eventually(async () => (await places()) >= 1);
   // Generous room for the second visit's write to land too, on a loaded machine.
   await eventually(async () => (await places()) >= 2, 1500).catch(() => undefined);

@@ -15,7 +15,7 @@ const KINDS = [
 
 async function countOf(t: TestApp, table: 'bets' | 'sessions', operatorId: string): Promise<number> {
   const sql = `SELECT COUNT(*) AS n FROM ${table} WHERE operator_id = ?`;
-  const row = await t.app.services.db.get<{ n: number | string }>(sql, [operatorId]);
+  const row = await t.app.db.get<{ n: number | string }>(sql, [operatorId]);
   return Number(row?.n ?? 0);
 }
 const betsOf = (t: TestApp, operatorId: string) => countOf(t, 'bets', operatorId);

@@ -68,7 +68,7 @@ describe('when Redis cannot be reached', () => {
     const t = await startTestApp({ engines: false, env: redisEnv() });
     try {
       const op = await t.createOperator();
-      t.app.services.redis!.disconnect();
+      t.app.redis!.disconnect();
       const a = await client(t.baseUrl, op, 'A')('GET', '/api/public/v1/rounds/current');
       expect(a.status).toBe(503);
       expect(a.body).toEqual({ code: 'SERVICE_UNAVAILABLE', error: expect.stringContaining('retry shortly') });

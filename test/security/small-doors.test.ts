@@ -4,8 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DashboardAuth } from '../../src/dashboard/auth';
-import { MAX_STREAMS_PER_SESSION } from '../../src/http/sse';
+import { MAX_STREAMS_PER_SESSION } from '../../src/games/engine/live-streams';
 import { SecretBox } from '../../src/operators/secret-box';
 import { SqliteDatabase } from '../../src/store/sqlite';
 import { client, startTestApp, STORES, type TestApp } from '../support/harness';
@@ -41,7 +40,7 @@ describe('small doors', () => {
 
   it('?notice= shows only the notices the dashboard defines, never what every object inherits', async () => {
     const op = await t.createOperator();
-    const auth = new DashboardAuth(t.app.services.db, t.app.services.clock);
+    const auth = t.app.services.dashboardUsers;
     await auth.createUser({ operatorId: op.id, email: 'n@example.com', password: PASSWORD });
     const jar: string[] = [];
     const go = async (method: string, path: string, form?: Record<string, string>) => {
@@ -233,7 +232,7 @@ describe.each(STORES)('player page reads on %s', (store) => {
     const token = await launch(t);
     let release!: () => void;
     const gate = new Promise<void>((r) => (release = r));
-    const db = t.app.services.db;
+    const db = t.app.db;
     // Writers that hold their connection (PostgreSQL: the whole write pool; SQLite: the writer).
     // The first one also expires the player's session, and then rolls back.
     const holders = Array.from({ length: store === 'postgres' ? 10 : 1 }, (_, i) =>

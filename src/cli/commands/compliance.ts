@@ -14,11 +14,11 @@ export const complianceCommands: CliCommand[] = [
     async run(app, v) {
       const limit = typeof v.limit === 'string' ? Number(v.limit) : undefined;
       if (limit !== undefined && !Number.isSafeInteger(limit)) throw new DomainError('VALIDATION_FAILED', '--limit must be an integer');
-      const flags = await app.services.complianceFlags.listFlags(
-        typeof v.operator === 'string' ? v.operator : null,
-        { rule: typeof v.rule === 'string' ? v.rule : undefined, player: typeof v.player === 'string' ? v.player : undefined, limit },
-        app.services.db,
-      );
+      const flags = await app.services.complianceFlags.list(typeof v.operator === 'string' ? v.operator : null, {
+        rule: typeof v.rule === 'string' ? v.rule : undefined,
+        player: typeof v.player === 'string' ? v.player : undefined,
+        limit,
+      });
       return { flags };
     },
   },

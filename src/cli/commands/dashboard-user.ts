@@ -1,4 +1,4 @@
-import { DashboardAuth, type DashboardUser } from '../../dashboard/auth';
+import type { DashboardUser } from '../../dashboard-users/dashboard-auth';
 import type { CliCommand } from '../cli-kit';
 
 const present = (u: DashboardUser): Record<string, unknown> => ({ user_id: u.id, operator_id: u.operatorId, email: u.email, created_at: u.createdAt });
@@ -14,9 +14,9 @@ export const dashboardUserCommands: CliCommand[] = [
       password: { type: 'string', required: true, description: 'at least 12 characters' },
     },
     async run(app, v) {
-      const auth = new DashboardAuth(app.services.db, app.services.clock);
       await app.services.operators.get(String(v.operator));
-      return present(await auth.createUser({ operatorId: String(v.operator), email: String(v.email), password: String(v.password) }));
+      const input = { operatorId: String(v.operator), email: String(v.email), password: String(v.password) };
+      return present(await app.services.dashboardUsers.createUser(input));
     },
   },
   {
@@ -24,8 +24,7 @@ export const dashboardUserCommands: CliCommand[] = [
     summary: 'List dashboard users (optionally of one operator).',
     options: { operator: { type: 'string', description: 'only this operator (op_…)' } },
     async run(app, v) {
-      const auth = new DashboardAuth(app.services.db, app.services.clock);
-      return { users: (await auth.listUsers(v.operator as string | undefined)).map(present) };
+      return { users: (await app.services.dashboardUsers.listUsers(v.operator as string | undefined)).map(present) };
     },
   },
   {
@@ -33,8 +32,7 @@ export const dashboardUserCommands: CliCommand[] = [
     summary: 'Delete a dashboard user and end its sessions.',
     options: { email: { type: 'string', required: true, description: 'the user\'s email' } },
     async run(app, v) {
-      const auth = new DashboardAuth(app.services.db, app.services.clock);
-      return { deleted: present(await auth.deleteUser(String(v.email))) };
+      return { deleted: present(await app.services.dashboardUsers.deleteUser(String(v.email))) };
     },
   },
 ];

@@ -1,5 +1,5 @@
 import { DomainError } from '../../errors/codes';
-import { presentChain } from '../../http/public-routes';
+import { presentChain } from '../../games/engine/chain-presenter';
 import type { CliCommand } from '../cli-kit';
 
 const chainOption = { type: 'string', required: true, description: 'the chain id (chain_…)' } as const;

@@ -1,6 +1,5 @@
 import { DomainError } from '../../errors/codes';
-import { retrySettlement } from '../../wallet/settlement-service';
-import { presentSettlement, settlementRepository, type SettlementStatus } from '../../wallet/settlements';
+import { presentSettlement, type SettlementStatus } from '../../wallet/settlements';
 import type { CliCommand } from '../cli-kit';
 
 const STATUSES: SettlementStatus[] = ['pending', 'delivered'];
@@ -20,7 +19,7 @@ export const settlementCommands: CliCommand[] = [
       if (status !== undefined && !STATUSES.includes(status)) throw new DomainError('VALIDATION_FAILED', '--status must be pending or delivered');
       const limit = v.limit === undefined ? 100 : Number(v.limit);
       if (!Number.isSafeInteger(limit) || limit < 1) throw new DomainError('VALIDATION_FAILED', '--limit must be a positive integer');
-      const rows = await settlementRepository.list(app.services.db, { status, operatorId: v.operator as string | undefined, limit });
+      const rows = await app.services.settlements.list({ status, operatorId: v.operator as string | undefined, limit });
       return { settlements: rows.map(presentSettlement) };
     },
   },
@@ -38,10 +37,9 @@ export const settlementCommands: CliCommand[] = [
     },
     async run(app, v) {
       const betId = String(v.bet);
-      // The same rule as the dashboard's Retry now button: retrySettlement.
-      const { db, clock } = app.services;
-      const s = await retrySettlement(db, clock, null, betId, { resendDelivered: v.resend === true });
-      const attempts = await settlementRepository.attempts(app.services.db, betId);
+      // The same rule as the dashboard's Retry now button (SettlementService.retry).
+      const s = await app.services.settlements.retry(null, betId, { resendDelivered: v.resend === true });
+      const attempts = await app.services.settlements.attempts(betId);
       return { ...presentSettlement(s), attempt_log: attempts };
     },
   },

@@ -10,7 +10,7 @@ export async function complianceRoutes(app: FastifyInstance, s: AppServices): Pr
     const c = ctx(req);
     const rule = queryField(req.query, 'rule', 40);
     const player = queryField(req.query, 'player', 120);
-    const flags = await s.complianceFlags.listFlags(c.operator.id, { rule, player, limit: 200 }, s.db);
+    const flags = await s.complianceFlags.list(c.operator.id, { rule, player, limit: 200 });
     return reply.type('text/html; charset=utf-8').send(compliancePage({ user: c.user, flags, rule, player }));
   });
 }

@@ -3,10 +3,8 @@ import { DomainError } from '../../errors/codes';
 import { streamFeed } from '../../http/sse';
 import { GAMES, type Game } from '../../games/engine/round';
 import { presentRound } from '../../games/round-presenter';
-import { roundRepository } from '../../games/engine/round-repository';
 import type { AppServices } from '../../services';
 import { ctx } from '../context';
-import { liveStats, overview } from '../queries';
 import { livePage } from '../views/live';
 
 /** Home: the live games, the charts, and what needs attention. */
@@ -15,13 +13,13 @@ export async function liveRoutes(app: FastifyInstance, s: AppServices): Promise<
     const c = ctx(req);
     const scope = c.operator.mode === 'test' ? c.operator.id : null;
     const [crash, race] = await Promise.all([
-      roundRepository.latest(s.db, 'crash', scope),
-      roundRepository.latest(s.db, 'stock_race', scope),
+      s.rounds.latest('crash', scope),
+      s.rounds.latest('stock_race', scope),
     ]);
     const html = livePage({
       user: c.user,
-      overview: await overview(s.db, c.operator.id, s.clock.now()),
-      stats: await liveStats(s.db, s.config, c.operator),
+      overview: await s.reports.overview(c.operator.id),
+      stats: await s.reports.liveStats(c.operator),
       crash: crash ? presentRound(crash) : null,
       race: race ? { ...presentRound(race), symbols: s.stockRaceGame.symbolsOf(race) } : null,
       serverNow: s.clock.now(),
@@ -29,14 +27,14 @@ export async function liveRoutes(app: FastifyInstance, s: AppServices): Promise<
     return reply.type('text/html; charset=utf-8').send(html);
   });
 
-  app.get('/api/stats', async (req) => liveStats(s.db, s.config, ctx(req).operator));
+  app.get('/api/stats', async (req) => s.reports.liveStats(ctx(req).operator));
 
   // The same feed partners get on the API surfaces, authenticated by the dashboard session instead.
   app.get('/feed/:game', async (req: FastifyRequest<{ Params: { game: string } }>, reply) => {
     const game = req.params.game as Game;
     if (!GAMES.includes(game)) throw new DomainError('NOT_FOUND', `no live feed for "${req.params.game}"`);
     const operator = ctx(req).operator;
-    await streamFeed(req, reply, operator.mode === 'test' ? s.sandbox.feedOf(operator.id) : s.feed, game);
+    await streamFeed(req, reply, s.streams, operator.mode === 'test' ? s.sandbox.feedOf(operator.id) : s.feed, game);
     // A signed-out or expired session must not keep watching: the stream ends with the session.
     const left = ctx(req).session.expiresAt - s.clock.now();
     const timer = setTimeout(() => reply.raw.end(), Math.min(Math.max(0, left), 2 ** 31 - 1));

@@ -1,16 +1,11 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { BetStatus } from '../../bets/bet';
-import { betRepository } from '../../bets/bet-repository';
 import { DomainError } from '../../errors/codes';
 import { GAMES, type Game } from '../../games/engine/round';
 import { presentRound } from '../../games/round-presenter';
-import { roundRepository } from '../../games/engine/round-repository';
 import type { AppServices } from '../../services';
-import { retrySettlement } from '../../wallet/settlement-service';
-import { settlementRepository } from '../../wallet/settlements';
 import { ctx } from '../context';
 import { field, notice, queryField, type FormBody } from '../forms';
-import { betCountsByRound } from '../queries';
 import { betPage, settlementsPage } from '../views/bets';
 import { BET_STATUSES, betsPage, roundsPage } from '../views/rounds';
 
@@ -30,8 +25,8 @@ export async function roundRoutes(app: FastifyInstance, s: AppServices): Promise
     const c = ctx(req);
     const game = gameFilter(queryField(req.query, 'game'));
     const scope = c.operator.mode === 'test' ? c.operator.id : null;
-    const rounds = await roundRepository.recent(s.db, game ?? null, ROUNDS_SHOWN, scope);
-    const bets = await betCountsByRound(s.db, c.operator.id, rounds.map((r) => r.id));
+    const rounds = await s.rounds.recent(game ?? null, ROUNDS_SHOWN, scope);
+    const bets = await s.bets.countsByRound(c.operator.id, rounds.map((r) => r.id));
     return reply.type('text/html; charset=utf-8').send(roundsPage({ user: c.user, rounds: rounds.map(presentRound), bets, game }));
   });
 
@@ -46,7 +41,7 @@ export async function roundRoutes(app: FastifyInstance, s: AppServices): Promise
     if (filters.status && !(BET_STATUSES as string[]).includes(filters.status)) {
       throw new DomainError('VALIDATION_FAILED', `status must be one of ${BET_STATUSES.join(', ')}`);
     }
-    const bets = await betRepository.find(s.db, {
+    const bets = await s.bets.find({
       operatorId: c.operator.id,
       player: filters.player,
       roundId: filters.round,
@@ -59,11 +54,11 @@ export async function roundRoutes(app: FastifyInstance, s: AppServices): Promise
 
   app.get('/bets/:id', async (req: FastifyRequest<{ Params: { id: string }; Querystring: Record<string, unknown> }>, reply) => {
     const c = ctx(req);
-    const bet = await betRepository.byId(s.db, req.params.id);
+    const bet = await s.bets.byId(req.params.id);
     if (!bet || bet.operatorId !== c.operator.id) throw new DomainError('BET_NOT_FOUND', `no bet ${req.params.id} for this operator`);
-    const round = await roundRepository.byId(s.db, bet.roundId);
-    const settlement = (await settlementRepository.byBet(s.db, bet.id)) ?? null;
-    const attempts = settlement ? await settlementRepository.attempts(s.db, bet.id) : [];
+    const round = await s.rounds.byId(bet.roundId);
+    const settlement = (await s.settlements.byBet(bet.id)) ?? null;
+    const attempts = settlement ? await s.settlements.attempts(bet.id) : [];
     return reply
       .type('text/html; charset=utf-8')
       .send(betPage({ user: c.user, bet, round: round ? presentRound(round) : null, settlement, attempts, notice: notice(req.query.notice) }));
@@ -71,14 +66,14 @@ export async function roundRoutes(app: FastifyInstance, s: AppServices): Promise
 
   app.get('/settlements', async (req: QueryReq, reply) => {
     const c = ctx(req);
-    const pending = await settlementRepository.list(s.db, { operatorId: c.operator.id, status: 'pending', limit: 500 });
+    const pending = await s.settlements.list({ operatorId: c.operator.id, status: 'pending', limit: 500 });
     return reply.type('text/html; charset=utf-8').send(settlementsPage({ user: c.user, pending, notice: notice(req.query.notice) }));
   });
 
   // The same rule as the admin CLI's `settlements retry`: due now, same idempotency_key; a confirmed one is refused.
   app.post('/settlements/:bet/retry', async (req: FastifyRequest<{ Params: { bet: string } }>, reply) => {
     const c = ctx(req);
-    const settlement = await retrySettlement(s.db, s.clock, c.operator.id, req.params.bet);
+    const settlement = await s.settlements.retry(c.operator.id, req.params.bet);
     const back = field(req.body as FormBody, 'back');
     const target = back === `/dashboard/bets/${settlement.betId}` ? back : '/dashboard/settlements';
     return reply.redirect(`${target}?notice=settlement-retry`, 303);

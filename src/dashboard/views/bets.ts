@@ -2,7 +2,7 @@ import type { Bet } from '../../bets/bet';
 import type { RoundJson } from '../../games/engine/round-presenter';
 import type { AttemptRow, Settlement } from '../../wallet/settlements';
 import { html, type SafeHtml } from '../html';
-import { money } from '../queries';
+import { money } from '../../money/currency';
 import { badge, csrfField, page, short, tableWrap, time, type PageUser } from './layout';
 import { outcomeText } from './rounds';
 

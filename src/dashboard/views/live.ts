@@ -1,6 +1,6 @@
 import type { RoundJson } from '../../games/engine/round-presenter';
 import { html, jsonScript } from '../html';
-import type { LiveStats, Overview } from '../queries';
+import type { LiveStats, Overview } from '../../reports/operator-reports';
 import { page, tableWrap, type PageUser } from './layout';
 
 export interface LiveModel {

@@ -2,7 +2,7 @@ import type { Bet, BetStatus } from '../../bets/bet';
 import type { Game } from '../../games/engine/round';
 import type { RoundJson } from '../../games/engine/round-presenter';
 import { html, queryString, type SafeHtml } from '../html';
-import { money } from '../queries';
+import { money } from '../../money/currency';
 import { badge, page, short, tableWrap, time, type PageUser } from './layout';
 
 export const BET_STATUSES: BetStatus[] = ['active', 'reserved', 'cashed_out', 'won', 'lost', 'void'];

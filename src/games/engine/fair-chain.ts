@@ -4,7 +4,9 @@ import type { Clock } from '../../clock/clock';
 import { generateChain, isGameHash, previousHash } from './hash-chain';
 import { DomainError } from '../../errors/codes';
 import type { Database, SqlExecutor } from '../../store/database';
+import { chainRepository as chains } from './chain-repository';
 import type { Game } from './round';
+import { roundRepository } from './round-repository';
 
 /**
  * Each game draws its round seeds from a pre-generated hash chain played in reverse: the seed_hash
@@ -118,35 +120,6 @@ export interface FairChainOptions {
   allowFixtures: boolean;
 }
 
-const INSERT_BATCH = 500;
-const RECORD_COLUMNS =
-  'chain_id, game, length, origin, commitment, committed_at, contribution, contributor, contribution_automatic, ' +
-  'salt, salt_fixed_at, first_played_idx, first_played_at';
-
-type RecordRow = Record<string, unknown>;
-
-function toRecord(r: RecordRow): ChainRecord {
-  const n = (v: unknown): number | null => (v === null || v === undefined ? null : Number(v));
-  return {
-    chainId: String(r.chain_id),
-    game: r.game as Game,
-    length: Number(r.length),
-    origin: r.origin as ChainOrigin,
-    commitment: String(r.commitment),
-    committedAt: Number(r.committed_at),
-    contribution: (r.contribution as string | null) ?? null,
-    contributor: (r.contributor as string | null) ?? null,
-    contributionAutomatic:
-      r.contribution_automatic === null || r.contribution_automatic === undefined
-        ? null
-        : Number(r.contribution_automatic) === 1,
-    salt: (r.salt as string | null) ?? null,
-    saltFixedAt: n(r.salt_fixed_at),
-    firstPlayedIdx: n(r.first_played_idx),
-    firstPlayedAt: n(r.first_played_at),
-  };
-}
-
 export class FairChainService {
   /** The last refusal logged per chain, so an engine waiting on a contribution logs it once, not every retry. */
   private readonly logged = new Map<string, string>();
@@ -165,27 +138,24 @@ export class FairChainService {
    * fresh one: discarding chains is what the record exists to rule out.
    */
   async ensureChain(game: Game): Promise<boolean> {
-    const cursor = await this.db.get<{ chain_id: string; next_idx: number; length: number }>(
-      'SELECT chain_id, next_idx, length FROM fair_chain_cursor WHERE game = ?',
-      [game],
-    );
-    const seedsLeft = cursor ? Number(cursor.length) - Number(cursor.next_idx) : 0;
-    let record = cursor && seedsLeft > 0 ? await this.record(cursor.chain_id) : null;
+    const cursor = await chains.cursor(this.db, game);
+    const seedsLeft = cursor ? cursor.length - cursor.nextIdx : 0;
+    let record = cursor && seedsLeft > 0 ? await this.record(cursor.chainId) : null;
     if (cursor && seedsLeft > 0 && !record) {
       this.o.logger.warn(
-        { game, chain: cursor.chain_id },
+        { game, chain: cursor.chainId },
         'the current hash chain has no public commitment record; publishing a new chain instead',
       );
     }
     if (!record) {
-      const queued = await this.queued(game, cursor?.chain_id ?? null);
+      const queued = await this.queued(game, cursor?.chainId ?? null);
       record = queued ? await this.makeCurrent(queued) : await this.publishChain(game, { current: true });
     }
     record = await this.autoContribute(record);
     const refusal = refusalOf(record, this.o.allowFixtures);
     if (refusal === null) {
       this.logged.delete(record.chainId);
-      await this.publishAheadIfLow(game, record, record.chainId === cursor?.chain_id ? seedsLeft : record.length);
+      await this.publishAheadIfLow(game, record, record.chainId === cursor?.chainId ? seedsLeft : record.length);
       return true;
     }
     if (this.logged.get(record.chainId) !== refusal) {
@@ -224,24 +194,11 @@ export class FairChainService {
 
   /** The oldest chain published ahead of the current one and never played, if any. */
   private async queued(game: Game, currentChainId: string | null): Promise<ChainRecord | null> {
-    const row = await this.db.get<RecordRow>(
-      `SELECT ${RECORD_COLUMNS} FROM fair_chain_records
-       WHERE game = ? AND origin = 'generated' AND first_played_idx IS NULL AND chain_id <> ?
-       ORDER BY committed_at, chain_id LIMIT 1`,
-      [game, currentChainId ?? ''],
-    );
-    return row ? toRecord(row) : null;
+    return chains.oldestUnplayed(this.db, game, currentChainId);
   }
 
   private async makeCurrent(record: ChainRecord): Promise<ChainRecord> {
-    await this.db.transaction(async (tx) => {
-      await tx.run('DELETE FROM fair_chain_cursor WHERE game = ?', [record.game]);
-      await tx.run('INSERT INTO fair_chain_cursor (game, chain_id, next_idx, length) VALUES (?, ?, 0, ?)', [
-        record.game,
-        record.chainId,
-        record.length,
-      ]);
-    });
+    await this.db.transaction((tx) => chains.setCursor(tx, record.game, record.chainId, record.length));
     this.o.logger.info({ game: record.game, chain: record.chainId }, 'moved on to the hash chain published ahead');
     return record;
   }
@@ -257,26 +214,9 @@ export class FairChainService {
     const commitment = previousHash(hashes[0]!);
     const now = this.o.clock.now();
     await this.db.transaction(async (tx) => {
-      for (let start = 0; start < hashes.length; start += INSERT_BATCH) {
-        const slice = hashes.slice(start, start + INSERT_BATCH);
-        const values = slice.map(() => '(?, ?, ?, ?)').join(', ');
-        await tx.run(
-          `INSERT INTO fair_chains (game, chain_id, idx, hash) VALUES ${values}`,
-          slice.flatMap((hash, i) => [game, chainId, start + i, hash]),
-        );
-      }
-      await tx.run(
-        `INSERT INTO fair_chain_records (chain_id, game, length, origin, commitment, committed_at)
-         VALUES (?, ?, ?, 'generated', ?, ?)`,
-        [chainId, game, length, commitment, now],
-      );
-      if (!o.current) return;
-      await tx.run('DELETE FROM fair_chain_cursor WHERE game = ?', [game]);
-      await tx.run('INSERT INTO fair_chain_cursor (game, chain_id, next_idx, length) VALUES (?, ?, 0, ?)', [
-        game,
-        chainId,
-        length,
-      ]);
+      await chains.insertSeeds(tx, game, chainId, hashes);
+      await chains.insertRecord(tx, { chainId, game, length, commitment, committedAt: now });
+      if (o.current) await chains.setCursor(tx, game, chainId, length);
     });
     this.o.logger.info({ game, chain: chainId, commitment, length }, 'published the commitment of a new hash chain');
     return (await this.record(chainId))!;
@@ -308,15 +248,15 @@ export class FairChainService {
     // whose clock runs behind the one that published must not record an impossible order.
     const now = Math.max(this.o.clock.now(), record.committedAt);
     const salt = deriveSalt(record.commitment, input.value);
-    const changed = await this.db.transaction((tx) =>
-      tx.run(
-        `UPDATE fair_chain_records
-         SET contribution = ?, contributor = ?, contribution_automatic = ?, salt = ?, salt_fixed_at = ?
-         WHERE chain_id = ? AND salt IS NULL`,
-        [input.value, input.contributor, input.automatic ? 1 : 0, salt, now, chainId],
-      ),
-    );
-    if (changed.changes !== 1) throw new DomainError('ILLEGAL_TRANSITION', `chain ${chainId} already has its salt`);
+    const contribution = {
+      contribution: input.value,
+      contributor: input.contributor,
+      automatic: Boolean(input.automatic),
+      salt,
+      at: now,
+    };
+    const fixed = await this.db.transaction((tx) => chains.fixSalt(tx, chainId, contribution));
+    if (!fixed) throw new DomainError('ILLEGAL_TRANSITION', `chain ${chainId} already has its salt`);
     this.o.logger.info(
       { chain: chainId, contributor: input.contributor, automatic: Boolean(input.automatic), salt },
       'fixed the salt of a hash chain',
@@ -326,68 +266,34 @@ export class FairChainService {
 
   /** Takes the next seed inside the transaction that opens the round, so no seed is used twice. */
   async takeSeed(tx: SqlExecutor, game: Game): Promise<ChainSeed> {
-    const cursor = await tx.get<{ chain_id: string; next_idx: number; length: number }>(
-      'SELECT chain_id, next_idx, length FROM fair_chain_cursor WHERE game = ?',
-      [game],
-    );
-    if (!cursor || Number(cursor.next_idx) >= Number(cursor.length)) {
+    const cursor = await chains.cursor(tx, game);
+    if (!cursor || cursor.nextIdx >= cursor.length) {
       throw new Error(`the ${game} hash chain is exhausted; ensureChain must run first`);
     }
-    const recordRow = await tx.get<RecordRow>(`SELECT ${RECORD_COLUMNS} FROM fair_chain_records WHERE chain_id = ?`, [
-      cursor.chain_id,
-    ]);
-    if (!recordRow) throw new Error(`hash chain ${cursor.chain_id} has no public record; it cannot be played`);
-    const record = toRecord(recordRow);
+    const record = await chains.record(tx, cursor.chainId);
+    if (!record) throw new Error(`hash chain ${cursor.chainId} has no public record; it cannot be played`);
     const refusal = refusalOf(record, this.o.allowFixtures);
     if (refusal !== null) throw new Error(`refusing to play: ${refusal}`);
-    const idx = Number(cursor.next_idx);
-    const row = await tx.get<{ hash: string }>(
-      'SELECT hash FROM fair_chains WHERE game = ? AND chain_id = ? AND idx = ?',
-      [game, cursor.chain_id, idx],
-    );
-    if (!row) throw new Error(`hash chain ${cursor.chain_id} has no entry ${idx}`);
-    const r = await tx.run('UPDATE fair_chain_cursor SET next_idx = ? WHERE game = ? AND next_idx = ?', [
-      idx + 1,
-      game,
-      idx,
-    ]);
-    if (r.changes !== 1) throw new Error('hash chain cursor moved concurrently');
-    if (record.firstPlayedIdx === null) {
-      await tx.run(
-        `UPDATE fair_chain_records SET first_played_idx = ?, first_played_at = ?
-         WHERE chain_id = ? AND first_played_idx IS NULL`,
-        [idx, this.o.clock.now(), record.chainId],
-      );
-    }
-    return { chainId: cursor.chain_id, idx, seed: row.hash, seedHash: sha256Hex(row.hash), salt: record.salt };
+    const idx = cursor.nextIdx;
+    const seed = await chains.seedAt(tx, game, cursor.chainId, idx);
+    if (seed === undefined) throw new Error(`hash chain ${cursor.chainId} has no entry ${idx}`);
+    if (!(await chains.advanceCursor(tx, game, idx))) throw new Error('hash chain cursor moved concurrently');
+    if (record.firstPlayedIdx === null) await chains.markFirstPlayed(tx, record.chainId, idx, this.o.clock.now());
+    return { chainId: cursor.chainId, idx, seed, seedHash: sha256Hex(seed), salt: record.salt };
   }
 
   async remaining(game: Game): Promise<number> {
-    const c = await this.db.get<{ next_idx: number; length: number }>(
-      'SELECT next_idx, length FROM fair_chain_cursor WHERE game = ?',
-      [game],
-    );
-    return c ? Number(c.length) - Number(c.next_idx) : 0;
+    const c = await chains.cursor(this.db, game);
+    return c ? c.length - c.nextIdx : 0;
   }
 
   async record(chainId: string): Promise<ChainRecord | null> {
-    const row = await this.db.get<RecordRow>(`SELECT ${RECORD_COLUMNS} FROM fair_chain_records WHERE chain_id = ?`, [
-      chainId,
-    ]);
-    return row ? toRecord(row) : null;
+    return chains.record(this.db, chainId);
   }
 
   /** Newest first. */
   async list(game?: Game): Promise<ChainRecord[]> {
-    const rows = game
-      ? await this.db.all<RecordRow>(
-          `SELECT ${RECORD_COLUMNS} FROM fair_chain_records WHERE game = ? ORDER BY committed_at DESC, chain_id`,
-          [game],
-        )
-      : await this.db.all<RecordRow>(
-          `SELECT ${RECORD_COLUMNS} FROM fair_chain_records ORDER BY committed_at DESC, chain_id`,
-        );
-    return rows.map(toRecord);
+    return chains.list(this.db, game);
   }
 
   statusOf(record: ChainRecord): ChainStatus {
@@ -397,14 +303,7 @@ export class FairChainService {
 
   /** Every seed the chain has revealed (closed or voided rounds), each checked against the commitment. */
   async revealed(record: ChainRecord): Promise<RevealedSeed[]> {
-    const rows = await this.db.all<{ id: string; chain_idx: number; seed: string }>(
-      `SELECT id, chain_idx, seed FROM rounds WHERE chain_id = ? AND status IN ('closed', 'void') ORDER BY chain_idx`,
-      [record.chainId],
-    );
-    return verifyRevealed(
-      record.commitment,
-      rows.map((r) => ({ idx: Number(r.chain_idx), roundId: r.id, seed: r.seed })),
-    );
+    return verifyRevealed(record.commitment, await roundRepository.revealedSeeds(this.db, record.chainId));
   }
 }
 

@@ -161,6 +161,35 @@ export const roundRepository = {
     return rows.map(toRound);
   },
 
+  /** The latest closed rounds of a game in one world, newest round number first. */
+  async recentlyClosed(db: SqlExecutor, game: Game, limit: number, scope: RoundScope = null): Promise<Round[]> {
+    const s = inScope(scope);
+    const rows = await db.all<RoundRow>(
+      `SELECT * FROM rounds WHERE game = ? AND status = 'closed' AND ${s.sql} ORDER BY round_number DESC LIMIT ?`,
+      [game, ...s.params, limit],
+    );
+    return rows.map(toRound);
+  },
+
+  /** The rounds of every game most recently closed in one world, newest close first. */
+  async lastClosed(db: SqlExecutor, limit: number, scope: RoundScope = null): Promise<Round[]> {
+    const s = inScope(scope);
+    const rows = await db.all<RoundRow>(
+      `SELECT * FROM rounds WHERE status = 'closed' AND ${s.sql} ORDER BY closed_at DESC LIMIT ?`,
+      [...s.params, limit],
+    );
+    return rows.map(toRound);
+  },
+
+  /** The seeds a chain has revealed (closed or voided rounds), in chain order. */
+  async revealedSeeds(db: SqlExecutor, chainId: string): Promise<{ idx: number; roundId: string; seed: string }[]> {
+    const rows = await db.all<{ id: string; chain_idx: number; seed: string }>(
+      `SELECT id, chain_idx, seed FROM rounds WHERE chain_id = ? AND status IN ('closed', 'void') ORDER BY chain_idx`,
+      [chainId],
+    );
+    return rows.map((r) => ({ idx: Number(r.chain_idx), roundId: r.id, seed: r.seed }));
+  },
+
   /** A sandbox round's scripted outcome, fixed when betting closes (seed and settings as played). */
   async markScripted(tx: SqlExecutor, round: Pick<Round, 'id' | 'seed' | 'seedHash' | 'settings'>): Promise<void> {
     await tx.run(

@@ -43,11 +43,12 @@ export function complianceRoutes(surface: Surface) {
         const q = req.query;
         const limit = q.limit === undefined ? 100 : Number(q.limit);
         if (limit < 1 || limit > 1000) throw new DomainError('VALIDATION_FAILED', 'querystring field "limit" must be an integer from 1 to 1000');
-        const flags = await s.complianceFlags.listFlags(
-          req.operator!.id,
-          { rule: q.rule, player: q.player, before: q.before === undefined ? undefined : Number(q.before), limit },
-          s.db,
-        );
+        const flags = await s.complianceFlags.list(req.operator!.id, {
+          rule: q.rule,
+          player: q.player,
+          before: q.before === undefined ? undefined : Number(q.before),
+          limit,
+        });
         return { flags: flags.map(({ operator_id: _o, ...f }) => f) };
       },
     );

@@ -6,7 +6,6 @@ import { DomainError } from '../../errors/codes';
 import { currencyExponent, decimalToMinor, minorToDecimal } from '../../money/currency';
 import type { Game } from '../../games/engine/round';
 import type { SandboxScript } from '../../sandbox/sandbox-store';
-import { simulatedWallet } from '../../sandbox/simulated-wallet';
 import type { AppServices } from '../../services';
 import { guardSurface, type Surface } from '../surface';
 import { authHeadersFor, ErrorBody } from '../webhooks/schemas';
@@ -272,12 +271,7 @@ export function sandboxRoutes(surface: Surface) {
         const { player_ref, currency, balance } = req.body;
         const exponent = currencyExponent(currency);
         const minor = decimalToMinor(balance, exponent);
-        await simulatedWallet.setBalance(
-          s.db,
-          req.operator!.id,
-          { player_ref, currency, balance: minor },
-          s.clock.now(),
-        );
+        await s.sandbox.setBalance(req.operator!, { player_ref, currency, balance: minor });
         return { player_ref, currency, balance: minorToDecimal(minor, exponent) };
       },
     );
@@ -294,7 +288,7 @@ export function sandboxRoutes(surface: Surface) {
         },
       },
       async (req) => {
-        const rows = await simulatedWallet.balances(s.db, req.operator!.id, req.params.player_ref);
+        const rows = await s.sandbox.balances(req.operator!, req.params.player_ref);
         return {
           livemode: false,
           balances: rows.map((b) => ({ ...b, balance: minorToDecimal(b.balance, currencyExponent(b.currency)) })),

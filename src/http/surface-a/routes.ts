@@ -2,18 +2,16 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type, type Static } from 'typebox';
 import type { Bet } from '../../bets/bet';
-import { betRepository } from '../../bets/bet-repository';
 import { cashoutCrashBet, placeCrashBet } from '../../games/crash/crash-bets';
 import { formatMultiplier, parseMultiplier } from '../../games/crash/multiplier';
 import { liveMultiplier } from '../../games/crash/crash-rules';
 import { noCompliance } from '../../bets/compliance-hooks';
 import { DomainError } from '../../errors/codes';
 import type { Operator } from '../../operators/operator';
-import type { IdempotentResult } from '../../idempotency/idempotency';
-import { roundRepository } from '../../games/engine/round-repository';
 import type { Round } from '../../games/engine/round';
 import type { AppServices } from '../../services';
 import { SURFACE_A_STATUS } from '../error-maps';
+import { replyIdempotently } from '../idempotent-route';
 import { streamFeed } from '../sse';
 import { guardSurface, type Surface } from '../surface';
 import {
@@ -71,33 +69,20 @@ export async function surfaceARoutes(app: FastifyInstance, s: AppServices): Prom
   const complianceFor = (o: Operator) => (isTest(o) ? noCompliance : s.compliance);
   const scopeOf = (o: Operator): string | null => (isTest(o) ? o.id : null);
 
+  // Surface A's monetary writes carry their key in the Idempotency-Key header.
   const idempotent = async (
     req: FastifyRequest,
     reply: FastifyReply,
     effect: Parameters<AppServices['idempotency']['execute']>[2],
-    // Runs once the effect has committed, never for a replay or a refusal (its in-memory changes
-    // must not outrun the store: the transaction may still roll back after the effect returns).
     committed?: () => void,
   ): Promise<never> => {
     const key = req.headers['idempotency-key'];
     if (typeof key !== 'string' || key.length === 0) {
       throw new DomainError('IDEMPOTENCY_KEY_MISSING', 'the Idempotency-Key header is required on this POST');
     }
-    const result: IdempotentResult = await s.idempotency.execute(
-      {
-        operatorId: req.operator!.id,
-        key,
-        route: `${req.method} ${req.routeOptions.url}`,
-        body: req.body,
-        signature: req.signatureRecord,
-      },
-      (error) => ({ statusCode: surfaceA.status[error.code], body: surfaceA.errorBody(error.code, error.message, String(req.id)) }),
-      effect,
-    );
-    if (result.replayed) reply.header('idempotent-replay', 'true');
-    else if (result.statusCode === 200) committed?.();
-    // The stored response is replayed byte-for-byte; its shape was checked when it was first sent.
-    return reply.status(result.statusCode).send(result.body) as never;
+    const route = `${req.method} ${req.routeOptions.url}`;
+    const request = { key, route, body: req.body, signature: req.signatureRecord };
+    return replyIdempotently(s.idempotency, surfaceA, req, reply, request, effect, committed);
   };
 
   r.post(
@@ -188,7 +173,7 @@ export async function surfaceARoutes(app: FastifyInstance, s: AppServices): Prom
     { schema: { summary: 'The current Crash round', tags: ['Crash'], headers: AuthHeaders, response: { 200: RoundView, ...errors } } },
     async (req) => {
       if (isTest(req.operator!)) await s.sandbox.touch(req.operator!, 'crash');
-      const round = await roundRepository.latest(s.db, 'crash', scopeOf(req.operator!));
+      const round = await s.rounds.latest('crash', scopeOf(req.operator!));
       if (!round) throw new DomainError('ROUND_NOT_FOUND', 'no Crash round has been played yet');
       return presentLive(round);
     },
@@ -201,7 +186,7 @@ export async function surfaceARoutes(app: FastifyInstance, s: AppServices): Prom
     },
     async (req) => {
       const number = Number(req.params.round_number);
-      const round = await roundRepository.byNumber(s.db, 'crash', number, scopeOf(req.operator!));
+      const round = await s.rounds.byNumber('crash', number, scopeOf(req.operator!));
       if (!round) throw new DomainError('ROUND_NOT_FOUND', `no Crash round number ${req.params.round_number}`);
       return presentLive(round);
     },
@@ -211,7 +196,7 @@ export async function surfaceARoutes(app: FastifyInstance, s: AppServices): Prom
     '/bets/:bet_id',
     { schema: { summary: 'One of your Crash bets', tags: ['Crash'], headers: AuthHeaders, params: BetIdParams, response: { 200: CrashBetView, ...errors } } },
     async (req) => {
-      const bet = await betRepository.byId(s.db, req.params.bet_id);
+      const bet = await s.bets.byId(req.params.bet_id);
       if (!bet || bet.operatorId !== req.operator!.id || bet.game !== 'crash') {
         throw new DomainError('BET_NOT_FOUND', `no Crash bet ${req.params.bet_id} for this operator`);
       }
@@ -231,9 +216,9 @@ export async function surfaceARoutes(app: FastifyInstance, s: AppServices): Prom
       },
     },
     async (req, reply) => {
-      if (!isTest(req.operator!)) return streamFeed(req, reply, s.feed, 'crash');
+      if (!isTest(req.operator!)) return streamFeed(req, reply, s.streams, s.feed, 'crash');
       await s.sandbox.touch(req.operator!, 'crash');
-      return streamFeed(req, reply, s.sandbox.feedOf(req.operator!.id), 'crash');
+      return streamFeed(req, reply, s.streams, s.sandbox.feedOf(req.operator!.id), 'crash');
     },
   );
 }

@@ -3,16 +3,14 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type, type Static } from 'typebox';
 import type { Bet } from '../../bets/bet';
 import { presentAmount } from '../../bets/bet-events';
-import { betRepository } from '../../bets/bet-repository';
 import { reserveStockRaceBet } from '../../games/stock-race/stock-race-bets';
 import { noCompliance } from '../../bets/compliance-hooks';
 import { DomainError } from '../../errors/codes';
 import type { Operator } from '../../operators/operator';
-import { roundRepository } from '../../games/engine/round-repository';
 import type { Round } from '../../games/engine/round';
 import type { AppServices } from '../../services';
 import { simulatedWallet } from '../../sandbox/simulated-wallet';
-import { presentSettlement, settlementRepository, type Settlement } from '../../wallet/settlements';
+import { presentSettlement, type Settlement } from '../../wallet/settlements';
 import { SURFACE_B_STATUS } from '../error-maps';
 import { streamFeed } from '../sse';
 import { guardSurface, type Surface } from '../surface';
@@ -165,7 +163,7 @@ export async function surfaceBRoutes(app: FastifyInstance, s: AppServices): Prom
     { schema: { summary: 'The current Stock Race round', tags: ['Stock Race'], headers: AuthHeadersB, response: { 200: StockRaceRoundView, ...errors } } },
     async (req) => {
       if (isTest(req.operator!)) await s.sandbox.touch(req.operator!, 'stock_race');
-      const round = await roundRepository.latest(s.db, 'stock_race', scopeOf(req.operator!));
+      const round = await s.rounds.latest('stock_race', scopeOf(req.operator!));
       if (!round) throw new DomainError('ROUND_NOT_FOUND', 'no Stock Race round has been played yet');
       return presentLive(round);
     },
@@ -184,9 +182,9 @@ export async function surfaceBRoutes(app: FastifyInstance, s: AppServices): Prom
       },
     },
     async (req, reply) => {
-      if (!isTest(req.operator!)) return streamFeed(req, reply, s.feed, 'stock_race');
+      if (!isTest(req.operator!)) return streamFeed(req, reply, s.streams, s.feed, 'stock_race');
       await s.sandbox.touch(req.operator!, 'stock_race');
-      return streamFeed(req, reply, s.sandbox.feedOf(req.operator!.id), 'stock_race');
+      return streamFeed(req, reply, s.streams, s.sandbox.feedOf(req.operator!.id), 'stock_race');
     },
   );
 
@@ -196,7 +194,7 @@ export async function surfaceBRoutes(app: FastifyInstance, s: AppServices): Prom
       schema: { summary: 'A Stock Race round by id', tags: ['Stock Race'], headers: AuthHeadersB, params: RoundIdParams, response: { 200: StockRaceRoundView, ...errors } },
     },
     async (req) => {
-      const round = await roundRepository.byId(s.db, req.params.round_id);
+      const round = await s.rounds.byId(req.params.round_id);
       if (!round || round.game !== 'stock_race' || round.operatorId !== scopeOf(req.operator!)) {
         throw new DomainError('ROUND_NOT_FOUND', `no Stock Race round ${req.params.round_id}`);
       }
@@ -208,11 +206,11 @@ export async function surfaceBRoutes(app: FastifyInstance, s: AppServices): Prom
     '/bets/:bet_id',
     { schema: { summary: 'One of your Stock Race bets', tags: ['Stock Race'], headers: AuthHeadersB, params: BetIdParamsB, response: { 200: StockRaceBetView, ...errors } } },
     async (req) => {
-      const bet = await betRepository.byId(s.db, req.params.bet_id);
+      const bet = await s.bets.byId(req.params.bet_id);
       if (!bet || bet.operatorId !== req.operator!.id || bet.game !== 'stock_race') {
         throw new DomainError('BET_NOT_FOUND', `no Stock Race bet ${req.params.bet_id} for this operator`);
       }
-      return presentStockRaceBet(bet, await settlementRepository.byBet(s.db, bet.id), !isTest(req.operator!));
+      return presentStockRaceBet(bet, await s.settlements.byBet(bet.id), !isTest(req.operator!));
     },
   );
 
@@ -230,7 +228,7 @@ export async function surfaceBRoutes(app: FastifyInstance, s: AppServices): Prom
     async (req) => {
       const limit = req.query.limit === undefined ? 100 : Number(req.query.limit);
       if (limit < 1 || limit > 1000) throw new DomainError('VALIDATION_FAILED', 'querystring field "limit" must be an integer from 1 to 1000');
-      const rows = await settlementRepository.list(s.db, { operatorId: req.operator!.id, status: req.query.status, limit });
+      const rows = await s.settlements.list({ operatorId: req.operator!.id, status: req.query.status, limit });
       return { settlements: rows.map((x) => presentSettlement(x) as Static<typeof SettlementView>) };
     },
   );

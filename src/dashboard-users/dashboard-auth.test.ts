@@ -1,9 +1,10 @@
 import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FakeClock } from '../clock/clock';
+import { LoginThrottle } from '../dashboard/login-throttle';
 import type { Database } from '../store/database';
 import { freshDatabase, STORES } from '../../test/support/harness';
-import { DASHBOARD_SESSION_TTL_MS, DashboardAuth } from './auth';
+import { DASHBOARD_SESSION_TTL_MS, DashboardAuth } from './dashboard-auth';
 
 describe.each(STORES)('dashboard users and sessions on %s', (store) => {
   let db: Database;
@@ -20,7 +21,7 @@ describe.each(STORES)('dashboard users and sessions on %s', (store) => {
       `INSERT INTO operators (id, name, api_key, secret_enc, status, settings, created_at, updated_at) VALUES (?, 'Op', 'pk_dash', 'x', 'active', '{}', 0, 0)`,
       [operatorId],
     );
-    auth = new DashboardAuth(db, clock);
+    auth = new DashboardAuth(db, clock, new LoginThrottle(null));
   });
   afterAll(async () => dispose?.());
 

@@ -3,7 +3,7 @@ import { createHash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypt
 import type { Clock } from '../clock/clock';
 import { DomainError } from '../errors/codes';
 import type { Database } from '../store/database';
-import { LoginThrottle } from './login-throttle';
+import { dashboardUserRepository as users, type DashboardUserRow } from './dashboard-user-repository';
 
 /** A person who signs in to the partner dashboard; each belongs to exactly one operator. */
 export interface DashboardUser {
@@ -19,12 +19,15 @@ export interface DashboardSession {
   expiresAt: number;
 }
 
-interface UserRow {
-  id: string;
-  operator_id: string;
-  email: string;
-  password_hash: string;
-  created_at: number;
+/**
+ * Sign-in throttling, per client address and per account (the dashboard's LoginThrottle: in
+ * memory, or shared across instances in Redis). Each call may fail when shared state is unreachable.
+ */
+export interface SignInThrottle {
+  /** Seconds this address or account must wait before its next try; 0: go ahead. */
+  waitSeconds(clientAddress: string, email: string): Promise<number>;
+  noteFailure(clientAddress: string, email: string): Promise<void>;
+  noteSuccess(email: string): Promise<void>;
 }
 
 /** Sessions end this long after sign-in, whatever the activity: a stolen cookie does not live forever. */
@@ -53,7 +56,12 @@ const throttleUnavailable = (): never => {
   throw new DomainError('SERVICE_UNAVAILABLE', 'sign-in is unavailable for a moment; try again shortly');
 };
 
-const toUser = (r: UserRow): DashboardUser => ({ id: r.id, operatorId: r.operator_id, email: r.email, createdAt: Number(r.created_at) });
+const toUser = (r: DashboardUserRow): DashboardUser => ({
+  id: r.id,
+  operatorId: r.operator_id,
+  email: r.email,
+  createdAt: Number(r.created_at),
+});
 
 /**
  * Dashboard users and their sessions. Passwords are hashed with Argon2id (the @node-rs/argon2
@@ -68,7 +76,7 @@ export class DashboardAuth {
     private readonly db: Database,
     private readonly clock: Clock,
     /** Shared by every sign-in path of the process (and across instances when it is Redis-backed). */
-    private readonly throttle: LoginThrottle = new LoginThrottle(null),
+    private readonly throttle: SignInThrottle,
   ) {}
 
   async createUser(input: { operatorId: string; email: string; password: string }): Promise<DashboardUser> {
@@ -78,37 +86,22 @@ export class DashboardAuth {
     }
     const passwordHash = await hash(input.password);
     const user: DashboardUser = { id: `du_${randomUUID()}`, operatorId: input.operatorId, email, createdAt: this.clock.now() };
-    await this.db.transaction(async (tx) => {
-      const operator = await tx.get('SELECT id FROM operators WHERE id = ?', [input.operatorId]);
-      if (!operator) throw new DomainError('NOT_FOUND', `no operator with id ${input.operatorId}`);
-      const taken = await tx.get('SELECT id FROM dashboard_users WHERE email = ?', [email]);
-      if (taken) throw new DomainError('VALIDATION_FAILED', `a dashboard user with email ${email} already exists`);
-      await tx.run('INSERT INTO dashboard_users (id, operator_id, email, password_hash, created_at) VALUES (?, ?, ?, ?, ?)', [
-        user.id,
-        user.operatorId,
-        email,
-        passwordHash,
-        user.createdAt,
-      ]);
-    });
+    await this.db.transaction((tx) =>
+      users.insert(tx, { id: user.id, operator_id: user.operatorId, email, created_at: user.createdAt }, passwordHash),
+    );
     return user;
   }
 
   async listUsers(operatorId?: string): Promise<DashboardUser[]> {
-    const rows = operatorId
-      ? await this.db.all<UserRow>('SELECT * FROM dashboard_users WHERE operator_id = ? ORDER BY created_at, id', [operatorId])
-      : await this.db.all<UserRow>('SELECT * FROM dashboard_users ORDER BY created_at, id');
+    const rows = await users.list(this.db, operatorId);
     return rows.map(toUser);
   }
 
   /** Removes the user and signs out every session it had. */
   async deleteUser(email: string): Promise<DashboardUser> {
-    const row = await this.db.get<UserRow>('SELECT * FROM dashboard_users WHERE email = ?', [normaliseEmail(email)]);
+    const row = await users.byEmail(this.db, normaliseEmail(email));
     if (!row) throw new DomainError('NOT_FOUND', `no dashboard user with email ${email}`);
-    await this.db.transaction(async (tx) => {
-      await tx.run('DELETE FROM dashboard_sessions WHERE user_id = ?', [row.id]);
-      await tx.run('DELETE FROM dashboard_users WHERE id = ?', [row.id]);
-    });
+    await this.db.transaction((tx) => users.delete(tx, row.id));
     return toUser(row);
   }
 
@@ -130,7 +123,7 @@ export class DashboardAuth {
         retryAfterSeconds: wait,
       });
     }
-    const row = await this.db.get<UserRow>('SELECT * FROM dashboard_users WHERE email = ?', [email]);
+    const row = await users.byEmail(this.db, email);
     const ok = password.length <= MAX_PASSWORD_LENGTH && (await this.check(row?.password_hash, password));
     if (!row || !ok) {
       await this.throttle.noteFailure(clientAddress, email).catch(throttleUnavailable);
@@ -140,35 +133,23 @@ export class DashboardAuth {
     const sessionId = randomBytes(32).toString('base64url');
     const csrfToken = randomBytes(32).toString('base64url');
     const expiresAt = now + DASHBOARD_SESSION_TTL_MS;
-    await this.db.transaction(async (tx) => {
-      // Expired sessions of this user are cleared on the way in; nothing else needs a sweeper.
-      await tx.run('DELETE FROM dashboard_sessions WHERE user_id = ? AND expires_at <= ?', [row.id, now]);
-      await tx.run('INSERT INTO dashboard_sessions (id_hash, user_id, csrf_token, created_at, expires_at) VALUES (?, ?, ?, ?, ?)', [
-        hashSessionId(sessionId),
-        row.id,
-        csrfToken,
-        now,
-        expiresAt,
-      ]);
-    });
+    await this.db.transaction((tx) =>
+      users.openSession(tx, { idHash: hashSessionId(sessionId), userId: row.id, csrfToken, now, expiresAt }),
+    );
     return { sessionId, session: { user: toUser(row), csrfToken, expiresAt } };
   }
 
   /** The live session a cookie value opens, or null. */
   async session(sessionId: string | undefined): Promise<DashboardSession | null> {
     if (!sessionId || !/^[A-Za-z0-9_-]{43}$/.test(sessionId)) return null;
-    const row = await this.db.get<UserRow & { csrf_token: string; expires_at: number }>(
-      `SELECT u.id, u.operator_id, u.email, u.password_hash, u.created_at, s.csrf_token, s.expires_at
-       FROM dashboard_sessions s JOIN dashboard_users u ON u.id = s.user_id WHERE s.id_hash = ?`,
-      [hashSessionId(sessionId)],
-    );
+    const row = await users.session(this.db, hashSessionId(sessionId));
     if (!row || Number(row.expires_at) <= this.clock.now()) return null;
     return { user: toUser(row), csrfToken: row.csrf_token, expiresAt: Number(row.expires_at) };
   }
 
   async signOut(sessionId: string | undefined): Promise<void> {
     if (!sessionId) return;
-    await this.db.transaction((tx) => tx.run('DELETE FROM dashboard_sessions WHERE id_hash = ?', [hashSessionId(sessionId)]));
+    await this.db.transaction((tx) => users.deleteSession(tx, hashSessionId(sessionId)));
   }
 
   private async check(stored: string | undefined, password: string): Promise<boolean> {

@@ -2,7 +2,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_OPERATOR_SETTINGS, type Operator } from '../operators/operator';
 import type { Database } from '../store/database';
 import { freshDatabase, STORES, testConfig } from '../../test/support/harness';
-import { betCountsByRound, liveStats, money, overview } from './queries';
+import { betRepository } from '../bets/bet-repository';
+import { money } from '../money/currency';
+import { OperatorReports } from './operator-reports';
 
 const operator: Operator = {
   id: 'op_stats',
@@ -16,7 +18,7 @@ const operator: Operator = {
   previousSecretExpiresAt: null,
 };
 
-describe.each(STORES)('dashboard read models on %s', (store) => {
+describe.each(STORES)('operator reports (the dashboard read models) on %s', (store) => {
   let db: Database;
   let dispose: () => Promise<void>;
 
@@ -60,7 +62,7 @@ describe.each(STORES)('dashboard read models on %s', (store) => {
   afterAll(async () => dispose?.());
 
   it('measures RTP from settled, non-void bets of this operator only, per game and currency', async () => {
-    const stats = await liveStats(db, testConfig(), operator);
+    const stats = await new OperatorReports(db, testConfig(), { now: () => 0 }).liveStats(operator);
     expect(stats.crash_points).toEqual([
       { round_number: 1, crash_point: 1.5 },
       { round_number: 2, crash_point: 10 },
@@ -78,8 +80,10 @@ describe.each(STORES)('dashboard read models on %s', (store) => {
   });
 
   it('counts this operator\'s bets per round and what needs attention', async () => {
-    expect(Object.fromEntries(await betCountsByRound(db, operator.id, ['c1', 'c2', 's1', 'nope']))).toEqual({ c1: 2, c2: 2, s1: 3 });
-    expect(await overview(db, operator.id, 0)).toEqual({ pendingSettlements: 0, deadDeliveries: 0, flagsLastDay: 0, endpoints: 0 });
+    const counts = await betRepository.countsByRound(db, operator.id, ['c1', 'c2', 's1', 'nope']);
+    expect(Object.fromEntries(counts)).toEqual({ c1: 2, c2: 2, s1: 3 });
+    const overview = await new OperatorReports(db, testConfig(), { now: () => 0 }).overview(operator.id);
+    expect(overview).toEqual({ pendingSettlements: 0, deadDeliveries: 0, flagsLastDay: 0, endpoints: 0 });
   });
 
   it('shows money in the bet\'s currency, exactly', () => {

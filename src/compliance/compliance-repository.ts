@@ -1,0 +1,84 @@
+import type { SqlExecutor, SqlParam } from '../store/database';
+import type { ComplianceRule } from '../webhooks/payloads';
+
+/** A compliance_flags row: `details` holds the flag's context and measurements as JSON. */
+export interface FlagRow {
+  id: string;
+  operator_id: string;
+  rule: ComplianceRule;
+  player: string | null;
+  bet_id: string | null;
+  details: string;
+  created_at: number;
+}
+
+/** Raised compliance flags, and the places (hashed addresses) each player session was used from. */
+export const complianceRepository = {
+  async insertFlag(tx: SqlExecutor, f: FlagRow): Promise<void> {
+    await tx.run(
+      `INSERT INTO compliance_flags (id, operator_id, rule, player, bet_id, details, created_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?)`,
+      [f.id, f.operator_id, f.rule, f.player, f.bet_id, f.details, f.created_at],
+    );
+  },
+
+  /** Whether this rule already flagged this player of this operator after `since`. */
+  async flaggedSince(
+    db: SqlExecutor,
+    q: { operatorId: string; rule: ComplianceRule; player: string; since: number },
+  ): Promise<boolean> {
+    const row = await db.get<{ id: string }>(
+      'SELECT id FROM compliance_flags WHERE operator_id = ? AND rule = ? AND player = ? AND created_at > ? LIMIT 1',
+      [q.operatorId, q.rule, q.player, q.since],
+    );
+    return row !== undefined;
+  },
+
+  /** Newest first; every operator's when `scope` is null. */
+  async listFlags(
+    db: SqlExecutor,
+    scope: string | null,
+    filter: { rule?: string; player?: string; before?: number; limit: number },
+  ): Promise<FlagRow[]> {
+    const where: string[] = [];
+    const params: SqlParam[] = [];
+    if (scope !== null) (where.push('operator_id = ?'), params.push(scope));
+    if (filter.rule !== undefined) (where.push('rule = ?'), params.push(filter.rule));
+    if (filter.player !== undefined) (where.push('player = ?'), params.push(filter.player));
+    if (filter.before !== undefined) (where.push('created_at < ?'), params.push(filter.before));
+    params.push(filter.limit);
+    const filtered = where.length ? ` WHERE ${where.join(' AND ')}` : '';
+    return db.all<FlagRow>(`SELECT * FROM compliance_flags${filtered} ORDER BY created_at DESC, id LIMIT ?`, params);
+  },
+
+  /**
+   * Records that a session was used from a place. Resolves true for a place new to the session; a
+   * place already known only has its last-seen time refreshed (false).
+   */
+  async notePlace(
+    tx: SqlExecutor,
+    p: { sessionId: string; placeHash: string; operatorId: string; now: number },
+  ): Promise<boolean> {
+    const inserted = await tx.run(
+      `INSERT INTO compliance_session_places (session_id, place, operator_id, first_seen_at, last_seen_at)
+       VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
+      [p.sessionId, p.placeHash, p.operatorId, p.now, p.now],
+    );
+    if (inserted.changes > 0) return true;
+    await tx.run('UPDATE compliance_session_places SET last_seen_at = ? WHERE session_id = ? AND place = ?', [
+      p.now,
+      p.sessionId,
+      p.placeHash,
+    ]);
+    return false;
+  },
+
+  /** Distinct places a session was used from since `since`. */
+  async placesSince(tx: SqlExecutor, sessionId: string, since: number): Promise<number> {
+    const row = await tx.get<{ n: number }>(
+      'SELECT COUNT(*) AS n FROM compliance_session_places WHERE session_id = ? AND last_seen_at > ?',
+      [sessionId, since],
+    );
+    return Number(row?.n ?? 0);
+  },
+};

@@ -1,0 +1,237 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { randomBytes } from 'node:crypto';
+import { Type } from 'typebox';
+import type { Bet } from '../../bets/bet';
+import { isDomainError, type ErrorCode } from '../../errors/codes';
+import { formatMultiplier } from '../../games/crash/multiplier';
+import type { CrashOutcome } from '../../games/engine/round';
+import { presentRound } from '../../games/round-presenter';
+import { hideFromOpenApi } from '../../http/openapi';
+import { streamFeed } from '../../http/sse';
+import { currencyExponent, formatMinor } from '../../money/currency';
+import type { AppServices } from '../../services';
+import type { PlayerSession } from '../../sessions/session-service';
+import { PLAYER_ASSETS, serveAssets } from '../assets';
+import { crashPlayerPage, playerRefusalPage, stockRacePlayerPage, verifyPlayerPage } from './player-view';
+
+type TokenReq = FastifyRequest<{ Querystring: { token?: string } }>;
+
+const TokenQuery = Type.Object(
+  { token: Type.Optional(Type.String({ maxLength: 200 })) },
+  { additionalProperties: true },
+);
+
+/** Player pages read on the store's read-only path: opening one never waits behind a writer. */
+const READ_ONLY = { readOnly: true } as const;
+
+/** The player-page response headers: the token is a bearer credential in the URL, so no caching and no Referer. */
+function playerPageHeaders(reply: FastifyReply, nonce: string): void {
+  reply.header('cache-control', 'no-store');
+  reply.header('referrer-policy', 'no-referrer');
+  reply.header('x-content-type-options', 'nosniff');
+  reply.header(
+    'content-security-policy',
+    `default-src 'none'; script-src 'nonce-${nonce}'; style-src 'nonce-${nonce}'; img-src 'self'; connect-src 'self'; base-uri 'none'; form-action 'none'`,
+  );
+}
+
+const newNonce = (): string => randomBytes(16).toString('base64');
+
+export interface SessionBetJson {
+  bet_id: string;
+  round_id: string;
+  round_number: number;
+  selected_stocks: string[];
+  stake: string;
+  currency: string;
+  status: string;
+  payout: string | null;
+  placed_at: number;
+  settled_at: number | null;
+}
+
+function presentSessionBet(b: Bet): SessionBetJson {
+  const exp = currencyExponent(b.currency!);
+  return {
+    bet_id: b.id,
+    round_id: b.roundId,
+    round_number: b.roundNumber,
+    selected_stocks: b.selections ?? [],
+    stake: formatMinor(b.amount, exp),
+    currency: b.currency!,
+    status: b.status,
+    payout: b.payout === null ? null : formatMinor(b.payout, exp),
+    placed_at: b.placedAt,
+    settled_at: b.settledAt,
+  };
+}
+
+/**
+ * The player page a launch_url opens (Stock Race at /play, Crash at /play/crash, the round checker
+ * at /play/verify), its live feeds, the session's bets and the page's static files. Everything but
+ * the files opens only with a live session token: a link whose session is unknown or has expired
+ * opens nothing (404 / 410 with a short explanation, never the game). Other errors take Surface B's
+ * shape from the server's root handler (every path outside /api/public/ gets it).
+ */
+export async function playerRoutes(app: FastifyInstance, s: AppServices): Promise<void> {
+  const r = app.withTypeProvider<TypeBoxTypeProvider>();
+  hideFromOpenApi(app);
+
+  serveAssets(app, '/play/assets', PLAYER_ASSETS);
+
+  // Every use of a session reports where it came from: one session used from several places at
+  // once raises a compliance flag. An observation only: it never blocks the player.
+  const seen = (session: PlayerSession, req: FastifyRequest, sandbox: string | null): void => {
+    // Sandbox sessions are test data: they raise no compliance flags.
+    if (sandbox !== null) return;
+    void s.complianceFlags
+      .sessionSeen({
+        operatorId: session.operatorId,
+        sessionId: session.id,
+        player: session.playerRef,
+        place: req.ip,
+        now: s.clock.now(),
+      })
+      .catch((err: unknown) => req.log.warn({ err }, 'compliance session check failed'));
+  };
+
+  /**
+   * The page for a token that opens no game: 404 for an unknown one, 410 for an expired one. An
+   * expired session is still on file, so its page links back to the operator's return_url.
+   */
+  const refuse = async (reply: FastifyReply, token: string | undefined, code: ErrorCode): Promise<FastifyReply> => {
+    const nonce = newNonce();
+    const expired = code === 'SESSION_EXPIRED';
+    const html = expired
+      ? playerRefusalPage({
+          title: 'Session expired',
+          message: 'This game session has ended. Go back to the operator site to start a new one.',
+          returnUrl: token ? await s.sessions.returnUrlOf(token) : null,
+          nonce,
+        })
+      : playerRefusalPage({
+          title: 'Session not found',
+          message: 'This link does not open a game session.',
+          returnUrl: null,
+          nonce,
+        });
+    playerPageHeaders(reply, nonce);
+    return reply
+      .status(expired ? 410 : 404)
+      .type('text/html; charset=utf-8')
+      .send(html);
+  };
+
+  /** The session a page's token opens, or null once the refusal page has been sent. */
+  const sessionForPage = async (
+    reply: FastifyReply,
+    token: string | undefined,
+    options?: typeof READ_ONLY,
+  ): Promise<PlayerSession | null> => {
+    try {
+      return await s.sessions.byToken(token, options);
+    } catch (error) {
+      if (!isDomainError(error)) throw error;
+      await refuse(reply, token, error.code);
+      return null;
+    }
+  };
+
+  /** Streams a game's live feed to the session until it expires (the page's reconnect is then refused). */
+  const streamUntilExpiry = async (
+    req: FastifyRequest,
+    reply: FastifyReply,
+    session: PlayerSession,
+    sandbox: string | null,
+    game: 'crash' | 'stock_race',
+  ): Promise<void> => {
+    await streamFeed(req, reply, s.streams, sandbox === null ? s.feed : s.sandbox.feedOf(sandbox), game, session.id);
+    const left = session.expiresAt - s.clock.now();
+    const timer = setTimeout(() => reply.raw.end(), Math.min(Math.max(0, left), 2 ** 31 - 1));
+    timer.unref();
+    reply.raw.on('close', () => clearTimeout(timer));
+  };
+
+  r.get('/play', { schema: { querystring: TokenQuery } }, async (req, reply) => {
+    const session = await sessionForPage(reply, req.query.token, READ_ONLY);
+    if (!session) return reply;
+    const sandbox = await s.sandbox.scopeOfSession(session);
+    seen(session, req, sandbox);
+    const latest = await s.rounds.latest('stock_race', sandbox, READ_ONLY);
+    const round = latest ? { ...presentRound(latest), symbols: s.stockRaceGame.symbolsOf(latest) } : null;
+    const nonce = newNonce();
+    playerPageHeaders(reply, nonce);
+    const feedPath = `/play/feed?token=${encodeURIComponent(req.query.token!)}`;
+    const page = stockRacePlayerPage({
+      session,
+      round,
+      feedPath,
+      nonce,
+      token: req.query.token!,
+      serverNow: s.clock.now(),
+    });
+    return reply.type('text/html; charset=utf-8').send(page);
+  });
+
+  r.get('/play/feed', { schema: { querystring: TokenQuery } }, async (req, reply) => {
+    const session = await s.sessions.byToken(req.query.token, READ_ONLY);
+    const sandbox = await s.sandbox.scopeOfSession(session);
+    seen(session, req, sandbox);
+    await streamUntilExpiry(req, reply, session, sandbox, 'stock_race');
+  });
+
+  app.get('/play/bets', async (req: TokenReq, reply) => {
+    const session = await s.sessions.byToken(req.query.token, READ_ONLY);
+    reply.header('cache-control', 'no-store');
+    return { bets: (await s.bets.ofSession(session.id, 50)).map(presentSessionBet) };
+  });
+
+  app.get('/play/crash', async (req: TokenReq, reply) => {
+    const session = await sessionForPage(reply, req.query.token, READ_ONLY);
+    if (!session) return reply;
+    const sandbox = await s.sandbox.scopeOfSession(session);
+    const latest = await s.rounds.latest('crash', sandbox, READ_ONLY);
+    const closed = await s.rounds.recentlyClosed('crash', 12, sandbox, READ_ONLY);
+    const nonce = newNonce();
+    playerPageHeaders(reply, nonce);
+    const html = crashPlayerPage({
+      session,
+      token: req.query.token!,
+      nonce,
+      serverNow: s.clock.now(),
+      round: latest ? presentRound(latest) : null,
+      recent: closed.map((c) => ({
+        round_number: c.roundNumber,
+        crash_point: formatMultiplier((c.outcome as CrashOutcome).crash_point),
+      })),
+    });
+    return reply.type('text/html; charset=utf-8').send(html);
+  });
+
+  app.get('/play/verify', async (req: FastifyRequest<{ Querystring: { token?: string; round?: string } }>, reply) => {
+    const session = await sessionForPage(reply, req.query.token);
+    if (!session) return reply;
+    // Only live rounds: sandbox ones are test data, outside the public fairness record.
+    const recent = await s.rounds.lastClosed(12, null, READ_ONLY);
+    const asked = req.query.round;
+    const roundId = typeof asked === 'string' && /^[\x21-\x7e]{1,100}$/.test(asked) ? asked : null;
+    const nonce = newNonce();
+    playerPageHeaders(reply, nonce);
+    const html = verifyPlayerPage({
+      session,
+      token: req.query.token!,
+      nonce,
+      serverNow: s.clock.now(),
+      roundId,
+      recent: recent.map((x) => ({ round_id: x.id, game: x.game, round_number: x.roundNumber })),
+    });
+    return reply.type('text/html; charset=utf-8').send(html);
+  });
+
+  app.get('/play/crash/feed', async (req: TokenReq, reply) => {
+    const session = await s.sessions.byToken(req.query.token, READ_ONLY);
+    const sandbox = await s.sandbox.scopeOfSession(session);
+    await streamUntilExpiry(req, reply, session, sandbox, 'crash');
+  });
+}

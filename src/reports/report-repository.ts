@@ -1,0 +1,82 @@
+import type { Game } from '../games/engine/round';
+import type { SqlExecutor } from '../store/database';
+
+// A settled bet that was not voided: the stake was at risk and the payout reflects the game.
+const SETTLED = `status NOT IN ('active', 'reserved', 'void')`;
+
+export interface SettledTotalRow {
+  game: Game;
+  currency: string | null;
+  bets: number;
+  staked: number;
+  paid: number;
+}
+
+export interface AttentionCounts {
+  pendingSettlements: number;
+  deadDeliveries: number;
+  flagsLastDay: number;
+  endpoints: number;
+}
+
+/**
+ * Read models for the partner dashboard: sums and counts over several aggregates (bets, wallet
+ * settlements, webhook deliveries and endpoints, compliance flags), scoped to one operator. Reads only.
+ */
+export const reportRepository = {
+  /** Stakes and payouts of one operator's settled bets, per game and currency. */
+  async settledTotals(db: SqlExecutor, operatorId: string): Promise<SettledTotalRow[]> {
+    const rows = await db.all<{ game: Game; currency: string | null; n: number; staked: unknown; paid: unknown }>(
+      `SELECT game, currency, COUNT(*) AS n, SUM(amount) AS staked, SUM(payout) AS paid FROM bets
+       WHERE operator_id = ? AND ${SETTLED} GROUP BY game, currency ORDER BY game, currency`,
+      [operatorId],
+    );
+    return rows.map((r) => ({
+      game: r.game,
+      currency: r.currency,
+      bets: Number(r.n),
+      staked: Number(r.staked ?? 0),
+      paid: Number(r.paid ?? 0),
+    }));
+  },
+
+  /**
+   * Stakes and payouts of one operator's settled bets in one game and currency, per round: the
+   * latest `limit` rounds, oldest first.
+   */
+  async settledByRound(
+    db: SqlExecutor,
+    q: { operatorId: string; game: Game; currency: string | null; limit: number },
+  ): Promise<{ round_number: number; staked: number; paid: number }[]> {
+    const rows = await db.all<{ round_number: number; staked: unknown; paid: unknown }>(
+      `SELECT round_number, SUM(amount) AS staked, SUM(payout) AS paid FROM bets
+       WHERE operator_id = ? AND game = ? AND ${q.currency === null ? 'currency IS NULL' : 'currency = ?'} AND ${SETTLED}
+       GROUP BY round_number ORDER BY round_number DESC LIMIT ?`,
+      q.currency === null ? [q.operatorId, q.game, q.limit] : [q.operatorId, q.game, q.currency, q.limit],
+    );
+    return rows
+      .reverse()
+      .map((r) => ({ round_number: Number(r.round_number), staked: Number(r.staked ?? 0), paid: Number(r.paid ?? 0) }));
+  },
+
+  /** What needs the operator's attention: settle calls not confirmed, dead deliveries, recent flags, endpoints. */
+  async attention(db: SqlExecutor, operatorId: string, flagsSince: number): Promise<AttentionCounts> {
+    const count = async (sql: string, params: (string | number)[]): Promise<number> =>
+      Number((await db.get<{ n: number }>(sql, params))?.n ?? 0);
+    return {
+      pendingSettlements: await count(
+        `SELECT COUNT(*) AS n FROM wallet_settlements WHERE operator_id = ? AND status = 'pending'`,
+        [operatorId],
+      ),
+      deadDeliveries: await count(
+        `SELECT COUNT(*) AS n FROM webhook_deliveries WHERE operator_id = ? AND status = 'dead'`,
+        [operatorId],
+      ),
+      flagsLastDay: await count('SELECT COUNT(*) AS n FROM compliance_flags WHERE operator_id = ? AND created_at > ?', [
+        operatorId,
+        flagsSince,
+      ]),
+      endpoints: await count('SELECT COUNT(*) AS n FROM webhook_endpoints WHERE operator_id = ?', [operatorId]),
+    };
+  },
+};
