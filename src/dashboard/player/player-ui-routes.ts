@@ -1,6 +1,6 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { randomBytes } from 'node:crypto';
-import type { Bet } from '../../bets/bet';
+import { type Bet, resultOf } from '../../bets/bet';
 import { toBet } from '../../bets/bet-repository';
 import { formatMultiplier } from '../../games/crash/multiplier';
 import { isDomainError, type ErrorCode } from '../../errors/codes';
@@ -73,6 +73,7 @@ export interface SessionBetJson {
 
 function presentSessionBet(b: Bet): SessionBetJson {
   const exp = currencyExponent(b.currency!);
+  const result = resultOf(b);
   return {
     bet_id: b.id,
     round_id: b.roundId,
@@ -81,9 +82,9 @@ function presentSessionBet(b: Bet): SessionBetJson {
     stake: formatMinor(b.amount, exp),
     currency: b.currency!,
     status: b.status,
-    payout: b.payout === null ? null : formatMinor(b.payout, exp),
+    payout: result.payout === null ? null : formatMinor(result.payout, exp),
     placed_at: b.placedAt,
-    settled_at: b.settledAt,
+    settled_at: result.settledAt,
   };
 }
 
