@@ -1,5 +1,3 @@
-import type { Game } from '../games/engine/round';
-
 /**
  * Crash: active → cashed_out | lost | void. Stock Race: reserved → won | lost | void.
  * Every status but active/reserved is final: the bet is settled and its payout fixed.
@@ -90,8 +88,11 @@ export const isSettled = (b: Bet): b is SettledBet => b.status !== 'active' && b
 export const isCrashBet = (b: Bet): b is CrashBet => b.game === 'crash';
 export const isStockRaceBet = (b: Bet): b is StockRaceBet => b.game === 'stock_race';
 
-/** For `Game`-keyed code: the bets of one game. */
-export type BetOf<G extends Game> = Extract<Bet, { game: G }>;
+/** A bet that can only be a Stock Race bet (read by its session, say); any other is a defect. */
+export function stockRaceBetOf(bet: Bet): StockRaceBet {
+  if (!isStockRaceBet(bet)) throw new Error(`bet ${bet.id} is a ${bet.game} bet, not a Stock Race bet`);
+  return bet;
+}
 
 /** A bet's result in the shape the presenters publish: every field null while the bet is still in play. */
 export interface PresentedResult {

@@ -3,7 +3,7 @@ import { formatMultiplier } from '../games/crash/multiplier';
 import { currencyExponent, formatMinor } from '../money/currency';
 import type { Operator } from '../operators/operator';
 import type { Config } from '../config/config';
-import type { CrashOutcome, Game } from '../games/engine/round';
+import { type Game, parseCrashOutcome } from '../games/engine/round';
 import type { SqlExecutor } from '../store/database';
 
 /** Read models only the dashboard needs; everything that changes state goes through the services. */
@@ -59,7 +59,7 @@ export async function liveStats(db: SqlExecutor, config: Config, operator: Opera
     sandbox ? [operator.id] : [],
   );
   const crash_points = crashRows
-    .map((r) => ({ round_number: Number(r.round_number), crash_point: formatMultiplier((JSON.parse(r.outcome) as CrashOutcome).crash_point) }))
+    .map((r) => ({ round_number: Number(r.round_number), crash_point: formatMultiplier(parseCrashOutcome(r.outcome).crash_point) }))
     .reverse();
 
   const totalsRows = await db.all<{ game: Game; currency: string | null; n: number; staked: unknown; paid: unknown }>(

@@ -1,6 +1,6 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { randomBytes } from 'node:crypto';
-import { type Bet, resultOf } from '../../bets/bet';
+import { resultOf, type StockRaceBet, stockRaceBetOf } from '../../bets/bet';
 import { toBet } from '../../bets/bet-repository';
 import { formatMultiplier } from '../../games/crash/multiplier';
 import { isDomainError, type ErrorCode } from '../../errors/codes';
@@ -10,7 +10,7 @@ import { streamFeed } from '../../http/sse';
 import { surfaceB } from '../../http/surface-b/routes';
 import { errorHandler } from '../../http/surface';
 import { currencyExponent, formatMinor } from '../../money/currency';
-import type { CrashOutcome } from '../../games/engine/round';
+import { parseCrashOutcome } from '../../games/engine/round';
 import { presentRound } from '../../games/round-presenter';
 import { roundRepository } from '../../games/engine/round-repository';
 import { sandboxOf } from '../../sandbox/sandbox-service';
@@ -71,8 +71,8 @@ export interface SessionBetJson {
   settled_at: number | null;
 }
 
-function presentSessionBet(b: Bet): SessionBetJson {
-  const exp = currencyExponent(b.currency!);
+function presentSessionBet(b: StockRaceBet): SessionBetJson {
+  const exp = currencyExponent(b.currency);
   const result = resultOf(b);
   return {
     bet_id: b.id,
@@ -80,7 +80,7 @@ function presentSessionBet(b: Bet): SessionBetJson {
     round_number: b.roundNumber,
     selected_stocks: b.selections ?? [],
     stake: formatMinor(b.amount, exp),
-    currency: b.currency!,
+    currency: b.currency,
     status: b.status,
     payout: result.payout === null ? null : formatMinor(result.payout, exp),
     placed_at: b.placedAt,
@@ -90,7 +90,7 @@ function presentSessionBet(b: Bet): SessionBetJson {
 
 export async function sessionBets(db: SqlExecutor, session: PlayerSession, limit = 50): Promise<SessionBetJson[]> {
   const rows = await db.all<Parameters<typeof toBet>[0]>('SELECT * FROM bets WHERE session_id = ? ORDER BY placed_at DESC, id LIMIT ?', [session.id, limit]);
-  return rows.map(toBet).map(presentSessionBet);
+  return rows.map((r) => presentSessionBet(stockRaceBetOf(toBet(r))));
 }
 
 async function recentCrashPoints(
@@ -103,7 +103,7 @@ async function recentCrashPoints(
      AND ${sandbox === null ? 'operator_id IS NULL' : 'operator_id = ?'} ORDER BY round_number DESC LIMIT ?`,
     sandbox === null ? [limit] : [sandbox, limit],
   );
-  return rows.map((r) => ({ round_number: Number(r.round_number), crash_point: formatMultiplier((JSON.parse(r.outcome) as CrashOutcome).crash_point) }));
+  return rows.map((r) => ({ round_number: Number(r.round_number), crash_point: formatMultiplier(parseCrashOutcome(r.outcome).crash_point) }));
 }
 
 /**

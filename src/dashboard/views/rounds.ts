@@ -10,10 +10,10 @@ const GAME_LABEL: Record<Game, string> = { crash: 'Crash', stock_race: 'Stock Ra
 
 export function outcomeText(r: RoundJson): string {
   if (r.status === 'void') return `void${r.void_reason ? `: ${r.void_reason}` : ''}`;
-  const o = r.outcome as { crash_point?: number; winner?: string; pct?: number } | null;
+  const o = r.outcome;
   if (!o) return 'not final yet';
-  if (o.crash_point !== undefined) return `crashed at ${o.crash_point.toFixed(2)}x`;
-  return `${o.winner} ${o.pct! > 0 ? '+' : ''}${o.pct!.toFixed(2)}%`;
+  if ('crash_point' in o) return `crashed at ${o.crash_point.toFixed(2)}x`;
+  return `${o.winner} ${o.pct > 0 ? '+' : ''}${o.pct.toFixed(2)}%`;
 }
 
 function gameSelect(selected: string | undefined, withAll: boolean): SafeHtml {

@@ -64,7 +64,8 @@ export class CrashGame implements GameDriver {
     return { salt: this.o.salt, house_edge_bp: this.o.houseEdgeBp, growth_per_ms: GROWTH_PER_MS };
   }
 
-  crashPoint(round: Round): number {
+  /** Needs only what fixes the outcome: the seed, the frozen settings, and whether it is a sandbox round. */
+  crashPoint(round: Pick<Round, 'seed' | 'settings' | 'operatorId'>): number {
     const scripted = scriptedCrashPoint(round);
     if (scripted !== null) return scripted;
     const { salt, house_edge_bp } = this.roundFields(round);
@@ -72,7 +73,7 @@ export class CrashGame implements GameDriver {
   }
 
   /** What anyone needs, with the revealed seed, to recompute this round: frozen when it opened. */
-  roundFields(round: Round): { salt: string; house_edge_bp: number } {
+  roundFields(round: Pick<Round, 'settings'>): { salt: string; house_edge_bp: number } {
     return { salt: String(round.settings.salt ?? this.o.salt), house_edge_bp: Number(round.settings.house_edge_bp ?? this.o.houseEdgeBp) };
   }
 
@@ -106,8 +107,7 @@ export class CrashGame implements GameDriver {
     const crash = this.crashPoint(round);
     const m = liveMultiplier(now - round.runningAt, crash);
     const due: Exit[] = [];
-    while (this.nextExit < this.exits.length && this.exits[this.nextExit]!.at <= m) {
-      const exit = this.exits[this.nextExit++]!;
+    for (let exit = this.exits[this.nextExit]; exit !== undefined && exit.at <= m; exit = this.exits[++this.nextExit]) {
       if (exit.at <= crash && this.active.has(exit.bet.id)) due.push(exit);
     }
     // Per-round cap: once an operator's open exposure at this multiplier reaches its limit, every

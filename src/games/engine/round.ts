@@ -160,3 +160,10 @@ export function stockRaceOutcomeOf(round: ClosedRound): StockRaceOutcome {
 
 /** Which world a round lives in: the live one (null) or one sandbox operator's. */
 export type RoundScope = string | null;
+
+/** A stored Crash outcome (the rounds.outcome column), checked: a malformed one is a defect, not a number. */
+export function parseCrashOutcome(json: string): CrashOutcome {
+  const outcome: unknown = JSON.parse(json);
+  if (!isCrashOutcome(outcome)) throw new Error(`not a Crash outcome: ${json}`);
+  return outcome;
+}
