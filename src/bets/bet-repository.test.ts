@@ -37,7 +37,13 @@ const raceRow = (over: Partial<BetRow> = {}): BetRow =>
     ...over,
   });
 
-const cashedOut = { status: 'cashed_out', payout: 250, cashout_multiplier: 250, cashout_kind: 'auto', settled_at: 2_000 } as const;
+const cashedOut = {
+  status: 'cashed_out',
+  payout: 250,
+  cashout_multiplier: 250,
+  cashout_kind: 'auto',
+  settled_at: 2_000,
+} as const;
 
 describe('a bet row becomes the bet type its game and status say', () => {
   it('maps each well-formed row to its variant, with exactly the fields that variant has', () => {
@@ -70,7 +76,10 @@ describe('a bet row becomes the bet type its game and status say', () => {
       cashoutKind: null,
     });
     expect(toBet(raceRow())).toMatchObject({ game: 'stock_race', sessionId: 'ses_1', selections: ['NVDA', 'AAPL'] });
-    expect(toBet(raceRow({ status: 'won', payout: 1900, settled_at: 2_000 }))).toMatchObject({ status: 'won', payout: 1900 });
+    expect(toBet(raceRow({ status: 'won', payout: 1900, settled_at: 2_000 }))).toMatchObject({
+      status: 'won',
+      payout: 1900,
+    });
   });
 
   it.each([
@@ -80,7 +89,10 @@ describe('a bet row becomes the bet type its game and status say', () => {
     ['a cash-out without a kind', crashRow({ ...cashedOut, cashout_kind: null })],
     ['a cash-out of an unknown kind', crashRow({ ...cashedOut, cashout_kind: 'magic' as 'auto' })],
     ['a lost bet without a payout', crashRow({ status: 'lost', settled_at: 2_000 })],
-    ['a lost bet with a cash-out multiplier', crashRow({ status: 'lost', payout: 0, settled_at: 2_000, cashout_multiplier: 150 })],
+    [
+      'a lost bet with a cash-out multiplier',
+      crashRow({ status: 'lost', payout: 0, settled_at: 2_000, cashout_multiplier: 150 }),
+    ],
     ['a Crash bet with a currency', crashRow({ currency: 'EUR' })],
     ['a Crash bet with a Stock Race status', crashRow({ status: 'reserved' })],
     ['a Stock Race bet without a session', raceRow({ session_id: null })],

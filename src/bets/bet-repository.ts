@@ -73,11 +73,15 @@ export function toBet(r: BetRow): Bet {
   const settledAt = nullableNumber(r.settled_at);
   const open = payout === null && multiplier === null && r.cashout_kind === null && settledAt === null;
   const settled = (): { payout: number; settledAt: number } => {
-    if (payout === null || settledAt === null) throw new BetRowMisfit(r, 'a settled bet has a payout and a settlement time');
+    if (payout === null || settledAt === null) {
+      throw new BetRowMisfit(r, 'a settled bet has a payout and a settlement time');
+    }
     return { payout, settledAt };
   };
   const noCashout = (): { cashoutMultiplier: null; cashoutKind: null } => {
-    if (multiplier !== null || r.cashout_kind !== null) throw new BetRowMisfit(r, 'only a cash-out has a multiplier and a kind');
+    if (multiplier !== null || r.cashout_kind !== null) {
+      throw new BetRowMisfit(r, 'only a cash-out has a multiplier and a kind');
+    }
     return { cashoutMultiplier: null, cashoutKind: null };
   };
 
@@ -85,14 +89,27 @@ export function toBet(r: BetRow): Bet {
     if (r.session_id !== null || r.currency !== null || r.selections !== null) {
       throw new BetRowMisfit(r, 'a Crash bet has no session, currency or selections');
     }
-    const crash = { ...base, game: r.game, sessionId: null, currency: null, selections: null, autoCashout: nullableNumber(r.auto_cashout) };
+    const crash = {
+      ...base,
+      game: r.game,
+      sessionId: null,
+      currency: null,
+      selections: null,
+      autoCashout: nullableNumber(r.auto_cashout),
+    };
     switch (r.status) {
       case 'active':
         if (!open) throw new BetRowMisfit(r, 'an active bet has no result yet');
         return { ...crash, status: r.status };
       case 'cashed_out':
         if (multiplier === null) throw new BetRowMisfit(r, 'a cash-out has a multiplier');
-        return { ...crash, status: r.status, ...settled(), cashoutMultiplier: multiplier, cashoutKind: cashoutKindOf(r) };
+        return {
+          ...crash,
+          status: r.status,
+          ...settled(),
+          cashoutMultiplier: multiplier,
+          cashoutKind: cashoutKindOf(r),
+        };
       case 'lost':
       case 'void':
         return { ...crash, status: r.status, ...settled(), ...noCashout() };
@@ -101,7 +118,9 @@ export function toBet(r: BetRow): Bet {
     }
   }
   if (r.game === 'stock_race') {
-    if (r.session_id === null || r.currency === null) throw new BetRowMisfit(r, 'a Stock Race bet has a session and a currency');
+    if (r.session_id === null || r.currency === null) {
+      throw new BetRowMisfit(r, 'a Stock Race bet has a session and a currency');
+    }
     if (r.auto_cashout !== null) throw new BetRowMisfit(r, 'a Stock Race bet has no auto cash-out');
     const race = {
       ...base,

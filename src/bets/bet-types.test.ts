@@ -66,7 +66,11 @@ describe('bet types', () => {
   });
 
   it('narrow a bet by its status to the fields that status has', () => {
-    const bets: Bet[] = [active, reserved, { ...reserved, status: 'won', payout: 190, cashoutMultiplier: null, cashoutKind: null, settledAt: 2_000 }];
+    const bets: Bet[] = [
+      active,
+      reserved,
+      { ...reserved, status: 'won', payout: 190, cashoutMultiplier: null, cashoutKind: null, settledAt: 2_000 },
+    ];
     const payouts = bets.map((b) => (isSettled(b) ? b.payout : 'open'));
     expect(payouts).toEqual(['open', 'open', 190]);
     expect(bets.map((b) => resultOf(b).payout)).toEqual([null, null, 190]);

@@ -12,14 +12,24 @@ export type NewStockRaceBet = Omit<ReservedStockRaceBet, 'id' | 'placedAt'>;
 export type NewBet = NewCrashBet | NewStockRaceBet;
 
 /** Writes a bet accepted by its game, with the compliance rules, inside the caller's transaction. */
-export async function recordPlacedBet(tx: SqlExecutor, compliance: ComplianceHooks, fields: NewCrashBet, now: number): Promise<ActiveCrashBet>;
+export async function recordPlacedBet(
+  tx: SqlExecutor,
+  compliance: ComplianceHooks,
+  fields: NewCrashBet,
+  now: number,
+): Promise<ActiveCrashBet>;
 export async function recordPlacedBet(
   tx: SqlExecutor,
   compliance: ComplianceHooks,
   fields: NewStockRaceBet,
   now: number,
 ): Promise<ReservedStockRaceBet>;
-export async function recordPlacedBet(tx: SqlExecutor, compliance: ComplianceHooks, fields: NewBet, now: number): Promise<OpenBet> {
+export async function recordPlacedBet(
+  tx: SqlExecutor,
+  compliance: ComplianceHooks,
+  fields: NewBet,
+  now: number,
+): Promise<OpenBet> {
   const bet: OpenBet = { ...fields, id: newBetId(now), placedAt: now };
   await betRepository.insert(tx, bet);
   await compliance.betPlaced(tx, bet, now);

@@ -59,7 +59,13 @@ const base = {
   scripted: false,
 };
 
-const closedCrash = (outcome: CrashOutcome): ClosedRound => ({ ...base, game: 'crash', status: 'closed', closedAt: 3_000, outcome });
+const closedCrash = (outcome: CrashOutcome): ClosedRound => ({
+  ...base,
+  game: 'crash',
+  status: 'closed',
+  closedAt: 3_000,
+  outcome,
+});
 const closedRace = (outcome: StockRaceOutcome): ClosedRound => ({
   ...base,
   game: 'stock_race',

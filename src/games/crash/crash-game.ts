@@ -6,7 +6,14 @@ import { betRepository } from '../../bets/bet-repository';
 import type { ComplianceHooks } from '../../bets/compliance-hooks';
 import type { OperatorSettings } from '../../operators/operator';
 import type { GameDriver } from '../engine/engine';
-import { type ClosedRound, type CrashOutcome, crashOutcomeOf, type OpenRound, type Round, type RunningRound } from '../engine/round';
+import {
+  type ClosedRound,
+  type CrashOutcome,
+  crashOutcomeOf,
+  type OpenRound,
+  type Round,
+  type RunningRound,
+} from '../engine/round';
 import type { Database, SqlExecutor } from '../../store/database';
 import { recordEvents, type DomainEvent } from '../../webhooks/events';
 import { cappedPayout, crashPointOf, effectiveTarget, liveMultiplier, scriptedCrashPoint } from './crash-rules';
@@ -153,7 +160,11 @@ export class CrashGame implements GameDriver {
     if (bet) this.forget(bet);
   }
 
-  async close(tx: SqlExecutor, round: RunningRound, now: number): Promise<{ outcome: CrashOutcome; events: DomainEvent[] }> {
+  async close(
+    tx: SqlExecutor,
+    round: RunningRound,
+    now: number,
+  ): Promise<{ outcome: CrashOutcome; events: DomainEvent[] }> {
     const crash = this.crashPoint(round);
     const events: DomainEvent[] = [];
     // Decided from the store, not from memory: a bet whose exit was due at or below the crash point
@@ -198,7 +209,14 @@ export class CrashGame implements GameDriver {
     const payout = cappedPayout(bet.amount, multiplier, s.crash.max_payout_per_bet);
     const ok = await betRepository.settle(tx, bet, { status: 'cashed_out', payout, multiplier, kind, at: now });
     if (!ok) return null;
-    const settled: CashedOutCrashBet = { ...bet, status: 'cashed_out', payout, cashoutMultiplier: multiplier, cashoutKind: kind, settledAt: now };
+    const settled: CashedOutCrashBet = {
+      ...bet,
+      status: 'cashed_out',
+      payout,
+      cashoutMultiplier: multiplier,
+      cashoutKind: kind,
+      settledAt: now,
+    };
     await this.o.compliance.betSettled(tx, settled, now);
     return settled;
   }

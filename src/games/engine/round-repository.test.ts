@@ -42,13 +42,21 @@ const closed = { ...ran, status: 'closed', closed_at: 3_000 } as const;
 describe('a round row becomes the round type its state and game say', () => {
   it('maps each well-formed row, the outcome typed by its game', () => {
     expect(toRound(row())).toMatchObject({ status: 'open', runningAt: null, outcome: null });
-    expect(toRound(row({ ...ran, status: 'running', heartbeat_at: 2_500 }))).toMatchObject({ runningAt: 2_000, heartbeatAt: 2_500 });
+    expect(toRound(row({ ...ran, status: 'running', heartbeat_at: 2_500 }))).toMatchObject({
+      runningAt: 2_000,
+      heartbeatAt: 2_500,
+    });
     const crash = toRound(row({ ...closed, outcome: '{"crash_point":250}' }));
     expect(crash.status === 'closed' && crashOutcomeOf(crash)).toEqual({ crash_point: 250 });
     const stock = toRound(row({ ...closed, game: 'stock_race', outcome: JSON.stringify(race) }));
     expect(stock.status === 'closed' && stockRaceOutcomeOf(stock)).toEqual(race);
-    expect(toRound(row({ status: 'void', voided_at: 1_500, void_reason: 'ops' }))).toMatchObject({ voidedAt: 1_500, runningAt: null });
-    expect(toRound(row({ ...ran, status: 'void', voided_at: 2_500, void_reason: 'ops' }))).toMatchObject({ runningAt: 2_000 });
+    expect(toRound(row({ status: 'void', voided_at: 1_500, void_reason: 'ops' }))).toMatchObject({
+      voidedAt: 1_500,
+      runningAt: null,
+    });
+    expect(toRound(row({ ...ran, status: 'void', voided_at: 2_500, void_reason: 'ops' }))).toMatchObject({
+      runningAt: 2_000,
+    });
   });
 
   it.each([

@@ -90,7 +90,16 @@ export function toRound(r: RoundRow): Round {
       case 'void':
         if (voidedAt === null || r.void_reason === null) throw misfit('a void round has its time and reason');
         if (closedAt !== null || outcome !== null) throw misfit('a void round has no outcome');
-        return { status: r.status, runningAt, endsAt, heartbeatAt, closedAt, voidedAt, voidReason: r.void_reason, outcome };
+        return {
+          status: r.status,
+          runningAt,
+          endsAt,
+          heartbeatAt,
+          closedAt,
+          voidedAt,
+          voidReason: r.void_reason,
+          outcome,
+        };
       default:
         throw misfit('a round is open, running, closed or void');
     }

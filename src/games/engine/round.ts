@@ -129,14 +129,26 @@ export function isCrashOutcome(o: unknown): o is CrashOutcome {
 export function isStockRaceOutcome(o: unknown): o is StockRaceOutcome {
   if (typeof o !== 'object' || o === null || !('moves' in o && 'winner' in o && 'winner_pct_bp' in o)) return false;
   const isMove = (m: unknown): boolean =>
-    typeof m === 'object' && m !== null && 'symbol' in m && typeof m.symbol === 'string' && 'pct_bp' in m && Number.isSafeInteger(m.pct_bp);
-  return typeof o.winner === 'string' && Number.isSafeInteger(o.winner_pct_bp) && Array.isArray(o.moves) && o.moves.every(isMove);
+    typeof m === 'object' &&
+    m !== null &&
+    'symbol' in m &&
+    typeof m.symbol === 'string' &&
+    'pct_bp' in m &&
+    Number.isSafeInteger(m.pct_bp);
+  return (
+    typeof o.winner === 'string' &&
+    Number.isSafeInteger(o.winner_pct_bp) &&
+    Array.isArray(o.moves) &&
+    o.moves.every(isMove)
+  );
 }
 
 /** A running round closed with its game's outcome; an outcome of another game is a defect. */
 export function closedWith(round: RunningRound, closedAt: number, outcome: RoundOutcome): ClosedRound {
   if (round.game === 'crash' && isCrashOutcome(outcome)) return { ...round, status: 'closed', closedAt, outcome };
-  if (round.game === 'stock_race' && isStockRaceOutcome(outcome)) return { ...round, status: 'closed', closedAt, outcome };
+  if (round.game === 'stock_race' && isStockRaceOutcome(outcome)) {
+    return { ...round, status: 'closed', closedAt, outcome };
+  }
   throw new Error(`round ${round.id} (${round.game}) cannot close with the outcome ${JSON.stringify(outcome)}`);
 }
 
@@ -153,7 +165,9 @@ export function crashOutcomeOf(round: ClosedRound): CrashOutcome {
 
 /** A closed Stock Race round's result; a round of another game here is a defect. */
 export function stockRaceOutcomeOf(round: ClosedRound): StockRaceOutcome {
-  if (round.game !== 'stock_race') throw new Error(`round ${round.id} is a ${round.game} round, not a Stock Race round`);
+  if (round.game !== 'stock_race') {
+    throw new Error(`round ${round.id} is a ${round.game} round, not a Stock Race round`);
+  }
   return round.outcome;
 }
 

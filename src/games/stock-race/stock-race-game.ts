@@ -109,7 +109,11 @@ export class StockRaceGame implements GameDriver {
     return raceKey(round.seed, typeof salt === 'string' ? salt : null);
   }
 
-  async close(tx: SqlExecutor, round: RunningRound, now: number): Promise<{ outcome: StockRaceOutcome; events: DomainEvent[] }> {
+  async close(
+    tx: SqlExecutor,
+    round: RunningRound,
+    now: number,
+  ): Promise<{ outcome: StockRaceOutcome; events: DomainEvent[] }> {
     const symbols = this.symbolsOf(round);
     const outcome = deriveStockRaceOutcome(this.raceKeyOf(round), symbols);
     const pct = pctFromBp(outcome.winner_pct_bp);
@@ -149,7 +153,14 @@ export class StockRaceGame implements GameDriver {
   ): Promise<SettledStockRaceBet | null> {
     const ok = await betRepository.settle(tx, bet, { status, payout, multiplier: null, kind: null, at: now });
     if (!ok) return null;
-    const settled: SettledStockRaceBet = { ...bet, status, payout, cashoutMultiplier: null, cashoutKind: null, settledAt: now };
+    const settled: SettledStockRaceBet = {
+      ...bet,
+      status,
+      payout,
+      cashoutMultiplier: null,
+      cashoutKind: null,
+      settledAt: now,
+    };
     await this.o.compliance.betSettled(tx, settled, now);
     return settled;
   }
