@@ -36,7 +36,7 @@ interface CrashBetBase extends BetBase {
 }
 
 /** The result of a settled bet; only a cash-out has a multiplier and a kind. */
-interface Settlement<S extends BetStatus> {
+interface SettledFields<S extends BetStatus> {
   status: S;
   payout: number;
   settledAt: number;
@@ -51,13 +51,13 @@ export interface ActiveCrashBet extends CrashBetBase {
   status: 'active';
 }
 
-export interface CashedOutCrashBet extends CrashBetBase, Settlement<'cashed_out'> {
+export interface CashedOutCrashBet extends CrashBetBase, SettledFields<'cashed_out'> {
   cashoutMultiplier: number;
   cashoutKind: CashoutKind;
 }
 
 /** Lost (payout 0) or void (the stake returned): the bet left its round without a cash-out. */
-export interface EndedCrashBet extends CrashBetBase, Settlement<'lost' | 'void'>, NoCashout {}
+export interface EndedCrashBet extends CrashBetBase, SettledFields<'lost' | 'void'>, NoCashout {}
 
 export type CrashBet = ActiveCrashBet | CashedOutCrashBet | EndedCrashBet;
 
@@ -74,7 +74,7 @@ export interface ReservedStockRaceBet extends StockRaceBetBase {
   status: 'reserved';
 }
 
-export interface SettledStockRaceBet extends StockRaceBetBase, Settlement<'won' | 'lost' | 'void'>, NoCashout {}
+export interface SettledStockRaceBet extends StockRaceBetBase, SettledFields<'won' | 'lost' | 'void'>, NoCashout {}
 
 export type StockRaceBet = ReservedStockRaceBet | SettledStockRaceBet;
 
