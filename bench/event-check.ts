@@ -10,7 +10,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import type { Bet } from '../src/bets/bet';
+import type { CashedOutCrashBet, SettledStockRaceBet } from '../src/bets/bet';
 import { betSettledEvent } from '../src/bets/bet-events';
 import { systemClock } from '../src/clock/clock';
 import { OperatorService } from '../src/operators/operators';
@@ -23,7 +23,7 @@ import { type DomainEvent, type EventEnvelope, recordEvents } from '../src/webho
 const { values: flags } = parseArgs({ options: { iterations: { type: 'string', default: '200000' } } });
 const iterations = Number(flags.iterations);
 
-const bet = (operatorId: string, i: number, overrides: Partial<Bet> = {}): Bet => ({
+const bet = (operatorId: string, i: number): CashedOutCrashBet => ({
   id: `bet_${i}`,
   operatorId,
   game: 'crash',
@@ -41,7 +41,18 @@ const bet = (operatorId: string, i: number, overrides: Partial<Bet> = {}): Bet =
   cashoutKind: 'manual',
   placedAt: 1_763_700_000_000,
   settledAt: 1_763_700_004_000,
-  ...overrides,
+});
+
+const raceBet = (operatorId: string, i: number): SettledStockRaceBet => ({
+  ...bet(operatorId, i),
+  game: 'stock_race',
+  sessionId: 'ses_1',
+  currency: 'EUR',
+  selections: ['NVDA', 'AAPL'],
+  autoCashout: null,
+  status: 'won',
+  cashoutMultiplier: null,
+  cashoutKind: null,
 });
 
 const envelope = (e: DomainEvent): EventEnvelope =>
@@ -52,17 +63,7 @@ const samples: [string, EventEnvelope][] = [
   [
     'bet.settled (Stock Race)',
     envelope(
-      betSettledEvent(
-        bet('op_1', 2, {
-          game: 'stock_race',
-          currency: 'EUR',
-          selections: ['NVDA', 'AAPL'],
-          status: 'won',
-          cashoutMultiplier: null,
-          cashoutKind: null,
-        }),
-        { winner: 'NVDA', pct: 8.85 },
-      ),
+      betSettledEvent(raceBet('op_1', 2), { winner: 'NVDA', pct: 8.85 }),
     ),
   ],
 ];

@@ -1,6 +1,6 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Bet } from '../src/bets/bet';
+import type { ActiveCrashBet, Bet, CashedOutCrashBet, EndedCrashBet } from '../src/bets/bet';
 import { betRepository } from '../src/bets/bet-repository';
 import { FakeClock } from '../src/clock/clock';
 import { ComplianceService } from '../src/compliance/compliance-service';
@@ -53,7 +53,7 @@ describe.each(STORES)('compliance flags on %s', (store) => {
     return id;
   }
 
-  function bet(operatorId: string, roundId: string, player: string, over: Partial<Bet> = {}): Bet {
+  function bet(operatorId: string, roundId: string, player: string, over: Partial<ActiveCrashBet> = {}): ActiveCrashBet {
     return {
       id: randomUUID(),
       operatorId,
@@ -67,11 +67,7 @@ describe.each(STORES)('compliance flags on %s', (store) => {
       autoCashout: null,
       selections: null,
       status: 'active',
-      payout: null,
-      cashoutMultiplier: null,
-      cashoutKind: null,
       placedAt: clock.now(),
-      settledAt: null,
       ...over,
     };
   }
@@ -84,7 +80,7 @@ describe.each(STORES)('compliance flags on %s', (store) => {
     const runningAt = clock.now();
     const roundId = await round(runningAt);
     const b = bet(operatorId, roundId, player, { placedAt: runningAt - 500 });
-    const settled: Bet = { ...b, status: 'cashed_out', payout: 20, cashoutMultiplier: 200, cashoutKind: 'manual', settledAt: runningAt + elapsedMs };
+    const settled: CashedOutCrashBet = { ...b, status: 'cashed_out', payout: 20, cashoutMultiplier: 200, cashoutKind: 'manual', settledAt: runningAt + elapsedMs };
     await db.transaction(async (tx) => {
       await betRepository.insert(tx, settled);
       await compliance.betSettled(tx, settled, runningAt + elapsedMs);
@@ -136,10 +132,24 @@ describe.each(STORES)('compliance flags on %s', (store) => {
     expect((await flags(op, 'large_stake')).map((f) => f.details)).toEqual([{ amount: 1000, threshold: 1000 }]);
 
     await db.transaction(async (tx) => {
-      const b = bet(op, roundId, 'lucky', { status: 'cashed_out', payout: 7000, cashoutMultiplier: 70000, cashoutKind: 'auto', settledAt: clock.now() });
+      const b: CashedOutCrashBet = {
+        ...bet(op, roundId, 'lucky'),
+        status: 'cashed_out',
+        payout: 7000,
+        cashoutMultiplier: 70000,
+        cashoutKind: 'auto',
+        settledAt: clock.now(),
+      };
       await betRepository.insert(tx, b);
       await compliance.betSettled(tx, b, clock.now());
-      const v = bet(op, roundId, 'voided', { status: 'void', payout: 9000, amount: 9000, settledAt: clock.now() });
+      const v: EndedCrashBet = {
+        ...bet(op, roundId, 'voided', { amount: 9000 }),
+        status: 'void',
+        payout: 9000,
+        cashoutMultiplier: null,
+        cashoutKind: null,
+        settledAt: clock.now(),
+      };
       await betRepository.insert(tx, v);
       await compliance.betSettled(tx, v, clock.now());
     });

@@ -1,24 +1,23 @@
 import { currencyExponent, minorToDecimal } from '../money/currency';
 import type { DomainEvent } from '../webhooks/events';
 import type { BetSettledData } from '../webhooks/payloads';
-import type { Bet } from './bet';
+import { type Bet, isSettled, type SettledBet } from './bet';
 
 /** Money as each surface shows it: Surface A plain integers, Surface B decimals in the bet's currency. */
 export function presentAmount(bet: Pick<Bet, 'currency'>, minor: number): number {
   return bet.currency ? minorToDecimal(minor, currencyExponent(bet.currency)) : minor;
 }
 
-type SettledBet = Bet & { status: BetSettledData['status']; settledAt: number };
-
-/** Only a settled bet has the final status and the settlement time the payload promises. */
+/** The type already says so; this holds for callers the compiler does not see (plain JavaScript, JSON). */
 function assertSettled(bet: Bet): asserts bet is SettledBet {
-  if (bet.status === 'active' || bet.status === 'reserved' || bet.settledAt === null) {
-    throw new Error(`bet ${bet.id} is ${bet.status}: a bet.settled event needs a settled bet`);
-  }
+  if (!isSettled(bet)) throw new Error(`bet ${bet.id} is ${bet.status}: a bet.settled event needs a settled bet`);
 }
 
-/** The `bet.settled` payload (v1); Stock Race adds the race's winner and its move. */
-export function betSettledEvent(bet: Bet, race: Pick<BetSettledData, 'winner' | 'pct'> = {}): DomainEvent {
+/**
+ * The `bet.settled` payload (v1); Stock Race adds the race's winner and its move. Only a settled bet
+ * has the final status and the settlement time the payload promises.
+ */
+export function betSettledEvent(bet: SettledBet, race: Pick<BetSettledData, 'winner' | 'pct'> = {}): DomainEvent {
   assertSettled(bet);
   return {
     operatorId: bet.operatorId,
@@ -32,7 +31,7 @@ export function betSettledEvent(bet: Bet, race: Pick<BetSettledData, 'winner' | 
       currency: bet.currency,
       amount: presentAmount(bet, bet.amount),
       status: bet.status,
-      payout: presentAmount(bet, bet.payout ?? 0),
+      payout: presentAmount(bet, bet.payout),
       // Hundredths to the JSON number (250 -> 2.5), as crash/multiplier's formatMultiplier does; the
       // shared bet code does not import a game.
       multiplier: bet.cashoutMultiplier === null ? null : minorToDecimal(bet.cashoutMultiplier, 2),

@@ -2,9 +2,17 @@ import { afterCommit } from '../observability/instrumented-db';
 import { isTestOperator } from '../operators/operator-mode';
 import { forUpdate, type SqlExecutor, nullableNumber } from '../store/database';
 import type { Game } from '../games/engine/round';
-import type { Bet, BetStatus, CashoutKind } from './bet';
+import {
+  type ActiveCrashBet,
+  type Bet,
+  type BetStatus,
+  CASHOUT_KINDS,
+  type CashoutKind,
+  isSettled,
+  type ReservedStockRaceBet,
+} from './bet';
 
-interface BetRow {
+export interface BetRow {
   id: string;
   operator_id: string;
   game: Game;
@@ -24,26 +32,117 @@ interface BetRow {
   settled_at: number | null;
 }
 
+/** A row that breaks the invariants of its bet's type: a defect in whatever wrote it, never a client error. */
+export class BetRowMisfit extends Error {
+  constructor(row: Pick<BetRow, 'id' | 'game' | 'status'>, why: string) {
+    super(`bet ${row.id} (${row.game}, ${row.status}) does not fit its type: ${why}`);
+    this.name = 'BetRowMisfit';
+  }
+}
+
+function parseSelections(r: BetRow): string[] {
+  const parsed: unknown = r.selections === null ? null : JSON.parse(r.selections);
+  if (!Array.isArray(parsed) || !parsed.every((s) => typeof s === 'string')) {
+    throw new BetRowMisfit(r, 'a Stock Race bet has a list of stock symbols');
+  }
+  return parsed;
+}
+
+function cashoutKindOf(r: BetRow): CashoutKind {
+  const kind = CASHOUT_KINDS.find((k) => k === r.cashout_kind);
+  if (!kind) throw new BetRowMisfit(r, `a cash-out has a kind (${CASHOUT_KINDS.join(', ')})`);
+  return kind;
+}
+
+/**
+ * The one place a row becomes a bet: the row's game and status pick the bet's type, and every field
+ * that type promises is checked, so code holding a settled bet can rely on its payout being there.
+ */
 export function toBet(r: BetRow): Bet {
-  return {
+  const base = {
     id: r.id,
     operatorId: r.operator_id,
-    game: r.game,
     roundId: r.round_id,
     roundNumber: Number(r.round_number),
     player: r.player,
-    sessionId: r.session_id,
-    currency: r.currency,
     amount: Number(r.amount),
-    autoCashout: nullableNumber(r.auto_cashout),
-    selections: r.selections ? (JSON.parse(r.selections) as string[]) : null,
-    status: r.status,
-    payout: nullableNumber(r.payout),
-    cashoutMultiplier: nullableNumber(r.cashout_multiplier),
-    cashoutKind: r.cashout_kind,
     placedAt: Number(r.placed_at),
-    settledAt: nullableNumber(r.settled_at),
   };
+  const payout = nullableNumber(r.payout);
+  const multiplier = nullableNumber(r.cashout_multiplier);
+  const settledAt = nullableNumber(r.settled_at);
+  const open = payout === null && multiplier === null && r.cashout_kind === null && settledAt === null;
+  const settled = (): { payout: number; settledAt: number } => {
+    if (payout === null || settledAt === null) {
+      throw new BetRowMisfit(r, 'a settled bet has a payout and a settlement time');
+    }
+    return { payout, settledAt };
+  };
+  const noCashout = (): { cashoutMultiplier: null; cashoutKind: null } => {
+    if (multiplier !== null || r.cashout_kind !== null) {
+      throw new BetRowMisfit(r, 'only a cash-out has a multiplier and a kind');
+    }
+    return { cashoutMultiplier: null, cashoutKind: null };
+  };
+
+  if (r.game === 'crash') {
+    if (r.session_id !== null || r.currency !== null || r.selections !== null) {
+      throw new BetRowMisfit(r, 'a Crash bet has no session, currency or selections');
+    }
+    const crash = {
+      ...base,
+      game: r.game,
+      sessionId: null,
+      currency: null,
+      selections: null,
+      autoCashout: nullableNumber(r.auto_cashout),
+    };
+    switch (r.status) {
+      case 'active':
+        if (!open) throw new BetRowMisfit(r, 'an active bet has no result yet');
+        return { ...crash, status: r.status };
+      case 'cashed_out':
+        if (multiplier === null) throw new BetRowMisfit(r, 'a cash-out has a multiplier');
+        return {
+          ...crash,
+          status: r.status,
+          ...settled(),
+          cashoutMultiplier: multiplier,
+          cashoutKind: cashoutKindOf(r),
+        };
+      case 'lost':
+      case 'void':
+        return { ...crash, status: r.status, ...settled(), ...noCashout() };
+      default:
+        throw new BetRowMisfit(r, 'a Crash bet is active, cashed_out, lost or void');
+    }
+  }
+  if (r.game === 'stock_race') {
+    if (r.session_id === null || r.currency === null) {
+      throw new BetRowMisfit(r, 'a Stock Race bet has a session and a currency');
+    }
+    if (r.auto_cashout !== null) throw new BetRowMisfit(r, 'a Stock Race bet has no auto cash-out');
+    const race = {
+      ...base,
+      game: r.game,
+      sessionId: r.session_id,
+      currency: r.currency,
+      selections: parseSelections(r),
+      autoCashout: null,
+    };
+    switch (r.status) {
+      case 'reserved':
+        if (!open) throw new BetRowMisfit(r, 'a reserved bet has no result yet');
+        return { ...race, status: r.status };
+      case 'won':
+      case 'lost':
+      case 'void':
+        return { ...race, status: r.status, ...settled(), ...noCashout() };
+      default:
+        throw new BetRowMisfit(r, 'a Stock Race bet is reserved, won, lost or void');
+    }
+  }
+  throw new BetRowMisfit(r, 'no such game');
 }
 
 export interface BetFilter {
@@ -57,6 +156,7 @@ export interface BetFilter {
 
 export const betRepository = {
   async insert(tx: SqlExecutor, bet: Bet): Promise<void> {
+    const result = isSettled(bet) ? bet : null;
     await tx.run(
       `INSERT INTO bets (id, operator_id, game, round_id, round_number, player, session_id, currency, amount, auto_cashout,
          selections, status, payout, cashout_multiplier, cashout_kind, placed_at, settled_at)
@@ -72,13 +172,13 @@ export const betRepository = {
         bet.currency,
         bet.amount,
         bet.autoCashout,
-        bet.selections ? JSON.stringify(bet.selections) : null,
+        bet.selections === null ? null : JSON.stringify(bet.selections),
         bet.status,
-        bet.payout,
-        bet.cashoutMultiplier,
-        bet.cashoutKind,
+        result?.payout ?? null,
+        result?.cashoutMultiplier ?? null,
+        result?.cashoutKind ?? null,
         bet.placedAt,
-        bet.settledAt,
+        result?.settledAt ?? null,
       ],
     );
   },
@@ -98,6 +198,22 @@ export const betRepository = {
     const marks = statuses.map(() => '?').join(', ');
     const rows = await db.all<BetRow>(`SELECT * FROM bets WHERE round_id = ? AND status IN (${marks}) ORDER BY placed_at, id`, [roundId, ...statuses]);
     return rows.map(toBet);
+  },
+
+  /** The Crash bets of a round still in play (active). */
+  async activeCrashBets(db: SqlExecutor, roundId: string): Promise<ActiveCrashBet[]> {
+    return (await betRepository.byRound(db, roundId, ['active'])).map((bet) => {
+      if (bet.game === 'crash' && bet.status === 'active') return bet;
+      throw new Error(`bet ${bet.id} was read as an active Crash bet but is a ${bet.game} bet, ${bet.status}`);
+    });
+  },
+
+  /** The Stock Race bets of a round still in play (reserved). */
+  async reservedStockRaceBets(db: SqlExecutor, roundId: string): Promise<ReservedStockRaceBet[]> {
+    return (await betRepository.byRound(db, roundId, ['reserved'])).map((bet) => {
+      if (bet.game === 'stock_race' && bet.status === 'reserved') return bet;
+      throw new Error(`bet ${bet.id} was read as a reserved Stock Race bet but is a ${bet.game} bet, ${bet.status}`);
+    });
   },
 
   async find(db: SqlExecutor, f: BetFilter): Promise<Bet[]> {

@@ -1,34 +1,107 @@
-import type { Game } from '../games/engine/round';
-
 /**
  * Crash: active → cashed_out | lost | void. Stock Race: reserved → won | lost | void.
  * Every status but active/reserved is final: the bet is settled and its payout fixed.
  */
 export type BetStatus = 'active' | 'cashed_out' | 'lost' | 'reserved' | 'won' | 'void';
 export type CashoutKind = 'manual' | 'auto' | 'forced';
+export const CASHOUT_KINDS: readonly CashoutKind[] = ['manual', 'auto', 'forced'];
 
-export interface Bet {
+/*
+ * A bet's type says what it is: its game decides which placement fields it carries, its status which
+ * result fields. A field one kind of bet never has is typed `null` where other bets have it (so a
+ * presenter can read it on any bet), and absent where it only exists once the bet is settled (so
+ * reading a payout needs a settled bet). The repository checks every row against these shapes.
+ */
+
+interface BetBase {
   id: string;
   operatorId: string;
-  game: Game;
   roundId: string;
   roundNumber: number;
   /** external_user_id (Surface A) or player_ref (Surface B). */
   player: string;
-  sessionId: string | null;
-  /** null on Surface A, whose amounts are plain integers. */
-  currency: string | null;
   /** Minor units (Surface B) or plain units (Surface A). */
   amount: number;
-  /** Hundredths; Crash only. */
+  placedAt: number;
+}
+
+/** A Crash bet is placed on Surface A: plain integer amounts, no currency, no session, no stocks. */
+interface CrashBetBase extends BetBase {
+  game: 'crash';
+  sessionId: null;
+  currency: null;
+  selections: null;
+  /** Hundredths; null when the player cashes out by hand (or is forced out at the per-bet cap). */
   autoCashout: number | null;
-  selections: string[] | null;
-  status: BetStatus;
+}
+
+/** The result of a settled bet; only a cash-out has a multiplier and a kind. */
+interface SettledFields<S extends BetStatus> {
+  status: S;
+  payout: number;
+  settledAt: number;
+}
+
+interface NoCashout {
+  cashoutMultiplier: null;
+  cashoutKind: null;
+}
+
+export interface ActiveCrashBet extends CrashBetBase {
+  status: 'active';
+}
+
+export interface CashedOutCrashBet extends CrashBetBase, SettledFields<'cashed_out'> {
+  cashoutMultiplier: number;
+  cashoutKind: CashoutKind;
+}
+
+/** Lost (payout 0) or void (the stake returned): the bet left its round without a cash-out. */
+export interface EndedCrashBet extends CrashBetBase, SettledFields<'lost' | 'void'>, NoCashout {}
+
+export type CrashBet = ActiveCrashBet | CashedOutCrashBet | EndedCrashBet;
+
+/** A Stock Race bet is reserved on Surface B, in a player session's currency, on chosen stocks. */
+interface StockRaceBetBase extends BetBase {
+  game: 'stock_race';
+  sessionId: string;
+  currency: string;
+  selections: string[];
+  autoCashout: null;
+}
+
+export interface ReservedStockRaceBet extends StockRaceBetBase {
+  status: 'reserved';
+}
+
+export interface SettledStockRaceBet extends StockRaceBetBase, SettledFields<'won' | 'lost' | 'void'>, NoCashout {}
+
+export type StockRaceBet = ReservedStockRaceBet | SettledStockRaceBet;
+
+export type Bet = CrashBet | StockRaceBet;
+/** Still in play: no payout yet. */
+export type OpenBet = ActiveCrashBet | ReservedStockRaceBet;
+export type SettledBet = Exclude<Bet, OpenBet>;
+
+export const isSettled = (b: Bet): b is SettledBet => b.status !== 'active' && b.status !== 'reserved';
+
+export const isCrashBet = (b: Bet): b is CrashBet => b.game === 'crash';
+export const isStockRaceBet = (b: Bet): b is StockRaceBet => b.game === 'stock_race';
+
+/** A bet that can only be a Stock Race bet (read by its session, say); any other is a defect. */
+export function stockRaceBetOf(bet: Bet): StockRaceBet {
+  if (!isStockRaceBet(bet)) throw new Error(`bet ${bet.id} is a ${bet.game} bet, not a Stock Race bet`);
+  return bet;
+}
+
+/** A bet's result in the shape the presenters publish: every field null while the bet is still in play. */
+export interface PresentedResult {
   payout: number | null;
   cashoutMultiplier: number | null;
   cashoutKind: CashoutKind | null;
-  placedAt: number;
   settledAt: number | null;
 }
 
-export const isSettled = (b: Pick<Bet, 'status'>): boolean => b.status !== 'active' && b.status !== 'reserved';
+const NOT_YET_SETTLED: PresentedResult = { payout: null, cashoutMultiplier: null, cashoutKind: null, settledAt: null };
+
+export const resultOf = (bet: Bet): PresentedResult => (isSettled(bet) ? bet : NOT_YET_SETTLED);

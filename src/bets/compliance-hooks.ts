@@ -1,4 +1,4 @@
-import type { Bet } from './bet';
+import type { Bet, SettledBet } from './bet';
 import type { SqlExecutor } from '../store/database';
 
 /**
@@ -9,7 +9,7 @@ import type { SqlExecutor } from '../store/database';
  */
 export interface ComplianceHooks {
   betPlaced(tx: SqlExecutor, bet: Bet, now: number): Promise<void>;
-  betSettled(tx: SqlExecutor, bet: Bet, now: number): Promise<void>;
+  betSettled(tx: SqlExecutor, bet: SettledBet, now: number): Promise<void>;
 }
 
 export const noCompliance: ComplianceHooks = {

@@ -1,6 +1,6 @@
 import { createHash, randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
-import type { Bet } from '../bets/bet';
+import type { Bet, SettledBet } from '../bets/bet';
 import { betRepository } from '../bets/bet-repository';
 import { DomainError } from '../errors/codes';
 import { mergeSettings, type OperatorSettings } from '../operators/operator';
@@ -89,7 +89,7 @@ export class ComplianceService implements ComplianceHooks {
     });
   }
 
-  async betSettled(tx: SqlExecutor, bet: Bet, now: number): Promise<void> {
+  async betSettled(tx: SqlExecutor, bet: SettledBet, now: number): Promise<void> {
     await this.guard(bet, 'betSettled', async () => {
       const c = await this.settings(tx, bet.operatorId, now);
       const raised: Raise[] = [];

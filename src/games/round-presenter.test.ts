@@ -4,7 +4,7 @@ import { noCompliance } from '../bets/compliance-hooks';
 import { DEFAULT_BUSTABIT_SALT } from '../config/game-defaults';
 import { SqliteDatabase } from '../store/sqlite';
 import { CrashGame } from './crash/crash-game';
-import type { Round } from './engine/round';
+import type { ClosedRound, CrashOutcome, RunningRound, StockRaceOutcome } from './engine/round';
 import { presentRoundAs } from './engine/round-presenter';
 import { presentRound } from './round-presenter';
 import { StockRaceGame } from './stock-race/stock-race-game';
@@ -40,37 +40,45 @@ const stockRace = new StockRaceGame({
   firstSettleDelayMs: 0,
 });
 
-function round(fields: Partial<Round>): Round {
-  return {
-    id: 'rnd_1',
-    game: 'crash',
-    roundNumber: 7,
-    status: 'closed',
-    seedHash: 'hash',
-    seed: 'seed',
-    chainId: 'chain',
-    chainIdx: 3,
-    openedAt: 1_000,
-    bettingClosesAt: 2_000,
-    runningAt: 2_000,
-    endsAt: 3_000,
-    heartbeatAt: null,
-    closedAt: 3_000,
-    voidedAt: null,
-    voidReason: null,
-    outcome: null,
-    settings: {},
-    operatorId: null,
-    scripted: false,
-    ...fields,
-  };
-}
+const base = {
+  id: 'rnd_1',
+  roundNumber: 7,
+  seedHash: 'hash',
+  seed: 'seed',
+  chainId: 'chain',
+  chainIdx: 3,
+  openedAt: 1_000,
+  bettingClosesAt: 2_000,
+  runningAt: 2_000,
+  endsAt: 3_000,
+  heartbeatAt: null,
+  voidedAt: null,
+  voidReason: null,
+  settings: {},
+  operatorId: null,
+  scripted: false,
+};
+
+const closedCrash = (outcome: CrashOutcome): ClosedRound => ({
+  ...base,
+  game: 'crash',
+  status: 'closed',
+  closedAt: 3_000,
+  outcome,
+});
+const closedRace = (outcome: StockRaceOutcome): ClosedRound => ({
+  ...base,
+  game: 'stock_race',
+  status: 'closed',
+  closedAt: 3_000,
+  outcome,
+});
 
 // Readers without an engine (routes, dashboard, sandbox) present through games/round-presenter; the engine
 // and the live feed through the game's driver. A player must see one outcome whichever path served it.
 describe('a round presented with or without its engine', () => {
   it('shows a closed Crash round its crash point as a multiplier, the same through the driver', () => {
-    const closed = round({ game: 'crash', outcome: { crash_point: 250 } });
+    const closed = closedCrash({ crash_point: 250 });
     expect(presentRound(closed)).toMatchObject({ status: 'closed', seed: 'seed', outcome: { crash_point: 2.5 } });
     expect(presentRoundAs(closed, (r) => crash.presentOutcome(r))).toEqual(presentRound(closed));
   });
@@ -84,7 +92,7 @@ describe('a round presented with or without its engine', () => {
       winner: 'NVDA',
       winner_pct_bp: 885,
     };
-    const closed = round({ game: 'stock_race', outcome });
+    const closed = closedRace(outcome);
     expect(presentRound(closed).outcome).toEqual({
       winner: 'NVDA',
       pct: 8.85,
@@ -97,7 +105,7 @@ describe('a round presented with or without its engine', () => {
   });
 
   it('shows neither seed nor outcome before a round is final', () => {
-    const running = round({ status: 'running', closedAt: null, outcome: { crash_point: 250 } });
+    const running: RunningRound = { ...base, game: 'crash', status: 'running', closedAt: null, outcome: null };
     expect(presentRound(running)).toMatchObject({ status: 'running', seed: null, outcome: null });
   });
 });

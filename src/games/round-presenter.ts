@@ -1,7 +1,7 @@
 import { presentCrashOutcome } from './crash/multiplier';
-import type { CrashOutcome, Round } from './engine/round';
+import type { ClosedRound, Round } from './engine/round';
 import { type OutcomeJson, presentRoundAs, type RoundJson } from './engine/round-presenter';
-import { presentStockRaceOutcome, type StockRaceOutcome } from './stock-race/outcome';
+import { presentStockRaceOutcome } from './stock-race/outcome';
 
 /**
  * A round of any game in its public shape (v1), for readers that hold a round but not its game's
@@ -12,8 +12,6 @@ export function presentRound(round: Round): RoundJson {
   return presentRoundAs(round, presentOutcome);
 }
 
-function presentOutcome(round: Round): OutcomeJson {
-  return round.game === 'crash'
-    ? presentCrashOutcome(round.outcome as CrashOutcome)
-    : presentStockRaceOutcome(round.outcome as StockRaceOutcome);
+function presentOutcome(round: ClosedRound): OutcomeJson {
+  return round.game === 'crash' ? presentCrashOutcome(round.outcome) : presentStockRaceOutcome(round.outcome);
 }

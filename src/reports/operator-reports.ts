@@ -1,7 +1,7 @@
 import type { Clock } from '../clock/clock';
 import type { Config } from '../config/config';
 import { formatMultiplier } from '../games/crash/multiplier';
-import type { CrashOutcome, Game } from '../games/engine/round';
+import { crashOutcomeOf, type Game } from '../games/engine/round';
 import { roundRepository } from '../games/engine/round-repository';
 import { money } from '../money/currency';
 import type { Operator } from '../operators/operator';
@@ -64,7 +64,7 @@ export class OperatorReports {
     const crash_points = closed
       .map((r) => ({
         round_number: r.roundNumber,
-        crash_point: formatMultiplier((r.outcome as CrashOutcome).crash_point),
+        crash_point: formatMultiplier(crashOutcomeOf(r).crash_point),
       }))
       .reverse();
 

@@ -10,7 +10,6 @@ import { OperatorService } from '../operators/operators';
 import { SecretBox } from '../operators/secret-box';
 import { RoundEngine } from '../games/engine/engine';
 import { FairChainService } from '../games/engine/fair-chain';
-import type { Round } from '../games/engine/round';
 import { roundRepository } from '../games/engine/round-repository';
 import { migrate } from '../store/migrate';
 import { SqliteDatabase } from '../store/sqlite';
@@ -54,10 +53,10 @@ describe('sandbox rounds next to live ones', () => {
       seed: SEED,
       settings: { salt: DEFAULT_BUSTABIT_SALT, house_edge_bp: 100, scripted_crash_point: 100 },
     };
-    expect(game.crashPoint({ ...base, operatorId: null } as unknown as Round)).toBe(
+    expect(game.crashPoint({ ...base, operatorId: null })).toBe(
       crashPointFromHash(SEED, DEFAULT_BUSTABIT_SALT, 100),
     );
-    expect(game.crashPoint({ ...base, operatorId: 'op_test' } as unknown as Round)).toBe(100);
+    expect(game.crashPoint({ ...base, operatorId: 'op_test' })).toBe(100);
   });
 
   it('numbers each world on its own, and a live engine (re)starting never touches a sandbox round', async () => {

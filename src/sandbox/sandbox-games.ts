@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { betRepository } from '../bets/bet-repository';
 import { CrashGame, type CrashGameOptions } from '../games/crash/crash-game';
 import { sha256Hex, type ChainSeed } from '../games/engine/fair-chain';
-import type { Game, Round } from '../games/engine/round';
+import type { Game, OpenRound } from '../games/engine/round';
 import { roundRepository } from '../games/engine/round-repository';
 import { deriveStockRaceOutcome } from '../games/stock-race/outcome';
 import { StockRaceGame, type StockRaceGameOptions } from '../games/stock-race/stock-race-game';
@@ -58,11 +58,11 @@ export class SandboxCrashGame extends CrashGame {
     });
   }
 
-  async prepareRun(tx: SqlExecutor, round: Round): Promise<Round> {
+  async prepareRun(tx: SqlExecutor, round: OpenRound): Promise<OpenRound> {
     if (!(await roundHasBets(tx, round.id))) return round;
     const script = await sandboxStore.takeScript(tx, this.operatorId, 'crash', round.id);
     if (!script || !('crash_point' in script)) return round;
-    const scripted: Round = {
+    const scripted: OpenRound = {
       ...round,
       scripted: true,
       settings: { ...round.settings, scripted_crash_point: script.crash_point },
@@ -95,7 +95,7 @@ export class SandboxStockRaceGame extends StockRaceGame {
     return { ...super.roundSettings(), race_ms: this.timing().stock_race.race_ms };
   }
 
-  async prepareRun(tx: SqlExecutor, round: Round): Promise<Round> {
+  async prepareRun(tx: SqlExecutor, round: OpenRound): Promise<OpenRound> {
     if (!(await roundHasBets(tx, round.id))) return round;
     const script = await sandboxStore.takeScript(tx, this.operatorId, 'stock_race', round.id);
     if (!script || !('winner' in script)) return round;
@@ -104,7 +104,7 @@ export class SandboxStockRaceGame extends StockRaceGame {
     for (let i = 0; i < SEED_SEARCH_LIMIT; i++) {
       const seed = randomBytes(32).toString('hex');
       if (deriveStockRaceOutcome(seed, symbols).winner !== script.winner) continue;
-      const scripted: Round = {
+      const scripted: OpenRound = {
         ...round,
         seed,
         seedHash: sha256Hex(seed),

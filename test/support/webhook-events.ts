@@ -1,9 +1,9 @@
-import type { Bet } from '../../src/bets/bet';
+import type { CashedOutCrashBet } from '../../src/bets/bet';
 import { betSettledEvent } from '../../src/bets/bet-events';
 import type { DomainEvent } from '../../src/webhooks/events';
 
 /** A Crash bet cashed out at 2.00x, as the settlement path hands it to the event builder. */
-export function settledCrashBet(overrides: Partial<Bet> = {}): Bet {
+export function settledCrashBet(overrides: Partial<CashedOutCrashBet> = {}): CashedOutCrashBet {
   return {
     id: 'bet_1',
     operatorId: 'op_1',
@@ -27,6 +27,6 @@ export function settledCrashBet(overrides: Partial<Bet> = {}): Bet {
 }
 
 /** A valid bet.settled event for this operator, built by the service's own builder. */
-export function betSettled(operatorId: string, overrides: Partial<Bet> = {}): DomainEvent {
+export function betSettled(operatorId: string, overrides: Partial<CashedOutCrashBet> = {}): DomainEvent {
   return betSettledEvent(settledCrashBet({ operatorId, ...overrides }));
 }

@@ -2,10 +2,10 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { randomBytes } from 'node:crypto';
 import { Type } from 'typebox';
-import type { Bet } from '../../bets/bet';
+import { type Bet, resultOf, stockRaceBetOf } from '../../bets/bet';
 import { isDomainError, type ErrorCode } from '../../errors/codes';
 import { formatMultiplier } from '../../games/crash/multiplier';
-import type { CrashOutcome } from '../../games/engine/round';
+import { crashOutcomeOf } from '../../games/engine/round';
 import { presentRound } from '../../games/round-presenter';
 import { hideFromOpenApi } from '../../http/openapi';
 import { streamFeed } from '../../http/sse';
@@ -51,19 +51,21 @@ export interface SessionBetJson {
   settled_at: number | null;
 }
 
-function presentSessionBet(b: Bet): SessionBetJson {
-  const exp = currencyExponent(b.currency!);
+function presentSessionBet(bet: Bet): SessionBetJson {
+  const b = stockRaceBetOf(bet);
+  const exp = currencyExponent(b.currency);
+  const result = resultOf(b);
   return {
     bet_id: b.id,
     round_id: b.roundId,
     round_number: b.roundNumber,
     selected_stocks: b.selections ?? [],
     stake: formatMinor(b.amount, exp),
-    currency: b.currency!,
+    currency: b.currency,
     status: b.status,
-    payout: b.payout === null ? null : formatMinor(b.payout, exp),
+    payout: result.payout === null ? null : formatMinor(result.payout, exp),
     placed_at: b.placedAt,
-    settled_at: b.settledAt,
+    settled_at: result.settledAt,
   };
 }
 
@@ -203,7 +205,7 @@ export async function playerRoutes(app: FastifyInstance, s: AppServices): Promis
       round: latest ? presentRound(latest) : null,
       recent: closed.map((c) => ({
         round_number: c.roundNumber,
-        crash_point: formatMultiplier((c.outcome as CrashOutcome).crash_point),
+        crash_point: formatMultiplier(crashOutcomeOf(c).crash_point),
       })),
     });
     return reply.type('text/html; charset=utf-8').send(html);

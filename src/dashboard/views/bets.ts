@@ -1,4 +1,4 @@
-import type { Bet } from '../../bets/bet';
+import { type Bet, isSettled } from '../../bets/bet';
 import type { RoundJson } from '../../games/engine/round-presenter';
 import type { AttemptRow, Settlement } from '../../wallet/settlements';
 import { html, type SafeHtml } from '../html';
@@ -11,7 +11,7 @@ function retryForm(betId: string, csrf: string, back: string): SafeHtml {
 }
 
 function settledStep(b: Bet): SafeHtml {
-  if (b.settledAt === null) return html``;
+  if (!isSettled(b)) return html``;
   const what =
     b.status === 'cashed_out'
       ? `Cashed out at ${((b.cashoutMultiplier ?? 0) / 100).toFixed(2)}x (${b.cashoutKind ?? 'manual'})`

@@ -1,4 +1,4 @@
-import type { Bet, BetStatus } from '../../bets/bet';
+import { type Bet, type BetStatus, resultOf } from '../../bets/bet';
 import type { Game } from '../../games/engine/round';
 import type { RoundJson } from '../../games/engine/round-presenter';
 import { html, queryString, type SafeHtml } from '../html';
@@ -10,10 +10,10 @@ const GAME_LABEL: Record<Game, string> = { crash: 'Crash', stock_race: 'Stock Ra
 
 export function outcomeText(r: RoundJson): string {
   if (r.status === 'void') return `void${r.void_reason ? `: ${r.void_reason}` : ''}`;
-  const o = r.outcome as { crash_point?: number; winner?: string; pct?: number } | null;
+  const o = r.outcome;
   if (!o) return 'not final yet';
-  if (o.crash_point !== undefined) return `crashed at ${o.crash_point.toFixed(2)}x`;
-  return `${o.winner} ${o.pct! > 0 ? '+' : ''}${o.pct!.toFixed(2)}%`;
+  if ('crash_point' in o) return `crashed at ${o.crash_point.toFixed(2)}x`;
+  return `${o.winner} ${o.pct > 0 ? '+' : ''}${o.pct.toFixed(2)}%`;
 }
 
 function gameSelect(selected: string | undefined, withAll: boolean): SafeHtml {
@@ -56,7 +56,7 @@ export function betsPage(o: { user: PageUser; bets: Bet[]; filters: BetFilters; 
   const rows = o.bets.map(
     (b) => html`<tr><td>${time(b.placedAt)}</td><td>${GAME_LABEL[b.game]} #${b.roundNumber}</td><td>${b.player}</td><td class="num">${money(b, b.amount)}</td>
 <td>${b.game === 'crash' ? (b.autoCashout ? `auto ${(b.autoCashout / 100).toFixed(2)}x` : 'manual') : (b.selections ?? []).join(', ')}</td>
-<td>${badge(b.status)}</td><td class="num">${money(b, b.payout)}</td><td><a href="/dashboard/bets/${b.id}">Audit trail<span class="sr-only"> of bet ${b.id}</span></a></td></tr>`,
+<td>${badge(b.status)}</td><td class="num">${money(b, resultOf(b).payout)}</td><td><a href="/dashboard/bets/${b.id}">Audit trail<span class="sr-only"> of bet ${b.id}</span></a></td></tr>`,
   );
   const body = html`<form method="get" action="/dashboard/bets" class="filters">
 <p><label for="player">Player</label><input id="player" name="player" value="${f.player ?? ''}"></p>

@@ -6,7 +6,7 @@ import type { Operator } from '../../operators/operator';
 import { roundRepository } from '../engine/round-repository';
 import { forShare, type SqlExecutor } from '../../store/database';
 import { recordEvents } from '../../webhooks/events';
-import type { Bet, CashoutKind } from '../../bets/bet';
+import type { ActiveCrashBet, Bet, CashedOutCrashBet, CashoutKind } from '../../bets/bet';
 import { betSettledEvent } from '../../bets/bet-events';
 import { betRepository } from '../../bets/bet-repository';
 import { recordPlacedBet } from '../../bets/place-bet';
@@ -89,7 +89,7 @@ export async function cashoutCrashBet(
   operator: Operator,
   betId: string,
   now: number,
-): Promise<Bet> {
+): Promise<CashedOutCrashBet> {
   const bet = await betRepository.byIdForUpdate(tx, betId);
   if (!bet || bet.operatorId !== operator.id || bet.game !== 'crash') {
     throw new DomainError('BET_NOT_FOUND', `no Crash bet ${betId} for this operator`);
@@ -136,19 +136,19 @@ export async function cashoutCrashBet(
 export async function settleCashout(
   tx: SqlExecutor,
   compliance: ComplianceHooks,
-  bet: Bet,
+  bet: ActiveCrashBet,
   multiplier: number,
   kind: CashoutKind,
   maxPayoutPerBet: number,
   now: number,
-): Promise<Bet> {
+): Promise<CashedOutCrashBet> {
   const payout = cappedPayout(bet.amount, multiplier, maxPayoutPerBet);
   const won = await betRepository.settle(tx, bet, { status: 'cashed_out', payout, multiplier, kind, at: now });
   if (!won) {
     const fresh = (await betRepository.byId(tx, bet.id))!;
     throw notActive(fresh);
   }
-  const settled: Bet = { ...bet, status: 'cashed_out', payout, cashoutMultiplier: multiplier, cashoutKind: kind, settledAt: now };
+  const settled: CashedOutCrashBet = { ...bet, status: 'cashed_out', payout, cashoutMultiplier: multiplier, cashoutKind: kind, settledAt: now };
   await recordEvents(tx, [betSettledEvent(settled)], now);
   await compliance.betSettled(tx, settled, now);
   return settled;

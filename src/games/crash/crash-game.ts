@@ -1,12 +1,19 @@
 import type { OutcomeJson } from '../engine/round-presenter';
 import type { Logger } from 'pino';
-import type { Bet } from '../../bets/bet';
+import type { ActiveCrashBet, CashedOutCrashBet, EndedCrashBet } from '../../bets/bet';
 import { betSettledEvent } from '../../bets/bet-events';
 import { betRepository } from '../../bets/bet-repository';
 import type { ComplianceHooks } from '../../bets/compliance-hooks';
 import type { OperatorSettings } from '../../operators/operator';
 import type { GameDriver } from '../engine/engine';
-import type { CrashOutcome, Round } from '../engine/round';
+import {
+  type ClosedRound,
+  type CrashOutcome,
+  crashOutcomeOf,
+  type OpenRound,
+  type Round,
+  type RunningRound,
+} from '../engine/round';
 import type { Database, SqlExecutor } from '../../store/database';
 import { recordEvents, type DomainEvent } from '../../webhooks/events';
 import { cappedPayout, crashPointOf, effectiveTarget, liveMultiplier, scriptedCrashPoint } from './crash-rules';
@@ -28,7 +35,7 @@ export interface CrashGameOptions {
 }
 
 interface Exit {
-  bet: Bet;
+  bet: ActiveCrashBet;
   at: number;
   kind: 'auto' | 'forced';
 }
@@ -49,7 +56,7 @@ export class CrashGame implements GameDriver {
   private exits: Exit[] = [];
   private nextExit = 0;
   private exposure = new Map<string, number>();
-  private active = new Map<string, Bet>();
+  private active = new Map<string, ActiveCrashBet>();
   private settings = new Map<string, OperatorSettings>();
   private roundId: string | null = null;
 
@@ -64,7 +71,8 @@ export class CrashGame implements GameDriver {
     return { salt: this.o.salt, house_edge_bp: this.o.houseEdgeBp, growth_per_ms: GROWTH_PER_MS };
   }
 
-  crashPoint(round: Round): number {
+  /** Needs only what fixes the outcome: the seed, the frozen settings, and whether it is a sandbox round. */
+  crashPoint(round: Pick<Round, 'seed' | 'settings' | 'operatorId'>): number {
     const scripted = scriptedCrashPoint(round);
     if (scripted !== null) return scripted;
     const { salt, house_edge_bp } = this.roundFields(round);
@@ -72,26 +80,26 @@ export class CrashGame implements GameDriver {
   }
 
   /** What anyone needs, with the revealed seed, to recompute this round: frozen when it opened. */
-  roundFields(round: Round): { salt: string; house_edge_bp: number } {
+  roundFields(round: Pick<Round, 'settings'>): { salt: string; house_edge_bp: number } {
     return { salt: String(round.settings.salt ?? this.o.salt), house_edge_bp: Number(round.settings.house_edge_bp ?? this.o.houseEdgeBp) };
   }
 
-  presentOutcome(round: Round): OutcomeJson {
-    return presentCrashOutcome(round.outcome as CrashOutcome);
+  presentOutcome(round: ClosedRound): OutcomeJson {
+    return presentCrashOutcome(crashOutcomeOf(round));
   }
 
-  runningDurationMs(round: Round): number {
+  runningDurationMs(round: OpenRound): number {
     return crashElapsedMs(this.crashPoint(round));
   }
 
-  async onRunning(round: Round): Promise<void> {
+  async onRunning(round: RunningRound): Promise<void> {
     this.roundId = round.id;
     this.exits = [];
     this.nextExit = 0;
     this.exposure.clear();
     this.active.clear();
     this.settings.clear();
-    const bets = await betRepository.byRound(this.o.db, round.id, ['active']);
+    const bets = await betRepository.activeCrashBets(this.o.db, round.id);
     for (const bet of bets) {
       const s = await this.settingsFor(bet.operatorId);
       const target = effectiveTarget(bet, s.crash.max_payout_per_bet);
@@ -102,12 +110,11 @@ export class CrashGame implements GameDriver {
     this.exits.sort((a, b) => a.at - b.at);
   }
 
-  async onTick(round: Round, now: number): Promise<Record<string, unknown>> {
+  async onTick(round: RunningRound, now: number): Promise<Record<string, unknown>> {
     const crash = this.crashPoint(round);
-    const m = liveMultiplier(now - (round.runningAt ?? now), crash);
-    const due: { bet: Bet; at: number; kind: 'auto' | 'forced' }[] = [];
-    while (this.nextExit < this.exits.length && this.exits[this.nextExit]!.at <= m) {
-      const exit = this.exits[this.nextExit++]!;
+    const m = liveMultiplier(now - round.runningAt, crash);
+    const due: Exit[] = [];
+    for (let exit = this.exits[this.nextExit]; exit !== undefined && exit.at <= m; exit = this.exits[++this.nextExit]) {
       if (exit.at <= crash && this.active.has(exit.bet.id)) due.push(exit);
     }
     // Per-round cap: once an operator's open exposure at this multiplier reaches its limit, every
@@ -144,7 +151,7 @@ export class CrashGame implements GameDriver {
       });
       for (const exit of due) this.forget(exit.bet);
     }
-    return { multiplier: formatMultiplier(m), elapsed_ms: Math.max(0, now - (round.runningAt ?? now)), cashed_out: paid };
+    return { multiplier: formatMultiplier(m), elapsed_ms: Math.max(0, now - round.runningAt), cashed_out: paid };
   }
 
   /** A manual cash-out served by this process: stop tracking the bet. */
@@ -153,12 +160,16 @@ export class CrashGame implements GameDriver {
     if (bet) this.forget(bet);
   }
 
-  async close(tx: SqlExecutor, round: Round, now: number): Promise<{ outcome: unknown; events: DomainEvent[] }> {
+  async close(
+    tx: SqlExecutor,
+    round: RunningRound,
+    now: number,
+  ): Promise<{ outcome: CrashOutcome; events: DomainEvent[] }> {
     const crash = this.crashPoint(round);
     const events: DomainEvent[] = [];
     // Decided from the store, not from memory: a bet whose exit was due at or below the crash point
     // is paid at it even if a tick never got to it, and everything else in the round loses.
-    for (const bet of await betRepository.byRound(tx, round.id, ['active'])) {
+    for (const bet of await betRepository.activeCrashBets(tx, round.id)) {
       const s = await this.settingsFor(bet.operatorId);
       const target = effectiveTarget(bet, s.crash.max_payout_per_bet);
       const settled =
@@ -173,9 +184,9 @@ export class CrashGame implements GameDriver {
     return { outcome: { crash_point: crash }, events };
   }
 
-  async voidBets(tx: SqlExecutor, round: Round, now: number): Promise<DomainEvent[]> {
+  async voidBets(tx: SqlExecutor, round: OpenRound | RunningRound, now: number): Promise<DomainEvent[]> {
     const events: DomainEvent[] = [];
-    for (const bet of await betRepository.byRound(tx, round.id, ['active'])) {
+    for (const bet of await betRepository.activeCrashBets(tx, round.id)) {
       const settled = await this.finish(tx, bet, { status: 'void', payout: bet.amount }, now);
       if (settled) events.push(betSettledEvent(settled));
     }
@@ -187,34 +198,52 @@ export class CrashGame implements GameDriver {
     return events;
   }
 
-  private async settle(tx: SqlExecutor, bet: Bet, multiplier: number, kind: 'auto' | 'forced', now: number): Promise<Bet | null> {
+  private async settle(
+    tx: SqlExecutor,
+    bet: ActiveCrashBet,
+    multiplier: number,
+    kind: 'auto' | 'forced',
+    now: number,
+  ): Promise<CashedOutCrashBet | null> {
     const s = await this.settingsFor(bet.operatorId);
     const payout = cappedPayout(bet.amount, multiplier, s.crash.max_payout_per_bet);
     const ok = await betRepository.settle(tx, bet, { status: 'cashed_out', payout, multiplier, kind, at: now });
     if (!ok) return null;
-    const settled: Bet = { ...bet, status: 'cashed_out', payout, cashoutMultiplier: multiplier, cashoutKind: kind, settledAt: now };
+    const settled: CashedOutCrashBet = {
+      ...bet,
+      status: 'cashed_out',
+      payout,
+      cashoutMultiplier: multiplier,
+      cashoutKind: kind,
+      settledAt: now,
+    };
     await this.o.compliance.betSettled(tx, settled, now);
     return settled;
   }
 
-  private async finish(tx: SqlExecutor, bet: Bet, result: { status: 'lost' | 'void'; payout: number }, now: number): Promise<Bet | null> {
+  private async finish(
+    tx: SqlExecutor,
+    bet: ActiveCrashBet,
+    result: { status: 'lost' | 'void'; payout: number },
+    now: number,
+  ): Promise<EndedCrashBet | null> {
     const ok = await betRepository.settle(tx, bet, { status: result.status, payout: result.payout, multiplier: null, kind: null, at: now });
     if (!ok) return null;
-    const settled: Bet = { ...bet, status: result.status, payout: result.payout, settledAt: now };
+    const settled: EndedCrashBet = { ...bet, ...result, cashoutMultiplier: null, cashoutKind: null, settledAt: now };
     await this.o.compliance.betSettled(tx, settled, now);
     return settled;
   }
 
   /** Forgets the operator's bets that were settled elsewhere (a cash-out taken by another instance). */
   private async syncWithStore(roundId: string, operatorId: string): Promise<void> {
-    const active = await betRepository.byRound(this.o.db, roundId, ['active']);
+    const active = await betRepository.activeCrashBets(this.o.db, roundId);
     const stillActive = new Set(active.filter((b) => b.operatorId === operatorId).map((b) => b.id));
     for (const bet of [...this.active.values()]) {
       if (bet.operatorId === operatorId && !stillActive.has(bet.id)) this.forget(bet);
     }
   }
 
-  private forget(bet: Bet): void {
+  private forget(bet: ActiveCrashBet): void {
     if (!this.active.delete(bet.id)) return;
     this.exposure.set(bet.operatorId, (this.exposure.get(bet.operatorId) ?? 0) - bet.amount);
   }

@@ -5,7 +5,16 @@ import type { Database, Lease, SqlExecutor } from '../../store/database';
 import { recordEvents, type DomainEvent } from '../../webhooks/events';
 import type { RoundEventData } from '../../webhooks/payloads';
 import type { FairChainService } from './fair-chain';
-import type { Game, Round } from './round';
+import {
+  type ClosedRound,
+  closedWith,
+  type Game,
+  type OpenRound,
+  type Round,
+  type RoundOutcome,
+  type RunningRound,
+  voidedWith,
+} from './round';
 import { roundRepository } from './round-repository';
 import { type OutcomeJson, presentRoundAs, presentRoundWith, type RoundJson } from './round-presenter';
 
@@ -28,21 +37,24 @@ export interface GameDriver {
   /** Game settings frozen into each round when it opens. */
   roundSettings(): Record<string, unknown>;
   /** A closed round's outcome as the game shows it, in every presentation of the round. */
-  presentOutcome(round: Round): OutcomeJson;
+  presentOutcome(round: ClosedRound): OutcomeJson;
   /** The game's own fields in every presentation of a round (read endpoints and round webhooks). */
   roundFields?(round: Round): GameRoundFields;
   /** Length of the running phase, which the seed fixes in advance (the crash instant, the race length). */
-  runningDurationMs(round: Round): number;
+  runningDurationMs(round: OpenRound): number;
   /** Prepares in-memory state for a running round (also after a takeover with recoverRunning 'finish'). */
-  onRunning(round: Round): Promise<void>;
+  onRunning(round: RunningRound): Promise<void>;
   /** Work due at `now` while running (auto cash-outs); returns the live-feed payload. */
-  onTick(round: Round, now: number): Promise<Record<string, unknown>>;
-  /** Inside the closing transaction: settle every open bet, return the outcome and the events to record. */
-  close(tx: SqlExecutor, round: Round, now: number): Promise<{ outcome: unknown; events: DomainEvent[] }>;
+  onTick(round: RunningRound, now: number): Promise<Record<string, unknown>>;
+  /**
+   * Inside the closing transaction: settle every open bet, return the outcome (the driver's game's)
+   * and the events to record.
+   */
+  close(tx: SqlExecutor, round: RunningRound, now: number): Promise<{ outcome: RoundOutcome; events: DomainEvent[] }>;
   /** Inside the voiding transaction: return every stake not already paid. */
-  voidBets(tx: SqlExecutor, round: Round, now: number): Promise<DomainEvent[]>;
+  voidBets(tx: SqlExecutor, round: OpenRound | RunningRound, now: number): Promise<DomainEvent[]>;
   /** Inside the transaction that closes betting: a sandbox driver fixes a scripted outcome here. */
-  prepareRun?(tx: SqlExecutor, round: Round): Promise<Round>;
+  prepareRun?(tx: SqlExecutor, round: OpenRound): Promise<OpenRound>;
 }
 
 /** The part of FairChainService the engine uses; a sandbox supplies its own seeds through it. */
@@ -227,7 +239,7 @@ export class RoundEngine {
     await this.o.driver.onRunning(round);
     this.emit({ type: 'round.running', round });
     this.scheduleTicks(round);
-    this.at(round.endsAt ?? now, () => this.closeRound(round.id));
+    this.at(round.endsAt, () => this.closeRound(round.id));
   }
 
   private async openRound(): Promise<void> {
@@ -277,7 +289,8 @@ export class RoundEngine {
       const heartbeatAt = this.o.driver.heartbeatMs ? now : null;
       const fields = { running_at: now, ends_at: endsAt, heartbeat_at: heartbeatAt };
       await roundRepository.transition(tx, r, 'running', fields);
-      return { ...r, status: 'running' as const, runningAt: now, endsAt, heartbeatAt };
+      const running: RunningRound = { ...r, status: 'running', runningAt: now, endsAt, heartbeatAt };
+      return running;
     });
     if (!round) {
       this.later(this.o.driver.pauseMs, () => this.serial(() => this.openRound()));
@@ -288,14 +301,14 @@ export class RoundEngine {
     await this.o.driver.onRunning(round);
     this.emit({ type: 'round.running', round });
     this.scheduleTicks(round);
-    this.at(round.endsAt!, () => this.closeRound(round.id));
+    this.at(round.endsAt, () => this.closeRound(round.id));
   }
 
-  private scheduleTicks(round: Round): void {
+  private scheduleTicks(round: RunningRound): void {
     const tick = (): void => {
       if (this.stopped || this.current?.id !== round.id || this.current.status !== 'running') return;
       const now = this.o.clock.now();
-      if (round.endsAt !== null && now >= round.endsAt) return;
+      if (now >= round.endsAt) return;
       this.serial(async () => {
         if (this.current?.id !== round.id || this.current.status !== 'running') return;
         const at = this.o.clock.now();
@@ -334,7 +347,7 @@ export class RoundEngine {
       if (r.status !== 'running') return null;
       const { outcome, events } = await this.o.driver.close(tx, r, now);
       await roundRepository.transition(tx, r, 'closed', { closed_at: now, outcome: JSON.stringify(outcome) });
-      const final: Round = { ...r, status: 'closed', closedAt: now, outcome: outcome as Round['outcome'] };
+      const final = closedWith(r, now, outcome);
       const roundClosed: DomainEvent = {
         operatorId: this.eventOwner,
         type: 'round.closed',
@@ -357,7 +370,7 @@ export class RoundEngine {
       if (!r || (r.status !== 'open' && r.status !== 'running')) return null;
       const events = await this.o.driver.voidBets(tx, r, now);
       await roundRepository.transition(tx, r, 'void', { voided_at: now, void_reason: reason });
-      const final: Round = { ...r, status: 'void', voidedAt: now, voidReason: reason };
+      const final = voidedWith(r, now, reason);
       const roundClosed: DomainEvent = {
         operatorId: this.eventOwner,
         type: 'round.closed',

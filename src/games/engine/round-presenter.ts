@@ -1,4 +1,4 @@
-import { isFinal, type Round } from './round';
+import { type ClosedRound, isFinal, type Round } from './round';
 
 /**
  * The public shape of a round (v1), the same in API responses, the live feed and webhook payloads.
@@ -34,7 +34,7 @@ export interface RoundJson {
  * A closed round's outcome as its game shows it (a crash point, a race's moves). Each game supplies
  * its own: the engine knows a game only through its driver.
  */
-export type OutcomePresenter = (round: Round) => OutcomeJson;
+export type OutcomePresenter = (round: ClosedRound) => OutcomeJson;
 
 /** The round's public shape, its outcome presented by its game. */
 export function presentRoundAs(round: Round, presentOutcome: OutcomePresenter): RoundJson {
@@ -52,7 +52,7 @@ export function presentRoundAs(round: Round, presentOutcome: OutcomePresenter): 
     closed_at: round.closedAt,
     voided_at: round.voidedAt,
     void_reason: round.voidReason,
-    outcome: round.status === 'closed' && round.outcome ? presentOutcome(round) : null,
+    outcome: round.status === 'closed' ? presentOutcome(round) : null,
     livemode: round.operatorId === null,
     ...(round.operatorId === null ? {} : { scripted: round.scripted }),
   };

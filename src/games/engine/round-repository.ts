@@ -1,9 +1,21 @@
 import { randomUUID } from 'node:crypto';
 import { DomainError } from '../../errors/codes';
 import { forUpdate, type Lease, type SqlExecutor, nullableNumber } from '../../store/database';
-import { assertTransition, type Game, type Round, type RoundScope, type RoundStatus } from './round';
+import {
+  assertTransition,
+  type ClosedRound,
+  type Game,
+  isCrashOutcome,
+  isStockRaceOutcome,
+  type OpenRound,
+  type Round,
+  type RoundScope,
+  type RoundStatus,
+  type RunningRound,
+  type StateWithoutOutcome,
+} from './round';
 
-interface RoundRow {
+export interface RoundRow {
   id: string;
   game: Game;
   round_number: number;
@@ -31,29 +43,80 @@ function inScope(scope: RoundScope): { sql: string; params: string[] } {
   return scope === null ? { sql: 'operator_id IS NULL', params: [] } : { sql: 'operator_id = ?', params: [scope] };
 }
 
-function toRound(r: RoundRow): Round {
-  return {
+/** A row that breaks the invariants of its round's state: a defect in whatever wrote it. */
+export class RoundRowMisfit extends Error {
+  constructor(row: Pick<RoundRow, 'id' | 'game' | 'status'>, why: string) {
+    super(`round ${row.id} (${row.game}, ${row.status}) does not fit its type: ${why}`);
+    this.name = 'RoundRowMisfit';
+  }
+}
+
+/**
+ * The one place a row becomes a round: its status picks the state, whose times are checked, and its
+ * game the type of its outcome, which is checked too.
+ */
+export function toRound(r: RoundRow): Round {
+  const base = {
     id: r.id,
-    game: r.game,
     roundNumber: Number(r.round_number),
-    status: r.status,
     seedHash: r.seed_hash,
     seed: r.seed,
     chainId: r.chain_id,
     chainIdx: Number(r.chain_idx),
     openedAt: Number(r.opened_at),
     bettingClosesAt: Number(r.betting_closes_at),
-    runningAt: nullableNumber(r.running_at),
-    endsAt: nullableNumber(r.ends_at),
-    heartbeatAt: nullableNumber(r.heartbeat_at),
-    closedAt: nullableNumber(r.closed_at),
-    voidedAt: nullableNumber(r.voided_at),
-    voidReason: r.void_reason,
-    outcome: r.outcome ? JSON.parse(r.outcome) : null,
     settings: JSON.parse(r.settings) as Record<string, unknown>,
     operatorId: r.operator_id ?? null,
     scripted: Number(r.scripted ?? 0) === 1,
   };
+  const runningAt = nullableNumber(r.running_at);
+  const endsAt = nullableNumber(r.ends_at);
+  const heartbeatAt = nullableNumber(r.heartbeat_at);
+  const closedAt = nullableNumber(r.closed_at);
+  const voidedAt = nullableNumber(r.voided_at);
+  const outcome: unknown = r.outcome ? JSON.parse(r.outcome) : null;
+  const misfit = (why: string): RoundRowMisfit => new RoundRowMisfit(r, why);
+  const notClosed = { closedAt: null, voidedAt: null, voidReason: null, outcome: null } as const;
+
+  const state = (): StateWithoutOutcome => {
+    switch (r.status) {
+      case 'open':
+        if (runningAt !== null || endsAt !== null || heartbeatAt !== null) throw misfit('an open round has not run');
+        if (closedAt !== null || voidedAt !== null || outcome !== null) throw misfit('an open round is not final');
+        return { status: r.status, runningAt, endsAt, heartbeatAt, ...notClosed };
+      case 'running':
+        if (runningAt === null || endsAt === null) throw misfit('a running round has its start and end times');
+        if (closedAt !== null || voidedAt !== null || outcome !== null) throw misfit('a running round is not final');
+        return { status: r.status, runningAt, endsAt, heartbeatAt, ...notClosed };
+      case 'void':
+        if (voidedAt === null || r.void_reason === null) throw misfit('a void round has its time and reason');
+        if (closedAt !== null || outcome !== null) throw misfit('a void round has no outcome');
+        return {
+          status: r.status,
+          runningAt,
+          endsAt,
+          heartbeatAt,
+          closedAt,
+          voidedAt,
+          voidReason: r.void_reason,
+          outcome,
+        };
+      default:
+        throw misfit('a round is open, running, closed or void');
+    }
+  };
+
+  if (r.status === 'closed') {
+    if (runningAt === null || endsAt === null || closedAt === null) throw misfit('a closed round has run and closed');
+    if (voidedAt !== null || r.void_reason !== null) throw misfit('a closed round is not void');
+    const closed = { status: r.status, runningAt, endsAt, heartbeatAt, closedAt, voidedAt: null, voidReason: null };
+    if (r.game === 'crash' && isCrashOutcome(outcome)) return { ...base, game: r.game, ...closed, outcome };
+    if (r.game === 'stock_race' && isStockRaceOutcome(outcome)) return { ...base, game: r.game, ...closed, outcome };
+    throw misfit(`a closed round has its game's outcome, not ${r.outcome}`);
+  }
+  if (r.game === 'crash') return { ...base, game: r.game, ...state() };
+  if (r.game === 'stock_race') return { ...base, game: r.game, ...state() };
+  throw misfit('no such game');
 }
 
 export interface NewRound {
@@ -72,7 +135,7 @@ export interface NewRound {
 type RoundField = 'running_at' | 'ends_at' | 'heartbeat_at' | 'closed_at' | 'voided_at' | 'void_reason' | 'outcome';
 
 export const roundRepository = {
-  async insert(tx: SqlExecutor, input: NewRound): Promise<Round> {
+  async insert(tx: SqlExecutor, input: NewRound): Promise<OpenRound> {
     const scope = inScope(input.operatorId ?? null);
     const last = await tx.get<{ n: number | null }>(
       `SELECT MAX(round_number) AS n FROM rounds WHERE game = ? AND ${scope.sql}`,
@@ -98,7 +161,9 @@ export const roundRepository = {
         input.operatorId ?? null,
       ],
     );
-    return (await roundRepository.byId(tx, id))!;
+    const created = await roundRepository.byId(tx, id);
+    if (created?.status !== 'open') throw new Error(`round ${id} did not read back as an open round`);
+    return created;
   },
 
   async byId(db: SqlExecutor, id: string): Promise<Round | undefined> {
@@ -137,13 +202,17 @@ export const roundRepository = {
     return row ? toRound(row) : undefined;
   },
 
-  async unfinished(db: SqlExecutor, game: Game, scope: RoundScope = null): Promise<Round[]> {
+  async unfinished(db: SqlExecutor, game: Game, scope: RoundScope = null): Promise<(OpenRound | RunningRound)[]> {
     const s = inScope(scope);
     const rows = await db.all<RoundRow>(
       `SELECT * FROM rounds WHERE game = ? AND ${s.sql} AND status IN ('open', 'running') ORDER BY round_number`,
       [game, ...s.params],
     );
-    return rows.map(toRound);
+    return rows.map((row) => {
+      const round = toRound(row);
+      if (round.status === 'open' || round.status === 'running') return round;
+      throw new RoundRowMisfit(row, 'read as unfinished');
+    });
   },
 
   async recent(db: SqlExecutor, game: Game | null, limit: number, scope: RoundScope = null): Promise<Round[]> {
@@ -162,13 +231,13 @@ export const roundRepository = {
   },
 
   /** The latest closed rounds of a game in one world, newest round number first. */
-  async recentlyClosed(db: SqlExecutor, game: Game, limit: number, scope: RoundScope = null): Promise<Round[]> {
+  async recentlyClosed(db: SqlExecutor, game: Game, limit: number, scope: RoundScope = null): Promise<ClosedRound[]> {
     const s = inScope(scope);
     const rows = await db.all<RoundRow>(
       `SELECT * FROM rounds WHERE game = ? AND status = 'closed' AND ${s.sql} ORDER BY round_number DESC LIMIT ?`,
       [game, ...s.params, limit],
     );
-    return rows.map(toRound);
+    return rows.map(toRound).filter((r): r is ClosedRound => r.status === 'closed');
   },
 
   /** The rounds of every game most recently closed in one world, newest close first. */

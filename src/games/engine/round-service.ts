@@ -1,5 +1,5 @@
 import { readerOf, type Database, type ReadOptions } from '../../store/database';
-import type { Game, Round, RoundScope } from './round';
+import type { ClosedRound, Game, Round, RoundScope } from './round';
 import { roundRepository } from './round-repository';
 
 /**
@@ -28,7 +28,7 @@ export class RoundService {
   }
 
   /** The latest closed rounds of one game, newest first. */
-  recentlyClosed(game: Game, limit: number, scope: RoundScope, options?: ReadOptions): Promise<Round[]> {
+  recentlyClosed(game: Game, limit: number, scope: RoundScope, options?: ReadOptions): Promise<ClosedRound[]> {
     return roundRepository.recentlyClosed(readerOf(this.db, options), game, limit, scope);
   }
 

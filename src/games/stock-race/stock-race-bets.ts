@@ -5,7 +5,7 @@ import { roundRepository } from '../engine/round-repository';
 import { assertLive, checkCurrency, sessionById } from '../../sessions/session-service';
 import { checkSelection, stakeToMinor, winningPayoutMinor } from './stock-race-rules';
 import { forShare, type SqlExecutor } from '../../store/database';
-import type { Bet } from '../../bets/bet';
+import type { ReservedStockRaceBet } from '../../bets/bet';
 import { recordPlacedBet } from '../../bets/place-bet';
 
 export interface ReserveInput {
@@ -17,7 +17,7 @@ export interface ReserveInput {
 }
 
 export interface ReservedBet {
-  bet: Bet;
+  bet: ReservedStockRaceBet;
   /** What the bet pays if one of its stocks wins, in minor units (formula, floored, capped). */
   potentialPayout: number;
 }

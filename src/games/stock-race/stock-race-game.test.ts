@@ -9,7 +9,7 @@ import { DEFAULT_SYMBOLS } from '../../config/config';
 import type { Operator } from '../../operators/operator';
 import { OperatorService } from '../../operators/operators';
 import { SecretBox } from '../../operators/secret-box';
-import type { Round } from '../engine/round';
+import type { OpenRound, RunningRound } from '../engine/round';
 import { roundRepository } from '../engine/round-repository';
 import { SessionService } from '../../sessions/session-service';
 import { migrate } from '../../store/migrate';
@@ -26,7 +26,8 @@ describe('StockRaceGame settling a round', () => {
   let operators: OperatorService;
   let sessions: SessionService;
   let game: StockRaceGame;
-  let round: Round;
+  let round: OpenRound;
+  const runningFrom = (at: number): RunningRound => ({ ...round, status: 'running', runningAt: at, endsAt: at + 2000 });
 
   beforeEach(async () => {
     clock = new FakeClock(1_800_000_000_000);
@@ -82,7 +83,7 @@ describe('StockRaceGame settling a round', () => {
     const yen = await reserve(wallet, 'JPY', ['NVDA', 'META', 'AAPL'], 1000);
     const noWallet = await reserve(plain, 'EUR', ['NVDA'], 10);
 
-    const { outcome, events } = await db.transaction((tx) => game.close(tx, round, clock.now()));
+    const { outcome, events } = await db.transaction((tx) => game.close(tx, runningFrom(clock.now()), clock.now()));
     expect(outcome).toMatchObject({ winner: 'NVDA', winner_pct_bp: 885 });
 
     const bets = Object.fromEntries(await Promise.all([pair, loser, capped, yen, noWallet].map(async (id) => [id, await betRepository.byId(db, id)])));
@@ -109,7 +110,7 @@ describe('StockRaceGame settling a round', () => {
     expect(rows.every((r) => r.status === 'pending' && r.nextAttemptAt === clock.now())).toBe(true);
 
     // A second close finds nothing reserved: nothing is paid or queued twice.
-    const again = await db.transaction((tx) => game.close(tx, round, clock.now()));
+    const again = await db.transaction((tx) => game.close(tx, runningFrom(clock.now()), clock.now()));
     expect(again.events).toHaveLength(0);
     expect(await settlementRepository.list(db, { limit: 10 })).toHaveLength(4);
   });
@@ -126,7 +127,7 @@ describe('StockRaceGame settling a round', () => {
 
   it('publishes race frames only while running, ending exactly on the outcome', () => {
     expect(game.frame(round, clock.now())).toBeNull();
-    const running: Round = { ...round, status: 'running', runningAt: clock.now(), endsAt: clock.now() + 2000 };
+    const running = runningFrom(clock.now());
     const half = game.frame(running, clock.now() + 1000)!;
     expect(half.progress_permille).toBe(500);
     const end = game.frame(running, clock.now() + 5000)!;

@@ -1,13 +1,13 @@
 import type { OutcomeJson } from '../engine/round-presenter';
 import type { Logger } from 'pino';
-import type { Bet } from '../../bets/bet';
+import type { ReservedStockRaceBet, SettledStockRaceBet } from '../../bets/bet';
 import { betSettledEvent } from '../../bets/bet-events';
 import { betRepository } from '../../bets/bet-repository';
 import type { ComplianceHooks } from '../../bets/compliance-hooks';
 import { currencyExponent, minorToDecimal } from '../../money/currency';
 import type { Operator } from '../../operators/operator';
 import type { GameDriver } from '../engine/engine';
-import type { Round } from '../engine/round';
+import { type ClosedRound, type OpenRound, type Round, type RunningRound, stockRaceOutcomeOf } from '../engine/round';
 import type { SqlExecutor } from '../../store/database';
 import { settleIdempotencyKey, settlementRepository, type SettleBody } from '../../wallet/settlements';
 import type { DomainEvent } from '../../webhooks/events';
@@ -70,8 +70,8 @@ export class StockRaceGame implements GameDriver {
     return { symbols: this.symbolsOf(round), race_ms: this.runningDurationMs(round) };
   }
 
-  presentOutcome(round: Round): OutcomeJson {
-    return presentStockRaceOutcome(round.outcome as StockRaceOutcome);
+  presentOutcome(round: ClosedRound): OutcomeJson {
+    return presentStockRaceOutcome(stockRaceOutcomeOf(round));
   }
 
   symbolsOf(round: Round): string[] {
@@ -86,13 +86,13 @@ export class StockRaceGame implements GameDriver {
 
   async onRunning(): Promise<void> {}
 
-  async onTick(round: Round, now: number): Promise<Record<string, unknown>> {
+  async onTick(round: RunningRound, now: number): Promise<Record<string, unknown>> {
     return { ...this.frame(round, now) };
   }
 
   /** Frames exist only once betting is closed: they converge on the result. */
   frame(round: Round, now: number): RaceFrame | null {
-    if (round.status !== 'running' || round.runningAt === null) return null;
+    if (round.status !== 'running') return null;
     const elapsed = Math.max(0, now - round.runningAt);
     const progress = Math.min(1000, Math.floor((elapsed * 1000) / this.runningDurationMs(round)));
     const moves = intermediateMoves(this.raceKeyOf(round), this.symbolsOf(round), progress);
@@ -109,16 +109,20 @@ export class StockRaceGame implements GameDriver {
     return raceKey(round.seed, typeof salt === 'string' ? salt : null);
   }
 
-  async close(tx: SqlExecutor, round: Round, now: number): Promise<{ outcome: unknown; events: DomainEvent[] }> {
+  async close(
+    tx: SqlExecutor,
+    round: RunningRound,
+    now: number,
+  ): Promise<{ outcome: StockRaceOutcome; events: DomainEvent[] }> {
     const symbols = this.symbolsOf(round);
     const outcome = deriveStockRaceOutcome(this.raceKeyOf(round), symbols);
     const pct = pctFromBp(outcome.winner_pct_bp);
     const operators = new Map<string, Operator>();
     const events: DomainEvent[] = [];
-    for (const bet of await betRepository.byRound(tx, round.id, ['reserved'])) {
+    for (const bet of await betRepository.reservedStockRaceBets(tx, round.id)) {
       const operator = await this.operator(tx, operators, bet.operatorId);
-      const won = bet.selections?.includes(outcome.winner) ?? false;
-      const payout = won ? winningPayoutMinor(operator.settings, bet.currency!, bet.amount, symbols.length, bet.selections!.length) : 0;
+      const won = bet.selections.includes(outcome.winner);
+      const payout = won ? winningPayoutMinor(operator.settings, bet.currency, bet.amount, symbols.length, bet.selections.length) : 0;
       const settled = await this.finish(tx, bet, won ? 'won' : 'lost', payout, now);
       if (!settled) continue;
       events.push(betSettledEvent(settled, { winner: outcome.winner, pct }));
@@ -127,10 +131,10 @@ export class StockRaceGame implements GameDriver {
     return { outcome, events };
   }
 
-  async voidBets(tx: SqlExecutor, round: Round, now: number): Promise<DomainEvent[]> {
+  async voidBets(tx: SqlExecutor, round: OpenRound | RunningRound, now: number): Promise<DomainEvent[]> {
     const operators = new Map<string, Operator>();
     const events: DomainEvent[] = [];
-    for (const bet of await betRepository.byRound(tx, round.id, ['reserved'])) {
+    for (const bet of await betRepository.reservedStockRaceBets(tx, round.id)) {
       const operator = await this.operator(tx, operators, bet.operatorId);
       const settled = await this.finish(tx, bet, 'void', bet.amount, now);
       if (!settled) continue;
@@ -140,10 +144,23 @@ export class StockRaceGame implements GameDriver {
     return events;
   }
 
-  private async finish(tx: SqlExecutor, bet: Bet, status: 'won' | 'lost' | 'void', payout: number, now: number): Promise<Bet | null> {
+  private async finish(
+    tx: SqlExecutor,
+    bet: ReservedStockRaceBet,
+    status: SettledStockRaceBet['status'],
+    payout: number,
+    now: number,
+  ): Promise<SettledStockRaceBet | null> {
     const ok = await betRepository.settle(tx, bet, { status, payout, multiplier: null, kind: null, at: now });
     if (!ok) return null;
-    const settled: Bet = { ...bet, status, payout, settledAt: now };
+    const settled: SettledStockRaceBet = {
+      ...bet,
+      status,
+      payout,
+      cashoutMultiplier: null,
+      cashoutKind: null,
+      settledAt: now,
+    };
     await this.o.compliance.betSettled(tx, settled, now);
     return settled;
   }
@@ -152,13 +169,13 @@ export class StockRaceGame implements GameDriver {
    * Operators without a wallet_url learn the result from the bet.settled webhook only; a sandbox
    * operator without one is settled by the simulated wallet, through the same outbox.
    */
-  private async enqueueSettle(tx: SqlExecutor, operator: Operator, bet: Bet, winner: string | null, pct: number | null, now: number): Promise<void> {
+  private async enqueueSettle(tx: SqlExecutor, operator: Operator, bet: SettledStockRaceBet, winner: string | null, pct: number | null, now: number): Promise<void> {
     if (!operator.walletUrl && operator.mode !== 'test') return;
     const body: SettleBody = {
       bet_id: bet.id,
       winner,
       pct,
-      payout: minorToDecimal(bet.payout ?? 0, currencyExponent(bet.currency!)),
+      payout: minorToDecimal(bet.payout, currencyExponent(bet.currency)),
       idempotency_key: settleIdempotencyKey(bet.id),
     };
     await settlementRepository.enqueue(tx, { operatorId: operator.id, body, now, firstDelayMs: this.o.firstSettleDelayMs });

@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type, type Static } from 'typebox';
-import type { Bet } from '../../bets/bet';
+import { type CrashBet, resultOf } from '../../bets/bet';
 import { cashoutCrashBet, placeCrashBet } from '../../games/crash/crash-bets';
 import { formatMultiplier, parseMultiplier } from '../../games/crash/multiplier';
 import { liveMultiplier } from '../../games/crash/crash-rules';
@@ -37,7 +37,8 @@ export const surfaceA: Surface = {
 
 const errors = { 400: ErrorA, 401: ErrorA, 403: ErrorA, 404: ErrorA, 409: ErrorA, 413: ErrorA, 429: ErrorA, 500: ErrorA };
 
-export function presentCrashBet(bet: Bet, livemode: boolean): Static<typeof CrashBetView> {
+export function presentCrashBet(bet: CrashBet, livemode: boolean): Static<typeof CrashBetView> {
+  const result = resultOf(bet);
   return {
     livemode,
     bet_id: bet.id,
@@ -47,11 +48,11 @@ export function presentCrashBet(bet: Bet, livemode: boolean): Static<typeof Cras
     amount: bet.amount,
     auto_cashout: bet.autoCashout === null ? null : formatMultiplier(bet.autoCashout),
     status: bet.status,
-    payout: bet.payout,
-    multiplier: bet.cashoutMultiplier === null ? null : formatMultiplier(bet.cashoutMultiplier),
-    cashout_kind: bet.cashoutKind,
+    payout: result.payout,
+    multiplier: result.cashoutMultiplier === null ? null : formatMultiplier(result.cashoutMultiplier),
+    cashout_kind: result.cashoutKind,
     placed_at: bet.placedAt,
-    settled_at: bet.settledAt,
+    settled_at: result.settledAt,
   };
 }
 
@@ -151,7 +152,7 @@ export async function surfaceARoutes(app: FastifyInstance, s: AppServices): Prom
           const operator = req.operator!;
           const compliance = complianceFor(operator);
           const bet = await cashoutCrashBet(tx, compliance, crashRules, operator, req.body.bet_id, s.clock.now());
-          return { statusCode: 200, body: { bet_id: bet.id, payout: bet.payout, multiplier: formatMultiplier(bet.cashoutMultiplier!) } };
+          return { statusCode: 200, body: { bet_id: bet.id, payout: bet.payout, multiplier: formatMultiplier(bet.cashoutMultiplier) } };
         },
         () =>
           isTest(req.operator!)

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type, type Static } from 'typebox';
-import type { Bet } from '../../bets/bet';
+import { resultOf, type StockRaceBet } from '../../bets/bet';
 import { presentAmount } from '../../bets/bet-events';
 import { reserveStockRaceBet } from '../../games/stock-race/stock-race-bets';
 import { noCompliance } from '../../bets/compliance-hooks';
@@ -40,10 +40,11 @@ export const surfaceB: Surface = {
 const errors = { 400: ErrorB, 401: ErrorB, 403: ErrorB, 404: ErrorB, 409: ErrorB, 413: ErrorB, 415: ErrorB, 429: ErrorB, 500: ErrorB };
 
 export function presentStockRaceBet(
-  bet: Bet,
+  bet: StockRaceBet,
   settlement: Settlement | undefined,
   livemode: boolean,
 ): Static<typeof StockRaceBetView> {
+  const result = resultOf(bet);
   return {
     livemode,
     bet_id: bet.id,
@@ -53,11 +54,11 @@ export function presentStockRaceBet(
     player_ref: bet.player,
     status: bet.status,
     stake: presentAmount(bet, bet.amount),
-    currency: bet.currency!,
-    selected_stocks: bet.selections ?? [],
-    payout: bet.payout === null ? null : presentAmount(bet, bet.payout),
+    currency: bet.currency,
+    selected_stocks: bet.selections,
+    payout: result.payout === null ? null : presentAmount(bet, result.payout),
     placed_at: bet.placedAt,
-    settled_at: bet.settledAt,
+    settled_at: result.settledAt,
     settlement: settlement
       ? { status: settlement.status, attempts: settlement.attempts, next_attempt_at: settlement.nextAttemptAt, delivered_at: settlement.deliveredAt }
       : null,
@@ -133,18 +134,18 @@ export async function surfaceBRoutes(app: FastifyInstance, s: AppServices): Prom
           // With no wallet server, a sandbox's simulated wallet holds the player's balance: it pays the stake.
           const operator = req.operator!;
           if (isTest(operator) && !operator.walletUrl) {
-            await simulatedWallet.debit(tx, operator.id, bet.player, bet.currency!, bet.amount, s.clock.now());
+            await simulatedWallet.debit(tx, operator.id, bet.player, bet.currency, bet.amount, s.clock.now());
           }
           const view: Static<typeof ReservedBetView> = {
             bet_id: bet.id,
             round_id: bet.roundId,
             round_number: bet.roundNumber,
-            session_id: bet.sessionId!,
+            session_id: bet.sessionId,
             player_ref: bet.player,
             status: bet.status,
             stake: presentAmount(bet, bet.amount),
-            currency: bet.currency!,
-            selected_stocks: bet.selections!,
+            currency: bet.currency,
+            selected_stocks: bet.selections,
             potential_payout: presentAmount(bet, potentialPayout),
             placed_at: bet.placedAt,
             ...(isTest(req.operator!) ? { livemode: false } : {}),
