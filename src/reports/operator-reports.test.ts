@@ -24,9 +24,17 @@ describe.each(STORES)('operator reports (the dashboard read models) on %s', (sto
 
   async function round(id: string, game: string, n: number, status: string, outcome: unknown): Promise<void> {
     await db.run(
-      `INSERT INTO rounds (id, game, round_number, status, seed_hash, seed, chain_id, chain_idx, opened_at, betting_closes_at, outcome, settings)
-       VALUES (?, ?, ?, ?, 'h', 's', 'c', ?, ?, ?, ?, '{}')`,
-      [id, game, n, status, n, n * 1000, n * 1000 + 500, outcome === null ? null : JSON.stringify(outcome)],
+      // A closed round has run and closed: the repository refuses a row that says otherwise.
+      `INSERT INTO rounds (id, game, round_number, status, seed_hash, seed, chain_id, chain_idx, opened_at,
+         betting_closes_at, running_at, ends_at, closed_at, outcome, settings)
+       VALUES (?, ?, ?, ?, 'h', 's', 'c', ?, ?, ?, ?, ?, ?, ?, '{}')`,
+      [
+        id, game, n, status, n, n * 1000, n * 1000 + 500,
+        status === 'closed' ? n * 1000 + 500 : null,
+        status === 'closed' ? n * 1000 + 900 : null,
+        status === 'closed' ? n * 1000 + 900 : null,
+        outcome === null ? null : JSON.stringify(outcome),
+      ],
     );
   }
   let seq = 0;
