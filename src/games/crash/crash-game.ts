@@ -4,6 +4,7 @@ import type { ActiveCrashBet, CashedOutCrashBet, EndedCrashBet } from '../../bet
 import { betSettledEvent } from '../../bets/bet-events';
 import { betRepository } from '../../bets/bet-repository';
 import type { ComplianceHooks } from '../../bets/compliance-hooks';
+import { settleBet } from '../../bets/settle-bet';
 import type { OperatorSettings } from '../../operators/operator';
 import type { GameDriver } from '../engine/engine';
 import {
@@ -207,8 +208,6 @@ export class CrashGame implements GameDriver {
   ): Promise<CashedOutCrashBet | null> {
     const s = await this.settingsFor(bet.operatorId);
     const payout = cappedPayout(bet.amount, multiplier, s.crash.max_payout_per_bet);
-    const ok = await betRepository.settle(tx, bet, { status: 'cashed_out', payout, multiplier, kind, at: now });
-    if (!ok) return null;
     const settled: CashedOutCrashBet = {
       ...bet,
       status: 'cashed_out',
@@ -217,8 +216,7 @@ export class CrashGame implements GameDriver {
       cashoutKind: kind,
       settledAt: now,
     };
-    await this.o.compliance.betSettled(tx, settled, now);
-    return settled;
+    return settleBet(tx, this.o.compliance, settled, now);
   }
 
   private async finish(
@@ -227,11 +225,8 @@ export class CrashGame implements GameDriver {
     result: { status: 'lost' | 'void'; payout: number },
     now: number,
   ): Promise<EndedCrashBet | null> {
-    const ok = await betRepository.settle(tx, bet, { status: result.status, payout: result.payout, multiplier: null, kind: null, at: now });
-    if (!ok) return null;
     const settled: EndedCrashBet = { ...bet, ...result, cashoutMultiplier: null, cashoutKind: null, settledAt: now };
-    await this.o.compliance.betSettled(tx, settled, now);
-    return settled;
+    return settleBet(tx, this.o.compliance, settled, now);
   }
 
   /** Forgets the operator's bets that were settled elsewhere (a cash-out taken by another instance). */

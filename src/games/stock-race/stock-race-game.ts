@@ -4,6 +4,7 @@ import type { ReservedStockRaceBet, SettledStockRaceBet } from '../../bets/bet';
 import { betSettledEvent } from '../../bets/bet-events';
 import { betRepository } from '../../bets/bet-repository';
 import type { ComplianceHooks } from '../../bets/compliance-hooks';
+import { settleBet } from '../../bets/settle-bet';
 import { currencyExponent, minorToDecimal } from '../../money/currency';
 import type { Operator } from '../../operators/operator';
 import type { GameDriver } from '../engine/engine';
@@ -151,8 +152,6 @@ export class StockRaceGame implements GameDriver {
     payout: number,
     now: number,
   ): Promise<SettledStockRaceBet | null> {
-    const ok = await betRepository.settle(tx, bet, { status, payout, multiplier: null, kind: null, at: now });
-    if (!ok) return null;
     const settled: SettledStockRaceBet = {
       ...bet,
       status,
@@ -161,8 +160,7 @@ export class StockRaceGame implements GameDriver {
       cashoutKind: null,
       settledAt: now,
     };
-    await this.o.compliance.betSettled(tx, settled, now);
-    return settled;
+    return settleBet(tx, this.o.compliance, settled, now);
   }
 
   /**

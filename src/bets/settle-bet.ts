@@ -1,0 +1,36 @@
+import type { SqlExecutor } from '../store/database';
+import type { OpenBet, SettledBet } from './bet';
+import { betRepository } from './bet-repository';
+import type { ComplianceHooks } from './compliance-hooks';
+
+/** The status a bet of each game is in while it is still in play. */
+const OPEN_STATUS: Record<SettledBet['game'], OpenBet['status']> = { crash: 'active', stock_race: 'reserved' };
+
+/**
+ * The one way a bet leaves play, whoever settles it (a manual cash-out, the engine's auto and forced
+ * cash-outs, a crash, a race's result, a void): the row changes only if the bet is still in play
+ * (a conditional UPDATE, so a cash-out racing the crash settles the bet once), and the compliance
+ * rules see the settled bet in the same transaction. Resolves null when something else settled the
+ * bet first; the caller decides what that means (a refusal for a player, nothing for the engine).
+ */
+export async function settleBet<S extends SettledBet>(
+  tx: SqlExecutor,
+  compliance: ComplianceHooks,
+  settled: S,
+  now: number,
+): Promise<S | null> {
+  const won = await betRepository.settle(
+    tx,
+    { ...settled, status: OPEN_STATUS[settled.game] },
+    {
+      status: settled.status,
+      payout: settled.payout,
+      multiplier: settled.cashoutMultiplier,
+      kind: settled.cashoutKind,
+      at: settled.settledAt,
+    },
+  );
+  if (!won) return null;
+  await compliance.betSettled(tx, settled, now);
+  return settled;
+}
