@@ -5,6 +5,8 @@ import type { ComplianceHooks } from './compliance/hooks';
 import type { ComplianceService } from './compliance/compliance-service';
 import type { Config } from './config/config';
 import type { CrashGame } from './games/crash/crash-game';
+import type { CrashBetService } from './games/crash/crash-bet-service';
+import type { StockRaceBetService } from './games/stock-race/stock-race-bet-service';
 import type { Redis } from 'ioredis';
 import type { LoginThrottle } from './dashboard/login-throttle';
 import type { AuthFailureLimiter, OperatorRateLimiter } from './http/rate-limit';
@@ -30,6 +32,10 @@ export interface AppServices {
   db: Database;
   operators: OperatorService;
   idempotency: IdempotencyService;
+  /** Crash's money commands (place a bet, cash out), each one unit of work in the store. */
+  crashBets: CrashBetService;
+  /** Stock Race's reserve command, one unit of work in the store. */
+  stockRaceBets: StockRaceBetService;
   compliance: ComplianceHooks;
   /** Per-operator token bucket: in process, or one bucket across instances in Redis. */
   limiter: OperatorRateLimiter;

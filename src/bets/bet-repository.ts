@@ -4,7 +4,7 @@ import { forUpdate, type SqlExecutor, nullableNumber } from '../store/database';
 import type { Game } from '../games/engine/round';
 import type { Bet, BetStatus, CashoutKind } from './bet';
 
-interface BetRow {
+export interface BetRow {
   id: string;
   operator_id: string;
   game: Game;

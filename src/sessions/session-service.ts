@@ -21,7 +21,7 @@ export interface LaunchedSession {
   launchUrl: string;
 }
 
-interface SessionRow {
+export interface SessionRow {
   id: string;
   operator_id: string;
   player_ref: string;
@@ -45,7 +45,7 @@ const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]']);
 /** The token travels in the launch URL; only its hash is stored, so a leaked table opens no session. */
 export const hashToken = (token: string): string => createHash('sha256').update(token).digest('hex');
 
-function toSession(r: SessionRow): PlayerSession {
+export function toSession(r: SessionRow): PlayerSession {
   return {
     id: r.id,
     operatorId: r.operator_id,

@@ -103,6 +103,13 @@ export class PostgresDatabase implements Database {
     }
   }
 
+  async prepared<T>(name: string, sql: string, params: readonly SqlParam[]): Promise<T[]> {
+    // Outside BEGIN … COMMIT the statement is its own transaction: one round trip, committed (and,
+    // with synchronous_commit on, flushed to the server's log) before the result comes back.
+    const r = await this.pool.query({ name, text: toPg(sql), values: params as unknown[] });
+    return r.rows as T[];
+  }
+
   async tryAcquireLease(name: string, options: LeaseOptions = {}): Promise<Lease | null> {
     // A session-level advisory lock lives exactly as long as its connection: if this process dies,
     // PostgreSQL drops the connection and the lock, and another instance takes over.

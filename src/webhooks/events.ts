@@ -23,6 +23,11 @@ export interface EventEnvelope {
 
 let seqCounter = 0;
 
+/** seq orders events that share a millisecond; it only needs to grow within this process. */
+export function nextEventSeq(now: number): number {
+  return now * 1000 + (seqCounter++ % 1000);
+}
+
 /**
  * Transactional outbox: the event row and one delivery row per subscribed endpoint are written with
  * the caller's transaction, so an event exists exactly when the change that caused it committed.
@@ -36,8 +41,7 @@ export async function recordEvents(tx: SqlExecutor, events: readonly DomainEvent
   const deliveryRows: SqlParam[][] = [];
   for (const event of events) {
     const id = `evt_${randomUUID()}`;
-    // seq orders events that share a millisecond; it only needs to grow within this process.
-    const seq = now * 1000 + (seqCounter++ % 1000);
+    const seq = nextEventSeq(now);
     const livemode = event.operatorId === null || !testOperators.has(event.operatorId);
     eventRows.push([id, seq, event.operatorId, event.type, now, JSON.stringify(event.data), livemode ? 1 : 0]);
     for (const endpoint of endpoints) {

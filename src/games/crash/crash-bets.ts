@@ -7,6 +7,7 @@ import { roundRepository } from '../engine/round-repository';
 import { forShare, type SqlExecutor } from '../../store/database';
 import { recordEvents } from '../../webhooks/events';
 import type { Bet, CashoutKind } from '../../bets/bet';
+import type { Round } from '../engine/round';
 import { betSettledEvent } from '../../bets/bet-events';
 import { betRepository } from '../../bets/bet-repository';
 import { recordPlacedBet } from '../../bets/place-bet';
@@ -91,11 +92,33 @@ export async function cashoutCrashBet(
   now: number,
 ): Promise<Bet> {
   const bet = await betRepository.byIdForUpdate(tx, betId);
+  const round = bet && bet.operatorId === operator.id && bet.game === 'crash' ? await roundRepository.byId(tx, bet.roundId) : undefined;
+  const { multiplier, kind } = decideCashout(rules, operator, betId, bet, round, now);
+  return settleCashout(tx, compliance, bet!, multiplier, kind, operator.settings.crash.max_payout_per_bet, now);
+}
+
+export interface CashoutDecision {
+  multiplier: number;
+  kind: CashoutKind;
+}
+
+/**
+ * What a cash-out of `bet` in `round` at `now` pays, or the DomainError refusing it: the whole
+ * decision, from the rows, with no store access (the one-unit commands run it on rows they read).
+ */
+export function decideCashout(
+  rules: CrashRules,
+  operator: Operator,
+  betId: string,
+  bet: Bet | undefined,
+  round: Round | undefined,
+  now: number,
+): CashoutDecision {
   if (!bet || bet.operatorId !== operator.id || bet.game !== 'crash') {
     throw new DomainError('BET_NOT_FOUND', `no Crash bet ${betId} for this operator`);
   }
   if (bet.status !== 'active') throw notActive(bet);
-  const round = (await roundRepository.byId(tx, bet.roundId))!;
+  if (!round) throw new Error(`bet ${bet.id} has no round ${bet.roundId}`);
   if (round.status === 'open') {
     throw new DomainError('ROUND_NOT_RUNNING', `round ${round.roundNumber} has not started yet; cash-out opens when the multiplier starts climbing`);
   }
@@ -118,19 +141,14 @@ export async function cashoutCrashBet(
     crashPointOf(round.seed, String(round.settings.salt ?? rules.salt), Number(round.settings.house_edge_bp ?? rules.houseEdgeBp));
   const now_m = multiplierAt(Math.max(0, now - round.runningAt));
   const target = effectiveTarget(bet, operator.settings.crash.max_payout_per_bet);
-  let multiplier: number;
-  let kind: CashoutKind;
   if (target.at <= crash && target.at <= now_m) {
     // The bet already left the round at its target; the engine has simply not written it yet.
-    multiplier = target.at;
-    kind = target.kind;
-  } else if (now_m >= crash) {
-    throw new DomainError('BET_NOT_ACTIVE', `round ${round.roundNumber} crashed at ${formatMultiplier(crash)}x before this cash-out`);
-  } else {
-    multiplier = now_m;
-    kind = 'manual';
+    return { multiplier: target.at, kind: target.kind };
   }
-  return settleCashout(tx, compliance, bet, multiplier, kind, operator.settings.crash.max_payout_per_bet, now);
+  if (now_m >= crash) {
+    throw new DomainError('BET_NOT_ACTIVE', `round ${round.roundNumber} crashed at ${formatMultiplier(crash)}x before this cash-out`);
+  }
+  return { multiplier: now_m, kind: 'manual' };
 }
 
 export async function settleCashout(
@@ -154,7 +172,7 @@ export async function settleCashout(
   return settled;
 }
 
-function notActive(bet: Bet): DomainError {
+export function notActive(bet: Bet): DomainError {
   const why =
     bet.status === 'cashed_out'
       ? `it was already cashed out at ${formatMultiplier(bet.cashoutMultiplier ?? 0)}x`

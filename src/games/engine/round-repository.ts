@@ -3,7 +3,7 @@ import { DomainError } from '../../errors/codes';
 import { forUpdate, type Lease, type SqlExecutor, nullableNumber } from '../../store/database';
 import { assertTransition, type Game, type Round, type RoundScope, type RoundStatus } from './round';
 
-interface RoundRow {
+export interface RoundRow {
   id: string;
   game: Game;
   round_number: number;
@@ -31,7 +31,7 @@ function inScope(scope: RoundScope): { sql: string; params: string[] } {
   return scope === null ? { sql: 'operator_id IS NULL', params: [] } : { sql: 'operator_id = ?', params: [scope] };
 }
 
-function toRound(r: RoundRow): Round {
+export function toRound(r: RoundRow): Round {
   return {
     id: r.id,
     game: r.game,

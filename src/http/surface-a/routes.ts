@@ -3,13 +3,12 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type, type Static } from 'typebox';
 import type { Bet } from '../../bets/bet';
 import { betRepository } from '../../bets/bet-repository';
-import { cashoutCrashBet, placeCrashBet } from '../../games/crash/crash-bets';
+import type { CommandRequest, PresentRefusal } from '../../bets/bet-commands';
 import { formatMultiplier, parseMultiplier } from '../../games/crash/multiplier';
 import { liveMultiplier } from '../../games/crash/crash-rules';
-import { noCompliance } from '../../compliance/hooks';
 import { DomainError } from '../../errors/codes';
 import type { Operator } from '../../operators/operator';
-import type { IdempotentResult } from '../../idempotency/idempotency';
+import type { IdempotentAnswer } from '../../bets/bet-commands';
 import { roundRepository } from '../../games/engine/round-repository';
 import type { Round } from '../../games/engine/round';
 import type { AppServices } from '../../services';
@@ -61,41 +60,23 @@ export function presentCrashBet(bet: Bet, livemode: boolean): Static<typeof Cras
 export async function surfaceARoutes(app: FastifyInstance, s: AppServices): Promise<void> {
   const r = app.withTypeProvider<TypeBoxTypeProvider>();
   guardSurface(app, surfaceA, s, { ownsNotFound: true });
-  const crashRules = {
-    salt: s.config.crash.salt,
-    houseEdgeBp: s.config.crash.houseEdgeBp,
-    engineStaleMs: s.config.crash.engineStaleMs,
-  };
-  // Test-mode operators play in their own sandbox rounds and raise no compliance flags.
+  // Test-mode operators play in their own sandbox rounds.
   const isTest = (o: Operator): boolean => o.mode === 'test';
-  const complianceFor = (o: Operator) => (isTest(o) ? noCompliance : s.compliance);
   const scopeOf = (o: Operator): string | null => (isTest(o) ? o.id : null);
 
-  const idempotent = async (
-    req: FastifyRequest,
-    reply: FastifyReply,
-    effect: Parameters<AppServices['idempotency']['execute']>[2],
-    // Runs once the effect has committed, never for a replay or a refusal (its in-memory changes
-    // must not outrun the store: the transaction may still roll back after the effect returns).
-    committed?: () => void,
-  ): Promise<never> => {
+  /** The command's request: the key header (required), the route and body it hashes, the signature it records. */
+  const commandRequest = (req: FastifyRequest): CommandRequest => {
     const key = req.headers['idempotency-key'];
     if (typeof key !== 'string' || key.length === 0) {
       throw new DomainError('IDEMPOTENCY_KEY_MISSING', 'the Idempotency-Key header is required on this POST');
     }
-    const result: IdempotentResult = await s.idempotency.execute(
-      {
-        operatorId: req.operator!.id,
-        key,
-        route: `${req.method} ${req.routeOptions.url}`,
-        body: req.body,
-        signature: req.signatureRecord,
-      },
-      (error) => ({ statusCode: surfaceA.status[error.code], body: surfaceA.errorBody(error.code, error.message, String(req.id)) }),
-      effect,
-    );
+    return { key, route: `${req.method} ${req.routeOptions.url}`, body: req.body, signature: req.signatureRecord };
+  };
+  const refusedFor =
+    (req: FastifyRequest): PresentRefusal =>
+    (error) => ({ statusCode: surfaceA.status[error.code], body: surfaceA.errorBody(error.code, error.message, String(req.id)) });
+  const send = (reply: FastifyReply, result: IdempotentAnswer): never => {
     if (result.replayed) reply.header('idempotent-replay', 'true');
-    else if (result.statusCode === 200) committed?.();
     // The stored response is replayed byte-for-byte; its shape was checked when it was first sent.
     return reply.status(result.statusCode).send(result.body) as never;
   };
@@ -120,28 +101,26 @@ export async function surfaceARoutes(app: FastifyInstance, s: AppServices): Prom
         autoCashout = parseMultiplier(body.auto_cashout);
         if (autoCashout === null) throw new DomainError('VALIDATION_FAILED', 'field "auto_cashout" must have at most 2 decimals');
       }
-      if (isTest(req.operator!)) await s.sandbox.touch(req.operator!, 'crash');
-      return idempotent(req, reply, async (tx) => {
-        const bet = await placeCrashBet(
-          tx,
-          complianceFor(req.operator!),
-          req.operator!,
-          { externalUserId: body.external_user_id, amount: body.amount, autoCashout },
-          s.clock.now(),
-        );
-        return {
-          statusCode: 200,
-          body: {
+      const operator = req.operator!;
+      const request = commandRequest(req);
+      const result = await s.crashBets.placeBet(
+        operator,
+        { externalUserId: body.external_user_id, amount: body.amount, autoCashout },
+        request,
+        {
+          refused: refusedFor(req),
+          placed: (bet) => ({
             bet_id: bet.id,
             external_user_id: bet.player,
             round_number: bet.roundNumber,
             amount: bet.amount,
             auto_cashout: body.auto_cashout ?? null,
             // The spec fixes the live body; test data says what it is.
-            ...(isTest(req.operator!) ? { livemode: false } : {}),
-          },
-        };
-      });
+            ...(isTest(operator) ? { livemode: false } : {}),
+          }),
+        },
+      );
+      return send(reply, result);
     },
   );
 
@@ -158,21 +137,13 @@ export async function surfaceARoutes(app: FastifyInstance, s: AppServices): Prom
         response: { 200: CashoutResult, ...errors },
       },
     },
-    async (req, reply) =>
-      idempotent(
-        req,
-        reply,
-        async (tx) => {
-          const operator = req.operator!;
-          const compliance = complianceFor(operator);
-          const bet = await cashoutCrashBet(tx, compliance, crashRules, operator, req.body.bet_id, s.clock.now());
-          return { statusCode: 200, body: { bet_id: bet.id, payout: bet.payout, multiplier: formatMultiplier(bet.cashoutMultiplier!) } };
-        },
-        () =>
-          isTest(req.operator!)
-            ? s.sandbox.noteCrashSettled(req.operator!.id, req.body.bet_id)
-            : s.crashGame.noteSettled(req.body.bet_id),
-      ),
+    async (req, reply) => {
+      const result = await s.crashBets.cashout(req.operator!, req.body.bet_id, commandRequest(req), {
+        refused: refusedFor(req),
+        cashedOut: (bet) => ({ bet_id: bet.id, payout: bet.payout, multiplier: formatMultiplier(bet.cashoutMultiplier!) }),
+      });
+      return send(reply, result);
+    },
   );
 
   const presentLive = (round: Round): Static<typeof RoundView> => {
