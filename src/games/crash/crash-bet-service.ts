@@ -47,8 +47,9 @@ export interface CrashBetServiceDeps {
 /** Stands in for the round number while the 200 response is turned into a template around it. */
 const ROUND_NUMBER_MARK = Number.MAX_SAFE_INTEGER;
 
-const betsClosed = () =>
-  new DomainError('BETTING_CLOSED', 'no Crash round is taking bets right now; retry when the next betting window opens');
+// One instance for every request: the answer is the same, and building an Error (its stack) per bet
+// showed in the place-bet profile.
+const BETS_CLOSED = new DomainError('BETTING_CLOSED', 'no Crash round is taking bets right now; retry when the next betting window opens');
 
 const asText = (r: CommandResponse): StoredText => ({ statusCode: r.statusCode, response: JSON.stringify(r.body) });
 
@@ -90,7 +91,7 @@ export class CrashBetService {
         bet = { id: newBetId(now), player: input.externalUserId, roundNumber: ROUND_NUMBER_MARK, amount: input.amount };
         const [prefix, suffix, extra] = JSON.stringify(present.placed(bet)).split(String(ROUND_NUMBER_MARK));
         if (suffix === undefined || extra !== undefined) return { outcome: 'full_path' };
-        const closed = refusal ? null : present.refused(betsClosed());
+        const closed = refusal ? null : present.refused(BETS_CLOSED);
         const answer = await placeBetCommand(this.d.db, {
           claim,
           refusal: refusal && asText(refusal),
