@@ -87,7 +87,7 @@ describe.each(STORES)('cash-out command unit on %s', (kind) => {
 
     // The same key again: the stored row comes back for the caller to replay; nothing more is written.
     const again = await cashoutCommand(db, claim('k1'), 'bet_1', () => ({ refusal: { statusCode: 409, response: '{"x":1}' } }));
-    expect(again).toMatchObject({ outcome: 'existing', request_hash: 'hash-k1', response: settlePlan({ id: 'bet_1' } as Bet).response.response });
+    expect(again).toMatchObject({ outcome: 'existing', request_hash: 'hash-k1', response: '{"bet_id":"bet_1","payout":150,"multiplier":"1.50"}' });
     expect(await count('SELECT COUNT(*) AS n FROM events')).toBe(1);
   });
 
