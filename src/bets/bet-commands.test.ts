@@ -166,4 +166,26 @@ describe.each(STORES)('place-bet command unit on %s', (kind) => {
     });
     expect(await count('SELECT COUNT(*) AS n FROM bets')).toBe(0);
   });
+
+  it('answers each of many concurrent bets on its own, however they are grouped into calls', async () => {
+    const bets = Array.from({ length: 40 }, (_, i) =>
+      placeBetCommand(db, {
+        claim: { operatorId: 'op', key: `c${i}`, requestHash: `h${i}`, signature: i === 39 ? 'sig-0' : `sig-${i}`, now },
+        refusal: null,
+        game: 'crash',
+        world: null,
+        roundId: null,
+        closed: null,
+        placed: { prefix: '{"n":', suffix: '}' },
+        bet: { id: `cb${i}`, player: `p${i}`, sessionId: null, currency: null, amount: 1, autoCashout: null, selections: null, status: 'active' },
+        velocity: null,
+      }),
+    );
+    const answers = await Promise.all(bets);
+    // The same signature under a second key is refused, wherever the first one landed.
+    expect(answers[39]).toEqual({ outcome: 'signature_replayed' });
+    expect(answers.slice(0, 39).every((a) => 'outcome' in a && a.outcome === 'placed')).toBe(true);
+    expect(await count('SELECT COUNT(*) AS n FROM bets')).toBe(39);
+    expect(await count("SELECT COUNT(*) AS n FROM idempotency_keys WHERE response = '{\"n\":1}'")).toBe(39);
+  });
 });

@@ -171,38 +171,113 @@ export async function runCommand<T>(
 }
 
 const PLACE_BET_SQL = `SELECT rbs_place_bet(${Array.from({ length: 24 }, () => '?').join(', ')}) AS r`;
+const PLACE_BETS_SQL = 'SELECT rbs_place_bets(?::jsonb) AS r';
+/** Upper bound on bets sent in one rbs_place_bets call. */
+const MAX_BETS_PER_CALL = 64;
 
 export function placeBetCommand(db: Database, c: PlaceBetCommand): Promise<PlaceBetAnswer> {
-  return runCommand<PlaceBetAnswer>(db, (tx) => placeBetSync(tx, c), {
-    name: 'rbs_place_bet',
-    sql: PLACE_BET_SQL,
-    params: [
-      c.claim.operatorId,
-      c.claim.key,
-      c.claim.requestHash,
-      c.claim.signature,
-      c.claim.now,
-      c.refusal?.statusCode ?? null,
-      c.refusal?.response ?? null,
-      c.game,
-      c.world,
-      c.roundId,
-      c.closed?.statusCode ?? null,
-      c.closed?.response ?? null,
-      c.placed.prefix,
-      c.placed.suffix,
-      c.bet.id,
-      c.bet.player,
-      c.bet.sessionId,
-      c.bet.currency,
-      c.bet.amount,
-      c.bet.autoCashout,
-      c.bet.selections,
-      c.bet.status,
-      c.velocity?.limit ?? 0,
-      c.velocity?.since ?? 0,
-    ],
-  });
+  if (db.unit) return runCommand<PlaceBetAnswer>(db, (tx) => placeBetSync(tx, c), { name: '', sql: '', params: [] });
+  let batcher = batchers.get(db);
+  if (!batcher) {
+    batcher = new PlaceBetBatcher(db);
+    batchers.set(db, batcher);
+  }
+  return batcher.place(placeBetParams(c));
+}
+
+function placeBetParams(c: PlaceBetCommand): SqlParam[] {
+  return [
+    c.claim.operatorId,
+    c.claim.key,
+    c.claim.requestHash,
+    c.claim.signature,
+    c.claim.now,
+    c.refusal?.statusCode ?? null,
+    c.refusal?.response ?? null,
+    c.game,
+    c.world,
+    c.roundId,
+    c.closed?.statusCode ?? null,
+    c.closed?.response ?? null,
+    c.placed.prefix,
+    c.placed.suffix,
+    c.bet.id,
+    c.bet.player,
+    c.bet.sessionId,
+    c.bet.currency,
+    c.bet.amount,
+    c.bet.autoCashout,
+    c.bet.selections,
+    c.bet.status,
+    c.velocity?.limit ?? 0,
+    c.velocity?.since ?? 0,
+  ];
+}
+
+const batchers = new WeakMap<Database, PlaceBetBatcher>();
+
+interface QueuedBet {
+  params: SqlParam[];
+  resolve: (answer: PlaceBetAnswer) => void;
+  reject: (error: unknown) => void;
+}
+
+/**
+ * PostgreSQL group commit for bets. A bet goes out at once (one rbs_place_bet call) while a pool
+ * connection is free; once every connection is busy, bets queue and the next free connection takes
+ * all of them (up to MAX_BETS_PER_CALL) in one rbs_place_bets call: one transaction, one commit and
+ * one round lock for the lot, each bet still answered on its own. Under no load nothing waits;
+ * under load a bet waits only for a connection, as it would in the pool's own queue. A failed call
+ * of several (a deadlock with another instance on two keys, say) is retried one bet per call.
+ */
+class PlaceBetBatcher {
+  private readonly queue: QueuedBet[] = [];
+  private inFlight = 0;
+  private readonly maxInFlight: number;
+
+  constructor(private readonly db: Database) {
+    this.maxInFlight = Math.max(1, db.writeConnections ?? 10);
+  }
+
+  place(params: SqlParam[]): Promise<PlaceBetAnswer> {
+    return new Promise((resolve, reject) => {
+      this.queue.push({ params, resolve, reject });
+      this.pump();
+    });
+  }
+
+  private pump(): void {
+    while (this.inFlight < this.maxInFlight && this.queue.length > 0) {
+      const batch = this.queue.splice(0, MAX_BETS_PER_CALL);
+      this.inFlight++;
+      void this.send(batch).finally(() => {
+        this.inFlight--;
+        this.pump();
+      });
+    }
+  }
+
+  private async send(batch: QueuedBet[]): Promise<void> {
+    if (batch.length === 1) return this.one(batch[0]!);
+    let answers: PlaceBetAnswer[];
+    try {
+      const rows = await this.db.prepared!<{ r: PlaceBetAnswer[] }>('rbs_place_bets', PLACE_BETS_SQL, [JSON.stringify(batch.map((b) => b.params))]);
+      answers = rows[0]!.r;
+    } catch {
+      // Nothing of the batch committed: each bet gets its own call (and its own error, if any).
+      await Promise.all(batch.map((b) => this.one(b)));
+      return;
+    }
+    batch.forEach((b, i) => b.resolve(answers[i]!));
+  }
+
+  private async one(b: QueuedBet): Promise<void> {
+    try {
+      b.resolve(await runCommand<PlaceBetAnswer>(this.db, () => ({ outcome: 'full_path' }), { name: 'rbs_place_bet', sql: PLACE_BET_SQL, params: b.params }));
+    } catch (error) {
+      b.reject(error);
+    }
+  }
 }
 
 interface RoundRow {

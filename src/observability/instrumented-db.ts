@@ -45,6 +45,7 @@ export class InstrumentedDatabase implements Database {
   /** Present exactly when the store has them (SQLite: `unit`; PostgreSQL: `prepared`). */
   readonly unit?: <T>(fn: (tx: SyncExecutor) => T) => Promise<T>;
   readonly prepared?: <T = Record<string, unknown>>(name: string, sql: string, params: readonly SqlParam[]) => Promise<T[]>;
+  readonly writeConnections?: number;
 
   constructor(
     private readonly inner: Database,
@@ -57,6 +58,7 @@ export class InstrumentedDatabase implements Database {
       const unit = inner.unit.bind(inner);
       this.unit = spans_ ? (fn) => spans_.transaction('command', () => unit(fn)) : unit;
     }
+    this.writeConnections = inner.writeConnections;
     if (inner.prepared) {
       const prepared = inner.prepared.bind(inner);
       this.prepared = spans_ ? (name, sql, params) => spans_.transaction(name, () => prepared(name, sql, params)) : prepared;

@@ -14,8 +14,10 @@ import { PostgresAdapter, sql, type Kysely } from 'kysely';
  * - the open round is read FOR SHARE, so the engine's move to `running` waits for the bet to commit;
  * - a refusal the service decided (or "no round is taking bets") is stored under the key, as before;
  * - anything uncommon that the service's full path handles (a compliance rule that would raise a
- *   flag, state that changed since the service read it) aborts the statement with SQLSTATE RB001:
- *   nothing was written, and the service runs the command through its full interactive path.
+ *   flag, state that changed since the service read it) answers `full_path` before anything is
+ *   written (rbs_place_bet) or aborts the statement with SQLSTATE RB001 (rbs_cash_out): nothing is
+ *   written either way, and the service runs the command through its full interactive path;
+ * - rbs_place_bets runs several bets in one call and one transaction (see bets/bet-commands.ts).
  *
  * SQLite needs none of this: its commands run as synchronous units inside the group commit.
  */
@@ -81,7 +83,7 @@ BEGIN
     END IF;
     IF v_round_id IS NULL OR p_now >= v_closes THEN
       IF p_closed_status IS NULL THEN
-        RAISE EXCEPTION 'no % round is taking bets', p_game USING ERRCODE = 'RB001';
+        RETURN jsonb_build_object('outcome', 'full_path');
       END IF;
       v_status := p_closed_status;
       v_response := p_closed_body;
@@ -90,12 +92,20 @@ BEGIN
     SELECT id, round_number, betting_closes_at, status INTO v_round_id, v_round_number, v_closes, v_round_status
     FROM rounds WHERE id = p_round_id AND game = p_game AND operator_id IS NOT DISTINCT FROM p_world FOR SHARE;
     IF v_round_id IS NULL OR v_round_status <> 'open' OR p_now >= v_closes THEN
-      RAISE EXCEPTION 'round % changed since it was read', p_round_id USING ERRCODE = 'RB001';
+      RETURN jsonb_build_object('outcome', 'full_path');
     END IF;
   END IF;
   IF v_status IS NULL THEN
     v_status := 200;
     v_response := p_ok_prefix || v_round_number::text || p_ok_suffix;
+    IF p_velocity_limit > 0 THEN
+      SELECT count(*) INTO v_n FROM bets
+      WHERE operator_id = p_operator_id AND player = p_player AND placed_at > p_velocity_since;
+      -- This bet counts too; over the limit the full path decides whether a flag is due.
+      IF v_n + 1 > p_velocity_limit THEN
+        RETURN jsonb_build_object('outcome', 'full_path');
+      END IF;
+    END IF;
   END IF;
 
   v_claim := rbs_claim_key(p_operator_id, p_key, p_hash, p_signature, p_now, v_status, v_response);
@@ -106,20 +116,31 @@ BEGIN
     RETURN jsonb_build_object('outcome', 'refused');
   END IF;
 
-  IF p_velocity_limit > 0 THEN
-    SELECT count(*) INTO v_n FROM bets
-    WHERE operator_id = p_operator_id AND player = p_player AND placed_at > p_velocity_since;
-    -- This bet counts too; over the limit the full path decides whether a flag is due.
-    IF v_n + 1 > p_velocity_limit THEN
-      RAISE EXCEPTION 'bet velocity rule hit' USING ERRCODE = 'RB001';
-    END IF;
-  END IF;
 
   INSERT INTO bets (id, operator_id, game, round_id, round_number, player, session_id, currency, amount, auto_cashout,
     selections, status, payout, cashout_multiplier, cashout_kind, placed_at, settled_at)
   VALUES (p_bet_id, p_operator_id, p_game, v_round_id, v_round_number, p_player, p_session_id, p_currency, p_amount,
     p_auto_cashout, p_selections, p_status, NULL, NULL, NULL, p_now, NULL);
   RETURN jsonb_build_object('outcome', 'placed', 'round_id', v_round_id, 'round_number', v_round_number);
+END
+$fn$`.execute(db);
+
+  // Several concurrent bets in one call and one transaction (one commit, one round lock for all):
+  // rbs_place_bet writes nothing before it can answer full_path, so one bet never aborts another.
+  await sql`
+CREATE OR REPLACE FUNCTION rbs_place_bets(p_commands jsonb) RETURNS jsonb LANGUAGE plpgsql AS $fn$
+DECLARE
+  c jsonb;
+  v_out jsonb := '[]'::jsonb;
+BEGIN
+  FOR c IN SELECT value FROM jsonb_array_elements(p_commands) LOOP
+    v_out := v_out || jsonb_build_array(rbs_place_bet(
+      c->>0, c->>1, c->>2, c->>3, (c->>4)::bigint, (c->>5)::integer, c->>6,
+      c->>7, c->>8, c->>9, (c->>10)::integer, c->>11, c->>12, c->>13,
+      c->>14, c->>15, c->>16, c->>17, (c->>18)::bigint, (c->>19)::integer, c->>20, c->>21,
+      (c->>22)::integer, (c->>23)::bigint));
+  END LOOP;
+  RETURN v_out;
 END
 $fn$`.execute(db);
 
@@ -185,6 +206,7 @@ $fn$`.execute(db);
 export async function down(db: Kysely<unknown>): Promise<void> {
   if (!(db.getExecutor().adapter instanceof PostgresAdapter)) return;
   await sql`DROP FUNCTION IF EXISTS rbs_cash_out`.execute(db);
+  await sql`DROP FUNCTION IF EXISTS rbs_place_bets`.execute(db);
   await sql`DROP FUNCTION IF EXISTS rbs_place_bet`.execute(db);
   await sql`DROP FUNCTION IF EXISTS rbs_claim_key`.execute(db);
 }
