@@ -223,12 +223,12 @@ interface QueuedBet {
 }
 
 /**
- * PostgreSQL group commit for bets. A bet goes out at once (one rbs_place_bet call) while a pool
- * connection is free; once every connection is busy, bets queue and the next free connection takes
- * all of them (up to MAX_BETS_PER_CALL) in one rbs_place_bets call: one transaction, one commit and
+ * PostgreSQL group commit for bets. A bet goes out at once (one rbs_place_bet call) while fewer than
+ * `maxInFlight` calls are running; beyond that, bets queue and the next call to finish hands all
+ * of them (up to MAX_BETS_PER_CALL) in one rbs_place_bets call: one transaction, one commit and
  * one round lock for the lot, each bet still answered on its own. Under no load nothing waits;
- * under load a bet waits only for a connection, as it would in the pool's own queue. A failed call
- * of several (a deadlock with another instance on two keys, say) is retried one bet per call.
+ * under load a queued bet waits for a call in flight to finish. A failed call of several (a
+ * deadlock with another instance on two keys, say) is retried one bet per call.
  */
 class PlaceBetBatcher {
   private readonly queue: QueuedBet[] = [];
@@ -236,7 +236,10 @@ class PlaceBetBatcher {
   private readonly maxInFlight: number;
 
   constructor(private readonly db: Database) {
-    this.maxInFlight = Math.max(1, db.writeConnections ?? 10);
+    // A quarter of the pool (at least two): measured on two cores, two to four calls in flight keep
+    // PostgreSQL busy, and more only split the queue into smaller, dearer calls (docs/benchmarks.md).
+    // The other connections stay free for cash-outs, reads and the engines.
+    this.maxInFlight = Math.max(2, Math.ceil((db.writeConnections ?? 10) / 4));
   }
 
   place(params: SqlParam[]): Promise<PlaceBetAnswer> {
