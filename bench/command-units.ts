@@ -44,7 +44,11 @@ async function open(): Promise<{ db: Database; backends: () => Promise<number[]>
     const dir = mkdtempSync(join(tmpdir(), 'rbs-units-'));
     const db = new SqliteDatabase({ filename: join(dir, 'service.db') });
     await migrate(db);
-    return { db, backends: async () => [], dispose: async () => (await db.close(), rmSync(dir, { recursive: true, force: true })) };
+    return {
+      db,
+      backends: async () => [],
+      dispose: async () => (await db.close(), rmSync(dir, { recursive: true, force: true })),
+    };
   }
   const admin = new pg.Client({ connectionString: flags.pg });
   await admin.connect();
@@ -54,7 +58,8 @@ async function open(): Promise<{ db: Database; backends: () => Promise<number[]>
   await migrate(db);
   return {
     db,
-    backends: async () => (await admin.query('SELECT pid FROM pg_stat_activity WHERE application_name = $1', [app])).rows.map((r) => r.pid),
+    backends: async () =>
+      (await admin.query('SELECT pid FROM pg_stat_activity WHERE application_name = $1', [app])).rows.map((r) => r.pid),
     dispose: async () => {
       await db.close();
       await admin.query(`DROP SCHEMA ${app} CASCADE`);
@@ -77,12 +82,22 @@ const ticks = (pids: number[]): number =>
 const { db, backends, dispose } = await open();
 await db.transaction((tx) =>
   tx.run(
-    `INSERT INTO operators (id, name, api_key, secret_enc, status, settings, created_at, updated_at) VALUES ('op', 'bench', 'k', 'x', 'active', '{}', 1, 1)`,
+    `INSERT INTO operators (id, name, api_key, secret_enc, status, settings, created_at, updated_at)
+     VALUES ('op', 'bench', 'k', 'x', 'active', '{}', 1, 1)`,
   ),
 );
 const start = Date.now();
 await db.transaction((tx) =>
-  roundRepository.insert(tx, { game: 'crash', seedHash: 'h', seed: 's', chainId: 'c', chainIdx: 1, openedAt: start, bettingClosesAt: start + 3_600_000, settings: {} }),
+  roundRepository.insert(tx, {
+    game: 'crash',
+    seedHash: 'h',
+    seed: 's',
+    chainId: 'c',
+    chainIdx: 1,
+    openedAt: start,
+    bettingClosesAt: start + 3_600_000,
+    settings: {},
+  }),
 );
 const idempotency = new IdempotencyService(db, () => Date.now());
 const compliance = new ComplianceService();
@@ -97,7 +112,13 @@ async function placeOne(n: number): Promise<void> {
       { operatorId: 'op', key, route: 'POST /place-bet', body: { n }, signature: key },
       (e) => ({ statusCode: 409, body: { code: e.code } }),
       async (tx) => {
-        const bet = await placeCrashBet(tx, compliance, operator, { externalUserId: player(n), amount: 100, autoCashout: null }, Date.now());
+        const bet = await placeCrashBet(
+          tx,
+          compliance,
+          operator,
+          { externalUserId: player(n), amount: 100, autoCashout: null },
+          Date.now(),
+        );
         return { statusCode: 200, body: { bet_id: bet.id, round_number: bet.roundNumber } };
       },
     );
@@ -111,10 +132,20 @@ async function placeOne(n: number): Promise<void> {
     roundId: null,
     closed: { statusCode: 409, response: '{"error":"closed","code":"BETTING_CLOSED"}' },
     placed: { prefix: '{"bet_id":"b","round_number":', suffix: ',"amount":100}' },
-    bet: { id: newBetId(now), player: player(n), sessionId: null, currency: null, amount: 100, autoCashout: null, selections: null, status: 'active' },
+    bet: {
+      id: newBetId(now),
+      player: player(n),
+      sessionId: null,
+      currency: null,
+      amount: 100,
+      autoCashout: null,
+      selections: null,
+      status: 'active',
+    },
     velocity: { limit: 120, since: now - 60_000 },
   });
-  if (!('outcome' in answer) || answer.outcome !== 'placed') throw new Error(`unexpected answer ${JSON.stringify(answer)}`);
+  if (!('outcome' in answer) || answer.outcome !== 'placed')
+    throw new Error(`unexpected answer ${JSON.stringify(answer)}`);
 }
 
 let next = 0;
@@ -135,7 +166,9 @@ const line = [
   `${flags.pg ? 'postgresql' : 'sqlite'} ${flags.path}: ${bets} bets, ${concurrency} in flight`,
   `${Math.round(bets / seconds)} bets/s`,
   `service CPU ${((cpu.user + cpu.system) / bets).toFixed(0)} µs/bet`,
-  ...(flags.pg ? [`PostgreSQL CPU ${(((ticks(pids) - pg0) * 10_000) / bets).toFixed(0)} µs/bet (${pids.length} backends)`] : []),
+  ...(flags.pg
+    ? [`PostgreSQL CPU ${(((ticks(pids) - pg0) * 10_000) / bets).toFixed(0)} µs/bet (${pids.length} backends)`]
+    : []),
 ];
 console.log(line.join(', '));
 await dispose();

@@ -209,7 +209,11 @@ export async function createApp(config: Config, overrides: AppOverrides = {}): P
     runEngines: config.runEngines,
   });
   const idempotency = new IdempotencyService(db, () => clock.now());
-  const crashRules = { salt: config.crash.salt, houseEdgeBp: config.crash.houseEdgeBp, engineStaleMs: config.crash.engineStaleMs };
+  const crashRules = {
+    salt: config.crash.salt,
+    houseEdgeBp: config.crash.houseEdgeBp,
+    engineStaleMs: config.crash.engineStaleMs,
+  };
   const counters: BetCounters = {
     betPlaced: (game) => db.countCommitted((m) => m.betPlaced(game)),
     cashedOut: (game, payout, currency) =>
@@ -225,7 +229,16 @@ export async function createApp(config: Config, overrides: AppOverrides = {}): P
     db,
     operators,
     idempotency,
-    crashBets: new CrashBetService({ db, clock, idempotency, compliance: complianceFlags, rules: crashRules, sandbox, crashGame, counters }),
+    crashBets: new CrashBetService({
+      db,
+      clock,
+      idempotency,
+      compliance: complianceFlags,
+      rules: crashRules,
+      sandbox,
+      crashGame,
+      counters,
+    }),
     stockRaceBets: new StockRaceBetService({
       db,
       clock,

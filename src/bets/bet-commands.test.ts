@@ -91,8 +91,13 @@ describe.each(STORES)('place-bet command unit on %s', (kind) => {
   it('places once, replays the stored response, refuses another body under the key', async () => {
     const first = await place('k1', { amount: 100 });
     expect(first).toEqual({ statusCode: 200, body: { round_number: 1, key: 'k1' }, replayed: false });
-    const stored = await db.get<{ status_code: number; response: string }>("SELECT status_code, response FROM idempotency_keys WHERE idem_key = 'k1'");
-    expect({ ...stored, status_code: Number(stored!.status_code) }).toEqual({ status_code: 200, response: '{"round_number":1,"key":"k1"}' });
+    const stored = await db.get<{ status_code: number; response: string }>(
+      "SELECT status_code, response FROM idempotency_keys WHERE idem_key = 'k1'",
+    );
+    expect({ ...stored, status_code: Number(stored!.status_code) }).toEqual({
+      status_code: 200,
+      response: '{"round_number":1,"key":"k1"}',
+    });
 
     // Key order is not content: the canonical hash matches, the stored response comes back.
     expect(await place('k1', { amount: 100 })).toEqual({ ...first, replayed: true });
@@ -102,7 +107,9 @@ describe.each(STORES)('place-bet command unit on %s', (kind) => {
 
   it('refuses the same signature under another key, writing nothing', async () => {
     await place('k1', { amount: 100 }, { signature: 'sig-1' });
-    await expect(place('k2', { amount: 100 }, { signature: 'sig-1' })).rejects.toMatchObject({ code: 'REQUEST_REPLAYED' });
+    await expect(place('k2', { amount: 100 }, { signature: 'sig-1' })).rejects.toMatchObject({
+      code: 'REQUEST_REPLAYED',
+    });
     expect(await count("SELECT COUNT(*) AS n FROM idempotency_keys WHERE idem_key = 'k2'")).toBe(0);
     expect(await count('SELECT COUNT(*) AS n FROM bets')).toBe(1);
   });
@@ -139,7 +146,16 @@ describe.each(STORES)('place-bet command unit on %s', (kind) => {
       roundId,
       closed: null,
       placed: { prefix: '', suffix: '' },
-      bet: { id: 'b9', player: 'p', sessionId: null, currency: null, amount: 1, autoCashout: null, selections: null, status: 'reserved' },
+      bet: {
+        id: 'b9',
+        player: 'p',
+        sessionId: null,
+        currency: null,
+        amount: 1,
+        autoCashout: null,
+        selections: null,
+        status: 'reserved',
+      },
       velocity: null,
     });
     expect(answer).toEqual({ outcome: 'full_path' });
@@ -155,7 +171,16 @@ describe.each(STORES)('place-bet command unit on %s', (kind) => {
       roundId: null,
       closed: null,
       placed: { prefix: '', suffix: '' },
-      bet: { id: 'b5', player: 'p', sessionId: null, currency: null, amount: 1, autoCashout: null, selections: null, status: 'active' as const },
+      bet: {
+        id: 'b5',
+        player: 'p',
+        sessionId: null,
+        currency: null,
+        amount: 1,
+        autoCashout: null,
+        selections: null,
+        status: 'active' as const,
+      },
       velocity: null,
     };
     expect(await placeBetCommand(db, { ...base, claim, refusal })).toEqual({ outcome: 'refused' });
@@ -170,14 +195,29 @@ describe.each(STORES)('place-bet command unit on %s', (kind) => {
   it('answers each of many concurrent bets on its own, however they are grouped into calls', async () => {
     const bets = Array.from({ length: 40 }, (_, i) =>
       placeBetCommand(db, {
-        claim: { operatorId: 'op', key: `c${i}`, requestHash: `h${i}`, signature: i === 39 ? 'sig-0' : `sig-${i}`, now },
+        claim: {
+          operatorId: 'op',
+          key: `c${i}`,
+          requestHash: `h${i}`,
+          signature: i === 39 ? 'sig-0' : `sig-${i}`,
+          now,
+        },
         refusal: null,
         game: 'crash',
         world: null,
         roundId: null,
         closed: null,
         placed: { prefix: '{"n":', suffix: '}' },
-        bet: { id: `cb${i}`, player: `p${i}`, sessionId: null, currency: null, amount: 1, autoCashout: null, selections: null, status: 'active' },
+        bet: {
+          id: `cb${i}`,
+          player: `p${i}`,
+          sessionId: null,
+          currency: null,
+          amount: 1,
+          autoCashout: null,
+          selections: null,
+          status: 'active',
+        },
         velocity: null,
       }),
     );
@@ -186,6 +226,6 @@ describe.each(STORES)('place-bet command unit on %s', (kind) => {
     expect(answers[39]).toEqual({ outcome: 'signature_replayed' });
     expect(answers.slice(0, 39).every((a) => 'outcome' in a && a.outcome === 'placed')).toBe(true);
     expect(await count('SELECT COUNT(*) AS n FROM bets')).toBe(39);
-    expect(await count("SELECT COUNT(*) AS n FROM idempotency_keys WHERE response = '{\"n\":1}'")).toBe(39);
+    expect(await count('SELECT COUNT(*) AS n FROM idempotency_keys WHERE response = \'{"n":1}\'')).toBe(39);
   });
 });

@@ -54,7 +54,9 @@ export interface BetCounters {
 
 /** The bet-velocity rule as the store applies it; null when the rule is off (or for sandbox operators). */
 export function velocityRule(rules: ComplianceSettings | null, now: number): { limit: number; since: number } | null {
-  return rules && rules.bets_per_minute_per_player > 0 ? { limit: rules.bets_per_minute_per_player, since: now - VELOCITY_WINDOW_MS } : null;
+  return rules && rules.bets_per_minute_per_player > 0
+    ? { limit: rules.bets_per_minute_per_player, since: now - VELOCITY_WINDOW_MS }
+    : null;
 }
 
 /** What a command needs to claim its key in the same unit as its effect. */
@@ -79,20 +81,24 @@ export type CommandAnswer = CommandResponse | ClaimConflict | { outcome: 'full_p
  * Claims a key with its final response inside a synchronous unit (SQLite); the PostgreSQL commands
  * do the same in rbs_claim_key (migration 007). Null: claimed.
  */
-export function claimKeySync(tx: SyncExecutor, claim: KeyClaim, statusCode: number, response: string): ClaimConflict | null {
+export function claimKeySync(
+  tx: SyncExecutor,
+  claim: KeyClaim,
+  statusCode: number,
+  response: string,
+): ClaimConflict | null {
   const r = tx.run(
     `INSERT INTO idempotency_keys (operator_id, idem_key, request_hash, status_code, response, created_at, signature)
      VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
     [claim.operatorId, claim.key, claim.requestHash, statusCode, response, claim.now, claim.signature],
   );
   if (r.changes === 1) return null;
-  const row = tx.get<KeyRow>('SELECT request_hash, status_code, response FROM idempotency_keys WHERE operator_id = ? AND idem_key = ?', [
-    claim.operatorId,
-    claim.key,
-  ]);
+  const row = tx.get<KeyRow>(
+    'SELECT request_hash, status_code, response FROM idempotency_keys WHERE operator_id = ? AND idem_key = ?',
+    [claim.operatorId, claim.key],
+  );
   return row ? { outcome: 'existing', ...row } : { outcome: 'signature_replayed' };
 }
-
 
 /** A response as it is stored under an idempotency key: the exact text a replay sends back. */
 export interface StoredText {
@@ -136,7 +142,10 @@ export interface PlaceBetCommand {
   velocity: { limit: number; since: number } | null;
 }
 
-export type PlaceBetAnswer = CommandAnswer | { outcome: 'refused' } | { outcome: 'placed'; round_id: string; round_number: number };
+export type PlaceBetAnswer =
+  | CommandAnswer
+  | { outcome: 'refused' }
+  | { outcome: 'placed'; round_id: string; round_number: number };
 
 /** SQLSTATE the PostgreSQL commands raise when the full path must run; nothing was written. */
 export const FULL_PATH_SQLSTATE = 'RB001';
@@ -165,7 +174,8 @@ export async function runCommand<T>(
     const rows = await db.prepared<{ r: T }>(postgres.name, postgres.sql, postgres.params);
     return rows[0]!.r;
   } catch (error) {
-    if (error instanceof FullPathNeeded || (error as { code?: unknown }).code === FULL_PATH_SQLSTATE) return { outcome: 'full_path' };
+    if (error instanceof FullPathNeeded || (error as { code?: unknown }).code === FULL_PATH_SQLSTATE)
+      return { outcome: 'full_path' };
     throw error;
   }
 }
@@ -264,7 +274,9 @@ class PlaceBetBatcher {
     if (batch.length === 1) return this.one(batch[0]!);
     let answers: PlaceBetAnswer[];
     try {
-      const rows = await this.db.prepared!<{ r: PlaceBetAnswer[] }>('rbs_place_bets', PLACE_BETS_SQL, [JSON.stringify(batch.map((b) => b.params))]);
+      const rows = await this.db.prepared!<{ r: PlaceBetAnswer[] }>('rbs_place_bets', PLACE_BETS_SQL, [
+        JSON.stringify(batch.map((b) => b.params)),
+      ]);
       answers = rows[0]!.r;
     } catch {
       // Nothing of the batch committed: each bet gets its own call (and its own error, if any).
@@ -276,7 +288,13 @@ class PlaceBetBatcher {
 
   private async one(b: QueuedBet): Promise<void> {
     try {
-      b.resolve(await runCommand<PlaceBetAnswer>(this.db, () => ({ outcome: 'full_path' }), { name: 'rbs_place_bet', sql: PLACE_BET_SQL, params: b.params }));
+      b.resolve(
+        await runCommand<PlaceBetAnswer>(this.db, () => ({ outcome: 'full_path' }), {
+          name: 'rbs_place_bet',
+          sql: PLACE_BET_SQL,
+          params: b.params,
+        }),
+      );
     } catch (error) {
       b.reject(error);
     }
@@ -308,29 +326,49 @@ export function placeBetSync(tx: SyncExecutor, c: PlaceBetCommand): PlaceBetAnsw
       answer = c.closed;
     }
   } else if (!answer) {
-    round = tx.get<RoundRow>('SELECT id, round_number, betting_closes_at, status, game, operator_id FROM rounds WHERE id = ?', [c.roundId]);
-    const stillOpen = round && round.game === c.game && (round.operator_id ?? null) === c.world && round.status === 'open';
-    if (!stillOpen || now >= Number(round!.betting_closes_at)) throw new FullPathNeeded(`round ${c.roundId} changed since it was read`);
+    round = tx.get<RoundRow>(
+      'SELECT id, round_number, betting_closes_at, status, game, operator_id FROM rounds WHERE id = ?',
+      [c.roundId],
+    );
+    const stillOpen =
+      round && round.game === c.game && (round.operator_id ?? null) === c.world && round.status === 'open';
+    if (!stillOpen || now >= Number(round!.betting_closes_at))
+      throw new FullPathNeeded(`round ${c.roundId} changed since it was read`);
   }
   const placed = !answer;
-  if (!answer) answer = { statusCode: 200, response: `${c.placed.prefix}${Number(round!.round_number)}${c.placed.suffix}` };
+  if (!answer)
+    answer = { statusCode: 200, response: `${c.placed.prefix}${Number(round!.round_number)}${c.placed.suffix}` };
   const conflict = claimKeySync(tx, c.claim, answer.statusCode, answer.response);
   if (conflict) return conflict;
   if (!placed) return { outcome: 'refused' };
   if (c.velocity) {
-    const row = tx.get<{ n: number }>('SELECT COUNT(*) AS n FROM bets WHERE operator_id = ? AND player = ? AND placed_at > ?', [
-      c.claim.operatorId,
-      c.bet.player,
-      c.velocity.since,
-    ]);
+    const row = tx.get<{ n: number }>(
+      'SELECT COUNT(*) AS n FROM bets WHERE operator_id = ? AND player = ? AND placed_at > ?',
+      [c.claim.operatorId, c.bet.player, c.velocity.since],
+    );
     if (Number(row?.n ?? 0) + 1 > c.velocity.limit) throw new FullPathNeeded('bet velocity rule hit');
   }
   const b = c.bet;
   tx.run(
-    `INSERT INTO bets (id, operator_id, game, round_id, round_number, player, session_id, currency, amount, auto_cashout,
+    `INSERT INTO bets (id, operator_id, game, round_id, round_number, player, session_id, currency, amount,
+       auto_cashout,
        selections, status, payout, cashout_multiplier, cashout_kind, placed_at, settled_at)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL, NULL, ?, NULL)`,
-    [b.id, c.claim.operatorId, c.game, round!.id, round!.round_number, b.player, b.sessionId, b.currency, b.amount, b.autoCashout, b.selections, b.status, now],
+    [
+      b.id,
+      c.claim.operatorId,
+      c.game,
+      round!.id,
+      round!.round_number,
+      b.player,
+      b.sessionId,
+      b.currency,
+      b.amount,
+      b.autoCashout,
+      b.selections,
+      b.status,
+      now,
+    ],
   );
   return { outcome: 'placed', round_id: round!.id, round_number: Number(round!.round_number) };
 }

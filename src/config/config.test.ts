@@ -12,8 +12,9 @@ describe('config', () => {
 
   it('sizes the PostgreSQL pool and accepts a Unix-socket DATABASE_URL', () => {
     expect(loadConfig({ APP_ENV: 'development' }).databasePoolSize).toBe(10);
-    const c = loadConfig({ APP_ENV: 'development', DATABASE_URL: 'postgres:///db?host=/var/run/postgresql', DATABASE_POOL_SIZE: '24' });
-    expect(c).toMatchObject({ databaseUrl: 'postgres:///db?host=/var/run/postgresql', databasePoolSize: 24 });
+    const socket = 'postgres:///db?host=/var/run/postgresql';
+    const c = loadConfig({ APP_ENV: 'development', DATABASE_URL: socket, DATABASE_POOL_SIZE: '24' });
+    expect(c).toMatchObject({ databaseUrl: socket, databasePoolSize: 24 });
   });
 
   it('refuses plain HTTP in production unless TLS or a trusted TLS proxy is configured', () => {

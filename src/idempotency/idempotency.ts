@@ -100,7 +100,13 @@ export class IdempotencyService {
   ): Promise<IdempotentResult> {
     const hash = this.hashOf(scope);
     return this.singleFlight(scope, hash, async () => {
-      const claim = { operatorId: scope.operatorId, key: scope.key, requestHash: hash, signature: scope.signature ?? null, now: this.now() };
+      const claim: KeyClaim = {
+        operatorId: scope.operatorId,
+        key: scope.key,
+        requestHash: hash,
+        signature: scope.signature ?? null,
+        now: this.now(),
+      };
       const answer = await unit(claim);
       if (!('outcome' in answer)) return { ...answer, replayed: false };
       if (answer.outcome === 'existing') return this.fromRow(answer, hash);
@@ -117,7 +123,11 @@ export class IdempotencyService {
   }
 
   /** A concurrent duplicate in this process waits for the first and replays what it stored. */
-  private async singleFlight(scope: IdempotencyScope, hash: string, run: () => Promise<IdempotentResult>): Promise<IdempotentResult> {
+  private async singleFlight(
+    scope: IdempotencyScope,
+    hash: string,
+    run: () => Promise<IdempotentResult>,
+  ): Promise<IdempotentResult> {
     const flightKey = `${scope.operatorId}\u0000${scope.key}`;
     const pending = this.inFlight.get(flightKey);
     if (pending) {

@@ -1,4 +1,13 @@
-import type { Database, Lease, LeaseOptions, RunResult, SqlExecutor, SqlParam, SyncExecutor, TransactionOptions } from '../store/database';
+import type {
+  Database,
+  Lease,
+  LeaseOptions,
+  RunResult,
+  SqlExecutor,
+  SqlParam,
+  SyncExecutor,
+  TransactionOptions,
+} from '../store/database';
 import type { ServiceMetrics } from './metrics';
 
 /** Counts a fact once the transaction that made it true is durable; never for a rollback. */
@@ -44,7 +53,11 @@ class UnitExecutor implements SqlExecutor {
 export class InstrumentedDatabase implements Database {
   /** Present exactly when the store has them (SQLite: `unit`; PostgreSQL: `prepared`). */
   readonly unit?: <T>(fn: (tx: SyncExecutor) => T) => Promise<T>;
-  readonly prepared?: <T = Record<string, unknown>>(name: string, sql: string, params: readonly SqlParam[]) => Promise<T[]>;
+  readonly prepared?: <T = Record<string, unknown>>(
+    name: string,
+    sql: string,
+    params: readonly SqlParam[],
+  ) => Promise<T[]>;
   readonly writeConnections?: number;
 
   constructor(
@@ -61,7 +74,9 @@ export class InstrumentedDatabase implements Database {
     this.writeConnections = inner.writeConnections;
     if (inner.prepared) {
       const prepared = inner.prepared.bind(inner);
-      this.prepared = spans_ ? (name, sql, params) => spans_.transaction(name, () => prepared(name, sql, params)) : prepared;
+      this.prepared = spans_
+        ? (name, sql, params) => spans_.transaction(name, () => prepared(name, sql, params))
+        : prepared;
     }
   }
 

@@ -39,13 +39,15 @@ export function recordOperatorEventSync(tx: SyncExecutor, row: OperatorEventRow,
     row.data,
     row.livemode ? 1 : 0,
   ]);
-  const endpoints = tx.all<{ id: string; events: string }>('SELECT id, events FROM webhook_endpoints WHERE enabled = 1 AND operator_id = ?', [
-    row.operatorId,
-  ]);
+  const endpoints = tx.all<{ id: string; events: string }>(
+    'SELECT id, events FROM webhook_endpoints WHERE enabled = 1 AND operator_id = ?',
+    [row.operatorId],
+  );
   for (const endpoint of endpoints) {
     if (!(JSON.parse(endpoint.events) as string[]).includes(row.type)) continue;
     tx.run(
-      `INSERT INTO webhook_deliveries (id, event_id, endpoint_id, operator_id, status, attempts, next_attempt_at, created_at)
+      `INSERT INTO webhook_deliveries
+         (id, event_id, endpoint_id, operator_id, status, attempts, next_attempt_at, created_at)
        VALUES (?, ?, ?, ?, 'pending', 0, ?, ?)`,
       [`dlv_${randomUUID()}`, row.id, endpoint.id, row.operatorId, now, now],
     );

@@ -61,7 +61,13 @@ describe.each(STORES)('cash-out command unit on %s', (kind) => {
   });
   afterEach(async () => dispose());
 
-  const claim = (key: string): KeyClaim => ({ operatorId: 'op', key, requestHash: `hash-${key}`, signature: null, now });
+  const claim = (key: string): KeyClaim => ({
+    operatorId: 'op',
+    key,
+    requestHash: `hash-${key}`,
+    signature: null,
+    now,
+  });
   const settlePlan = (bet: Bet): CashoutPlan => ({
     settle: { payout: 150, multiplier: 150, kind: 'manual' },
     response: { statusCode: 200, response: '{"bet_id":"bet_1","payout":150,"multiplier":"1.50"}' },
@@ -80,14 +86,26 @@ describe.each(STORES)('cash-out command unit on %s', (kind) => {
     expect(answer).toEqual({ outcome: 'settled' });
     expect(seen.bet).toMatchObject({ id: 'bet_1', status: 'active', amount: 100 });
     expect(seen.round).toMatchObject({ id: round.id, status: 'running', heartbeatAt: now - 100 });
-    const bet = await db.get<{ status: string; payout: number; cashout_kind: string }>("SELECT * FROM bets WHERE id = 'bet_1'");
-    expect({ ...bet, payout: Number(bet!.payout) }).toMatchObject({ status: 'cashed_out', payout: 150, cashout_kind: 'manual' });
+    const bet = await db.get<{ status: string; payout: number; cashout_kind: string }>(
+      "SELECT * FROM bets WHERE id = 'bet_1'",
+    );
+    expect({ ...bet, payout: Number(bet!.payout) }).toMatchObject({
+      status: 'cashed_out',
+      payout: 150,
+      cashout_kind: 'manual',
+    });
     expect(await count("SELECT COUNT(*) AS n FROM events WHERE type = 'bet.settled' AND operator_id = 'op'")).toBe(1);
-    expect(await db.all("SELECT endpoint_id FROM webhook_deliveries")).toEqual([{ endpoint_id: 'we_1' }]);
+    expect(await db.all('SELECT endpoint_id FROM webhook_deliveries')).toEqual([{ endpoint_id: 'we_1' }]);
 
     // The same key again: the stored row comes back for the caller to replay; nothing more is written.
-    const again = await cashoutCommand(db, claim('k1'), 'bet_1', () => ({ refusal: { statusCode: 409, response: '{"x":1}' } }));
-    expect(again).toMatchObject({ outcome: 'existing', request_hash: 'hash-k1', response: '{"bet_id":"bet_1","payout":150,"multiplier":"1.50"}' });
+    const again = await cashoutCommand(db, claim('k1'), 'bet_1', () => ({
+      refusal: { statusCode: 409, response: '{"x":1}' },
+    }));
+    expect(again).toMatchObject({
+      outcome: 'existing',
+      request_hash: 'hash-k1',
+      response: '{"bet_id":"bet_1","payout":150,"multiplier":"1.50"}',
+    });
     expect(await count('SELECT COUNT(*) AS n FROM events')).toBe(1);
   });
 
@@ -97,7 +115,9 @@ describe.each(STORES)('cash-out command unit on %s', (kind) => {
       return { refusal: { statusCode: 404, response: '{"code":"BET_NOT_FOUND"}' } };
     });
     expect(answer).toEqual({ outcome: 'refused' });
-    expect(await count("SELECT COUNT(*) AS n FROM idempotency_keys WHERE idem_key = 'k2' AND status_code = 404")).toBe(1);
+    expect(await count("SELECT COUNT(*) AS n FROM idempotency_keys WHERE idem_key = 'k2' AND status_code = 404")).toBe(
+      1,
+    );
     expect(await count('SELECT COUNT(*) AS n FROM events')).toBe(0);
   });
 
@@ -121,7 +141,10 @@ describe.each(STORES)('cash-out command unit on %s', (kind) => {
         return elapsed.length >= 2 && Math.max(...elapsed) - Math.min(...elapsed) <= windowMs;
       },
     });
-    const plan = (bet: Bet, windowMs: number) => ({ ...(settlePlan(bet) as Extract<CashoutPlan, { settle: unknown }>), timing: timing(windowMs) });
+    const plan = (bet: Bet, windowMs: number) => ({
+      ...(settlePlan(bet) as Extract<CashoutPlan, { settle: unknown }>),
+      timing: timing(windowMs),
+    });
     expect(await cashoutCommand(db, claim('k3'), 'bet_1', (bet) => plan(bet!, 10))).toEqual({ outcome: 'full_path' });
     expect(await count("SELECT COUNT(*) AS n FROM bets WHERE status = 'active'")).toBe(1);
     expect(await count('SELECT COUNT(*) AS n FROM idempotency_keys')).toBe(0);
@@ -139,7 +162,12 @@ describe.each(STORES)('cash-out command unit on %s', (kind) => {
   });
 
   it.runIf(kind === 'postgres')('leaves a round whose engine fell silent after the read to the full path', async () => {
-    const answer = await cashoutCommand(db, claim('k5'), 'bet_1', (bet) => ({ ...(settlePlan(bet!) as object), aliveSince: now }) as CashoutPlan);
+    const answer = await cashoutCommand(
+      db,
+      claim('k5'),
+      'bet_1',
+      (bet) => ({ ...(settlePlan(bet!) as object), aliveSince: now }) as CashoutPlan,
+    );
     expect(answer).toEqual({ outcome: 'full_path' });
     expect(await count("SELECT COUNT(*) AS n FROM bets WHERE status = 'active'")).toBe(1);
   });

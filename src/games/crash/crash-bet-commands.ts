@@ -1,6 +1,13 @@
 import type { Bet, CashoutKind } from '../../bets/bet';
 import { type BetRow, toBet } from '../../bets/bet-repository';
-import { claimKeySync, type CommandAnswer, FullPathNeeded, type KeyClaim, runCommand, type StoredText } from '../../bets/bet-commands';
+import {
+  claimKeySync,
+  type CommandAnswer,
+  FullPathNeeded,
+  type KeyClaim,
+  runCommand,
+  type StoredText,
+} from '../../bets/bet-commands';
 import type { Database, SyncExecutor } from '../../store/database';
 import { type OperatorEventRow, recordOperatorEventSync } from '../../webhooks/event-rows';
 import type { Round } from '../engine/round';
@@ -34,7 +41,8 @@ export type CashoutAnswer = CommandAnswer | { outcome: 'refused' } | { outcome: 
 
 const CASH_OUT_SQL = `SELECT rbs_cash_out(${Array.from({ length: 21 }, () => '?').join(', ')}) AS r`;
 // One statement for both rows: on PostgreSQL the decision's inputs cost one round trip.
-const BET_AND_ROUND_SQL = 'SELECT row_to_json(b) AS bet, row_to_json(r) AS round FROM bets b JOIN rounds r ON r.id = b.round_id WHERE b.id = ?';
+const BET_AND_ROUND_SQL =
+  'SELECT row_to_json(b) AS bet, row_to_json(r) AS round FROM bets b JOIN rounds r ON r.id = b.round_id WHERE b.id = ?';
 
 /**
  * A Crash cash-out as one unit of work. SQLite: the rows are read, `decide` runs and the plan is
@@ -49,7 +57,11 @@ export async function cashoutCommand(
   decide: (bet: Bet | undefined, round: Round | undefined) => CashoutPlan,
 ): Promise<CashoutAnswer> {
   if (db.unit) {
-    return runCommand<CashoutAnswer>(db, (tx) => cashoutSync(tx, claim, betId, decide), { name: '', sql: '', params: [] });
+    return runCommand<CashoutAnswer>(db, (tx) => cashoutSync(tx, claim, betId, decide), {
+      name: '',
+      sql: '',
+      params: [],
+    });
   }
   const rows = await db.prepared!<{ bet: BetRow; round: RoundRow }>('rbs_bet_and_round', BET_AND_ROUND_SQL, [betId]);
   const row = rows[0];
@@ -96,23 +108,21 @@ function cashoutSync(
   const roundRow = betRow ? tx.get<RoundRow>('SELECT * FROM rounds WHERE id = ?', [betRow.round_id]) : undefined;
   const plan = decide(betRow ? toBet(betRow) : undefined, roundRow ? toRound(roundRow) : undefined);
   if ('fullPath' in plan) throw new FullPathNeeded(plan.fullPath);
-  if ('refusal' in plan) return claimKeySync(tx, claim, plan.refusal.statusCode, plan.refusal.response) ?? { outcome: 'refused' };
+  if ('refusal' in plan)
+    return claimKeySync(tx, claim, plan.refusal.statusCode, plan.refusal.response) ?? { outcome: 'refused' };
   const conflict = claimKeySync(tx, claim, plan.response.statusCode, plan.response.response);
   if (conflict) return conflict;
   // One writer: the bet read above is still active, and its round still what decide saw.
   const s = plan.settle;
-  tx.run('UPDATE bets SET status = ?, payout = ?, cashout_multiplier = ?, cashout_kind = ?, settled_at = ? WHERE id = ?', [
-    'cashed_out',
-    s.payout,
-    s.multiplier,
-    s.kind,
-    claim.now,
-    betId,
-  ]);
+  tx.run(
+    'UPDATE bets SET status = ?, payout = ?, cashout_multiplier = ?, cashout_kind = ?, settled_at = ? WHERE id = ?',
+    ['cashed_out', s.payout, s.multiplier, s.kind, claim.now, betId],
+  );
   if (plan.timing) {
     const recent = tx.all<TimedRow>(
       `SELECT b.id, b.settled_at, r.running_at FROM bets b JOIN rounds r ON r.id = b.round_id
-       WHERE b.operator_id = ? AND b.player = ? AND b.game = 'crash' AND b.status = 'cashed_out' AND b.cashout_kind = 'manual'
+       WHERE b.operator_id = ? AND b.player = ? AND b.game = 'crash' AND b.status = 'cashed_out'
+         AND b.cashout_kind = 'manual'
          AND b.placed_at > ? ORDER BY b.placed_at DESC, b.id LIMIT ?`,
       [claim.operatorId, betRow!.player, plan.timing.since, plan.timing.streak],
     );

@@ -15,7 +15,13 @@ import {
 import type { Clock } from '../../clock/clock';
 import type { ComplianceService } from '../../compliance/compliance-service';
 import { noCompliance } from '../../compliance/hooks';
-import { largePayout, largeStake, MACHINE_TIMING_HORIZON_MS, machineTiming, type ComplianceSettings } from '../../compliance/rules';
+import {
+  largePayout,
+  largeStake,
+  MACHINE_TIMING_HORIZON_MS,
+  machineTiming,
+  type ComplianceSettings,
+} from '../../compliance/rules';
 import { DomainError, isDomainError } from '../../errors/codes';
 import type { Operator } from '../../operators/operator';
 import type { Database } from '../../store/database';
@@ -38,7 +44,10 @@ export interface CrashBetServiceDeps {
   idempotency: CommandRunner;
   compliance: ComplianceService;
   rules: CrashRules;
-  sandbox: { touch(operator: Operator, game: Game): Promise<void>; noteCrashSettled(operatorId: string, betId: string): void };
+  sandbox: {
+    touch(operator: Operator, game: Game): Promise<void>;
+    noteCrashSettled(operatorId: string, betId: string): void;
+  };
   crashGame: { noteSettled(betId: string): void };
   /** Committed facts for the service metrics (never counted for sandbox operators). */
   counters: BetCounters;
@@ -49,7 +58,10 @@ const ROUND_NUMBER_MARK = Number.MAX_SAFE_INTEGER;
 
 // One instance for every request: the answer is the same, and building an Error (its stack) per bet
 // showed in the place-bet profile.
-const BETS_CLOSED = new DomainError('BETTING_CLOSED', 'no Crash round is taking bets right now; retry when the next betting window opens');
+const BETS_CLOSED = new DomainError(
+  'BETTING_CLOSED',
+  'no Crash round is taking bets right now; retry when the next betting window opens',
+);
 
 const asText = (r: CommandResponse): StoredText => ({ statusCode: r.statusCode, response: JSON.stringify(r.body) });
 
@@ -73,9 +85,18 @@ export class CrashBetService {
     const live = operator.mode !== 'test';
     // A test-mode operator plays only in its own sandbox rounds; everyone else only in live ones.
     if (!live) await this.d.sandbox.touch(operator, 'crash');
-    const scope = { operatorId: operator.id, key: request.key, route: request.route, body: request.body, signature: request.signature };
+    const scope = {
+      operatorId: operator.id,
+      key: request.key,
+      route: request.route,
+      body: request.body,
+      signature: request.signature,
+    };
     let bet: PlacedCrashBet | null = null;
-    const respond = (roundNumber: number): CommandResponse => ({ statusCode: 200, body: present.placed({ ...bet!, roundNumber }) });
+    const respond = (roundNumber: number): CommandResponse => ({
+      statusCode: 200,
+      body: present.placed({ ...bet!, roundNumber }),
+    });
     const result = await this.d.idempotency.command(
       scope,
       async (claim) => {
@@ -83,7 +104,9 @@ export class CrashBetService {
         const max = operator.settings.crash.max_payout_per_bet;
         const refusal =
           input.amount > max
-            ? present.refused(new DomainError('STAKE_OUT_OF_RANGE', `amount exceeds this operator's maximum payout per bet (${max})`))
+            ? present.refused(
+                new DomainError('STAKE_OUT_OF_RANGE', `amount exceeds this operator's maximum payout per bet (${max})`),
+              )
             : null;
         const rules = live ? await this.d.compliance.settingsFor(this.d.db, operator.id, now) : null;
         // A bet that raises a flag is rare: the full path writes it with its flag and event.
@@ -100,7 +123,14 @@ export class CrashBetService {
           roundId: null,
           closed: closed && asText(closed),
           placed: { prefix: prefix!, suffix },
-          bet: { ...bet, sessionId: null, currency: null, autoCashout: input.autoCashout, selections: null, status: 'active' },
+          bet: {
+            ...bet,
+            sessionId: null,
+            currency: null,
+            autoCashout: input.autoCashout,
+            selections: null,
+            status: 'active',
+          },
           velocity: velocityRule(rules, now),
         });
         if (!('outcome' in answer)) return answer;
@@ -111,7 +141,13 @@ export class CrashBetService {
       },
       present.refused,
       async (tx) => {
-        const placed = await placeCrashBet(tx, live ? this.d.compliance : noCompliance, operator, input, this.d.clock.now());
+        const placed = await placeCrashBet(
+          tx,
+          live ? this.d.compliance : noCompliance,
+          operator,
+          input,
+          this.d.clock.now(),
+        );
         bet = { id: placed.id, player: placed.player, roundNumber: placed.roundNumber, amount: placed.amount };
         return respond(placed.roundNumber);
       },
@@ -126,7 +162,13 @@ export class CrashBetService {
     present: { refused: PresentRefusal; cashedOut: (bet: Bet) => unknown },
   ): Promise<IdempotentAnswer> {
     const live = operator.mode !== 'test';
-    const scope = { operatorId: operator.id, key: request.key, route: request.route, body: request.body, signature: request.signature };
+    const scope = {
+      operatorId: operator.id,
+      key: request.key,
+      route: request.route,
+      body: request.body,
+      signature: request.signature,
+    };
     const result = await this.d.idempotency.command(
       scope,
       async (claim) => {
@@ -147,7 +189,14 @@ export class CrashBetService {
       },
       present.refused,
       async (tx) => {
-        const bet = await cashoutCrashBet(tx, live ? this.d.compliance : noCompliance, this.d.rules, operator, betId, this.d.clock.now());
+        const bet = await cashoutCrashBet(
+          tx,
+          live ? this.d.compliance : noCompliance,
+          this.d.rules,
+          operator,
+          betId,
+          this.d.clock.now(),
+        );
         return { statusCode: 200, body: present.cashedOut(bet) };
       },
     );
@@ -185,7 +234,8 @@ export class CrashBetService {
       cashoutKind: decision.kind,
       settledAt: now,
     };
-    if (rules && largePayout(settled.status, payout, rules)) return { plan: { fullPath: 'large payout' }, settled, refusal: null, body: null };
+    if (rules && largePayout(settled.status, payout, rules))
+      return { plan: { fullPath: 'large payout' }, settled, refusal: null, body: null };
     const body = present.cashedOut(settled);
     const streak = rules ? Math.floor(rules.machine_timing_streak) : 0;
     const timed = rules !== null && decision.kind === 'manual' && streak >= 2 && rules.machine_timing_window_ms >= 0;

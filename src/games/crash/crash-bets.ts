@@ -92,7 +92,8 @@ export async function cashoutCrashBet(
   now: number,
 ): Promise<Bet> {
   const bet = await betRepository.byIdForUpdate(tx, betId);
-  const round = bet && bet.operatorId === operator.id && bet.game === 'crash' ? await roundRepository.byId(tx, bet.roundId) : undefined;
+  const ours = bet && bet.operatorId === operator.id && bet.game === 'crash';
+  const round = ours ? await roundRepository.byId(tx, bet.roundId) : undefined;
   const { multiplier, kind } = decideCashout(rules, operator, betId, bet, round, now);
   return settleCashout(tx, compliance, bet!, multiplier, kind, operator.settings.crash.max_payout_per_bet, now);
 }

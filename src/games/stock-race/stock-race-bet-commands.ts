@@ -19,7 +19,8 @@ export type ReservePlan = { refusal: StoredText } | { command: Omit<PlaceBetComm
 
 // Both rows in one statement: on PostgreSQL the decision's inputs cost one round trip.
 const SESSION_AND_ROUND_SQL =
-  'SELECT (SELECT row_to_json(s) FROM sessions s WHERE s.id = ?) AS session, (SELECT row_to_json(r) FROM rounds r WHERE r.id = ?) AS round';
+  'SELECT (SELECT row_to_json(s) FROM sessions s WHERE s.id = ?) AS session, ' +
+  '(SELECT row_to_json(r) FROM rounds r WHERE r.id = ?) AS round';
 
 /**
  * A Stock Race reservation as one unit of work. SQLite: the session and round are read, `decide`
@@ -42,16 +43,18 @@ export async function reserveCommand(
         const round = tx.get<RoundRow>('SELECT * FROM rounds WHERE id = ?', [roundId]);
         const plan = decide(session && toSession(session), round && toRound(round));
         if ('fullPath' in plan) throw new FullPathNeeded(plan.fullPath);
-        if ('refusal' in plan) return claimKeySync(tx, claim, plan.refusal.statusCode, plan.refusal.response) ?? { outcome: 'refused' };
+        if ('refusal' in plan)
+          return claimKeySync(tx, claim, plan.refusal.statusCode, plan.refusal.response) ?? { outcome: 'refused' };
         return placeBetSync(tx, { ...plan.command, claim });
       },
       { name: '', sql: '', params: [] },
     );
   }
-  const rows = await db.prepared!<{ session: SessionRow | null; round: RoundRow | null }>('rbs_session_and_round', SESSION_AND_ROUND_SQL, [
-    sessionId,
-    roundId,
-  ]);
+  const rows = await db.prepared!<{ session: SessionRow | null; round: RoundRow | null }>(
+    'rbs_session_and_round',
+    SESSION_AND_ROUND_SQL,
+    [sessionId, roundId],
+  );
   const row = rows[0];
   const plan = decide(row?.session ? toSession(row.session) : undefined, row?.round ? toRound(row.round) : undefined);
   if ('fullPath' in plan) return { outcome: 'full_path' };
@@ -64,7 +67,16 @@ export async function reserveCommand(
       roundId: null,
       closed: null,
       placed: { prefix: '', suffix: '' },
-      bet: { id: '', player: '', sessionId: null, currency: null, amount: 0, autoCashout: null, selections: null, status: 'reserved' },
+      bet: {
+        id: '',
+        player: '',
+        sessionId: null,
+        currency: null,
+        amount: 0,
+        autoCashout: null,
+        selections: null,
+        status: 'reserved',
+      },
       velocity: null,
     });
   }

@@ -29,7 +29,14 @@ export interface StockRaceBetServiceDeps {
   sandbox: {
     touch(operator: Operator, game: Game): Promise<void>;
     /** A sandbox without a wallet server pays stakes from its simulated wallet, in the bet's transaction. */
-    debitSimulatedWallet(tx: SqlExecutor, operatorId: string, player: string, currency: string, amount: number, now: number): Promise<unknown>;
+    debitSimulatedWallet(
+      tx: SqlExecutor,
+      operatorId: string,
+      player: string,
+      currency: string,
+      amount: number,
+      now: number,
+    ): Promise<unknown>;
   };
   counters: BetCounters;
 }
@@ -55,7 +62,13 @@ export class StockRaceBetService {
   ): Promise<IdempotentAnswer> {
     const live = operator.mode !== 'test';
     if (!live) await this.d.sandbox.touch(operator, 'stock_race');
-    const scope = { operatorId: operator.id, key: request.key, route: request.route, body: request.body, signature: request.signature };
+    const scope = {
+      operatorId: operator.id,
+      key: request.key,
+      route: request.route,
+      body: request.body,
+      signature: request.signature,
+    };
     return this.d.idempotency.command(
       scope,
       async (claim) => {
@@ -65,60 +78,68 @@ export class StockRaceBetService {
         let refusal: CommandResponse | null = null;
         let bet: Bet | null = null;
         let potentialPayout = 0;
-        const answer = await reserveCommand(this.d.db, claim, input.sessionId, input.roundId, (session, round): ReservePlan => {
-          let decided: ReturnType<typeof decideReserve>;
-          try {
-            decided = decideReserve(operator, input, decideSession(operator, input, session, now), round, now);
-          } catch (error) {
-            if (!isDomainError(error)) throw error;
-            refusal = present.refused(error);
-            return { refusal: asText(refusal) };
-          }
-          if (rules && largeStake(decided.stake, rules)) return { fullPath: 'large stake' };
-          potentialPayout = decided.potentialPayout;
-          bet = {
-            id: newBetId(now),
-            operatorId: operator.id,
-            game: 'stock_race',
-            roundId: decided.round.id,
-            roundNumber: ROUND_NUMBER_MARK,
-            player: session!.playerRef,
-            sessionId: session!.id,
-            currency: session!.currency,
-            amount: decided.stake,
-            autoCashout: null,
-            selections: [...input.selectedStocks],
-            status: 'reserved',
-            payout: null,
-            cashoutMultiplier: null,
-            cashoutKind: null,
-            placedAt: now,
-            settledAt: null,
-          };
-          const [prefix, suffix, extra] = JSON.stringify(present.reserved(bet, potentialPayout)).split(String(ROUND_NUMBER_MARK));
-          if (suffix === undefined || extra !== undefined) return { fullPath: 'no response template' };
-          return {
-            command: {
-              refusal: null,
+        const answer = await reserveCommand(
+          this.d.db,
+          claim,
+          input.sessionId,
+          input.roundId,
+          (session, round): ReservePlan => {
+            let decided: ReturnType<typeof decideReserve>;
+            try {
+              decided = decideReserve(operator, input, decideSession(operator, input, session, now), round, now);
+            } catch (error) {
+              if (!isDomainError(error)) throw error;
+              refusal = present.refused(error);
+              return { refusal: asText(refusal) };
+            }
+            if (rules && largeStake(decided.stake, rules)) return { fullPath: 'large stake' };
+            potentialPayout = decided.potentialPayout;
+            bet = {
+              id: newBetId(now),
+              operatorId: operator.id,
               game: 'stock_race',
-              world: live ? null : operator.id,
               roundId: decided.round.id,
-              closed: null,
-              placed: { prefix: prefix!, suffix },
-              bet: {
-                id: bet.id,
-                player: bet.player,
-                sessionId: bet.sessionId,
-                currency: bet.currency,
-                amount: bet.amount,
-                autoCashout: null,
-                selections: JSON.stringify(bet.selections),
-                status: 'reserved',
+              roundNumber: ROUND_NUMBER_MARK,
+              player: session!.playerRef,
+              sessionId: session!.id,
+              currency: session!.currency,
+              amount: decided.stake,
+              autoCashout: null,
+              selections: [...input.selectedStocks],
+              status: 'reserved',
+              payout: null,
+              cashoutMultiplier: null,
+              cashoutKind: null,
+              placedAt: now,
+              settledAt: null,
+            };
+            const [prefix, suffix, extra] = JSON.stringify(present.reserved(bet, potentialPayout)).split(
+              String(ROUND_NUMBER_MARK),
+            );
+            if (suffix === undefined || extra !== undefined) return { fullPath: 'no response template' };
+            return {
+              command: {
+                refusal: null,
+                game: 'stock_race',
+                world: live ? null : operator.id,
+                roundId: decided.round.id,
+                closed: null,
+                placed: { prefix: prefix!, suffix },
+                bet: {
+                  id: bet.id,
+                  player: bet.player,
+                  sessionId: bet.sessionId,
+                  currency: bet.currency,
+                  amount: bet.amount,
+                  autoCashout: null,
+                  selections: JSON.stringify(bet.selections),
+                  status: 'reserved',
+                },
+                velocity: velocityRule(rules, now),
               },
-              velocity: velocityRule(rules, now),
-            },
-          };
-        });
+            };
+          },
+        );
         if (!('outcome' in answer)) return answer;
         if (answer.outcome === 'refused') return refusal!;
         if (answer.outcome !== 'placed') return answer;
@@ -128,10 +149,23 @@ export class StockRaceBetService {
       },
       present.refused,
       async (tx) => {
-        const { bet, potentialPayout } = await reserveStockRaceBet(tx, live ? this.d.compliance : noCompliance, operator, input, this.d.clock.now());
+        const { bet, potentialPayout } = await reserveStockRaceBet(
+          tx,
+          live ? this.d.compliance : noCompliance,
+          operator,
+          input,
+          this.d.clock.now(),
+        );
         // With no wallet server, a sandbox's simulated wallet holds the player's balance: it pays the stake.
         if (!live && !operator.walletUrl) {
-          await this.d.sandbox.debitSimulatedWallet(tx, operator.id, bet.player, bet.currency!, bet.amount, this.d.clock.now());
+          await this.d.sandbox.debitSimulatedWallet(
+            tx,
+            operator.id,
+            bet.player,
+            bet.currency!,
+            bet.amount,
+            this.d.clock.now(),
+          );
         }
         return { statusCode: 200, body: present.reserved(bet, potentialPayout) };
       },

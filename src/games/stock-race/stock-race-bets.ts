@@ -64,7 +64,12 @@ export async function reserveStockRaceBet(
 }
 
 /** The session checks of a reservation, first (cheapest to explain): the DomainError refusing it, or the session. */
-export function decideSession(operator: Operator, input: ReserveInput, session: PlayerSession | undefined, now: number): PlayerSession {
+export function decideSession(
+  operator: Operator,
+  input: ReserveInput,
+  session: PlayerSession | undefined,
+  now: number,
+): PlayerSession {
   if (!session || session.operatorId !== operator.id) {
     throw new DomainError('SESSION_NOT_FOUND', `no session ${input.sessionId} for this operator`);
   }

@@ -74,7 +74,10 @@ export async function surfaceARoutes(app: FastifyInstance, s: AppServices): Prom
   };
   const refusedFor =
     (req: FastifyRequest): PresentRefusal =>
-    (error) => ({ statusCode: surfaceA.status[error.code], body: surfaceA.errorBody(error.code, error.message, String(req.id)) });
+    (error) => ({
+      statusCode: surfaceA.status[error.code],
+      body: surfaceA.errorBody(error.code, error.message, String(req.id)),
+    });
   const send = (reply: FastifyReply, result: IdempotentAnswer): never => {
     if (result.replayed) reply.header('idempotent-replay', 'true');
     // The stored response is replayed byte-for-byte; its shape was checked when it was first sent.
@@ -140,7 +143,11 @@ export async function surfaceARoutes(app: FastifyInstance, s: AppServices): Prom
     async (req, reply) => {
       const result = await s.crashBets.cashout(req.operator!, req.body.bet_id, commandRequest(req), {
         refused: refusedFor(req),
-        cashedOut: (bet) => ({ bet_id: bet.id, payout: bet.payout, multiplier: formatMultiplier(bet.cashoutMultiplier!) }),
+        cashedOut: (bet) => ({
+          bet_id: bet.id,
+          payout: bet.payout,
+          multiplier: formatMultiplier(bet.cashoutMultiplier!),
+        }),
       });
       return send(reply, result);
     },

@@ -123,7 +123,10 @@ export async function surfaceBRoutes(app: FastifyInstance, s: AppServices): Prom
         { sessionId: body.session_id, roundId: body.round_id, selectedStocks: body.selected_stocks, stake: body.stake },
         { key: body.idempotency_key, route: 'POST /v1/bets/reserve', body },
         {
-          refused: (error) => ({ statusCode: surfaceB.status[error.code], body: surfaceB.errorBody(error.code, error.message, String(req.id)) }),
+          refused: (error) => ({
+            statusCode: surfaceB.status[error.code],
+            body: surfaceB.errorBody(error.code, error.message, String(req.id)),
+          }),
           reserved: (bet, potentialPayout): Static<typeof ReservedBetView> => ({
             bet_id: bet.id,
             round_id: bet.roundId,
