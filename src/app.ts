@@ -27,6 +27,9 @@ import { surfaceB, surfaceBRoutes } from './http/surface-b/routes';
 import { webhookRoutes } from './http/webhooks/routes';
 import { IdempotencyService } from './idempotency/idempotency';
 import { InstrumentedDatabase } from './observability/instrumented-db';
+import type { BetCounters } from './bets/bet-commands';
+import { CrashBetService } from './games/crash/crash-bet-service';
+import { StockRaceBetService } from './games/stock-race/stock-race-bet-service';
 import { ServiceMetrics } from './observability/metrics';
 import { installOutboundTracer } from './observability/outbound';
 import type { Tracing } from './observability/tracing';
@@ -219,12 +222,44 @@ export async function createApp(config: Config, overrides: AppOverrides = {}): P
     idleMs: config.sandbox.idleMs,
     runEngines: config.runEngines,
   });
+  const idempotency = new IdempotencyService(db, () => clock.now());
+  const crashRules = {
+    salt: config.crash.salt,
+    houseEdgeBp: config.crash.houseEdgeBp,
+    engineStaleMs: config.crash.engineStaleMs,
+  };
+  const counters: BetCounters = {
+    betPlaced: (game) => db.countCommitted((m) => m.betPlaced(game)),
+    cashedOut: (game, payout, currency) =>
+      db.countCommitted((m) => {
+        m.betsSettled.inc({ game, outcome: 'cashed_out' });
+        if (payout > 0) m.payouts.inc({ game, currency: currency ?? 'none' }, payout);
+      }),
+  };
   const services: AppServices = {
     config,
     clock,
     logger,
     operators,
-    idempotency: new IdempotencyService(db, () => clock.now()),
+    idempotency,
+    crashBets: new CrashBetService({
+      db,
+      clock,
+      idempotency,
+      compliance: complianceRules,
+      rules: crashRules,
+      sandbox,
+      crashGame,
+      counters,
+    }),
+    stockRaceBets: new StockRaceBetService({
+      db,
+      clock,
+      idempotency,
+      compliance: complianceRules,
+      sandbox: { touch: (o, g) => sandbox.touch(o, g), debitSimulatedWallet: (...a) => simulatedWallet.debit(...a) },
+      counters,
+    }),
     compliance,
     limiter: redis ? new RedisTokenBucketLimiter(redis, clock) : new TokenBucketLimiter(clock),
     seenSignatures: redis ? new RedisSeenSignatures(redis, () => clock.now()) : new DatabaseSeenSignatures(db),

@@ -6,6 +6,8 @@ import type { ComplianceFlags } from './compliance/compliance-flags';
 import type { Config } from './config/config';
 import type { CrashGame } from './games/crash/crash-game';
 import type { DashboardAuth } from './dashboard-users/dashboard-auth';
+import type { CrashBetService } from './games/crash/crash-bet-service';
+import type { StockRaceBetService } from './games/stock-race/stock-race-bet-service';
 import type { AuthFailureLimiter, OperatorRateLimiter } from './http/rate-limit';
 import type { SeenSignatureStore } from './http/replay-guard';
 import type { IdempotencyService } from './idempotency/idempotency';
@@ -35,6 +37,10 @@ export interface AppServices {
   logger: Logger;
   operators: OperatorService;
   idempotency: IdempotencyService;
+  /** Crash's money commands (place a bet, cash out), each one unit of work in the store. */
+  crashBets: CrashBetService;
+  /** Stock Race's reserve command, one unit of work in the store. */
+  stockRaceBets: StockRaceBetService;
   compliance: ComplianceHooks;
   /** Per-operator token bucket: in process, or one bucket across instances in Redis. */
   limiter: OperatorRateLimiter;

@@ -89,6 +89,7 @@ describe.each(STORES)('migration 004_sandbox over existing data on %s', (store) 
       '004_sandbox',
       '005_round_heartbeat',
       '006_seen_signatures',
+      '007_bet_commands',
     ]);
 
     expect(await db.get('SELECT id, round_number, operator_id, scripted FROM rounds')).toEqual({

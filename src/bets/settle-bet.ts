@@ -18,6 +18,8 @@ export async function settleBet<S extends SettledBet>(
   compliance: ComplianceHooks,
   settled: S,
   now: number,
+  /** What the settler records with the change, before the compliance rules run (its bet.settled event). */
+  alongside?: () => Promise<void>,
 ): Promise<S | null> {
   const won = await betRepository.settle(
     tx,
@@ -31,6 +33,7 @@ export async function settleBet<S extends SettledBet>(
     },
   );
   if (!won) return null;
+  await alongside?.();
   await compliance.betSettled(tx, settled, now);
   return settled;
 }

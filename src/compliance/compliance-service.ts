@@ -198,9 +198,22 @@ export class ComplianceService implements ComplianceHooks {
     await recordEvents(tx, events, now);
   }
 
-  private async settings(tx: SqlExecutor, operatorId: string, now: number): Promise<ComplianceSettings> {
+  /**
+   * An operator's compliance settings as the rules see them (cached for SETTINGS_TTL_MS): the
+   * one-unit bet commands decide every rule that needs no store with them before the store runs.
+   */
+  settingsFor(db: SqlExecutor, operatorId: string, now: number): ComplianceSettings | Promise<ComplianceSettings> {
+    return this.cachedSettings(operatorId, now) ?? this.settings(db, operatorId, now);
+  }
+
+  private cachedSettings(operatorId: string, now: number): ComplianceSettings | undefined {
     const hit = this.settingsCache.get(operatorId);
-    if (hit && now - hit.at >= 0 && now - hit.at < SETTINGS_TTL_MS) return hit.value;
+    return hit && now - hit.at >= 0 && now - hit.at < SETTINGS_TTL_MS ? hit.value : undefined;
+  }
+
+  private async settings(tx: SqlExecutor, operatorId: string, now: number): Promise<ComplianceSettings> {
+    const hit = this.cachedSettings(operatorId, now);
+    if (hit) return hit;
     const row = await operatorRepository.byId(tx, operatorId);
     const value = mergeSettings(row ? (JSON.parse(row.settings) as Partial<OperatorSettings>) : undefined).compliance as ComplianceSettings;
     if (this.settingsCache.size > 10_000) this.settingsCache.clear();

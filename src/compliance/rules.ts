@@ -67,3 +67,10 @@ export function sessionPlaces(places: number, c: ComplianceSettings): Record<str
   if (!(max > 0) || places <= max) return null;
   return { places, threshold: max, window_ms: c.session_places_window_ms ?? DEFAULT_SESSION_PLACES_WINDOW_MS };
 }
+
+/** The bet-velocity rule as the store applies it; null when the rule is off (or for sandbox operators). */
+export function velocityRule(rules: ComplianceSettings | null, now: number): { limit: number; since: number } | null {
+  return rules && rules.bets_per_minute_per_player > 0
+    ? { limit: rules.bets_per_minute_per_player, since: now - VELOCITY_WINDOW_MS }
+    : null;
+}

@@ -10,6 +10,13 @@ describe('config', () => {
     expect(c.publicBaseUrl).toBe('http://127.0.0.1:3000');
   });
 
+  it('sizes the PostgreSQL pool and accepts a Unix-socket DATABASE_URL', () => {
+    expect(loadConfig({ APP_ENV: 'development' }).databasePoolSize).toBe(10);
+    const socket = 'postgres:///db?host=/var/run/postgresql';
+    const c = loadConfig({ APP_ENV: 'development', DATABASE_URL: socket, DATABASE_POOL_SIZE: '24' });
+    expect(c).toMatchObject({ databaseUrl: socket, databasePoolSize: 24 });
+  });
+
   it('refuses plain HTTP in production unless TLS or a trusted TLS proxy is configured', () => {
     expect(() => loadConfig({ APP_ENV: 'production', MASTER_KEY: 'a'.repeat(64) })).toThrow(/refusing to serve plain HTTP in production/);
     const behindProxy = {
@@ -45,6 +52,7 @@ describe('config', () => {
     expect(() => loadConfig({ APP_ENV: 'development', PORT: '70000' })).toThrow(/PORT must be between 0 and 65535/);
     expect(() => loadConfig({ APP_ENV: 'staging' })).toThrow(/APP_ENV must be development, production or test/);
     expect(() => loadConfig({ APP_ENV: 'development', DATABASE_URL: 'mysql://x' })).toThrow(/DATABASE_URL must be a postgres/);
+    expect(() => loadConfig({ APP_ENV: 'development', DATABASE_POOL_SIZE: '0' })).toThrow(/DATABASE_POOL_SIZE/);
     expect(() => loadConfig({ APP_ENV: 'production', TRUST_PROXY_TLS: 'true', TRUST_PROXY_HOPS: '1' })).toThrow(
       /MASTER_KEY is required in production/,
     );

@@ -17,6 +17,11 @@ export interface Config {
   publicBaseUrl: string;
   dataDir: string;
   databaseUrl: string | null;
+  /**
+   * Connections in the PostgreSQL write pool (DATABASE_POOL_SIZE). A hot command costs one round
+   * trip, so a few connections per core of the database keep it busy; more only queue inside it.
+   */
+  databasePoolSize: number;
   /** Shared fast state across instances (rate-limit buckets, seen signatures, login throttling); null: in process. */
   redisUrl: string | null;
   /** Put before every Redis key, so several deployments (or test runs) can share one Redis. */
@@ -246,6 +251,7 @@ export function loadConfig(env: Env = process.env, options: { serving?: boolean 
     publicBaseUrl,
     dataDir: resolve(env.DATA_DIR || './data'),
     databaseUrl,
+    databasePoolSize: int(env, 'DATABASE_POOL_SIZE', 10, 1, 500),
     redisUrl,
     redisKeyPrefix: env.REDIS_KEY_PREFIX || 'rbs:',
     masterKey,

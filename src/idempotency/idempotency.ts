@@ -1,6 +1,7 @@
 import canonicalize from 'canonicalize';
 import { createHash } from 'node:crypto';
 import { DomainError, isDomainError } from '../errors/codes';
+import type { CommandAnswer, KeyClaim } from '../bets/bet-commands';
 import type { Database, SqlExecutor } from '../store/database';
 
 export interface StoredResponse {
@@ -52,7 +53,7 @@ const replayedUnderAnotherKey = () =>
     'this signed request was already received under another Idempotency-Key; sign each new request afresh',
   );
 
-interface KeyRow {
+export interface KeyRow {
   request_hash: string;
   status_code: number | null;
   response: string | null;
@@ -81,20 +82,62 @@ export class IdempotencyService {
     present: (error: DomainError) => StoredResponse,
     effect: (tx: SqlExecutor) => Promise<StoredResponse>,
   ): Promise<IdempotentResult> {
+    const hash = this.hashOf(scope);
+    return this.singleFlight(scope, hash, () => this.run(scope, hash, present, effect));
+  }
+
+  /**
+   * A command that claims its key in the same single unit as its effect (`unit`: a synchronous
+   * SQLite unit or one PostgreSQL statement). A conflict on the key is answered here as `execute`
+   * answers it; when the unit wrote nothing and asks for the full path, `effect` runs as `execute`
+   * would run it.
+   */
+  async command(
+    scope: IdempotencyScope,
+    unit: (claim: KeyClaim) => Promise<CommandAnswer>,
+    present: (error: DomainError) => StoredResponse,
+    effect: (tx: SqlExecutor) => Promise<StoredResponse>,
+  ): Promise<IdempotentResult> {
+    const hash = this.hashOf(scope);
+    return this.singleFlight(scope, hash, async () => {
+      const claim: KeyClaim = {
+        operatorId: scope.operatorId,
+        key: scope.key,
+        requestHash: hash,
+        signature: scope.signature ?? null,
+        now: this.now(),
+      };
+      const answer = await unit(claim);
+      if (!('outcome' in answer)) return { ...answer, replayed: false };
+      if (answer.outcome === 'existing') return this.fromRow(answer, hash);
+      if (answer.outcome === 'signature_replayed') throw replayedUnderAnotherKey();
+      return this.run(scope, hash, present, effect);
+    });
+  }
+
+  private hashOf(scope: IdempotencyScope): string {
     if (scope.key.length === 0 || scope.key.length > MAX_KEY_LENGTH) {
       throw new DomainError('VALIDATION_FAILED', `idempotency key must be 1 to ${MAX_KEY_LENGTH} characters`);
     }
-    const hash = requestHash(scope.route, scope.body);
+    return requestHash(scope.route, scope.body);
+  }
+
+  /** A concurrent duplicate in this process waits for the first and replays what it stored. */
+  private async singleFlight(
+    scope: IdempotencyScope,
+    hash: string,
+    run: () => Promise<IdempotentResult>,
+  ): Promise<IdempotentResult> {
     const flightKey = `${scope.operatorId}\u0000${scope.key}`;
     const pending = this.inFlight.get(flightKey);
     if (pending) {
       await pending.catch(() => undefined);
       return this.replay(scope, hash);
     }
-    const run = this.run(scope, hash, present, effect);
-    this.inFlight.set(flightKey, run);
+    const running = run();
+    this.inFlight.set(flightKey, running);
     try {
-      return await run;
+      return await running;
     } finally {
       this.inFlight.delete(flightKey);
     }

@@ -1,4 +1,13 @@
-import type { Database, Lease, LeaseOptions, RunResult, SqlExecutor, SqlParam, TransactionOptions } from '../store/database';
+import type {
+  Database,
+  Lease,
+  LeaseOptions,
+  RunResult,
+  SqlExecutor,
+  SqlParam,
+  SyncExecutor,
+  TransactionOptions,
+} from '../store/database';
 import type { ServiceMetrics } from './metrics';
 
 /** Counts a fact once the transaction that made it true is durable; never for a rollback. */
@@ -42,11 +51,39 @@ class UnitExecutor implements SqlExecutor {
 
 /** The store as the rest of the service sees it: the same Database, plus commit hooks and spans. */
 export class InstrumentedDatabase implements Database {
+  /** Present exactly when the store has them (SQLite: `unit`; PostgreSQL: `prepared`). */
+  readonly unit?: <T>(fn: (tx: SyncExecutor) => T) => Promise<T>;
+  readonly prepared?: <T = Record<string, unknown>>(
+    name: string,
+    sql: string,
+    params: readonly SqlParam[],
+  ) => Promise<T[]>;
+  readonly writeConnections?: number;
+
   constructor(
     private readonly inner: Database,
     private readonly metrics: ServiceMetrics,
     private readonly spans: StoreSpans | null,
-  ) {}
+  ) {
+    // Command units count their own facts once committed (the caller knows what it wrote).
+    const spans_ = spans;
+    if (inner.unit) {
+      const unit = inner.unit.bind(inner);
+      this.unit = spans_ ? (fn) => spans_.transaction('command', () => unit(fn)) : unit;
+    }
+    this.writeConnections = inner.writeConnections;
+    if (inner.prepared) {
+      const prepared = inner.prepared.bind(inner);
+      this.prepared = spans_
+        ? (name, sql, params) => spans_.transaction(name, () => prepared(name, sql, params))
+        : prepared;
+    }
+  }
+
+  /** Counts a fact a command unit committed (the unit itself registers no hooks). */
+  countCommitted(hook: CommitHook): void {
+    hook(this.metrics);
+  }
 
   get dialect() {
     return this.inner.dialect;

@@ -1,7 +1,7 @@
 import type { SqlExecutor } from '../store/database';
 import type { PlayerSession } from './session-service';
 
-interface SessionRow {
+export interface SessionRow {
   id: string;
   operator_id: string;
   player_ref: string;
@@ -11,7 +11,7 @@ interface SessionRow {
   expires_at: number;
 }
 
-function toSession(r: SessionRow): PlayerSession {
+export function toSession(r: SessionRow): PlayerSession {
   return {
     id: r.id,
     operatorId: r.operator_id,

@@ -18,6 +18,17 @@ export interface SqlExecutor {
   run(sql: string, params?: readonly SqlParam[]): Promise<RunResult>;
 }
 
+/**
+ * The same statements without the awaits: a command that runs as one synchronous unit (SQLite's
+ * `unit`). Nothing between its statements can interleave, so no promise hop is paid per statement.
+ */
+export interface SyncExecutor {
+  readonly dialect: 'sqlite';
+  all<T = Record<string, unknown>>(sql: string, params?: readonly SqlParam[]): T[];
+  get<T = Record<string, unknown>>(sql: string, params?: readonly SqlParam[]): T | undefined;
+  run(sql: string, params?: readonly SqlParam[]): RunResult;
+}
+
 export interface TransactionOptions {
   /** Serialise against other writers from the start (PostgreSQL: a row lock is still up to the caller). */
   label?: string;
@@ -35,6 +46,21 @@ export interface Database extends SqlExecutor {
    * `tx` (no network, no timers): the SQLite adapter runs many such functions inside one COMMIT.
    */
   transaction<T>(fn: (tx: SqlExecutor) => Promise<T>, options?: TransactionOptions): Promise<T>;
+  /**
+   * SQLite only: runs `fn` synchronously as one unit of the next group commit (its own savepoint: a
+   * throw rolls back its writes alone). Resolves with its value once the COMMIT is durable. A domain
+   * command that needs nothing but the store runs this way with no await between its statements.
+   */
+  unit?<T>(fn: (tx: SyncExecutor) => T): Promise<T>;
+  /**
+   * PostgreSQL only: one statement in a transaction of its own (autocommit), sent as a named
+   * prepared statement so the server parses and plans it once per connection. A domain command
+   * that is a server-side function costs one round trip this way. Resolves once committed
+   * (synchronous_commit as configured: on).
+   */
+  prepared?<T = Record<string, unknown>>(name: string, sql: string, params: readonly SqlParam[]): Promise<T[]>;
+  /** PostgreSQL: connections in the write pool (how many `prepared` calls can run at once). */
+  readonly writeConnections?: number;
   /**
    * Takes a named lease that only one process holds at a time (PostgreSQL advisory lock on a
    * dedicated connection). Resolves to the lease, or null when another process holds it.

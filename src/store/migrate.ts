@@ -6,6 +6,7 @@ import * as m003chains from './migrations/003_chain_commitments';
 import * as m004sandbox from './migrations/004_sandbox';
 import * as m005heartbeat from './migrations/005_round_heartbeat';
 import * as m006seen from './migrations/006_seen_signatures';
+import * as m007commands from './migrations/007_bet_commands';
 import type { PostgresDatabase } from './postgres';
 import type { SqliteDatabase } from './sqlite';
 
@@ -21,6 +22,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '004_sandbox': m004sandbox,
   '005_round_heartbeat': m005heartbeat,
   '006_seen_signatures': m006seen,
+  '007_bet_commands': m007commands,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };

@@ -54,11 +54,13 @@ export class PostgresDatabase implements Database {
   /** A few read-only sessions of their own, so page reads never wait for a writer's pooled connection. */
   private readonly readPool: pg.Pool;
   readonly reads: SqlExecutor;
+  readonly writeConnections: number;
 
   constructor(readonly options: PostgresOptions) {
+    this.writeConnections = options.poolSize ?? 10;
     this.pool = new pg.Pool({
       connectionString: options.connectionString,
-      max: options.poolSize ?? 10,
+      max: this.writeConnections,
       options: options.schema ? `-c search_path=${options.schema}` : undefined,
       // Transactions here never wait on anything but their own statements (see Database.transaction),
       // so one idle this long belongs to a frozen or vanished process: the server ends it and frees its
@@ -101,6 +103,13 @@ export class PostgresDatabase implements Database {
     } finally {
       client.release();
     }
+  }
+
+  async prepared<T>(name: string, sql: string, params: readonly SqlParam[]): Promise<T[]> {
+    // Outside BEGIN … COMMIT the statement is its own transaction: one round trip, committed (and,
+    // with synchronous_commit on, flushed to the server's log) before the result comes back.
+    const r = await this.pool.query({ name, text: toPg(sql), values: params as unknown[] });
+    return r.rows as T[];
   }
 
   async tryAcquireLease(name: string, options: LeaseOptions = {}): Promise<Lease | null> {

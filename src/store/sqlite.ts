@@ -2,11 +2,13 @@ import BetterSqlite3 from 'better-sqlite3';
 import { chmodSync, closeSync, existsSync, mkdirSync, openSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { Worker } from 'node:worker_threads';
-import type { Database, Lease, RunResult, SqlExecutor, SqlParam } from './database';
+import type { Database, Lease, RunResult, SqlExecutor, SqlParam, SyncExecutor } from './database';
 import { WalSync } from './wal-sync';
 
 interface PendingUnit {
-  fn: (tx: SqlExecutor) => Promise<unknown>;
+  /** An async unit (a transaction), or a synchronous one (`unit`): exactly one is set. */
+  fn: ((tx: SqlExecutor) => Promise<unknown>) | null;
+  sync: ((tx: SyncExecutor) => unknown) | null;
   resolve: (value: unknown) => void;
   reject: (error: unknown) => void;
 }
@@ -72,6 +74,7 @@ export class SqliteDatabase implements Database {
   private closed = false;
   private readonly maxBatch: number;
   private readonly executor: SqlExecutor;
+  private readonly syncExecutor: SyncExecutor;
   // Prepared once: exec() would re-parse these four statements for every unit of every batch.
   private readonly control: Record<'begin' | 'savepoint' | 'release' | 'rollbackTo' | 'commit', BetterSqlite3.Statement>;
   // Null for ':memory:' databases: nothing to sync, nothing to checkpoint.
@@ -114,6 +117,12 @@ export class SqliteDatabase implements Database {
       all: async (sql, params) => self.allSync(sql, params),
       get: async (sql, params) => self.getSync(sql, params),
       run: async (sql, params) => self.runSync(sql, params),
+    };
+    this.syncExecutor = {
+      dialect: 'sqlite',
+      all: (sql, params) => self.allSync(sql, params),
+      get: (sql, params) => self.getSync(sql, params),
+      run: (sql, params) => self.runSync(sql, params),
     };
     // A second connection reads the last committed snapshot (WAL lets it run beside the writer)
     // and never sees the rows of a batch that is still between BEGIN and COMMIT on `raw`. Like
@@ -176,7 +185,16 @@ export class SqliteDatabase implements Database {
     // After a failed log sync nothing more may commit: it could not be acknowledged anyway.
     if (this.walSync?.failure) return Promise.reject(this.walSync.failure);
     return new Promise<T>((resolve, reject) => {
-      this.queue.push({ fn, resolve: resolve as (v: unknown) => void, reject });
+      this.queue.push({ fn, sync: null, resolve: resolve as (v: unknown) => void, reject });
+      if (!this.flushScheduled) this.scheduleFlush();
+    });
+  }
+
+  unit<T>(fn: (tx: SyncExecutor) => T): Promise<T> {
+    if (this.closed) return Promise.reject(new Error('database is closed'));
+    if (this.walSync?.failure) return Promise.reject(this.walSync.failure);
+    return new Promise<T>((resolve, reject) => {
+      this.queue.push({ fn: null, sync: fn, resolve: resolve as (v: unknown) => void, reject });
       if (!this.flushScheduled) this.scheduleFlush();
     });
   }
@@ -262,7 +280,8 @@ export class SqliteDatabase implements Database {
       for (const unit of batch) {
         this.control.savepoint.run();
         try {
-          const value = await unit.fn(this.executor);
+          // A synchronous unit runs without yielding: a batch of them is one tight loop.
+          const value = unit.sync ? unit.sync(this.syncExecutor) : await unit.fn!(this.executor);
           this.control.release.run();
           outcomes.push({ ok: true, value });
         } catch (error) {

@@ -26,6 +26,11 @@ export type EventEnvelope = WebhookEventOf<EventType>;
 
 let seqCounter = 0;
 
+/** seq orders events that share a millisecond; it only needs to grow within this process. */
+export function nextEventSeq(now: number): number {
+  return now * 1000 + (seqCounter++ % 1000);
+}
+
 /**
  * Transactional outbox: the event row and one delivery row per subscribed endpoint are written with
  * the caller's transaction, so an event exists exactly when the change that caused it committed.
@@ -39,8 +44,7 @@ export async function recordEvents(tx: SqlExecutor, events: readonly DomainEvent
   const deliveryRows: SqlParam[][] = [];
   for (const event of events) {
     const id = `evt_${randomUUID()}`;
-    // seq orders events that share a millisecond; it only needs to grow within this process.
-    const seq = now * 1000 + (seqCounter++ % 1000);
+    const seq = nextEventSeq(now);
     const livemode = event.operatorId === null || !testOperators.has(event.operatorId);
     // TypeScript cannot pair each event's `type` with its `data` through the spread of a union; the
     // schema check that follows does, at run time.

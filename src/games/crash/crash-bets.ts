@@ -7,9 +7,11 @@ import { roundRepository } from '../engine/round-repository';
 import { forShare, type SqlExecutor } from '../../store/database';
 import { recordEvents } from '../../webhooks/events';
 import type { ActiveCrashBet, Bet, CashedOutCrashBet, CashoutKind } from '../../bets/bet';
+import type { Round } from '../engine/round';
 import { betSettledEvent } from '../../bets/bet-events';
 import { betRepository } from '../../bets/bet-repository';
 import { recordPlacedBet } from '../../bets/place-bet';
+import { settleBet } from '../../bets/settle-bet';
 
 export interface CrashRules {
   salt: string;
@@ -91,11 +93,37 @@ export async function cashoutCrashBet(
   now: number,
 ): Promise<CashedOutCrashBet> {
   const bet = await betRepository.byIdForUpdate(tx, betId);
+  const ours = bet && bet.operatorId === operator.id && bet.game === 'crash';
+  const round = ours ? await roundRepository.byId(tx, bet.roundId) : undefined;
+  const decision = decideCashout(rules, operator, betId, bet, round, now);
+  const maxPayout = operator.settings.crash.max_payout_per_bet;
+  return settleCashout(tx, compliance, decision.bet, decision.multiplier, decision.kind, maxPayout, now);
+}
+
+export interface CashoutDecision {
+  /** The bet, known by now to be this operator's active Crash bet. */
+  bet: ActiveCrashBet;
+  multiplier: number;
+  kind: CashoutKind;
+}
+
+/**
+ * What a cash-out of `bet` in `round` at `now` pays, or the DomainError refusing it: the whole
+ * decision, from the rows, with no store access (the one-unit commands run it on rows they read).
+ */
+export function decideCashout(
+  rules: CrashRules,
+  operator: Operator,
+  betId: string,
+  bet: Bet | undefined,
+  round: Round | undefined,
+  now: number,
+): CashoutDecision {
   if (!bet || bet.operatorId !== operator.id || bet.game !== 'crash') {
     throw new DomainError('BET_NOT_FOUND', `no Crash bet ${betId} for this operator`);
   }
   if (bet.status !== 'active') throw notActive(bet);
-  const round = (await roundRepository.byId(tx, bet.roundId))!;
+  if (!round) throw new Error(`bet ${bet.id} has no round ${bet.roundId}`);
   if (round.status === 'open') {
     throw new DomainError('ROUND_NOT_RUNNING', `round ${round.roundNumber} has not started yet; cash-out opens when the multiplier starts climbing`);
   }
@@ -118,19 +146,14 @@ export async function cashoutCrashBet(
     crashPointOf(round.seed, String(round.settings.salt ?? rules.salt), Number(round.settings.house_edge_bp ?? rules.houseEdgeBp));
   const now_m = multiplierAt(Math.max(0, now - round.runningAt));
   const target = effectiveTarget(bet, operator.settings.crash.max_payout_per_bet);
-  let multiplier: number;
-  let kind: CashoutKind;
   if (target.at <= crash && target.at <= now_m) {
     // The bet already left the round at its target; the engine has simply not written it yet.
-    multiplier = target.at;
-    kind = target.kind;
-  } else if (now_m >= crash) {
-    throw new DomainError('BET_NOT_ACTIVE', `round ${round.roundNumber} crashed at ${formatMultiplier(crash)}x before this cash-out`);
-  } else {
-    multiplier = now_m;
-    kind = 'manual';
+    return { bet, multiplier: target.at, kind: target.kind };
   }
-  return settleCashout(tx, compliance, bet, multiplier, kind, operator.settings.crash.max_payout_per_bet, now);
+  if (now_m >= crash) {
+    throw new DomainError('BET_NOT_ACTIVE', `round ${round.roundNumber} crashed at ${formatMultiplier(crash)}x before this cash-out`);
+  }
+  return { bet, multiplier: now_m, kind: 'manual' };
 }
 
 export async function settleCashout(
@@ -143,18 +166,27 @@ export async function settleCashout(
   now: number,
 ): Promise<CashedOutCrashBet> {
   const payout = cappedPayout(bet.amount, multiplier, maxPayoutPerBet);
-  const won = await betRepository.settle(tx, bet, { status: 'cashed_out', payout, multiplier, kind, at: now });
-  if (!won) {
-    const fresh = (await betRepository.byId(tx, bet.id))!;
+  const cashedOut: CashedOutCrashBet = {
+    ...bet,
+    status: 'cashed_out',
+    payout,
+    cashoutMultiplier: multiplier,
+    cashoutKind: kind,
+    settledAt: now,
+  };
+  // The event first: the compliance rules that settleBet runs may add their own after it.
+  const settled = await settleBet(tx, compliance, cashedOut, now, async () => {
+    await recordEvents(tx, [betSettledEvent(cashedOut)], now);
+  });
+  if (!settled) {
+    const fresh = await betRepository.byId(tx, bet.id);
+    if (!fresh) throw new Error(`bet ${bet.id} vanished inside its own transaction`);
     throw notActive(fresh);
   }
-  const settled: CashedOutCrashBet = { ...bet, status: 'cashed_out', payout, cashoutMultiplier: multiplier, cashoutKind: kind, settledAt: now };
-  await recordEvents(tx, [betSettledEvent(settled)], now);
-  await compliance.betSettled(tx, settled, now);
   return settled;
 }
 
-function notActive(bet: Bet): DomainError {
+export function notActive(bet: Bet): DomainError {
   const why =
     bet.status === 'cashed_out'
       ? `it was already cashed out at ${formatMultiplier(bet.cashoutMultiplier ?? 0)}x`

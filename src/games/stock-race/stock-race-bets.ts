@@ -2,7 +2,8 @@ import type { ComplianceHooks } from '../../bets/compliance-hooks';
 import { DomainError } from '../../errors/codes';
 import type { Operator } from '../../operators/operator';
 import { roundRepository } from '../engine/round-repository';
-import { assertLive, checkCurrency, sessionById } from '../../sessions/session-service';
+import { assertLive, checkCurrency, type PlayerSession, sessionById } from '../../sessions/session-service';
+import type { Round } from '../engine/round';
 import { checkSelection, stakeToMinor, winningPayoutMinor } from './stock-race-rules';
 import { forShare, type SqlExecutor } from '../../store/database';
 import type { ReservedStockRaceBet } from '../../bets/bet';
@@ -36,15 +37,60 @@ export async function reserveStockRaceBet(
   now: number,
 ): Promise<ReservedBet> {
   const session = await sessionById(tx, input.sessionId);
+  const sessionOk = decideSession(operator, input, session, now);
+  await tx.get(`SELECT id FROM rounds WHERE id = ?${forShare(tx)}`, [input.roundId]);
+  const round = await roundRepository.byId(tx, input.roundId);
+  const { stake, potentialPayout } = decideReserve(operator, input, sessionOk, round, now);
+
+  const bet = await recordPlacedBet(
+    tx,
+    compliance,
+    {
+      operatorId: operator.id,
+      game: 'stock_race',
+      roundId: round!.id,
+      roundNumber: round!.roundNumber,
+      player: sessionOk.playerRef,
+      sessionId: sessionOk.id,
+      currency: sessionOk.currency,
+      amount: stake,
+      autoCashout: null,
+      selections: [...input.selectedStocks],
+      status: 'reserved',
+    },
+    now,
+  );
+  return { bet, potentialPayout };
+}
+
+/** The session checks of a reservation, first (cheapest to explain): the DomainError refusing it, or the session. */
+export function decideSession(
+  operator: Operator,
+  input: ReserveInput,
+  session: PlayerSession | undefined,
+  now: number,
+): PlayerSession {
   if (!session || session.operatorId !== operator.id) {
     throw new DomainError('SESSION_NOT_FOUND', `no session ${input.sessionId} for this operator`);
   }
   assertLive(session, now);
   // The operator may have withdrawn the currency since the session was launched.
   checkCurrency(operator, session.currency);
+  return session;
+}
 
-  await tx.get(`SELECT id FROM rounds WHERE id = ?${forShare(tx)}`, [input.roundId]);
-  const round = await roundRepository.byId(tx, input.roundId);
+/**
+ * The round, selection and stake checks of a reservation with a valid session (see decideSession),
+ * from the rows, with no store access: the stake in minor units and what the bet may pay, or the
+ * DomainError refusing it.
+ */
+export function decideReserve(
+  operator: Operator,
+  input: ReserveInput,
+  session: PlayerSession,
+  round: Round | undefined,
+  now: number,
+): { stake: number; potentialPayout: number; round: Round } {
   // A test-mode operator's bets go to its own sandbox rounds only, a live operator's to live ones only.
   const scope = operator.mode === 'test' ? operator.id : null;
   if (!round || round.operatorId !== scope) throw new DomainError('ROUND_NOT_FOUND', `no round ${input.roundId}`);
@@ -56,29 +102,9 @@ export async function reserveStockRaceBet(
       status: round.status,
     });
   }
-
   const symbols = Array.isArray(round.settings.symbols) ? (round.settings.symbols as string[]) : [];
   checkSelection(input.selectedStocks, symbols);
   const stake = stakeToMinor(operator.settings, session.currency, input.stake);
   const potentialPayout = winningPayoutMinor(operator.settings, session.currency, stake, symbols.length, input.selectedStocks.length);
-
-  const bet = await recordPlacedBet(
-    tx,
-    compliance,
-    {
-      operatorId: operator.id,
-      game: 'stock_race',
-      roundId: round.id,
-      roundNumber: round.roundNumber,
-      player: session.playerRef,
-      sessionId: session.id,
-      currency: session.currency,
-      amount: stake,
-      autoCashout: null,
-      selections: [...input.selectedStocks],
-      status: 'reserved',
-    },
-    now,
-  );
-  return { bet, potentialPayout };
+  return { stake, potentialPayout, round };
 }

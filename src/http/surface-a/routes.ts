@@ -2,16 +2,14 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type, type Static } from 'typebox';
 import { type CrashBet, resultOf } from '../../bets/bet';
-import { cashoutCrashBet, placeCrashBet } from '../../games/crash/crash-bets';
+import type { CommandRequest, IdempotentAnswer, PresentRefusal } from '../../bets/bet-commands';
 import { formatMultiplier, parseMultiplier } from '../../games/crash/multiplier';
 import { liveMultiplier } from '../../games/crash/crash-rules';
-import { noCompliance } from '../../bets/compliance-hooks';
 import { DomainError } from '../../errors/codes';
 import type { Operator } from '../../operators/operator';
 import type { Round } from '../../games/engine/round';
 import type { AppServices } from '../../services';
 import { SURFACE_A_STATUS } from '../error-maps';
-import { replyIdempotently } from '../idempotent-route';
 import { streamFeed } from '../sse';
 import { guardSurface, type Surface } from '../surface';
 import {
@@ -60,30 +58,28 @@ export function presentCrashBet(bet: CrashBet, livemode: boolean): Static<typeof
 export async function surfaceARoutes(app: FastifyInstance, s: AppServices): Promise<void> {
   const r = app.withTypeProvider<TypeBoxTypeProvider>();
   guardSurface(app, surfaceA, s, { ownsNotFound: true });
-  const crashRules = {
-    salt: s.config.crash.salt,
-    houseEdgeBp: s.config.crash.houseEdgeBp,
-    engineStaleMs: s.config.crash.engineStaleMs,
-  };
-  // Test-mode operators play in their own sandbox rounds and raise no compliance flags.
+  // Test-mode operators play in their own sandbox rounds.
   const isTest = (o: Operator): boolean => o.mode === 'test';
-  const complianceFor = (o: Operator) => (isTest(o) ? noCompliance : s.compliance);
   const scopeOf = (o: Operator): string | null => (isTest(o) ? o.id : null);
 
-  // Surface A's monetary writes carry their key in the Idempotency-Key header.
-  const idempotent = async (
-    req: FastifyRequest,
-    reply: FastifyReply,
-    effect: Parameters<AppServices['idempotency']['execute']>[2],
-    committed?: () => void,
-  ): Promise<never> => {
+  /** The command's request: the key header (required), the route and body it hashes, the signature it records. */
+  const commandRequest = (req: FastifyRequest): CommandRequest => {
     const key = req.headers['idempotency-key'];
     if (typeof key !== 'string' || key.length === 0) {
       throw new DomainError('IDEMPOTENCY_KEY_MISSING', 'the Idempotency-Key header is required on this POST');
     }
-    const route = `${req.method} ${req.routeOptions.url}`;
-    const request = { key, route, body: req.body, signature: req.signatureRecord };
-    return replyIdempotently(s.idempotency, surfaceA, req, reply, request, effect, committed);
+    return { key, route: `${req.method} ${req.routeOptions.url}`, body: req.body, signature: req.signatureRecord };
+  };
+  const refusedFor =
+    (req: FastifyRequest): PresentRefusal =>
+    (error) => ({
+      statusCode: surfaceA.status[error.code],
+      body: surfaceA.errorBody(error.code, error.message, String(req.id)),
+    });
+  const send = (reply: FastifyReply, result: IdempotentAnswer): never => {
+    if (result.replayed) reply.header('idempotent-replay', 'true');
+    // The stored response is replayed byte-for-byte; its shape was checked when it was first sent.
+    return reply.status(result.statusCode).send(result.body) as never;
   };
 
   r.post(
@@ -106,28 +102,26 @@ export async function surfaceARoutes(app: FastifyInstance, s: AppServices): Prom
         autoCashout = parseMultiplier(body.auto_cashout);
         if (autoCashout === null) throw new DomainError('VALIDATION_FAILED', 'field "auto_cashout" must have at most 2 decimals');
       }
-      if (isTest(req.operator!)) await s.sandbox.touch(req.operator!, 'crash');
-      return idempotent(req, reply, async (tx) => {
-        const bet = await placeCrashBet(
-          tx,
-          complianceFor(req.operator!),
-          req.operator!,
-          { externalUserId: body.external_user_id, amount: body.amount, autoCashout },
-          s.clock.now(),
-        );
-        return {
-          statusCode: 200,
-          body: {
+      const operator = req.operator!;
+      const request = commandRequest(req);
+      const result = await s.crashBets.placeBet(
+        operator,
+        { externalUserId: body.external_user_id, amount: body.amount, autoCashout },
+        request,
+        {
+          refused: refusedFor(req),
+          placed: (bet) => ({
             bet_id: bet.id,
             external_user_id: bet.player,
             round_number: bet.roundNumber,
             amount: bet.amount,
             auto_cashout: body.auto_cashout ?? null,
             // The spec fixes the live body; test data says what it is.
-            ...(isTest(req.operator!) ? { livemode: false } : {}),
-          },
-        };
-      });
+            ...(isTest(operator) ? { livemode: false } : {}),
+          }),
+        },
+      );
+      return send(reply, result);
     },
   );
 
@@ -144,21 +138,17 @@ export async function surfaceARoutes(app: FastifyInstance, s: AppServices): Prom
         response: { 200: CashoutResult, ...errors },
       },
     },
-    async (req, reply) =>
-      idempotent(
-        req,
-        reply,
-        async (tx) => {
-          const operator = req.operator!;
-          const compliance = complianceFor(operator);
-          const bet = await cashoutCrashBet(tx, compliance, crashRules, operator, req.body.bet_id, s.clock.now());
-          return { statusCode: 200, body: { bet_id: bet.id, payout: bet.payout, multiplier: formatMultiplier(bet.cashoutMultiplier) } };
-        },
-        () =>
-          isTest(req.operator!)
-            ? s.sandbox.noteCrashSettled(req.operator!.id, req.body.bet_id)
-            : s.crashGame.noteSettled(req.body.bet_id),
-      ),
+    async (req, reply) => {
+      const result = await s.crashBets.cashout(req.operator!, req.body.bet_id, commandRequest(req), {
+        refused: refusedFor(req),
+        cashedOut: (bet) => ({
+          bet_id: bet.id,
+          payout: bet.payout,
+          multiplier: formatMultiplier(bet.cashoutMultiplier),
+        }),
+      });
+      return send(reply, result);
+    },
   );
 
   const presentLive = (round: Round): Static<typeof RoundView> => {

@@ -3,13 +3,10 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type, type Static } from 'typebox';
 import { resultOf, type StockRaceBet } from '../../bets/bet';
 import { presentAmount } from '../../bets/bet-events';
-import { reserveStockRaceBet } from '../../games/stock-race/stock-race-bets';
-import { noCompliance } from '../../bets/compliance-hooks';
 import { DomainError } from '../../errors/codes';
 import type { Operator } from '../../operators/operator';
 import type { Round } from '../../games/engine/round';
 import type { AppServices } from '../../services';
-import { simulatedWallet } from '../../sandbox/simulated-wallet';
 import { presentSettlement, type Settlement } from '../../wallet/settlements';
 import { SURFACE_B_STATUS } from '../error-maps';
 import { streamFeed } from '../sse';
@@ -119,24 +116,17 @@ export async function surfaceBRoutes(app: FastifyInstance, s: AppServices): Prom
     },
     async (req, reply) => {
       const body = req.body;
-      if (isTest(req.operator!)) await s.sandbox.touch(req.operator!, 'stock_race');
-      const result = await s.idempotency.execute(
-        { operatorId: req.operator!.id, key: body.idempotency_key, route: 'POST /v1/bets/reserve', body },
-        (error) => ({ statusCode: surfaceB.status[error.code], body: surfaceB.errorBody(error.code, error.message, String(req.id)) }),
-        async (tx) => {
-          const { bet, potentialPayout } = await reserveStockRaceBet(
-            tx,
-            isTest(req.operator!) ? noCompliance : s.compliance,
-            req.operator!,
-            { sessionId: body.session_id, roundId: body.round_id, selectedStocks: body.selected_stocks, stake: body.stake },
-            s.clock.now(),
-          );
-          // With no wallet server, a sandbox's simulated wallet holds the player's balance: it pays the stake.
-          const operator = req.operator!;
-          if (isTest(operator) && !operator.walletUrl) {
-            await simulatedWallet.debit(tx, operator.id, bet.player, bet.currency, bet.amount, s.clock.now());
-          }
-          const view: Static<typeof ReservedBetView> = {
+      const operator = req.operator!;
+      const result = await s.stockRaceBets.reserve(
+        operator,
+        { sessionId: body.session_id, roundId: body.round_id, selectedStocks: body.selected_stocks, stake: body.stake },
+        { key: body.idempotency_key, route: 'POST /v1/bets/reserve', body },
+        {
+          refused: (error) => ({
+            statusCode: surfaceB.status[error.code],
+            body: surfaceB.errorBody(error.code, error.message, String(req.id)),
+          }),
+          reserved: (bet, potentialPayout): Static<typeof ReservedBetView> => ({
             bet_id: bet.id,
             round_id: bet.roundId,
             round_number: bet.roundNumber,
@@ -148,9 +138,8 @@ export async function surfaceBRoutes(app: FastifyInstance, s: AppServices): Prom
             selected_stocks: bet.selections,
             potential_payout: presentAmount(bet, potentialPayout),
             placed_at: bet.placedAt,
-            ...(isTest(req.operator!) ? { livemode: false } : {}),
-          };
-          return { statusCode: 200, body: view };
+            ...(isTest(operator) ? { livemode: false } : {}),
+          }),
         },
       );
       if (result.replayed) reply.header('idempotent-replay', 'true');

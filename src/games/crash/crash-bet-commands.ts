@@ -1,0 +1,133 @@
+import type { Bet, CashoutKind } from '../../bets/bet';
+import { type BetRow, toBet } from '../../bets/bet-repository';
+import {
+  claimKeySync,
+  type CommandAnswer,
+  FullPathNeeded,
+  type KeyClaim,
+  runCommand,
+  type StoredText,
+} from '../../bets/bet-commands';
+import type { Database, SyncExecutor } from '../../store/database';
+import { type OperatorEventRow, recordOperatorEventSync } from '../../webhooks/event-rows';
+import type { Round } from '../engine/round';
+import { type RoundRow, toRound } from '../engine/round-repository';
+
+/**
+ * What a cash-out does once decided from the bet and its round (see decideCashout): a refusal to
+ * store under the key, the settlement to write, or the full interactive path (a compliance flag).
+ */
+export type CashoutPlan =
+  | { refusal: StoredText }
+  | {
+      settle: { payout: number; multiplier: number; kind: CashoutKind };
+      /** The 200 response, stored under the key. */
+      response: StoredText;
+      /** The round must still be running with a heartbeat at least this recent. */
+      aliveSince: number;
+      event: OperatorEventRow;
+      /** Machine-timing rule (manual cash-outs): a streak this long within `windowMs` needs the full path. */
+      timing: { streak: number; windowMs: number; since: number; decide: (recent: TimedRow[]) => boolean } | null;
+    }
+  | { fullPath: string };
+
+export interface TimedRow {
+  id: string;
+  settled_at: number | null;
+  running_at: number | null;
+}
+
+export type CashoutAnswer = CommandAnswer | { outcome: 'refused' } | { outcome: 'settled' };
+
+const CASH_OUT_SQL = `SELECT rbs_cash_out(${Array.from({ length: 21 }, () => '?').join(', ')}) AS r`;
+// One statement for both rows: on PostgreSQL the decision's inputs cost one round trip.
+const BET_AND_ROUND_SQL =
+  'SELECT row_to_json(b) AS bet, row_to_json(r) AS round FROM bets b JOIN rounds r ON r.id = b.round_id WHERE b.id = ?';
+
+/**
+ * A Crash cash-out as one unit of work. SQLite: the rows are read, `decide` runs and the plan is
+ * written, all in one synchronous unit of the group commit. PostgreSQL: the rows are read in one
+ * statement, `decide` runs, and rbs_cash_out (migration 007) claims the key and writes the plan in
+ * one more, checking that the bet is still active and its round still alive (else the full path).
+ */
+export async function cashoutCommand(
+  db: Database,
+  claim: KeyClaim,
+  betId: string,
+  decide: (bet: Bet | undefined, round: Round | undefined) => CashoutPlan,
+): Promise<CashoutAnswer> {
+  if (db.unit) {
+    return runCommand<CashoutAnswer>(db, (tx) => cashoutSync(tx, claim, betId, decide), {
+      name: '',
+      sql: '',
+      params: [],
+    });
+  }
+  const rows = await db.prepared!<{ bet: BetRow; round: RoundRow }>('rbs_bet_and_round', BET_AND_ROUND_SQL, [betId]);
+  const row = rows[0];
+  const plan = decide(row ? toBet(row.bet) : undefined, row ? toRound(row.round) : undefined);
+  if ('fullPath' in plan) return { outcome: 'full_path' };
+  const settle = 'settle' in plan ? plan : null;
+  return runCommand<CashoutAnswer>(db, () => ({ outcome: 'full_path' }), {
+    name: 'rbs_cash_out',
+    sql: CASH_OUT_SQL,
+    params: [
+      claim.operatorId,
+      claim.key,
+      claim.requestHash,
+      claim.signature,
+      claim.now,
+      'refusal' in plan ? plan.refusal.statusCode : null,
+      'refusal' in plan ? plan.refusal.response : null,
+      betId,
+      row?.bet.round_id ?? null,
+      settle?.settle.payout ?? null,
+      settle?.settle.multiplier ?? null,
+      settle?.settle.kind ?? null,
+      settle?.aliveSince ?? null,
+      settle?.response.response ?? null,
+      settle?.event.id ?? null,
+      settle?.event.seq ?? null,
+      settle?.event.data ?? null,
+      settle ? (settle.event.livemode ? 1 : 0) : null,
+      settle?.timing?.streak ?? 0,
+      settle?.timing?.windowMs ?? 0,
+      settle?.timing?.since ?? 0,
+    ],
+  });
+}
+
+/** rbs_cash_out, with the read and the decision inside the same synchronous unit (SQLite). */
+function cashoutSync(
+  tx: SyncExecutor,
+  claim: KeyClaim,
+  betId: string,
+  decide: (bet: Bet | undefined, round: Round | undefined) => CashoutPlan,
+): CashoutAnswer {
+  const betRow = tx.get<BetRow>('SELECT * FROM bets WHERE id = ?', [betId]);
+  const roundRow = betRow ? tx.get<RoundRow>('SELECT * FROM rounds WHERE id = ?', [betRow.round_id]) : undefined;
+  const plan = decide(betRow ? toBet(betRow) : undefined, roundRow ? toRound(roundRow) : undefined);
+  if ('fullPath' in plan) throw new FullPathNeeded(plan.fullPath);
+  if ('refusal' in plan)
+    return claimKeySync(tx, claim, plan.refusal.statusCode, plan.refusal.response) ?? { outcome: 'refused' };
+  const conflict = claimKeySync(tx, claim, plan.response.statusCode, plan.response.response);
+  if (conflict) return conflict;
+  // One writer: the bet read above is still active, and its round still what decide saw.
+  const s = plan.settle;
+  tx.run(
+    'UPDATE bets SET status = ?, payout = ?, cashout_multiplier = ?, cashout_kind = ?, settled_at = ? WHERE id = ?',
+    ['cashed_out', s.payout, s.multiplier, s.kind, claim.now, betId],
+  );
+  if (plan.timing) {
+    const recent = tx.all<TimedRow>(
+      `SELECT b.id, b.settled_at, r.running_at FROM bets b JOIN rounds r ON r.id = b.round_id
+       WHERE b.operator_id = ? AND b.player = ? AND b.game = 'crash' AND b.status = 'cashed_out'
+         AND b.cashout_kind = 'manual'
+         AND b.placed_at > ? ORDER BY b.placed_at DESC, b.id LIMIT ?`,
+      [claim.operatorId, betRow!.player, plan.timing.since, plan.timing.streak],
+    );
+    if (plan.timing.decide(recent)) throw new FullPathNeeded('machine timing rule hit');
+  }
+  recordOperatorEventSync(tx, plan.event, claim.now);
+  return { outcome: 'settled' };
+}

@@ -1,0 +1,268 @@
+import type { Bet, CashedOutCrashBet } from '../../bets/bet';
+import { betSettledEvent } from '../../bets/bet-events';
+import { newBetId } from '../../bets/bet-id';
+import {
+  type BetCounters,
+  type CommandRequest,
+  type CommandResponse,
+  type CommandRunner,
+  type IdempotentAnswer,
+  placeBetCommand,
+  type PresentRefusal,
+  type StoredText,
+} from '../../bets/bet-commands';
+import type { Clock } from '../../clock/clock';
+import type { ComplianceService } from '../../compliance/compliance-service';
+import { noCompliance } from '../../bets/compliance-hooks';
+import {
+  largePayout,
+  largeStake,
+  MACHINE_TIMING_HORIZON_MS,
+  machineTiming,
+  type ComplianceSettings,
+  velocityRule,
+} from '../../compliance/rules';
+import { DomainError, isDomainError } from '../../errors/codes';
+import type { Operator } from '../../operators/operator';
+import type { Database } from '../../store/database';
+import { operatorEventRow } from '../../webhooks/event-rows';
+import type { Game } from '../engine/round';
+import { cashoutCommand, type CashoutPlan } from './crash-bet-commands';
+import { cashoutCrashBet, type CrashRules, decideCashout, placeCrashBet } from './crash-bets';
+import { cappedPayout } from './crash-rules';
+
+export interface PlacedCrashBet {
+  id: string;
+  player: string;
+  roundNumber: number;
+  amount: number;
+}
+
+export interface CrashBetServiceDeps {
+  db: Database;
+  clock: Clock;
+  idempotency: CommandRunner;
+  compliance: ComplianceService;
+  rules: CrashRules;
+  sandbox: {
+    touch(operator: Operator, game: Game): Promise<void>;
+    noteCrashSettled(operatorId: string, betId: string): void;
+  };
+  crashGame: { noteSettled(betId: string): void };
+  /** Committed facts for the service metrics (never counted for sandbox operators). */
+  counters: BetCounters;
+}
+
+/** Stands in for the round number while the 200 response is turned into a template around it. */
+const ROUND_NUMBER_MARK = Number.MAX_SAFE_INTEGER;
+
+// One instance for every request: the answer is the same, and building an Error (its stack) per bet
+// showed in the place-bet profile.
+const BETS_CLOSED = new DomainError(
+  'BETTING_CLOSED',
+  'no Crash round is taking bets right now; retry when the next betting window opens',
+);
+
+const asText = (r: CommandResponse): StoredText => ({ statusCode: r.statusCode, response: JSON.stringify(r.body) });
+
+/**
+ * Crash's money commands, each one unit of work in the store: place a bet, cash one out. Everything
+ * that needs no store (operator and compliance settings, the request hash, the exact response) is
+ * decided here first; the store then claims the idempotency key, checks the round and writes, in
+ * one synchronous SQLite unit or one PostgreSQL statement (see bets/bet-commands.ts). What that unit
+ * leaves to it (a compliance rule that would raise a flag, state that changed under it) runs the
+ * interactive path of crash-bets.ts, with the same results.
+ */
+export class CrashBetService {
+  constructor(private readonly d: CrashBetServiceDeps) {}
+
+  async placeBet(
+    operator: Operator,
+    input: { externalUserId: string; amount: number; autoCashout: number | null },
+    request: CommandRequest,
+    present: { refused: PresentRefusal; placed: (bet: PlacedCrashBet) => unknown },
+  ): Promise<IdempotentAnswer> {
+    const live = operator.mode !== 'test';
+    // A test-mode operator plays only in its own sandbox rounds; everyone else only in live ones.
+    if (!live) await this.d.sandbox.touch(operator, 'crash');
+    const scope = {
+      operatorId: operator.id,
+      key: request.key,
+      route: request.route,
+      body: request.body,
+      signature: request.signature,
+    };
+    let bet: PlacedCrashBet | null = null;
+    const respond = (roundNumber: number): CommandResponse => ({
+      statusCode: 200,
+      body: present.placed({ ...bet!, roundNumber }),
+    });
+    const result = await this.d.idempotency.command(
+      scope,
+      async (claim) => {
+        const now = claim.now;
+        const max = operator.settings.crash.max_payout_per_bet;
+        const refusal =
+          input.amount > max
+            ? present.refused(
+                new DomainError('STAKE_OUT_OF_RANGE', `amount exceeds this operator's maximum payout per bet (${max})`),
+              )
+            : null;
+        const rules = live ? await this.d.compliance.settingsFor(this.d.db, operator.id, now) : null;
+        // A bet that raises a flag is rare: the full path writes it with its flag and event.
+        if (!refusal && rules && largeStake(input.amount, rules)) return { outcome: 'full_path' };
+        bet = { id: newBetId(now), player: input.externalUserId, roundNumber: ROUND_NUMBER_MARK, amount: input.amount };
+        const [prefix, suffix, extra] = JSON.stringify(present.placed(bet)).split(String(ROUND_NUMBER_MARK));
+        if (suffix === undefined || extra !== undefined) return { outcome: 'full_path' };
+        const closed = refusal ? null : present.refused(BETS_CLOSED);
+        const answer = await placeBetCommand(this.d.db, {
+          claim,
+          refusal: refusal && asText(refusal),
+          game: 'crash',
+          world: live ? null : operator.id,
+          roundId: null,
+          closed: closed && asText(closed),
+          placed: { prefix: prefix!, suffix },
+          bet: {
+            ...bet,
+            sessionId: null,
+            currency: null,
+            autoCashout: input.autoCashout,
+            selections: null,
+            status: 'active',
+          },
+          velocity: velocityRule(rules, now),
+        });
+        if (!('outcome' in answer)) return answer;
+        if (answer.outcome === 'refused') return (refusal ?? closed)!;
+        if (answer.outcome !== 'placed') return answer;
+        if (live) this.d.counters.betPlaced('crash');
+        return respond(answer.round_number);
+      },
+      present.refused,
+      async (tx) => {
+        const placed = await placeCrashBet(
+          tx,
+          live ? this.d.compliance : noCompliance,
+          operator,
+          input,
+          this.d.clock.now(),
+        );
+        bet = { id: placed.id, player: placed.player, roundNumber: placed.roundNumber, amount: placed.amount };
+        return respond(placed.roundNumber);
+      },
+    );
+    return result;
+  }
+
+  async cashout(
+    operator: Operator,
+    betId: string,
+    request: CommandRequest,
+    present: { refused: PresentRefusal; cashedOut: (bet: CashedOutCrashBet) => unknown },
+  ): Promise<IdempotentAnswer> {
+    const live = operator.mode !== 'test';
+    const scope = {
+      operatorId: operator.id,
+      key: request.key,
+      route: request.route,
+      body: request.body,
+      signature: request.signature,
+    };
+    const result = await this.d.idempotency.command(
+      scope,
+      async (claim) => {
+        const rules = live ? await this.d.compliance.settingsFor(this.d.db, operator.id, claim.now) : null;
+        let plan: CashoutPlan | null = null;
+        let settled: CashedOutCrashBet | null = null;
+        let refusal: CommandResponse | null = null;
+        let body: unknown = null;
+        const answer = await cashoutCommand(this.d.db, claim, betId, (bet, round) => {
+          ({ plan, settled, refusal, body } = this.planCashout(operator, betId, bet, round, claim.now, rules, present));
+          return plan;
+        });
+        if (!('outcome' in answer)) return answer;
+        if (answer.outcome === 'refused') return refusal!;
+        if (answer.outcome !== 'settled') return answer;
+        if (live) this.countSettled(settled!);
+        return { statusCode: 200, body };
+      },
+      present.refused,
+      async (tx) => {
+        const bet = await cashoutCrashBet(
+          tx,
+          live ? this.d.compliance : noCompliance,
+          this.d.rules,
+          operator,
+          betId,
+          this.d.clock.now(),
+        );
+        return { statusCode: 200, body: present.cashedOut(bet) };
+      },
+    );
+    // In-memory changes follow the store, never a replay or a refusal.
+    if (!result.replayed && result.statusCode === 200) {
+      if (live) this.d.crashGame.noteSettled(betId);
+      else this.d.sandbox.noteCrashSettled(operator.id, betId);
+    }
+    return result;
+  }
+
+  private planCashout(
+    operator: Operator,
+    betId: string,
+    bet: Bet | undefined,
+    round: Parameters<typeof decideCashout>[4],
+    now: number,
+    rules: ComplianceSettings | null,
+    present: { refused: PresentRefusal; cashedOut: (bet: CashedOutCrashBet) => unknown },
+  ): { plan: CashoutPlan; settled: CashedOutCrashBet | null; refusal: CommandResponse | null; body: unknown } {
+    let decision: ReturnType<typeof decideCashout>;
+    try {
+      decision = decideCashout(this.d.rules, operator, betId, bet, round, now);
+    } catch (error) {
+      if (!isDomainError(error)) throw error;
+      const refusal = present.refused(error);
+      return { plan: { refusal: asText(refusal) }, settled: null, refusal, body: null };
+    }
+    const payout = cappedPayout(decision.bet.amount, decision.multiplier, operator.settings.crash.max_payout_per_bet);
+    const settled: CashedOutCrashBet = {
+      ...decision.bet,
+      status: 'cashed_out',
+      payout,
+      cashoutMultiplier: decision.multiplier,
+      cashoutKind: decision.kind,
+      settledAt: now,
+    };
+    if (rules && largePayout(settled.status, payout, rules))
+      return { plan: { fullPath: 'large payout' }, settled, refusal: null, body: null };
+    const body = present.cashedOut(settled);
+    const streak = rules ? Math.floor(rules.machine_timing_streak) : 0;
+    const timed = rules !== null && decision.kind === 'manual' && streak >= 2 && rules.machine_timing_window_ms >= 0;
+    const plan: CashoutPlan = {
+      settle: { payout, multiplier: decision.multiplier, kind: decision.kind },
+      response: { statusCode: 200, response: JSON.stringify(body) },
+      aliveSince: now - this.d.rules.engineStaleMs,
+      event: operatorEventRow(betSettledEvent(settled), now, operator.mode !== 'test'),
+      timing: timed
+        ? {
+            streak,
+            windowMs: rules.machine_timing_window_ms,
+            since: now - MACHINE_TIMING_HORIZON_MS,
+            decide: (recent) =>
+              machineTiming(
+                recent
+                  .filter((r) => r.running_at !== null && r.settled_at !== null)
+                  .map((r) => ({ betId: r.id, elapsedMs: Number(r.settled_at) - Number(r.running_at) })),
+                rules,
+              ) !== null,
+          }
+        : null,
+    };
+    return { plan, settled, refusal: null, body };
+  }
+
+  private countSettled(bet: CashedOutCrashBet): void {
+    this.d.counters.cashedOut(bet.game, bet.payout, bet.currency);
+  }
+}
