@@ -1,5 +1,6 @@
 import { isUtf8 } from 'node:buffer';
 import { parse as losslessParse } from 'lossless-json';
+import type { FastifyInstance } from 'fastify';
 import { DomainError } from '../errors/codes';
 
 declare module 'fastify' {
@@ -7,6 +8,11 @@ declare module 'fastify' {
     /** The body exactly as received: what request signatures are computed over. */
     rawBody?: Buffer;
   }
+}
+
+/** Declared on the root instance, so every request object has the field from the start. */
+export function decorateRawBody(app: FastifyInstance): void {
+  app.decorateRequest('rawBody', undefined);
 }
 
 const toNumber = (text: string): number => Number(text);
