@@ -6,10 +6,11 @@
  * Far less noisy than the HTTP bench on a shared machine; compare trees with interleaved runs.
  *
  *   npx tsx bench/pipeline-cost.ts [--requests 20000] [--rounds 5] [--batch 50] [--only bare,signed,place]
- *                                  [--profile out.cpuprofile]
+ *                                  [--profile out.cpuprofile] [--allocations out.heapprofile]
  *
  * --profile writes a V8 CPU profile of the measured rounds only (after the warm-up), for
- * `npx tsx bench/profile.ts out.cpuprofile`.
+ * `npx tsx bench/profile.ts out.cpuprofile`; --allocations a sampled heap profile of the same
+ * rounds (every allocation, collected or not), which Chrome DevTools opens.
  */
 import Fastify, { type FastifyInstance } from 'fastify';
 import { randomUUID } from 'node:crypto';
@@ -30,6 +31,7 @@ const { values: flags } = parseArgs({
     batch: { type: 'string', default: '50' },
     only: { type: 'string', default: 'bare,signed,place' },
     profile: { type: 'string' },
+    allocations: { type: 'string' },
   },
 });
 const requests = Number(flags.requests);
@@ -104,12 +106,20 @@ try {
   if (only.has('place')) cases.push(['place', service.http, (i) => signed('/api/public/v1/place-bet', betBody(i), true)]);
   const results = new Map<string, number[]>();
   for (const [, app, build] of cases) await measure(app, build, Math.min(requests, 5000));
-  const session = flags.profile ? new Session() : null;
-  if (session) {
-    session.connect();
-    await session.post('Profiler.setSamplingInterval', { interval: 100 });
-    await session.post('Profiler.enable');
-    await session.post('Profiler.start');
+  const session = flags.profile || flags.allocations ? new Session() : null;
+  session?.connect();
+  if (flags.profile) {
+    await session!.post('Profiler.setSamplingInterval', { interval: 100 });
+    await session!.post('Profiler.enable');
+    await session!.post('Profiler.start');
+  }
+  if (flags.allocations) {
+    // Every sampled allocation, the ones young-generation GCs already collected included.
+    await session!.post('HeapProfiler.startSampling', {
+      samplingInterval: 256,
+      includeObjectsCollectedByMinorGC: true,
+      includeObjectsCollectedByMajorGC: true,
+    });
   }
   for (let r = 0; r < rounds; r++) {
     for (const [name, app, build] of cases) {
@@ -117,11 +127,15 @@ try {
       results.set(name, [...(results.get(name) ?? []), us]);
     }
   }
-  if (session) {
-    const { profile } = await session.post('Profiler.stop');
-    writeFileSync(flags.profile!, JSON.stringify(profile));
-    session.disconnect();
+  if (flags.allocations) {
+    const { profile } = await session!.post('HeapProfiler.stopSampling');
+    writeFileSync(flags.allocations, JSON.stringify(profile));
   }
+  if (flags.profile) {
+    const { profile } = await session!.post('Profiler.stop');
+    writeFileSync(flags.profile, JSON.stringify(profile));
+  }
+  session?.disconnect();
   for (const [name, values] of results) {
     const sorted = [...values].sort((a, b) => a - b);
     const median = sorted[Math.floor(sorted.length / 2)]!;
