@@ -1,6 +1,5 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { Histogram } from 'prom-client';
 import { ServiceMetrics, UNMATCHED_ROUTE } from './metrics';
 import type { Tracing } from './tracing';
 
@@ -36,7 +35,6 @@ export function instrumentHttp(app: FastifyInstance, o: HttpObservability): (req
       done();
     });
   }
-  const durations = new RouteDurations(metrics.httpDuration);
   app.get('/metrics', { schema: { hide: true } }, async (req: FastifyRequest, reply: FastifyReply) => {
     if (o.metricsToken !== null && !bearerMatches(req.headers.authorization, o.metricsToken)) {
       return reply
@@ -52,31 +50,8 @@ export function instrumentHttp(app: FastifyInstance, o: HttpObservability): (req
     // The route pattern (/v1/rounds/:id), never the raw URL: one series per route, whatever the ids.
     const route = req.routeOptions.url ?? UNMATCHED_ROUTE;
     const status = reply.statusCode;
-    durations.observe(req.method, route, status, reply.elapsedTime / 1000);
+    metrics.httpDuration.observe(req.method, route, status, reply.elapsedTime / 1000);
     if (status === 429) metrics.rateLimited.inc({ surface: ServiceMetrics.surfaceOf(req.url) });
     tracing?.endServerSpan(req.raw, route, status);
   };
-}
-
-type DurationLabels = 'method' | 'route' | 'status_code';
-
-/**
- * The request-duration histogram's series, each bound to its labels once: observing through the
- * bound series skips building and checking a labels object per request. Routes, methods and status
- * codes are each a small fixed set, so the number of series stays bounded.
- */
-class RouteDurations {
-  private readonly series = new Map<string, Map<string, Map<number, Histogram.Internal<DurationLabels>>>>();
-
-  constructor(private readonly histogram: Histogram<DurationLabels>) {}
-
-  observe(method: string, route: string, status: number, seconds: number): void {
-    let byMethod = this.series.get(route);
-    if (byMethod === undefined) this.series.set(route, (byMethod = new Map()));
-    let byStatus = byMethod.get(method);
-    if (byStatus === undefined) byMethod.set(method, (byStatus = new Map()));
-    let bound = byStatus.get(status);
-    if (bound === undefined) byStatus.set(status, (bound = this.histogram.labels({ method, route, status_code: status })));
-    bound.observe(seconds);
-  }
 }
