@@ -77,9 +77,9 @@ export function serviceEnv(store: Store, extra: Record<string, string> = {}): No
 }
 
 /** `npm run -s admin -- …`: prints one JSON object on stdout. */
-export async function admin(env: NodeJS.ProcessEnv, args: string[]): Promise<Record<string, any>> {
+export async function admin(env: NodeJS.ProcessEnv, args: string[], cwd = ROOT): Promise<Record<string, any>> {
   return new Promise((ok, fail) => {
-    execFile('npm', ['run', '-s', 'admin', '--', ...args], { cwd: ROOT, env, maxBuffer: 1 << 20 }, (error, stdout, stderr) => {
+    execFile('npm', ['run', '-s', 'admin', '--', ...args], { cwd, env, maxBuffer: 1 << 20 }, (error, stdout, stderr) => {
       if (error) return fail(new Error(`admin ${args.join(' ')} failed: ${stderr || error.message}`));
       try {
         ok(JSON.parse(stdout));
@@ -99,11 +99,14 @@ export interface Child {
   stop(): Promise<number | null>;
 }
 
-/** Starts `node --import tsx <entry>` and resolves once GET /healthz answers 200. */
-export async function startChild(entry: string, env: NodeJS.ProcessEnv, nodeArgs: string[] = []): Promise<Child> {
+/**
+ * Starts `node --import tsx <entry>` (in `cwd`, this checkout by default) and resolves once
+ * GET /healthz answers 200.
+ */
+export async function startChild(entry: string, env: NodeJS.ProcessEnv, nodeArgs: string[] = [], cwd = ROOT): Promise<Child> {
   const port = await freePort();
   const proc = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', entry], {
-    cwd: ROOT,
+    cwd,
     env: { ...env, PORT: String(port) },
     stdio: ['ignore', 'inherit', 'inherit'],
   });

@@ -71,7 +71,9 @@ async function warm<T>(fn: (durationS: number) => Promise<T>): Promise<void> {
 
 async function bareCase(): Promise<void> {
   log('bare Fastify baseline…');
-  const child = await startChild('bench/bare-fastify.ts', { ...process.env });
+  // Profiled too with --profile: its socket and parser time is the floor every other case pays.
+  const profile = profiler('bare');
+  const child = await startChild('bench/bare-fastify.ts', { ...process.env }, profile.nodeArgs);
   try {
     const spec = { baseUrl: child.baseUrl, path: '/bare', body: betBody, mimicHeaders: true, connections, serverPid: child.proc.pid, serverEnded: child.ended };
     await warm((d) => runLoad({ ...spec, name: 'warm-up', durationS: d }));
@@ -79,6 +81,7 @@ async function bareCase(): Promise<void> {
   } finally {
     await child.stop();
   }
+  profile.report(durationS * 1000 + 1000);
 }
 
 /** With --profile, the service child of a case writes a V8 CPU profile, summarised after the table. */

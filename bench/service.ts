@@ -22,15 +22,21 @@ export interface BenchService {
 
 export const UNLIMITED = JSON.stringify({ rate_limit: { refill_per_second: 1_000_000, burst: 1_000_000 } });
 
-export async function startService(options: { pgUrl: string | null; env?: Record<string, string>; nodeArgs?: string[] }): Promise<BenchService> {
+export async function startService(options: {
+  pgUrl: string | null;
+  env?: Record<string, string>;
+  nodeArgs?: string[];
+  /** The checkout whose service runs (and whose admin CLI sets it up); this one by default. */
+  root?: string;
+}): Promise<BenchService> {
   const store = await freshStore(options.pgUrl);
   const env = serviceEnv(store, options.env);
   try {
     // Created before the service starts: its credential cache never sees the key as unknown.
-    const created = await admin(env, ['operator', 'create', '--name', 'bench']);
-    await admin(env, ['operator', 'settings', '--id', created.operator_id, '--json', UNLIMITED]);
+    const created = await admin(env, ['operator', 'create', '--name', 'bench'], options.root);
+    await admin(env, ['operator', 'settings', '--id', created.operator_id, '--json', UNLIMITED], options.root);
     const operator = { id: String(created.operator_id), apiKey: String(created.api_key), apiSecret: String(created.api_secret) };
-    const child = await startChild('src/main.ts', env, options.nodeArgs ?? []);
+    const child = await startChild('src/main.ts', env, options.nodeArgs ?? [], options.root);
     return {
       child,
       store,

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { DomainError } from '../errors/codes';
-import { cannotRepeatAKey, parseJsonBody } from './json-body';
+import { cannotRepeatAKey, MAX_JSON_DEPTH, parseJsonBody } from './json-body';
 
 const codeOf = (text: string): string | null => {
   try {
@@ -41,5 +41,21 @@ describe('JSON bodies', () => {
   it('names malformed JSON and empty bodies', () => {
     expect(codeOf('{"amount":')).toBe('MALFORMED_JSON');
     expect(codeOf('')).toBe('MALFORMED_JSON');
+  });
+
+  it('refuses nesting past the limit on either parser, and counts no bracket inside a string', () => {
+    const nested = (levels: number, inner = '1'): string => '['.repeat(levels) + inner + ']'.repeat(levels);
+    expect(codeOf(nested(MAX_JSON_DEPTH))).toBe(null);
+    expect(codeOf(nested(MAX_JSON_DEPTH + 1))).toBe('MALFORMED_JSON');
+    // The same depth through the slow parser (a repeated key sends the body there).
+    expect(codeOf(`{"a":1,"b":{"a":1,"c":${nested(MAX_JSON_DEPTH)}}}`)).toBe('MALFORMED_JSON');
+    expect(codeOf(`{"a":"${'{['.repeat(200)}"}`)).toBe(null);
+  });
+
+  it('refuses a NUL or a lone surrogate spelled as a \\u escape, in a value or a key', () => {
+    expect(codeOf('{"a":"x\\u0000"}')).toBe('VALIDATION_FAILED');
+    expect(codeOf('{"\\u0000":1}')).toBe('VALIDATION_FAILED');
+    expect(codeOf('{"a":"\\ud800"}')).toBe('MALFORMED_JSON');
+    expect(codeOf('{"a":"\\ud83d\\ude00"}')).toBe(null);
   });
 });

@@ -1,5 +1,6 @@
 import { isUtf8 } from 'node:buffer';
 import { parse as losslessParse } from 'lossless-json';
+import type { FastifyInstance } from 'fastify';
 import { DomainError } from '../errors/codes';
 
 declare module 'fastify' {
@@ -9,30 +10,59 @@ declare module 'fastify' {
   }
 }
 
+/** Declared on the root instance, so every request object has the field from the start. */
+export function decorateRawBody(app: FastifyInstance): void {
+  app.decorateRequest('rawBody', undefined);
+}
+
 const toNumber = (text: string): number => Number(text);
 
-// Every string of a backslash-free text, in order (each match starts at an opening quote, since
-// the previous match ended at a closing one); those followed by a colon are object keys.
-const STRING_TOKEN = /"([^"]*)"(\s*:)?/g;
+const QUOTE = 0x22;
+const COLON = 0x3a;
+const OPEN_BRACE = 0x7b;
+const OPEN_BRACKET = 0x5b;
+const isJsonSpace = (c: number): boolean => c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
 
 /**
- * True when no key can occur twice in one object, so JSON.parse (several times faster) is exact.
- * Without a backslash every '"' in valid JSON delimits a string, so the tokens found are exactly
- * the keys, written as they will be read (no escapes to make two spellings of one key). If no key
- * text appears twice anywhere in the body, none appears twice in an object. Anything else (escapes,
- * a key reused in nested objects) goes to lossless-json, which checks per object.
+ * One pass over the body text. -1 when JSON.parse might not be exact: the text has a backslash, or
+ * some key text occurs twice. Otherwise the number of '{' and '[' outside strings, which bounds the
+ * nesting depth.
+ *
+ * Without a backslash every '"' in valid JSON delimits a string, so the strings found from each
+ * opening quote are exactly the JSON strings, and those followed by a colon are the keys, written as
+ * they will be read (no escapes to make two spellings of one key). If no key text appears twice
+ * anywhere in the body, none appears twice in an object. Anything else (escapes, a key reused in
+ * nested objects) goes to lossless-json, which checks per object.
  */
-export function cannotRepeatAKey(text: string): boolean {
-  if (text.includes('\\')) return false;
-  const seen = new Set<string>();
-  for (const match of text.matchAll(STRING_TOKEN)) {
-    if (match[2] === undefined) continue;
-    const key = match[1]!;
-    if (seen.has(key)) return false;
-    seen.add(key);
+function scan(text: string): number {
+  if (text.includes('\\')) return -1;
+  let keys: Set<string> | null = null;
+  let openings = 0;
+  const length = text.length;
+  for (let i = 0; i < length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === OPEN_BRACE || c === OPEN_BRACKET) {
+      openings++;
+    } else if (c === QUOTE) {
+      const close = text.indexOf('"', i + 1);
+      // Unterminated: JSON.parse refuses it, and the slow parser says where.
+      if (close < 0) return -1;
+      let next = close + 1;
+      while (next < length && isJsonSpace(text.charCodeAt(next))) next++;
+      if (next < length && text.charCodeAt(next) === COLON) {
+        const key = text.slice(i + 1, close);
+        keys ??= new Set();
+        if (keys.has(key)) return -1;
+        keys.add(key);
+      }
+      i = close;
+    }
   }
-  return true;
+  return openings;
 }
+
+/** True when no key can occur twice in one object, so JSON.parse (several times faster) is exact. */
+export const cannotRepeatAKey = (text: string): boolean => scan(text) >= 0;
 
 /**
  * JSON bodies are parsed by lossless-json, which (unlike JSON.parse) refuses a key repeated with a
@@ -45,8 +75,9 @@ export function parseJsonBody(raw: Buffer): unknown {
   // the signature covers the bytes and the idempotency hash the decoded value.
   if (!isUtf8(raw)) throw new DomainError('MALFORMED_JSON', 'the body is not valid UTF-8');
   const text = raw.toString('utf8');
+  const openings = scan(text);
   let value: unknown;
-  if (cannotRepeatAKey(text)) {
+  if (openings >= 0) {
     try {
       value = JSON.parse(text);
     } catch {
@@ -54,7 +85,9 @@ export function parseJsonBody(raw: Buffer): unknown {
     }
   }
   if (value === undefined) value = parseSlowly(text);
-  checkShape(value, text.includes('\\u'));
+  // The walk can only find something when a value nests deeper than the limit (which takes more
+  // openings than the limit) or when a \u escape may spell a lone surrogate or a NUL.
+  if (openings < 0 || openings > MAX_JSON_DEPTH) checkShape(value, text.includes('\\u'));
   return value;
 }
 

@@ -7,12 +7,12 @@ import { STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { DomainError, type ErrorCode } from '../errors/codes';
 import type { AppServices } from '../services';
-import { parseJsonBody } from './json-body';
+import { decorateRawBody, parseJsonBody } from './json-body';
 import { lazyChildLoggerFactory, logsAt } from './request-logger';
 import { announceDeprecations } from './deprecation';
 import { surfaceA, surfaceARoutes } from './surface-a/routes';
 import { surfaceB } from './surface-b/routes';
-import { errorHandler, type Surface } from './surface';
+import { decorateAuthenticatedRequest, errorHandler, type Surface } from './surface';
 import { publicRoutes } from './public-routes';
 import { openApiWebhooks } from '../webhooks/payloads';
 import { SECURITY_SCHEMES, withWebhookSecurity } from './openapi';
@@ -150,14 +150,29 @@ export async function buildHttpServer(s: AppServices, options: HttpOptions = {})
     }
   });
 
+  decorateAuthenticatedRequest(app);
+  decorateRawBody(app);
+
   // During shutdown, responses to requests already in flight close their keep-alive connection,
   // so the server is not left waiting for clients to hang up.
   let closing = false;
   // Served over TLS (natively or by the declared proxy): browsers must never fall back to plain HTTP.
   // Not in development, where a laptop's localhost would be pinned to https for a year.
   const hsts = Boolean(s.config.tls || s.config.trustProxyTls) && s.config.env !== 'development';
-  // Hooks on every request are plain callbacks, not async functions: each async hook costs a
-  // promise and a microtask turn per request, and these do nothing that needs to wait.
+  const observe = options.observability ? instrumentHttp(app, options.observability) : null;
+  // One hook per stage for every request, each a plain callback: every hook costs a call through
+  // Fastify's hook runner, and an async hook a promise and a microtask turn as well.
+  app.addHook('onRequest', (req, reply, done) => {
+    // A NUL in the path or query (%00) names nothing here, and PostgreSQL text cannot even hold it:
+    // refuse it before any route looks it up.
+    if (req.url.includes('%00')) return done(new DomainError('VALIDATION_FAILED', 'the URL contains a NUL character (%00)'));
+    if (!closing) return done();
+    // Requests that arrive on open connections after shutdown began are refused in the surface's
+    // own error shape (Fastify's built-in 503 would not carry our codes).
+    const message = 'the service is restarting; retry shortly';
+    const body = req.url.startsWith('/api/public/') ? { error: message, code: 'SERVICE_UNAVAILABLE' } : { error: 'SERVICE_UNAVAILABLE', message };
+    void reply.code(503).header('retry-after', '1').header('connection', 'close').send(body);
+  });
   app.addHook('onSend', (req, reply, payload, done) => {
     reply.header('x-request-id', String(req.id));
     if (hsts) reply.header('strict-transport-security', 'max-age=31536000; includeSubDomains');
@@ -173,24 +188,10 @@ export async function buildHttpServer(s: AppServices, options: HttpOptions = {})
       if (failed) req.log.error(entry, 'request failed');
       else req.log.debug(entry, 'request completed');
     }
+    if (observe) observe(req, reply);
     done();
   });
-  // A NUL in the path or query (%00) names nothing here, and PostgreSQL text cannot even hold it:
-  // refuse it before any route looks it up.
-  app.addHook('onRequest', (req, _reply, done) => {
-    if (!req.url.includes('%00')) return done();
-    done(new DomainError('VALIDATION_FAILED', 'the URL contains a NUL character (%00)'));
-  });
   announceDeprecations(app);
-  if (options.observability) instrumentHttp(app, options.observability);
-  // Requests that arrive on open connections after shutdown began are refused in the surface's
-  // own error shape (Fastify's built-in 503 would not carry our codes).
-  app.addHook('onRequest', (req, reply, done) => {
-    if (!closing) return done();
-    const message = 'the service is restarting; retry shortly';
-    const body = req.url.startsWith('/api/public/') ? { error: message, code: 'SERVICE_UNAVAILABLE' } : { error: 'SERVICE_UNAVAILABLE', message };
-    void reply.code(503).header('retry-after', '1').header('connection', 'close').send(body);
-  });
   app.addHook('preClose', async () => {
     closing = true;
   });

@@ -3,10 +3,10 @@ import type { Clock } from '../clock/clock';
 import { DomainError, isDomainError, type ErrorCode } from '../errors/codes';
 import type { OperatorCredentials } from '../operators/operator';
 import type { OperatorService } from '../operators/operators';
-import { checkSignatureHeaders, verifyRequest } from '../signing/request-signature';
+import { checkSignatureHeaders, verifyScreenedRequest } from '../signing/request-signature';
 import type { AppServices } from '../services';
 import { documentSecurity, SURFACE_SECURITY } from './openapi';
-import type { AuthFailureLimiter, OperatorRateLimiter, RateDecision } from './rate-limit';
+import type { AuthFailureLimiter, BucketLimits, OperatorRateLimiter, RateDecision } from './rate-limit';
 import type { SeenSignatureStore } from './replay-guard';
 
 declare module 'fastify' {
@@ -17,6 +17,8 @@ declare module 'fastify' {
      * idempotency layer to record on the key row in the command's own transaction.
      */
     signatureRecord?: string;
+    /** The operator named by the headers, before the body has been read and the signature checked. */
+    authCandidate: OperatorCredentials | null;
   }
   interface FastifyContextConfig {
     /**
@@ -46,7 +48,7 @@ export interface AuthDeps {
   clock: Clock;
   limiter: OperatorRateLimiter;
   signatureToleranceMs: number;
-  defaultRateLimit: { refillPerSecond: number; burst: number };
+  defaultRateLimit: BucketLimits;
   seenSignatures: SeenSignatureStore;
   authFailures: AuthFailureLimiter;
   bodyLimitBytes: number;
@@ -78,78 +80,88 @@ const AUTH_FAILURES: ReadonlySet<ErrorCode> = new Set([
 const READS: ReadonlySet<string> = new Set(['GET', 'HEAD', 'OPTIONS']);
 const SEEN_HEX_LENGTH = 32;
 
-// The operator found from the headers, before the body has been read and the signature checked.
-const candidates = new WeakMap<FastifyRequest, OperatorCredentials>();
-
-type Step = (req: FastifyRequest, reply: FastifyReply) => void | Promise<void>;
+/**
+ * The request fields authentication fills, declared once on the root instance so every request
+ * object has them from the start (one shape for all, instead of properties added mid-request).
+ */
+export function decorateAuthenticatedRequest(app: FastifyInstance): void {
+  app.decorateRequest('authCandidate', null);
+  app.decorateRequest('operator', undefined);
+  app.decorateRequest('signatureRecord', undefined);
+}
 
 /**
- * Turns an authentication step into a callback hook. The step runs synchronously as far as it can
- * (a cached operator, the in-process bucket): on the hot path no promise is made and the request
- * goes on in the same tick. A failure that is an authentication failure is counted against the
- * client's address before it is answered.
+ * A failure that is an authentication failure is counted against the client's address before it is
+ * answered; anything else is answered as it is.
  */
-function authHook(deps: AuthDeps, step: Step) {
-  const failed = (req: FastifyRequest, error: unknown, done: HookHandlerDoneFunction): void => {
-    if (!(isDomainError(error) && AUTH_FAILURES.has(error.code))) {
-      done(error as Error);
-      return;
-    }
-    deps.authFailures
-      .noteFailure(req.ip)
-      .catch((err: unknown) => req.log.warn({ err }, 'could not count a failed authentication'))
-      .then(() => done(error));
-  };
-  return (req: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction): void => {
-    let pending: void | Promise<void>;
-    try {
-      pending = step(req, reply);
-    } catch (error) {
-      failed(req, error, done);
-      return;
-    }
-    if (pending) pending.then(() => done(), (error: unknown) => failed(req, error, done));
-    else done();
-  };
+function failed(deps: AuthDeps, req: FastifyRequest, error: unknown, done: HookHandlerDoneFunction): void {
+  if (!(isDomainError(error) && AUTH_FAILURES.has(error.code))) {
+    done(error as Error);
+    return;
+  }
+  deps.authFailures
+    .noteFailure(req.ip)
+    .catch((err: unknown) => req.log.warn({ err }, 'could not count a failed authentication'))
+    .then(() => done(error));
 }
 
 /**
  * First look at a request, from its headers alone (onRequest, before any body byte is read): an
  * address over its failed-authentication budget gets 429, a declared body over the limit gets 413,
  * and the API key and the timestamp window are checked, so nothing unauthenticable is ever parsed.
+ *
+ * The hooks are plain callbacks that run synchronously as far as they can (a cached operator, the
+ * in-process bucket): on the hot path no promise and no closure is made, and the request goes on
+ * in the same tick.
  */
 export function screener(surface: Surface, deps: AuthDeps) {
-  return authHook(deps, (req, reply) => {
-    const wait = deps.authFailures.retryAfterSeconds(req.ip);
-    if (wait > 0) {
-      const message = `too many failed authentications from this address; retry in ${wait} s`;
-      throw new HttpProblem('RATE_LIMITED', message, { 'retry-after': String(wait) });
+  return function screen(req: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction): void {
+    let pending: Promise<void> | undefined;
+    try {
+      pending = screenHeaders(surface, deps, req, reply);
+    } catch (error) {
+      failed(deps, req, error, done);
+      return;
     }
-    const declared = Number(req.headers['content-length'] ?? 0);
-    if (declared > deps.bodyLimitBytes) {
-      // The body is never read: the connection closes after the answer instead of draining it.
-      reply.header('connection', 'close');
-      throw new DomainError('BODY_TOO_LARGE', 'the request body is larger than the limit for this endpoint');
-    }
-    const apiKey = header(req, surface.headers.apiKey);
-    if (!apiKey) throw new DomainError('MISSING_CREDENTIALS', `the ${surface.headers.apiKey} header is missing`);
-    const admit = (operator: OperatorCredentials | null): void => {
-      if (!operator) {
-        throw new DomainError('UNKNOWN_API_KEY', `no operator has the API key given in ${surface.headers.apiKey}`);
-      }
-      const refused = checkSignatureHeaders({
-        timestamp: header(req, surface.headers.timestamp),
-        signature: header(req, surface.headers.signature),
-        now: deps.clock.now(),
-        toleranceMs: deps.signatureToleranceMs,
-      });
-      if (refused) throw new DomainError(refused.code, renameHeaders(refused.message, surface));
-      candidates.set(req, operator);
-    };
-    const cached = deps.operators.cachedByApiKey(apiKey);
-    if (cached !== undefined) return admit(cached);
-    return deps.operators.byApiKey(apiKey).then(admit);
+    if (pending === undefined) done();
+    else pending.then(() => done(), (error: unknown) => failed(deps, req, error, done));
+  };
+}
+
+function screenHeaders(surface: Surface, deps: AuthDeps, req: FastifyRequest, reply: FastifyReply): Promise<void> | undefined {
+  const wait = deps.authFailures.retryAfterSeconds(req.ip);
+  if (wait > 0) {
+    const message = `too many failed authentications from this address; retry in ${wait} s`;
+    throw new HttpProblem('RATE_LIMITED', message, { 'retry-after': String(wait) });
+  }
+  const declared = req.headers['content-length'];
+  if (declared !== undefined && Number(declared) > deps.bodyLimitBytes) {
+    // The body is never read: the connection closes after the answer instead of draining it.
+    reply.header('connection', 'close');
+    throw new DomainError('BODY_TOO_LARGE', 'the request body is larger than the limit for this endpoint');
+  }
+  const apiKey = header(req, surface.headers.apiKey);
+  if (!apiKey) throw new DomainError('MISSING_CREDENTIALS', `the ${surface.headers.apiKey} header is missing`);
+  const cached = deps.operators.cachedByApiKey(apiKey);
+  if (cached !== undefined) {
+    admit(surface, deps, req, cached);
+    return undefined;
+  }
+  return deps.operators.byApiKey(apiKey).then((operator) => admit(surface, deps, req, operator));
+}
+
+function admit(surface: Surface, deps: AuthDeps, req: FastifyRequest, operator: OperatorCredentials | null): void {
+  if (!operator) {
+    throw new DomainError('UNKNOWN_API_KEY', `no operator has the API key given in ${surface.headers.apiKey}`);
+  }
+  const refused = checkSignatureHeaders({
+    timestamp: header(req, surface.headers.timestamp),
+    signature: header(req, surface.headers.signature),
+    now: deps.clock.now(),
+    toleranceMs: deps.signatureToleranceMs,
   });
+  if (refused) throw new DomainError(refused.code, renameHeaders(refused.message, surface));
+  req.authCandidate = operator;
 }
 
 /**
@@ -159,67 +171,112 @@ export function screener(surface: Surface, deps: AuthDeps) {
  * validation, so an unauthenticated caller learns nothing about the request's shape.
  */
 export function authenticator(surface: Surface, deps: AuthDeps) {
-  return authHook(deps, (req, reply) => {
-    const operator = candidates.get(req);
-    if (!operator) throw new DomainError('MISSING_CREDENTIALS', `the ${surface.headers.apiKey} header is missing`);
-    const timestamp = header(req, surface.headers.timestamp);
-    const signature = header(req, surface.headers.signature);
-    const check = verifyRequest({
-      secrets: operator.secrets,
-      method: req.method,
-      path: req.raw.url ?? req.url,
-      timestamp,
-      signature,
-      body: req.rawBody ?? '',
-      now: deps.clock.now(),
-      toleranceMs: deps.signatureToleranceMs,
-    });
-    if (!check.ok) throw new DomainError(check.code, renameHeaders(check.message, surface));
-    if (operator.status !== 'active') throw new DomainError('OPERATOR_DISABLED', 'this operator account is disabled');
-    const limits = operator.settings.rate_limit
-      ? { refillPerSecond: operator.settings.rate_limit.refill_per_second, burst: operator.settings.rate_limit.burst }
-      : deps.defaultRateLimit;
-
-    const afterBucket = (decision: RateDecision): void | Promise<void> => {
-      reply.header('ratelimit-limit', String(decision.limit));
-      reply.header('ratelimit-reset', String(decision.resetSeconds));
-      if (!decision.allowed) {
-        reply.header('ratelimit-remaining', '0');
-        const message = `rate limit exceeded: ${limits.burst} burst, ${limits.refillPerSecond} requests per second`;
-        throw new HttpProblem('RATE_LIMITED', message, { 'retry-after': String(decision.retryAfterSeconds) });
-      }
-      reply.header('ratelimit-remaining', String(decision.remaining));
-      const mode = req.routeOptions.config?.replay;
-      // The record's key: the signed timestamp, then the signature's first 128 bits, lowercased (the
-      // signature is compared as bytes, so its hex case must not make a new entry). Two different
-      // requests share it with odds of 2^-128. Leading with the timestamp (near-monotonic within
-      // the window) makes each insert land at the end of the index instead of on a random page.
-      const seen = `${timestamp!.padStart(15, '0')}.${signature!.slice(0, SEEN_HEX_LENGTH).toLowerCase()}`;
-      if (mode === 'idempotency-key') {
-        req.signatureRecord = seen;
-      } else if (!READS.has(req.method) && mode !== 'signed-body' && mode !== 'no-effect') {
-        // Kept a little past the window so instances whose clocks differ slightly still agree.
-        const expiresAt = Number(timestamp) + deps.signatureToleranceMs + 60_000;
-        return unavailableOnFailure(req, () => deps.seenSignatures.claim(seen, 'once', expiresAt)).then((verdict) => {
-          if (verdict !== 'first') {
-            throw new DomainError(
-              'REQUEST_REPLAYED',
-              'this signed request was already received; sign each new request afresh (new timestamp)',
-            );
-          }
-          req.operator = operator;
-        });
-      }
-      req.operator = operator;
-    };
-
-    let decision: RateDecision | Promise<RateDecision>;
+  return function authenticate(req: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction): void {
+    let pending: Promise<void> | undefined;
     try {
-      decision = deps.limiter.take(operator.id, limits);
-    } catch (err) {
-      throw unavailable(req, err);
+      pending = authenticateRequest(surface, deps, req, reply);
+    } catch (error) {
+      failed(deps, req, error, done);
+      return;
     }
-    return decision instanceof Promise ? unavailableOnFailure(req, () => decision).then(afterBucket) : afterBucket(decision);
+    if (pending === undefined) done();
+    else pending.then(() => done(), (error: unknown) => failed(deps, req, error, done));
+  };
+}
+
+// An operator's bucket size, built once per cached credentials object rather than per request.
+const operatorLimits = new WeakMap<OperatorCredentials, BucketLimits>();
+
+function bucketLimits(operator: OperatorCredentials, defaults: BucketLimits): BucketLimits {
+  const configured = operator.settings.rate_limit;
+  if (!configured) return defaults;
+  let limits = operatorLimits.get(operator);
+  if (limits === undefined) {
+    limits = { refillPerSecond: configured.refill_per_second, burst: configured.burst };
+    operatorLimits.set(operator, limits);
+  }
+  return limits;
+}
+
+function authenticateRequest(surface: Surface, deps: AuthDeps, req: FastifyRequest, reply: FastifyReply): Promise<void> | undefined {
+  const operator = req.authCandidate;
+  if (!operator) throw new DomainError('MISSING_CREDENTIALS', `the ${surface.headers.apiKey} header is missing`);
+  const timestamp = header(req, surface.headers.timestamp)!;
+  const signature = header(req, surface.headers.signature)!;
+  // The headers' format was checked by the screener; the window is checked again (the body may have
+  // taken a while to arrive), then the HMAC.
+  const check = verifyScreenedRequest({
+    secrets: operator.secrets,
+    method: req.method,
+    path: req.raw.url ?? req.url,
+    timestamp,
+    signature,
+    body: req.rawBody ?? '',
+    now: deps.clock.now(),
+    toleranceMs: deps.signatureToleranceMs,
+  });
+  if (!check.ok) throw new DomainError(check.code, renameHeaders(check.message, surface));
+  if (operator.status !== 'active') throw new DomainError('OPERATOR_DISABLED', 'this operator account is disabled');
+  const limits = bucketLimits(operator, deps.defaultRateLimit);
+  let decision: RateDecision | Promise<RateDecision>;
+  try {
+    decision = deps.limiter.take(operator.id, limits);
+  } catch (err) {
+    throw unavailable(req, err);
+  }
+  if (decision instanceof Promise) {
+    return unavailableOnFailure(req, () => decision).then((d) => afterBucket(deps, req, reply, operator, limits, d, timestamp, signature));
+  }
+  return afterBucket(deps, req, reply, operator, limits, decision, timestamp, signature);
+}
+
+function afterBucket(
+  deps: AuthDeps,
+  req: FastifyRequest,
+  reply: FastifyReply,
+  operator: OperatorCredentials,
+  limits: BucketLimits,
+  decision: RateDecision,
+  timestamp: string,
+  signature: string,
+): Promise<void> | undefined {
+  reply.header('ratelimit-limit', String(decision.limit));
+  reply.header('ratelimit-reset', String(decision.resetSeconds));
+  if (!decision.allowed) {
+    reply.header('ratelimit-remaining', '0');
+    const message = `rate limit exceeded: ${limits.burst} burst, ${limits.refillPerSecond} requests per second`;
+    throw new HttpProblem('RATE_LIMITED', message, { 'retry-after': String(decision.retryAfterSeconds) });
+  }
+  reply.header('ratelimit-remaining', String(decision.remaining));
+  if (READS.has(req.method)) {
+    req.operator = operator;
+    return undefined;
+  }
+  const mode = req.routeOptions.config?.replay;
+  if (mode === 'signed-body' || mode === 'no-effect') {
+    req.operator = operator;
+    return undefined;
+  }
+  // The record's key: the signed timestamp, then the signature's first 128 bits, lowercased (the
+  // signature is compared as bytes, so its hex case must not make a new entry). Two different
+  // requests share it with odds of 2^-128. Leading with the timestamp (near-monotonic within
+  // the window) makes each insert land at the end of the index instead of on a random page.
+  const seen = `${timestamp.padStart(15, '0')}.${signature.slice(0, SEEN_HEX_LENGTH).toLowerCase()}`;
+  if (mode === 'idempotency-key') {
+    req.signatureRecord = seen;
+    req.operator = operator;
+    return undefined;
+  }
+  // Kept a little past the window so instances whose clocks differ slightly still agree.
+  const expiresAt = Number(timestamp) + deps.signatureToleranceMs + 60_000;
+  return unavailableOnFailure(req, () => deps.seenSignatures.claim(seen, 'once', expiresAt)).then((verdict) => {
+    if (verdict !== 'first') {
+      throw new DomainError(
+        'REQUEST_REPLAYED',
+        'this signed request was already received; sign each new request afresh (new timestamp)',
+      );
+    }
+    req.operator = operator;
   });
 }
 

@@ -19,10 +19,12 @@ function bearerMatches(header: string | undefined, token: string): boolean {
 }
 
 /**
- * Adds the request metrics, the server spans and GET /metrics to the root instance, before any
- * route is registered, so every route (and the not-found handler) is measured.
+ * Adds the server spans and GET /metrics to the root instance, before any route is registered, and
+ * returns what records a finished request (its duration by route, a 429, the end of its span), which
+ * the server calls from its one onResponse hook, so every route (and the not-found handler) is
+ * measured.
  */
-export function instrumentHttp(app: FastifyInstance, o: HttpObservability): void {
+export function instrumentHttp(app: FastifyInstance, o: HttpObservability): (req: FastifyRequest, reply: FastifyReply) => void {
   const { metrics, tracing } = o;
   // Plain callbacks, not async hooks: no promise per request on the hot path.
   if (tracing) {
@@ -33,16 +35,6 @@ export function instrumentHttp(app: FastifyInstance, o: HttpObservability): void
       done();
     });
   }
-  app.addHook('onResponse', (req, reply, done) => {
-    // The route pattern (/v1/rounds/:id), never the raw URL: one series per route, whatever the ids.
-    const route = req.routeOptions.url ?? UNMATCHED_ROUTE;
-    const status = reply.statusCode;
-    metrics.httpDuration.observe({ method: req.method, route, status_code: status }, reply.elapsedTime / 1000);
-    if (status === 429) metrics.rateLimited.inc({ surface: ServiceMetrics.surfaceOf(req.url) });
-    tracing?.endServerSpan(req.raw, route, status);
-    done();
-  });
-
   app.get('/metrics', { schema: { hide: true } }, async (req: FastifyRequest, reply: FastifyReply) => {
     if (o.metricsToken !== null && !bearerMatches(req.headers.authorization, o.metricsToken)) {
       return reply
@@ -53,4 +45,13 @@ export function instrumentHttp(app: FastifyInstance, o: HttpObservability): void
     const text = await metrics.registry.metrics();
     return reply.header('content-type', metrics.registry.contentType).header('cache-control', 'no-store').send(text);
   });
+
+  return (req, reply) => {
+    // The route pattern (/v1/rounds/:id), never the raw URL: one series per route, whatever the ids.
+    const route = req.routeOptions.url ?? UNMATCHED_ROUTE;
+    const status = reply.statusCode;
+    metrics.httpDuration.observe(req.method, route, status, reply.elapsedTime / 1000);
+    if (status === 429) metrics.rateLimited.inc({ surface: ServiceMetrics.surfaceOf(req.url) });
+    tracing?.endServerSpan(req.raw, route, status);
+  };
 }

@@ -1,5 +1,6 @@
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
 import type { SqlExecutor } from '../store/database';
+import { RequestDurationHistogram } from './request-durations';
 
 /** Every metric name starts with this, so dashboards and alerts can find the service's own series. */
 export const METRIC_PREFIX = 'rbs_';
@@ -34,7 +35,7 @@ export interface MetricSources {
  */
 export class ServiceMetrics {
   readonly registry = new Registry();
-  readonly httpDuration: Histogram<'method' | 'route' | 'status_code'>;
+  readonly httpDuration: RequestDurationHistogram;
   readonly betsPlaced: Counter<'game'>;
   readonly betsSettled: Counter<'game' | 'outcome'>;
   readonly payouts: Counter<'game' | 'currency'>;
@@ -45,13 +46,12 @@ export class ServiceMetrics {
   constructor(sources: MetricSources) {
     const registers = [this.registry];
     collectDefaultMetrics({ register: this.registry, prefix: METRIC_PREFIX });
-    this.httpDuration = new Histogram({
-      name: `${METRIC_PREFIX}http_request_duration_seconds`,
-      help: 'Time from request received to response sent, by route pattern.',
-      labelNames: ['method', 'route', 'status_code'],
-      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    this.httpDuration = new RequestDurationHistogram(
+      `${METRIC_PREFIX}http_request_duration_seconds`,
+      'Time from request received to response sent, by route pattern.',
+      [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
       registers,
-    });
+    );
     this.betsPlaced = new Counter({
       name: `${METRIC_PREFIX}bets_placed_total`,
       help: 'Bets accepted and committed.',
