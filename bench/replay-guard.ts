@@ -17,7 +17,7 @@ import { Redis } from 'ioredis';
 import pg from 'pg';
 import { IdempotencyService } from '../src/idempotency/idempotency';
 import type { Database } from '../src/store/database';
-import { DatabaseSeenSignatures, RedisSeenSignatures, type SeenSignatureStore } from '../src/http/replay-guard';
+import { DatabaseSeenSignatures, RedisSeenSignatures, type SeenSignatureStore } from '../src/admission/replay-guard';
 import { migrate } from '../src/store/migrate';
 import { PostgresDatabase } from '../src/store/postgres';
 import { SqliteDatabase } from '../src/store/sqlite';

@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
 import { RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
-import { BoundedKeys, flexibleLimiter } from '../http/rate-limit';
+import { BoundedKeys, flexibleLimiter } from '../admission/rate-limit';
 
 export interface LoginThrottleOptions {
   /** Failed sign-ins one client address may make per window; then that address is refused until the window ends. */

@@ -6,8 +6,8 @@ import type { OperatorService } from '../operators/operators';
 import { checkSignatureHeaders, verifyScreenedRequest } from '../signing/request-signature';
 import type { AppServices } from '../services';
 import { documentSecurity, SURFACE_SECURITY } from './openapi';
-import type { AuthFailureLimiter, BucketLimits, OperatorRateLimiter, RateDecision } from './rate-limit';
-import type { SeenSignatureStore } from './replay-guard';
+import type { AuthFailureLimiter, BucketLimits, OperatorRateLimiter, RateDecision } from '../admission/rate-limit';
+import type { SeenSignatureStore } from '../admission/replay-guard';
 
 declare module 'fastify' {
   interface FastifyRequest {
