@@ -38,7 +38,8 @@ const connections = Number(flags.connections);
 const SURFACE_A = { key: 'x-api-key', signature: 'x-signature', timestamp: 'x-timestamp' };
 const betBody = (i: number): string => `{"external_user_id":"p${String(i % 10_000).padStart(5, '0')}","amount":100}`;
 let verifyCounter = 0;
-const verifyBody = (): string => `{"endpoint_secret":"whsec_bench_${verifyCounter++}","body":"{}","signature":"t=1,v1=00"}`;
+const verifyBody = (): string =>
+  `{"endpoint_secret":"whsec_bench_${verifyCounter++}","body":"{}","signature":"t=1,v1=00"}`;
 
 interface Target {
   label: string;
@@ -67,14 +68,24 @@ let bare: Child | null = null;
 try {
   bare = await startChild('bench/bare-fastify.ts', { ...process.env });
   const targets: Target[] = [];
-  const add = (label: string, spec: Target['spec']): void => void targets.push({ label, spec, totals: { responses: 0, seconds: 0, cpuUs: 0 }, rps: [] });
-  add('bare', { baseUrl: bare.baseUrl, path: '/bare', body: betBody, mimicHeaders: true, connections, serverPid: bare.proc.pid });
+  const add = (label: string, spec: Target['spec']): void =>
+    void targets.push({ label, spec, totals: { responses: 0, seconds: 0, cpuUs: 0 }, rps: [] });
+  add('bare', {
+    baseUrl: bare.baseUrl,
+    path: '/bare',
+    body: betBody,
+    mimicHeaders: true,
+    connections,
+    serverPid: bare.proc.pid,
+  });
   for (const tree of trees) {
     log(`starting the service of ${tree.root}…`);
     const service = await startService({ pgUrl: null, env: { CRASH_BETTING_WINDOW_MS: '3600000' }, root: tree.root });
     services.push(service);
-    if (cases.includes('signed')) add(`signed ${tree.name}`, serviceSpec(service, '/api/public/v1/webhooks/verify-signature', verifyBody, false));
-    if (cases.includes('place')) add(`place ${tree.name}`, serviceSpec(service, '/api/public/v1/place-bet', betBody, true));
+    if (cases.includes('signed'))
+      add(`signed ${tree.name}`, serviceSpec(service, '/api/public/v1/webhooks/verify-signature', verifyBody, false));
+    if (cases.includes('place'))
+      add(`place ${tree.name}`, serviceSpec(service, '/api/public/v1/place-bet', betBody, true));
   }
   for (const t of targets) await runLoad({ ...t.spec, name: 'warm-up', durationS: 2 });
   for (let s = 0; s < slices; s++) {
@@ -82,7 +93,8 @@ try {
     const order = s % 2 === 0 ? targets : [...targets].reverse();
     for (const t of order) {
       const r: CaseResult = await runLoad({ ...t.spec, name: t.label, durationS: sliceS });
-      if (r.non2xx + r.errors > 0) throw new Error(`${t.label}: ${r.non2xx} non-2xx, ${r.errors} errors; ${r.errorSamples[0] ?? ''}`);
+      if (r.non2xx + r.errors > 0)
+        throw new Error(`${t.label}: ${r.non2xx} non-2xx, ${r.errors} errors; ${r.errorSamples[0] ?? ''}`);
       const responses = r.ok2xx + r.non2xx;
       t.totals.responses += responses;
       t.totals.seconds += r.durationS;
@@ -96,9 +108,13 @@ try {
   for (const t of targets) {
     const rps = t.totals.responses / t.totals.seconds;
     const cpu = t.totals.cpuUs / t.totals.responses;
-    lines.push(`| ${t.label} | ${rps.toFixed(0)} | ${((100 * rps) / bareRps).toFixed(1)}% | ${cpu.toFixed(1)} | ${t.rps.map((v) => v.toFixed(0)).join(' ')} |`);
+    const perSlice = t.rps.map((v) => v.toFixed(0)).join(' ');
+    const ratio = ((100 * rps) / bareRps).toFixed(1);
+    lines.push(`| ${t.label} | ${rps.toFixed(0)} | ${ratio}% | ${cpu.toFixed(1)} | ${perSlice} |`);
   }
-  process.stdout.write(`${slices} slices of ${sliceS} s per target, -c ${connections}; base = ${trees[0]!.root}\n${lines.join('\n')}\n`);
+  process.stdout.write(
+    `${slices} slices of ${sliceS} s per target, -c ${connections}; base = ${trees[0]!.root}\n${lines.join('\n')}\n`,
+  );
 } finally {
   await bare?.stop();
   for (const s of services) await s.stop();

@@ -96,14 +96,23 @@ try {
   const cases: [string, FastifyInstance, Build][] = [];
   const betBody = (i: number) => `{"external_user_id":"p${String(i % 10_000).padStart(5, '0')}","amount":100}`;
   if (only.has('bare')) {
-    cases.push(['bare', bare, (i) => ({ path: '/bare', headers: signed('/bare', betBody(i), true).headers, body: betBody(i) })]);
+    cases.push([
+      'bare',
+      bare,
+      (i) => ({ path: '/bare', headers: signed('/bare', betBody(i), true).headers, body: betBody(i) }),
+    ]);
   }
   let n = 0;
   if (only.has('signed')) {
     const path = '/api/public/v1/webhooks/verify-signature';
-    cases.push(['signed', service.http, () => signed(path, `{"endpoint_secret":"whsec_bench_${n++}","body":"{}","signature":"t=1,v1=00"}`, false)]);
+    cases.push([
+      'signed',
+      service.http,
+      () => signed(path, `{"endpoint_secret":"whsec_bench_${n++}","body":"{}","signature":"t=1,v1=00"}`, false),
+    ]);
   }
-  if (only.has('place')) cases.push(['place', service.http, (i) => signed('/api/public/v1/place-bet', betBody(i), true)]);
+  if (only.has('place'))
+    cases.push(['place', service.http, (i) => signed('/api/public/v1/place-bet', betBody(i), true)]);
   const results = new Map<string, number[]>();
   for (const [, app, build] of cases) await measure(app, build, Math.min(requests, 5000));
   const session = flags.profile || flags.allocations ? new Session() : null;

@@ -79,7 +79,8 @@ export function serviceEnv(store: Store, extra: Record<string, string> = {}): No
 /** `npm run -s admin -- …`: prints one JSON object on stdout. */
 export async function admin(env: NodeJS.ProcessEnv, args: string[], cwd = ROOT): Promise<Record<string, any>> {
   return new Promise((ok, fail) => {
-    execFile('npm', ['run', '-s', 'admin', '--', ...args], { cwd, env, maxBuffer: 1 << 20 }, (error, stdout, stderr) => {
+    const options = { cwd, env, maxBuffer: 1 << 20 };
+    execFile('npm', ['run', '-s', 'admin', '--', ...args], options, (error, stdout, stderr) => {
       if (error) return fail(new Error(`admin ${args.join(' ')} failed: ${stderr || error.message}`));
       try {
         ok(JSON.parse(stdout));
@@ -103,7 +104,12 @@ export interface Child {
  * Starts `node --import tsx <entry>` (in `cwd`, this checkout by default) and resolves once
  * GET /healthz answers 200.
  */
-export async function startChild(entry: string, env: NodeJS.ProcessEnv, nodeArgs: string[] = [], cwd = ROOT): Promise<Child> {
+export async function startChild(
+  entry: string,
+  env: NodeJS.ProcessEnv,
+  nodeArgs: string[] = [],
+  cwd = ROOT,
+): Promise<Child> {
   const port = await freePort();
   const proc = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', entry], {
     cwd,

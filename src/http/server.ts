@@ -165,12 +165,16 @@ export async function buildHttpServer(s: AppServices, options: HttpOptions = {})
   app.addHook('onRequest', (req, reply, done) => {
     // A NUL in the path or query (%00) names nothing here, and PostgreSQL text cannot even hold it:
     // refuse it before any route looks it up.
-    if (req.url.includes('%00')) return done(new DomainError('VALIDATION_FAILED', 'the URL contains a NUL character (%00)'));
+    if (req.url.includes('%00')) {
+      return done(new DomainError('VALIDATION_FAILED', 'the URL contains a NUL character (%00)'));
+    }
     if (!closing) return done();
     // Requests that arrive on open connections after shutdown began are refused in the surface's
     // own error shape (Fastify's built-in 503 would not carry our codes).
     const message = 'the service is restarting; retry shortly';
-    const body = req.url.startsWith('/api/public/') ? { error: message, code: 'SERVICE_UNAVAILABLE' } : { error: 'SERVICE_UNAVAILABLE', message };
+    const body = req.url.startsWith('/api/public/')
+      ? { error: message, code: 'SERVICE_UNAVAILABLE' }
+      : { error: 'SERVICE_UNAVAILABLE', message };
     void reply.code(503).header('retry-after', '1').header('connection', 'close').send(body);
   });
   app.addHook('onSend', (req, reply, payload, done) => {

@@ -128,7 +128,12 @@ export function screener(surface: Surface, deps: AuthDeps) {
   };
 }
 
-function screenHeaders(surface: Surface, deps: AuthDeps, req: FastifyRequest, reply: FastifyReply): Promise<void> | undefined {
+function screenHeaders(
+  surface: Surface,
+  deps: AuthDeps,
+  req: FastifyRequest,
+  reply: FastifyReply,
+): Promise<void> | undefined {
   const wait = deps.authFailures.retryAfterSeconds(req.ip);
   if (wait > 0) {
     const message = `too many failed authentications from this address; retry in ${wait} s`;
@@ -198,7 +203,12 @@ function bucketLimits(operator: OperatorCredentials, defaults: BucketLimits): Bu
   return limits;
 }
 
-function authenticateRequest(surface: Surface, deps: AuthDeps, req: FastifyRequest, reply: FastifyReply): Promise<void> | undefined {
+function authenticateRequest(
+  surface: Surface,
+  deps: AuthDeps,
+  req: FastifyRequest,
+  reply: FastifyReply,
+): Promise<void> | undefined {
   const operator = req.authCandidate;
   if (!operator) throw new DomainError('MISSING_CREDENTIALS', `the ${surface.headers.apiKey} header is missing`);
   const timestamp = header(req, surface.headers.timestamp)!;
@@ -225,7 +235,9 @@ function authenticateRequest(surface: Surface, deps: AuthDeps, req: FastifyReque
     throw unavailable(req, err);
   }
   if (decision instanceof Promise) {
-    return unavailableOnFailure(req, () => decision).then((d) => afterBucket(deps, req, reply, operator, limits, d, timestamp, signature));
+    return unavailableOnFailure(req, () => decision).then((d) =>
+      afterBucket(deps, req, reply, operator, limits, d, timestamp, signature),
+    );
   }
   return afterBucket(deps, req, reply, operator, limits, decision, timestamp, signature);
 }

@@ -24,7 +24,10 @@ function bearerMatches(header: string | undefined, token: string): boolean {
  * the server calls from its one onResponse hook, so every route (and the not-found handler) is
  * measured.
  */
-export function instrumentHttp(app: FastifyInstance, o: HttpObservability): (req: FastifyRequest, reply: FastifyReply) => void {
+export function instrumentHttp(
+  app: FastifyInstance,
+  o: HttpObservability,
+): (req: FastifyRequest, reply: FastifyReply) => void {
   const { metrics, tracing } = o;
   // Plain callbacks, not async hooks: no promise per request on the hot path.
   if (tracing) {

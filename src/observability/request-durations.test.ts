@@ -12,7 +12,12 @@ function observations(): [string, string, number, number][] {
   const routes = ['/api/public/v1/place-bet', '/v1/rounds/:id', 'unmatched'];
   const values = [0, 0.0004, 0.001, 0.0011, 0.0025, 0.003, 0.0099, 0.05, 0.2, 0.7, 1, 3, 9.99, 10, 12.5, 60];
   for (let i = 0; i < 400; i++) {
-    out.push([i % 5 === 0 ? 'GET' : 'POST', routes[i % 3]!, [200, 409, 429, 500][i % 4]!, values[i % values.length]! * (1 + i / 1e4)]);
+    out.push([
+      i % 5 === 0 ? 'GET' : 'POST',
+      routes[i % 3]!,
+      [200, 409, 429, 500][i % 4]!,
+      values[i % values.length]! * (1 + i / 1e4),
+    ]);
   }
   return out;
 }
@@ -25,7 +30,13 @@ describe('RequestDurationHistogram', () => {
     for (const contentType of formats as (typeof Registry.PROMETHEUS_CONTENT_TYPE)[]) {
       const reference = new Registry();
       reference.setContentType(contentType);
-      const histogram = new Histogram({ name: NAME, help: HELP, labelNames: ['method', 'route', 'status_code'], buckets: BOUNDS, registers: [reference] });
+      const histogram = new Histogram({
+        name: NAME,
+        help: HELP,
+        labelNames: ['method', 'route', 'status_code'],
+        buckets: BOUNDS,
+        registers: [reference],
+      });
       const ours = new Registry();
       ours.setContentType(contentType);
       const recorder = new RequestDurationHistogram(NAME, HELP, BOUNDS, [ours]);

@@ -73,11 +73,35 @@ export class RequestDurationHistogram {
       let cumulative = 0;
       for (let i = 0; i < this.bounds.length; i++) {
         cumulative += s.counts[i]!;
-        values.push({ labels: { le: this.bounds[i] }, sharedLabels: s.labels, value: cumulative, metricName: bucket, exemplar: null });
+        values.push({
+          labels: { le: this.bounds[i] },
+          sharedLabels: s.labels,
+          value: cumulative,
+          metricName: bucket,
+          exemplar: null,
+        });
       }
-      values.push({ labels: { le: '+Inf' }, sharedLabels: s.labels, value: s.count, metricName: bucket, exemplar: null });
-      values.push({ labels: {}, sharedLabels: s.labels, value: s.sum, metricName: `${this.name}_sum`, exemplar: undefined });
-      values.push({ labels: {}, sharedLabels: s.labels, value: s.count, metricName: `${this.name}_count`, exemplar: undefined });
+      values.push({
+        labels: { le: '+Inf' },
+        sharedLabels: s.labels,
+        value: s.count,
+        metricName: bucket,
+        exemplar: null,
+      });
+      values.push({
+        labels: {},
+        sharedLabels: s.labels,
+        value: s.sum,
+        metricName: `${this.name}_sum`,
+        exemplar: undefined,
+      });
+      values.push({
+        labels: {},
+        sharedLabels: s.labels,
+        value: s.count,
+        metricName: `${this.name}_count`,
+        exemplar: undefined,
+      });
     }
     return { name: this.name, help: this.help, type: this.type, values, aggregator: this.aggregator };
   }

@@ -134,7 +134,11 @@ export function checkSignatureHeaders(
   return checkWindow(timestamp, input.now, tolerance);
 }
 
-function checkWindow(timestamp: string, now: number, tolerance: number): Extract<RequestVerification, { ok: false }> | null {
+function checkWindow(
+  timestamp: string,
+  now: number,
+  tolerance: number,
+): Extract<RequestVerification, { ok: false }> | null {
   const skew = now - Number(timestamp);
   if (skew > tolerance) {
     const hint = LOOKS_LIKE_SECONDS.test(timestamp) ? ' (the value looks like seconds; send milliseconds)' : '';
