@@ -63,12 +63,16 @@ export async function runCashoutCase(o: CashoutOptions): Promise<{ result: CaseR
       // After half the attempts, settle for a shorter measurement rather than none.
       if (attempt > MAX_ROUNDS / 2 && runMs >= 4_000 + CRASH_MARGIN_MS && runMs < wantMs) wantMs = runMs;
       if (runMs < wantMs) {
-        o.log(`  cashout: round ${round.roundNumber} crashes at ${formatMultiplier(crash)}x after ${(runMs / 1000).toFixed(1)} s: too short, waiting for the next`);
+        o.log(
+          `  cashout: round ${round.roundNumber} crashes at ${formatMultiplier(crash)}x after ${(runMs / 1000).toFixed(1)} s: too short, waiting for the next`,
+        );
         if (attempt >= MAX_ROUNDS) throw new Error(`no round long enough in ${MAX_ROUNDS} rounds`);
         continue;
       }
       const betIds = await seedBets(db, operator, o.bets, round.bettingClosesAt);
-      o.log(`  cashout: round ${round.roundNumber} (crash ${formatMultiplier(crash)}x after ${(runMs / 1000).toFixed(1)} s), ${betIds.length} bets seeded`);
+      o.log(
+        `  cashout: round ${round.roundNumber} (crash ${formatMultiplier(crash)}x after ${(runMs / 1000).toFixed(1)} s), ${betIds.length} bets seeded`,
+      );
       const running = await waitRunning(db, round.id);
       const crashAt = running.runningAt! + runMs;
       const usable = crashAt - CRASH_MARGIN_MS - Date.now();
@@ -85,15 +89,37 @@ export async function runCashoutCase(o: CashoutOptions): Promise<{ result: CaseR
         if (next >= betIds.length) exhausted++;
         return JSON.stringify({ bet_id: betIds[next++ % betIds.length] });
       };
-      const identity = { apiKey: service.operator.apiKey, apiSecret: service.operator.apiSecret, headers: SURFACE_A, idempotencyHeader: true };
-      const common = { baseUrl: service.child.baseUrl, path: '/api/public/v1/cashout', body, identity, connections: o.connections, serverPid: service.child.proc.pid, serverEnded: service.child.ended };
+      const identity = {
+        apiKey: service.operator.apiKey,
+        apiSecret: service.operator.apiSecret,
+        headers: SURFACE_A,
+        idempotencyHeader: true,
+      };
+      const common = {
+        baseUrl: service.child.baseUrl,
+        path: '/api/public/v1/cashout',
+        body,
+        identity,
+        connections: o.connections,
+        serverPid: service.child.proc.pid,
+        serverEnded: service.child.ended,
+      };
       const warm = warmupS > 0 ? await runLoad({ ...common, name: 'cashout warm-up', durationS: warmupS }) : null;
       const warmed = warm?.ok2xx ?? 0;
       const result = await runLoad({ ...common, name: 'cashout (Surface A)', durationS });
       await sleep(500);
-      const cashed = await countBets(db, service.operator.id, "round_id = ? AND status = 'cashed_out' AND cashout_kind = 'manual'", [round.id]);
-      if (Date.now() > crashAt) notes.push('cashout: the load ran past the crash; late requests are 409 BET_NOT_ACTIVE');
-      if (exhausted > 0) notes.push(`cashout: ran out of seeded bets (${exhausted} requests reused a cashed-out bet: 409); raise --cashout-bets`);
+      const cashed = await countBets(
+        db,
+        service.operator.id,
+        "round_id = ? AND status = 'cashed_out' AND cashout_kind = 'manual'",
+        [round.id],
+      );
+      if (Date.now() > crashAt)
+        notes.push('cashout: the load ran past the crash; late requests are 409 BET_NOT_ACTIVE');
+      if (exhausted > 0)
+        notes.push(
+          `cashout: ran out of seeded bets (${exhausted} requests reused a cashed-out bet: 409); raise --cashout-bets`,
+        );
       notes.push(
         `cashout store check: ${cashed} bets cashed out manually in round ${round.roundNumber}; ` +
           `warm-up 2xx ${warmed}; measured 2xx ${result.ok2xx}; ` +
@@ -112,7 +138,8 @@ async function nextOpenRound(db: Database, after: number): Promise<Round> {
   for (;;) {
     const round = await roundRepository.latest(db, 'crash');
     // Seeding needs a moment of the window; a round caught at its very end is skipped.
-    if (round && round.roundNumber > after && round.status === 'open' && round.bettingClosesAt - Date.now() > 700) return round;
+    if (round && round.roundNumber > after && round.status === 'open' && round.bettingClosesAt - Date.now() > 700)
+      return round;
     if (Date.now() > deadline) throw new Error('no Crash round opened within 120 s');
     await sleep(25);
   }
@@ -123,7 +150,8 @@ async function waitRunning(db: Database, roundId: string): Promise<Round> {
   for (;;) {
     const round = await roundRepository.byId(db, roundId);
     if (round?.status === 'running' && round.runningAt !== null) return round;
-    if (round && round.status !== 'open') throw new Error(`round ${round.roundNumber} went ${round.status} before the load`);
+    if (round && round.status !== 'open')
+      throw new Error(`round ${round.roundNumber} went ${round.status} before the load`);
     if (Date.now() > deadline) throw new Error('the round did not start running within 120 s');
     await sleep(10);
   }
@@ -133,7 +161,12 @@ async function waitRunning(db: Database, roundId: string): Promise<Round> {
 // round would make the compliance timing rule's per-cash-out history read unrealistically long.
 // Chunks run a few at a time (PostgreSQL pays a round trip per statement) and stop short of the end
 // of the betting window; the load then works with however many bets made it in.
-async function seedBets(db: Database, operator: Awaited<ReturnType<OperatorService['get']>>, n: number, closesAt: number): Promise<string[]> {
+async function seedBets(
+  db: Database,
+  operator: Awaited<ReturnType<OperatorService['get']>>,
+  n: number,
+  closesAt: number,
+): Promise<string[]> {
   const ids: string[] = [];
   let next = 0;
   const worker = async (): Promise<void> => {
@@ -144,7 +177,13 @@ async function seedBets(db: Database, operator: Awaited<ReturnType<OperatorServi
       const chunk = await db.transaction(async (tx) => {
         const out: string[] = [];
         for (let i = 0; i < count; i++) {
-          const bet = await placeCrashBet(tx, noCompliance, operator, { externalUserId: `p${start + i}`, amount: 10, autoCashout: null }, Date.now());
+          const bet = await placeCrashBet(
+            tx,
+            noCompliance,
+            operator,
+            { externalUserId: `p${start + i}`, amount: 10, autoCashout: null },
+            Date.now(),
+          );
           out.push(bet.id);
         }
         return out;

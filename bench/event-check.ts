@@ -60,12 +60,7 @@ const envelope = (e: DomainEvent): EventEnvelope =>
 
 const samples: [string, EventEnvelope][] = [
   ['bet.settled (Crash)', envelope(betSettledEvent(bet('op_1', 1)))],
-  [
-    'bet.settled (Stock Race)',
-    envelope(
-      betSettledEvent(raceBet('op_1', 2), { winner: 'NVDA', pct: 8.85 }),
-    ),
-  ],
+  ['bet.settled (Stock Race)', envelope(betSettledEvent(raceBet('op_1', 2), { winner: 'NVDA', pct: 8.85 }))],
 ];
 
 function microsPerCall(fn: () => void, n: number): number {

@@ -95,7 +95,8 @@ export async function runLoad(spec: LoadSpec): Promise<CaseResult> {
     return req;
   };
   const onResponse = (status: number, body: string): void => {
-    if ((status < 200 || status >= 300) && errorSamples.length < 5) errorSamples.push(`${status} ${body.slice(0, 300)}`);
+    if ((status < 200 || status >= 300) && errorSamples.length < 5)
+      errorSamples.push(`${status} ${body.slice(0, 300)}`);
     spec.onResponse?.(status, body);
   };
   const cpuBefore = cpuSeconds(spec.serverPid);
@@ -115,7 +116,8 @@ export async function runLoad(spec: LoadSpec): Promise<CaseResult> {
   const cpuAfter = cpuSeconds(spec.serverPid);
   const ended = spec.serverEnded?.() ?? null;
   const responses = result['2xx'] + result.non2xx;
-  const cpuUsPerReq = cpuBefore !== null && cpuAfter !== null && responses > 0 ? ((cpuAfter - cpuBefore) * 1e6) / responses : null;
+  const cpuUsPerReq =
+    cpuBefore !== null && cpuAfter !== null && responses > 0 ? ((cpuAfter - cpuBefore) * 1e6) / responses : null;
   const statusCodes: Record<string, number> = {};
   for (const [code, v] of Object.entries(result.statusCodeStats ?? {})) statusCodes[code] = v.count;
   return {

@@ -27,7 +27,11 @@ import type { Database } from '../src/store/database';
 import { openDatabase } from '../src/store/open';
 
 const { values: flags } = parseArgs({
-  options: { batch: { type: 'string', default: '40' }, batches: { type: 'string', default: '1500' }, rounds: { type: 'string', default: '4' } },
+  options: {
+    batch: { type: 'string', default: '40' },
+    batches: { type: 'string', default: '1500' },
+    rounds: { type: 'string', default: '4' },
+  },
 });
 const batch = Number(flags.batch);
 const batches = Number(flags.batches);
@@ -49,7 +53,16 @@ try {
   const operator = (await operators.byApiKey(created.apiKey))!;
   const now = Date.now();
   await store.transaction((tx) =>
-    roundRepository.insert(tx, { game: 'crash', seedHash: 'h', seed: 's', chainId: 'bench', chainIdx: 0, openedAt: now, bettingClosesAt: now + 86_400_000, settings: {} }),
+    roundRepository.insert(tx, {
+      game: 'crash',
+      seedHash: 'h',
+      seed: 's',
+      chainId: 'bench',
+      chainIdx: 0,
+      openedAt: now,
+      bettingClosesAt: now + 86_400_000,
+      settings: {},
+    }),
   );
   const compliance = new ComplianceService();
 
@@ -58,12 +71,21 @@ try {
     const placeBatch = (): Promise<unknown> =>
       Promise.all(
         Array.from({ length: batch }, () => {
-          const body = { external_user_id: `p${String(Math.floor(Math.random() * 10_000)).padStart(5, '0')}`, amount: 100 };
+          const body = {
+            external_user_id: `p${String(Math.floor(Math.random() * 10_000)).padStart(5, '0')}`,
+            amount: 100,
+          };
           return idempotency.execute(
             { operatorId: operator.id, key: randomUUID(), route: 'POST /api/public/v1/place-bet', body },
             () => ({ statusCode: 409, body: {} }),
             async (tx) => {
-              const bet = await placeCrashBet(tx, compliance, operator, { externalUserId: body.external_user_id, amount: body.amount, autoCashout: null }, Date.now());
+              const bet = await placeCrashBet(
+                tx,
+                compliance,
+                operator,
+                { externalUserId: body.external_user_id, amount: body.amount, autoCashout: null },
+                Date.now(),
+              );
               return { statusCode: 200, body: { bet_id: bet.id } };
             },
           );
@@ -90,16 +112,22 @@ try {
   }
   const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
   const placed = (await metrics.registry.getSingleMetric('rbs_bets_placed_total')!.get()).values[0]?.value ?? 0;
-  console.log(`store path, ${batches * batch} bets per run, ${rounds} runs each (medians): bare ${median(bare).toFixed(1)} µs/bet, ` +
-    `instrumented ${median(counted).toFixed(1)} µs/bet (bets counted: ${placed})`);
-  console.log(`  runs bare: ${bare.map((x) => x.toFixed(1)).join(' ')}; instrumented: ${counted.map((x) => x.toFixed(1)).join(' ')}`);
+  console.log(
+    `store path, ${batches * batch} bets per run, ${rounds} runs each (medians): bare ${median(bare).toFixed(1)} µs/bet, ` +
+      `instrumented ${median(counted).toFixed(1)} µs/bet (bets counted: ${placed})`,
+  );
+  console.log(
+    `  runs bare: ${bare.map((x) => x.toFixed(1)).join(' ')}; instrumented: ${counted.map((x) => x.toFixed(1)).join(' ')}`,
+  );
 
   const n = 1_000_000;
   const started = process.hrtime.bigint();
   for (let i = 0; i < n; i++) {
     metrics.httpDuration.observe('POST', '/api/public/v1/place-bet', 200, 0.002 + (i % 7) / 1000);
   }
-  console.log(`HTTP histogram observation: ${(Number(process.hrtime.bigint() - started) / n / 1000).toFixed(2)} µs/request`);
+  console.log(
+    `HTTP histogram observation: ${(Number(process.hrtime.bigint() - started) / n / 1000).toFixed(2)} µs/request`,
+  );
 } finally {
   await store.close();
   rmSync(dataDir, { recursive: true, force: true });

@@ -58,7 +58,12 @@ export async function freshStore(pgUrl: string | null): Promise<Store> {
   await admin(`CREATE DATABASE ${name}`);
   const url = new URL(pgUrl);
   url.pathname = `/${name}`;
-  return { kind: 'postgres', dataDir, databaseUrl: url.toString(), dispose: () => admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`) };
+  return {
+    kind: 'postgres',
+    dataDir,
+    databaseUrl: url.toString(),
+    dispose: () => admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`),
+  };
 }
 
 export function serviceEnv(store: Store, extra: Record<string, string> = {}): NodeJS.ProcessEnv {

@@ -28,7 +28,13 @@ const SURFACE_B = { key: 'X-Operator-Key', signature: 'X-Signature', timestamp: 
 // Enough players that none trips the bets-per-minute compliance rule at a few thousand req/s.
 const SESSIONS = 5_000;
 
-async function signed(baseUrl: string, op: BenchOperator, method: 'GET' | 'POST', path: string, body?: unknown): Promise<{ status: number; json: any }> {
+async function signed(
+  baseUrl: string,
+  op: BenchOperator,
+  method: 'GET' | 'POST',
+  path: string,
+  body?: unknown,
+): Promise<{ status: number; json: any }> {
   const raw = body === undefined ? '' : JSON.stringify(body);
   const timestamp = String(Date.now());
   const res = await fetch(`${baseUrl}${path}`, {
@@ -45,13 +51,18 @@ async function signed(baseUrl: string, op: BenchOperator, method: 'GET' | 'POST'
 }
 
 export async function runReserveCase(o: ReserveOptions): Promise<ReserveOutcome> {
-  const service = await startService({ pgUrl: o.pgUrl, env: { STOCK_RACE_BETTING_WINDOW_MS: '600000' }, nodeArgs: o.nodeArgs ?? [] });
+  const service = await startService({
+    pgUrl: o.pgUrl,
+    env: { STOCK_RACE_BETTING_WINDOW_MS: '600000' },
+    nodeArgs: o.nodeArgs ?? [],
+  });
   const db = openStore(service.store);
   try {
     const base = service.child.baseUrl;
     const doc = (await (await fetch(`${base}/openapi.json`)).json()) as { paths?: Record<string, unknown> };
     const paths = Object.keys(doc.paths ?? {});
-    if (!paths.includes(RESERVE) || !paths.includes(LAUNCH)) return { skipped: `the service does not serve ${RESERVE} and ${LAUNCH}` };
+    if (!paths.includes(RESERVE) || !paths.includes(LAUNCH))
+      return { skipped: `the service does not serve ${RESERVE} and ${LAUNCH}` };
 
     const op = service.operator;
     let round: { round_id: string; status: string; symbols: string[] } | null = null;
@@ -66,11 +77,16 @@ export async function runReserveCase(o: ReserveOptions): Promise<ReserveOutcome>
     for (let start = 0; start < SESSIONS; start += 50) {
       const batch = await Promise.all(
         Array.from({ length: 50 }, (_, j) =>
-          signed(base, op, 'POST', LAUNCH, { player_ref: `p${String(start + j).padStart(5, '0')}`, currency: 'EUR', return_url: 'https://casino.example/lobby' }),
+          signed(base, op, 'POST', LAUNCH, {
+            player_ref: `p${String(start + j).padStart(5, '0')}`,
+            currency: 'EUR',
+            return_url: 'https://casino.example/lobby',
+          }),
         ),
       );
       for (const r of batch) {
-        if (r.status !== 200) return { skipped: `session launch answered ${r.status}: ${JSON.stringify(r.json).slice(0, 200)}` };
+        if (r.status !== 200)
+          return { skipped: `session launch answered ${r.status}: ${JSON.stringify(r.json).slice(0, 200)}` };
         sessions.push(r.json.session_id);
       }
     }
@@ -78,7 +94,13 @@ export async function runReserveCase(o: ReserveOptions): Promise<ReserveOutcome>
 
     const pick = round.symbols[0]!;
     const body = (i: number, key: string): string =>
-      JSON.stringify({ session_id: sessions[i % sessions.length], round_id: round!.round_id, selected_stocks: [pick], stake: 1, idempotency_key: key });
+      JSON.stringify({
+        session_id: sessions[i % sessions.length],
+        round_id: round!.round_id,
+        selected_stocks: [pick],
+        stake: 1,
+        idempotency_key: key,
+      });
     const spec = {
       baseUrl: base,
       path: RESERVE,

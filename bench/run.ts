@@ -75,7 +75,15 @@ async function bareCase(): Promise<void> {
   const profile = profiler('bare');
   const child = await startChild('bench/bare-fastify.ts', { ...process.env }, profile.nodeArgs);
   try {
-    const spec = { baseUrl: child.baseUrl, path: '/bare', body: betBody, mimicHeaders: true, connections, serverPid: child.proc.pid, serverEnded: child.ended };
+    const spec = {
+      baseUrl: child.baseUrl,
+      path: '/bare',
+      body: betBody,
+      mimicHeaders: true,
+      connections,
+      serverPid: child.proc.pid,
+      serverEnded: child.ended,
+    };
     await warm((d) => runLoad({ ...spec, name: 'warm-up', durationS: d }));
     rows.push(await runLoad({ ...spec, name: 'bare Fastify POST (baseline)', durationS }));
   } finally {
@@ -118,7 +126,12 @@ async function signedCase(): Promise<void> {
       baseUrl: service.child.baseUrl,
       path: '/api/public/v1/webhooks/verify-signature',
       body,
-      identity: { apiKey: service.operator.apiKey, apiSecret: service.operator.apiSecret, headers: SURFACE_A, idempotencyHeader: false },
+      identity: {
+        apiKey: service.operator.apiKey,
+        apiSecret: service.operator.apiSecret,
+        headers: SURFACE_A,
+        idempotencyHeader: false,
+      },
       connections,
       serverPid: service.child.proc.pid,
       serverEnded: service.child.ended,
@@ -150,7 +163,12 @@ async function placeBetCase(): Promise<number> {
       baseUrl: service.child.baseUrl,
       path: '/api/public/v1/place-bet',
       body: betBody,
-      identity: { apiKey: service.operator.apiKey, apiSecret: service.operator.apiSecret, headers: SURFACE_A, idempotencyHeader: true },
+      identity: {
+        apiKey: service.operator.apiKey,
+        apiSecret: service.operator.apiSecret,
+        headers: SURFACE_A,
+        idempotencyHeader: true,
+      },
       connections,
       serverPid: service.child.proc.pid,
       serverEnded: service.child.ended,
@@ -159,7 +177,11 @@ async function placeBetCase(): Promise<number> {
     await sleep(300);
     const before = await countBets(db, service.operator.id);
     const keysBefore = await countIdempotencyKeys(db, service.operator.id);
-    const result = await runLoad({ ...spec, name: `place-bet (Surface A, ${storeName})${flags.profile ? ' [profiled]' : ''}`, durationS });
+    const result = await runLoad({
+      ...spec,
+      name: `place-bet (Surface A, ${storeName})${flags.profile ? ' [profiled]' : ''}`,
+      durationS,
+    });
     await sleep(500);
     const stored = (await countBets(db, service.operator.id)) - before;
     const keys = (await countIdempotencyKeys(db, service.operator.id)) - keysBefore;
@@ -196,7 +218,11 @@ async function cashoutCase(placeRps: number): Promise<void> {
     durationS,
     warmupS,
     bets,
-    bettingWindowMs: flags['cashout-window-ms'] ? positive('cashout-window-ms', flags['cashout-window-ms']) : pgUrl ? 20_000 : 4_000,
+    bettingWindowMs: flags['cashout-window-ms']
+      ? positive('cashout-window-ms', flags['cashout-window-ms'])
+      : pgUrl
+        ? 20_000
+        : 4_000,
     log,
   });
   rows.push(result);
@@ -219,7 +245,11 @@ async function reserveCase(): Promise<void> {
 async function webhooksCase(): Promise<void> {
   const deliveries = positive('webhook-deliveries', flags['webhook-deliveries']!);
   log(`webhook dispatcher drain (${deliveries} deliveries, ${storeName})…`);
-  const r = await runWebhookBench({ deliveries, store: pgUrl ? 'postgres' : 'sqlite', ...(pgUrl ? { databaseUrl: pgUrl } : {}) });
+  const r = await runWebhookBench({
+    deliveries,
+    store: pgUrl ? 'postgres' : 'sqlite',
+    ...(pgUrl ? { databaseUrl: pgUrl } : {}),
+  });
   // Not an HTTP case: its rate is deliveries drained per second and its latencies are per attempt.
   rows.push({
     name: `webhook drain (deliveries/s)`,
@@ -253,14 +283,21 @@ function table(): string[] {
     r.cpuUsPerReq === null ? 'n/a' : r.cpuUsPerReq.toFixed(0),
   ]);
   const widths = head.map((h, i) => Math.max(h.length, ...body.map((row) => row[i]!.length)));
-  const line = (cells: string[]): string => `| ${cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join(' | ')} |`;
-  return [line(head), `|${widths.map((w, i) => (i === 0 ? ':' : '') + '-'.repeat(w + 1) + (i === 0 ? '' : ':')).join('|')}|`, ...body.map(line)];
+  const line = (cells: string[]): string =>
+    `| ${cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join(' | ')} |`;
+  return [
+    line(head),
+    `|${widths.map((w, i) => (i === 0 ? ':' : '') + '-'.repeat(w + 1) + (i === 0 ? '' : ':')).join('|')}|`,
+    ...body.map(line),
+  ];
 }
 
 async function main(): Promise<void> {
   const started = new Date();
   const loadBefore = loadavg()[0]!;
-  log(`bench: ${cpus().length} CPUs, node ${process.version}, store ${storeName}, -c ${connections}, ${durationS} s per case (+${warmupS} s warm-up)`);
+  log(
+    `bench: ${cpus().length} CPUs, node ${process.version}, store ${storeName}, -c ${connections}, ${durationS} s per case (+${warmupS} s warm-up)`,
+  );
   if (only.has('bare')) await bareCase();
   if (only.has('signed')) await signedCase();
   let placeRps = 0;
@@ -282,7 +319,12 @@ async function main(): Promise<void> {
       const codes = Object.entries(r.statusCodes)
         .map(([c, n]) => `${c}: ${n}`)
         .join(', ');
-      const lines = codes || r.errors ? [`${r.name}: ${codes || 'no responses'}${r.errors ? `; ${r.errors} connection errors (${r.timeouts} timeouts)` : ''}`] : [];
+      const lines =
+        codes || r.errors
+          ? [
+              `${r.name}: ${codes || 'no responses'}${r.errors ? `; ${r.errors} connection errors (${r.timeouts} timeouts)` : ''}`,
+            ]
+          : [];
       for (const s of r.errorSamples) lines.push(`  e.g. ${s}`);
       if (r.note) lines.push(`  ${r.note}`);
       return lines;
@@ -297,7 +339,11 @@ async function main(): Promise<void> {
   }
   if (extraLines.length > 0) out.push('', ...extraLines);
   process.stdout.write(`${out.join('\n')}\n`);
-  if (flags.json) writeFileSync(flags.json, JSON.stringify({ started, connections, durationS, warmupS, store: storeName, rows, notes }, null, 2));
+  if (flags.json)
+    writeFileSync(
+      flags.json,
+      JSON.stringify({ started, connections, durationS, warmupS, store: storeName, rows, notes }, null, 2),
+    );
 }
 
 main().catch((error) => {

@@ -35,7 +35,11 @@ export async function startService(options: {
     // Created before the service starts: its credential cache never sees the key as unknown.
     const created = await admin(env, ['operator', 'create', '--name', 'bench'], options.root);
     await admin(env, ['operator', 'settings', '--id', created.operator_id, '--json', UNLIMITED], options.root);
-    const operator = { id: String(created.operator_id), apiKey: String(created.api_key), apiSecret: String(created.api_secret) };
+    const operator = {
+      id: String(created.operator_id),
+      apiKey: String(created.api_key),
+      apiSecret: String(created.api_secret),
+    };
     const child = await startChild('src/main.ts', env, options.nodeArgs ?? [], options.root);
     return {
       child,
@@ -44,7 +48,9 @@ export async function startService(options: {
       operator,
       async stop() {
         const code = await child.stop();
-        await store.dispose().catch((e: Error) => process.stderr.write(`could not drop the bench store: ${e.message}\n`));
+        await store
+          .dispose()
+          .catch((e: Error) => process.stderr.write(`could not drop the bench store: ${e.message}\n`));
         return code;
       },
     };

@@ -88,7 +88,16 @@ try {
   const operator = (await operators.byApiKey(created.apiKey))!;
   const now = Date.now();
   await db.transaction((tx) =>
-    roundRepository.insert(tx, { game: 'crash', seedHash: 'h', seed: 's', chainId: 'bench', chainIdx: 0, openedAt: now, bettingClosesAt: now + 86_400_000, settings: {} }),
+    roundRepository.insert(tx, {
+      game: 'crash',
+      seedHash: 'h',
+      seed: 's',
+      chainId: 'bench',
+      chainIdx: 0,
+      openedAt: now,
+      bettingClosesAt: now + 86_400_000,
+      settings: {},
+    }),
   );
   const measured = timedDatabase(db);
   const idempotency = new IdempotencyService(measured, () => Date.now());
@@ -97,12 +106,21 @@ try {
   const placeBatch = (): Promise<unknown> =>
     Promise.all(
       Array.from({ length: batch }, () => {
-        const body = { external_user_id: `p${String(Math.floor(Math.random() * 10_000)).padStart(5, '0')}`, amount: 100 };
+        const body = {
+          external_user_id: `p${String(Math.floor(Math.random() * 10_000)).padStart(5, '0')}`,
+          amount: 100,
+        };
         return idempotency.execute(
           { operatorId: operator.id, key: randomUUID(), route: 'POST /api/public/v1/place-bet', body },
           () => ({ statusCode: 409, body: {} }),
           async (tx) => {
-            const bet = await placeCrashBet(tx, compliance, operator, { externalUserId: body.external_user_id, amount: body.amount, autoCashout: null }, Date.now());
+            const bet = await placeCrashBet(
+              tx,
+              compliance,
+              operator,
+              { externalUserId: body.external_user_id, amount: body.amount, autoCashout: null },
+              Date.now(),
+            );
             return { statusCode: 200, body: { bet_id: bet.id } };
           },
         );
@@ -117,7 +135,9 @@ try {
   const bets = batch * batches;
   const wallUs = ((performance.now() - started) * 1000) / bets;
   console.log(`${bets} bets in batches of ${batch} (after ${warmup * batch} warm-up bets)`);
-  console.log(`event loop CPU per bet: ${((mainThreadCpuUs() - cpuBefore) / bets).toFixed(1)} µs; wall time per bet: ${wallUs.toFixed(1)} µs`);
+  console.log(
+    `event loop CPU per bet: ${((mainThreadCpuUs() - cpuBefore) / bets).toFixed(1)} µs; wall time per bet: ${wallUs.toFixed(1)} µs`,
+  );
   console.log(`throughput: ${(1e6 / wallUs).toFixed(0)} bets/s (${pgUrl ? 'postgresql, pool of 10' : 'sqlite'})`);
   if (pgUrl) timings.clear();
   for (const [sql, t] of [...timings].sort((a, b) => b[1].ns - a[1].ns)) {

@@ -14,12 +14,22 @@ export function openStore(store: Store): Database {
   return new PostgresDatabase({ connectionString: store.databaseUrl!, poolSize: 8 });
 }
 
-export async function countBets(db: Database, operatorId: string, where = '', params: (string | number)[] = []): Promise<number> {
-  const row = await db.get<{ n: number }>(`SELECT COUNT(*) AS n FROM bets WHERE operator_id = ?${where ? ` AND ${where}` : ''}`, [operatorId, ...params]);
+export async function countBets(
+  db: Database,
+  operatorId: string,
+  where = '',
+  params: (string | number)[] = [],
+): Promise<number> {
+  const row = await db.get<{ n: number }>(
+    `SELECT COUNT(*) AS n FROM bets WHERE operator_id = ?${where ? ` AND ${where}` : ''}`,
+    [operatorId, ...params],
+  );
   return Number(row?.n ?? 0);
 }
 
 export async function countIdempotencyKeys(db: Database, operatorId: string): Promise<number> {
-  const row = await db.get<{ n: number }>('SELECT COUNT(*) AS n FROM idempotency_keys WHERE operator_id = ?', [operatorId]);
+  const row = await db.get<{ n: number }>('SELECT COUNT(*) AS n FROM idempotency_keys WHERE operator_id = ?', [
+    operatorId,
+  ]);
   return Number(row?.n ?? 0);
 }

@@ -53,7 +53,9 @@ process.on('message', () => process.send({ count }));
 `;
 
 async function startReceiver(): Promise<{ child: ChildProcess; port: number; count(): Promise<number> }> {
-  const child = spawn(process.execPath, ['--input-type=module', '-e', RECEIVER], { stdio: ['ignore', 'pipe', 'inherit', 'ipc'] });
+  const child = spawn(process.execPath, ['--input-type=module', '-e', RECEIVER], {
+    stdio: ['ignore', 'pipe', 'inherit', 'ipc'],
+  });
   const port = await new Promise<number>((resolve, reject) => {
     child.once('error', reject);
     child.stdout!.once('data', (chunk: Buffer) => resolve((JSON.parse(chunk.toString()) as { port: number }).port));
@@ -110,7 +112,10 @@ export async function runWebhookBench(options: WebhookBenchOptions = {}): Promis
   const n = options.deliveries ?? 20_000;
   const store = options.store ?? 'sqlite';
   const dataDir = mkdtempSync(join(tmpdir(), 'rbs-webhook-bench-'));
-  const databaseUrl = store === 'postgres' ? (options.databaseUrl ?? process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test') : null;
+  const databaseUrl =
+    store === 'postgres'
+      ? (options.databaseUrl ?? process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test')
+      : null;
   const schema = store === 'postgres' ? `bench_${randomBytes(4).toString('hex')}` : undefined;
   if (schema) {
     const pg = (await import('pg')).default;
@@ -120,7 +125,13 @@ export async function runWebhookBench(options: WebhookBenchOptions = {}): Promis
     await admin.end();
   }
   const config = loadConfig(
-    { APP_ENV: 'test', DATA_DIR: dataDir, MASTER_KEY: randomBytes(32).toString('hex'), OUTBOX_POLL_MS: '10', WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true' },
+    {
+      APP_ENV: 'test',
+      DATA_DIR: dataDir,
+      MASTER_KEY: randomBytes(32).toString('hex'),
+      OUTBOX_POLL_MS: '10',
+      WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
+    },
     { serving: false },
   );
   const db = await openDatabase({ ...config, databaseUrl }, { schema });
@@ -140,8 +151,12 @@ export async function runWebhookBench(options: WebhookBenchOptions = {}): Promis
     await webhooks.dispatcher.drain();
     const seconds = (performance.now() - t0) / 1000;
 
-    const delivered = Number((await db.get<{ n: number }>(`SELECT COUNT(*) AS n FROM webhook_deliveries WHERE status = 'delivered'`))?.n ?? 0);
-    const latencies = (await db.all<{ latency_ms: number }>('SELECT latency_ms FROM webhook_attempts')).map((r) => Number(r.latency_ms)).sort((a, b) => a - b);
+    const delivered = Number(
+      (await db.get<{ n: number }>(`SELECT COUNT(*) AS n FROM webhook_deliveries WHERE status = 'delivered'`))?.n ?? 0,
+    );
+    const latencies = (await db.all<{ latency_ms: number }>('SELECT latency_ms FROM webhook_attempts'))
+      .map((r) => Number(r.latency_ms))
+      .sort((a, b) => a - b);
     return {
       deliveries: n,
       delivered,

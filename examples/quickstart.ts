@@ -68,10 +68,9 @@ async function main(): Promise<void> {
         note(`cashed out at ${cashed.multiplier}x`);
       } catch (error) {
         // The round crashed (or settled the bet) between the read and the cash-out.
-        if (!(
-          error instanceof BettingApiError &&
-          (error.code === 'BET_NOT_ACTIVE' || error.code === 'ROUND_NOT_RUNNING')
-        ))
+        if (
+          !(error instanceof BettingApiError && (error.code === 'BET_NOT_ACTIVE' || error.code === 'ROUND_NOT_RUNNING'))
+        )
           throw error;
         note(`too late: ${error.code}`);
       }

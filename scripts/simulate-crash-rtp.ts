@@ -75,9 +75,13 @@ const exactRtp = TARGETS.reduce((sum, _t, i) => sum + payouts[i]! * exactProbabi
 const pct = (x: number, digits = 4) => `${(x * 100).toFixed(digits)}%`;
 const lines: string[] = [];
 lines.push(`Crash RTP simulation`);
-lines.push(`  rounds            ${rounds.toLocaleString('en-US')} (chain seed ${seed.slice(0, 16)}..., salt ${salt.slice(0, 20)}...)`);
+lines.push(
+  `  rounds            ${rounds.toLocaleString('en-US')} (chain seed ${seed.slice(0, 16)}..., salt ${salt.slice(0, 20)}...)`,
+);
 lines.push(`  house edge        ${edgeBp} bp`);
-lines.push(`  bets per round    ${TARGETS.length} x ${BET_AMOUNT} at ${TARGETS.map((t) => `${formatMultiplier(t).toFixed(2)}x`).join(', ')}`);
+lines.push(
+  `  bets per round    ${TARGETS.length} x ${BET_AMOUNT} at ${TARGETS.map((t) => `${formatMultiplier(t).toFixed(2)}x`).join(', ')}`,
+);
 lines.push(`  total staked      ${totalStake.toLocaleString('en-US')}`);
 lines.push(`  total paid        ${totalPayout.toLocaleString('en-US')}`);
 lines.push('');

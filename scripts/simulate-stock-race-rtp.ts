@@ -159,12 +159,16 @@ function main(): void {
   const out: string[] = [];
   out.push(`symbols            ${n} (${symbols.join(', ')})`);
   out.push(`rounds             ${rounds.toLocaleString('en')} (seed chain from SHA-256("stock-race-rtp-simulation"))`);
-  out.push(`bets               ${totalBets.toLocaleString('en')} (${betsPerRound} per round, stake ${stakeMinor} minor units each)`);
+  out.push(
+    `bets               ${totalBets.toLocaleString('en')} (${betsPerRound} per round, stake ${stakeMinor} minor units each)`,
+  );
   out.push(`total stake        ${totalStake.toLocaleString('en')} minor units`);
   out.push(`total payout       ${totalPaid.toLocaleString('en')} minor units`);
   out.push('');
   out.push(`configured RTP     ${pct(configured)}`);
-  out.push(`expected RTP       ${pct(expected)} (exact ${fractionToFixed(exp.num, exp.den, 8)}: configured minus floor-to-minor-unit loss)`);
+  out.push(
+    `expected RTP       ${pct(expected)} (exact ${fractionToFixed(exp.num, exp.den, 8)}: configured minus floor-to-minor-unit loss)`,
+  );
   out.push(`measured RTP       ${pct(measured)}`);
   out.push(`measured - config  ${pct(measured - configured)} (tolerance ±${pct(TOLERANCE, 2)})`);
   out.push(`measured - expect  ${pct(measured - expected)}`);

@@ -83,7 +83,16 @@ export function createLogger(config: Config): Logger {
     level: config.logLevel,
     // Secrets never reach the logs, whichever object carries them.
     redact: {
-      paths: ['req.headers["x-signature"]', 'req.headers.authorization', 'req.headers.cookie', '*.secret', '*.api_secret', '*.apiSecret', '*.endpoint_secret', '*.password'],
+      paths: [
+        'req.headers["x-signature"]',
+        'req.headers.authorization',
+        'req.headers.cookie',
+        '*.secret',
+        '*.api_secret',
+        '*.apiSecret',
+        '*.endpoint_secret',
+        '*.password',
+      ],
       censor: '[redacted]',
     },
   });
@@ -127,7 +136,9 @@ export async function createApp(config: Config, overrides: AppOverrides = {}): P
   const ownsRedis = !overrides.redis && redis !== null;
   // Instances share PostgreSQL, so they talk over it; an SQLite store has exactly one process.
   const bus: ChangeBus =
-    store instanceof PostgresDatabase ? new PostgresChangeBus(store, logger.child({ part: 'bus' })) : new LocalChangeBus();
+    store instanceof PostgresDatabase
+      ? new PostgresChangeBus(store, logger.child({ part: 'bus' }))
+      : new LocalChangeBus();
   const operators = new OperatorService(
     db,
     secretBoxFor(config),
@@ -179,7 +190,11 @@ export async function createApp(config: Config, overrides: AppOverrides = {}): P
     logger: logger.child({ engine: 'crash' }),
     leaseCheckMs,
   });
-  const stockRaceGame = new StockRaceGame({ ...games.stockRace, logger: logger.child({ game: 'stock_race' }), compliance });
+  const stockRaceGame = new StockRaceGame({
+    ...games.stockRace,
+    logger: logger.child({ game: 'stock_race' }),
+    compliance,
+  });
   const stockRaceEngine = new RoundEngine({
     db,
     clock,
@@ -326,7 +341,9 @@ export async function createApp(config: Config, overrides: AppOverrides = {}): P
       await walletWorker.start();
       await webhooks.dispatcher.start();
       purgeTimer = setInterval(() => {
-        void services.idempotency.purge(clock.now() - config.idempotencyRetentionMs).catch((err) => logger.warn({ err }, 'idempotency purge failed'));
+        void services.idempotency
+          .purge(clock.now() - config.idempotencyRetentionMs)
+          .catch((err) => logger.warn({ err }, 'idempotency purge failed'));
       }, 3600_000);
       purgeTimer.unref();
       // Seen signatures are useless once their timestamp is out of the window: cleared every minute.

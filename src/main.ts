@@ -14,7 +14,8 @@ async function main(): Promise<void> {
   }
   const app = await createApp(config);
   const { logger } = app.services;
-  if (config.env === 'development' && !config.tls) logger.warn('development mode: serving plain HTTP; production requires TLS');
+  if (config.env === 'development' && !config.tls)
+    logger.warn('development mode: serving plain HTTP; production requires TLS');
   const unshared = sharedStateWarning(config);
   if (unshared) logger.warn(unshared);
   // Engines first: an instance that takes a game's lease voids and refunds the Crash round a previous
@@ -23,7 +24,14 @@ async function main(): Promise<void> {
   // cash-outs are guarded by the round heartbeat (src/games/crash/crash-bets.ts).
   await app.startBackground();
   await app.http.listen({ host: config.host, port: config.port });
-  logger.info({ url: config.publicBaseUrl, docs: `${config.publicBaseUrl}/docs`, store: config.databaseUrl ? 'postgresql' : 'sqlite' }, 'service ready');
+  logger.info(
+    {
+      url: config.publicBaseUrl,
+      docs: `${config.publicBaseUrl}/docs`,
+      store: config.databaseUrl ? 'postgresql' : 'sqlite',
+    },
+    'service ready',
+  );
 
   let stopping = false;
   const shutdown = (signal: string): void => {
@@ -35,20 +43,22 @@ async function main(): Promise<void> {
     const drainDelayMs = config.drainDelayMs;
     logger.info({ signal, drainDelayMs }, 'shutting down: draining, then finishing in-flight requests');
     const drained = new Promise<void>((resolve) => setTimeout(resolve, config.drainDelayMs));
-    drained.then(() => {
-      const force = setTimeout(() => {
-        logger.error('graceful shutdown took too long; exiting');
-        process.exit(1);
-      }, config.shutdownGraceMs);
-      force.unref();
-      return app.stop();
-    }).then(
-      () => process.exit(0),
-      (err) => {
-        logger.error({ err }, 'error during shutdown');
-        process.exit(1);
-      },
-    );
+    drained
+      .then(() => {
+        const force = setTimeout(() => {
+          logger.error('graceful shutdown took too long; exiting');
+          process.exit(1);
+        }, config.shutdownGraceMs);
+        force.unref();
+        return app.stop();
+      })
+      .then(
+        () => process.exit(0),
+        (err) => {
+          logger.error({ err }, 'error during shutdown');
+          process.exit(1);
+        },
+      );
   };
   process.on('SIGTERM', () => shutdown('SIGTERM'));
   process.on('SIGINT', () => shutdown('SIGINT'));

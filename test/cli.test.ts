@@ -19,8 +19,19 @@ describe('admin CLI', () => {
   };
 
   it('creates, lists, rotates, disables operators, printing one JSON object each time', async () => {
-    const created = await admin('operator', 'create', '--name', 'Casino One', '--wallet-url', 'https://wallet.casino.test/api');
-    expect(created).toMatchObject({ name: 'Casino One', wallet_url: 'https://wallet.casino.test/api', status: 'active' });
+    const created = await admin(
+      'operator',
+      'create',
+      '--name',
+      'Casino One',
+      '--wallet-url',
+      'https://wallet.casino.test/api',
+    );
+    expect(created).toMatchObject({
+      name: 'Casino One',
+      wallet_url: 'https://wallet.casino.test/api',
+      status: 'active',
+    });
     expect(created.operator_id).toMatch(/^op_/);
     expect(created.api_key).toMatch(/^pk_/);
     expect(created.api_secret).toMatch(/^sk_/);
@@ -47,11 +58,15 @@ describe('admin CLI', () => {
   }, 120_000);
 
   it('fails with a JSON error and a non-zero exit for bad input', async () => {
-    await expect(run('npm', ['run', '-s', 'admin', '--', 'operator', 'create'], { cwd: ROOT, env })).rejects.toMatchObject({
+    await expect(
+      run('npm', ['run', '-s', 'admin', '--', 'operator', 'create'], { cwd: ROOT, env }),
+    ).rejects.toMatchObject({
       code: 64,
       stderr: expect.stringContaining('--name is required'),
     });
-    await expect(run('npm', ['run', '-s', 'admin', '--', 'operator', 'disable', '--id', 'op_missing'], { cwd: ROOT, env })).rejects.toMatchObject({
+    await expect(
+      run('npm', ['run', '-s', 'admin', '--', 'operator', 'disable', '--id', 'op_missing'], { cwd: ROOT, env }),
+    ).rejects.toMatchObject({
       code: 1,
       stderr: expect.stringContaining('"error":"NOT_FOUND"'),
     });

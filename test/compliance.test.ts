@@ -26,15 +26,16 @@ describe.each(STORES)('compliance flags on %s', (store) => {
   afterAll(async () => dispose?.());
 
   async function operatorWith(compliancePatch: Partial<typeof DEFAULT_OPERATOR_SETTINGS.compliance>): Promise<string> {
-    const op = await operators.create({ name: 'c', settings: { compliance: { ...DEFAULT_OPERATOR_SETTINGS.compliance, ...compliancePatch } } });
+    const op = await operators.create({
+      name: 'c',
+      settings: { compliance: { ...DEFAULT_OPERATOR_SETTINGS.compliance, ...compliancePatch } },
+    });
     // Subscribed, so every flag must also leave a delivery in the same transaction.
     await db.transaction((tx) =>
-      tx.run(`INSERT INTO webhook_endpoints (id, operator_id, url, surface, events, enabled, secret_enc, created_at, updated_at) VALUES (?, ?, ?, 'A', ?, 1, 'x', 0, 0)`, [
-        `we_${randomUUID()}`,
-        op.id,
-        'https://example.com/hook',
-        JSON.stringify(['compliance.flag']),
-      ]),
+      tx.run(
+        `INSERT INTO webhook_endpoints (id, operator_id, url, surface, events, enabled, secret_enc, created_at, updated_at) VALUES (?, ?, ?, 'A', ?, 1, 'x', 0, 0)`,
+        [`we_${randomUUID()}`, op.id, 'https://example.com/hook', JSON.stringify(['compliance.flag'])],
+      ),
     );
     return op.id;
   }
@@ -53,7 +54,12 @@ describe.each(STORES)('compliance flags on %s', (store) => {
     return id;
   }
 
-  function bet(operatorId: string, roundId: string, player: string, over: Partial<ActiveCrashBet> = {}): ActiveCrashBet {
+  function bet(
+    operatorId: string,
+    roundId: string,
+    player: string,
+    over: Partial<ActiveCrashBet> = {},
+  ): ActiveCrashBet {
     return {
       id: randomUUID(),
       operatorId,
@@ -72,15 +78,26 @@ describe.each(STORES)('compliance flags on %s', (store) => {
     };
   }
 
-  const flags = (operatorId: string, rule?: string, player?: string) => compliance.listFlags(operatorId, { rule, player }, db);
+  const flags = (operatorId: string, rule?: string, player?: string) =>
+    compliance.listFlags(operatorId, { rule, player }, db);
   const deliveries = async (operatorId: string) =>
-    Number((await db.get<{ n: number }>(`SELECT COUNT(*) AS n FROM webhook_deliveries WHERE operator_id = ?`, [operatorId]))?.n);
+    Number(
+      (await db.get<{ n: number }>(`SELECT COUNT(*) AS n FROM webhook_deliveries WHERE operator_id = ?`, [operatorId]))
+        ?.n,
+    );
 
   async function manualCashout(operatorId: string, player: string, elapsedMs: number): Promise<Bet> {
     const runningAt = clock.now();
     const roundId = await round(runningAt);
     const b = bet(operatorId, roundId, player, { placedAt: runningAt - 500 });
-    const settled: CashedOutCrashBet = { ...b, status: 'cashed_out', payout: 20, cashoutMultiplier: 200, cashoutKind: 'manual', settledAt: runningAt + elapsedMs };
+    const settled: CashedOutCrashBet = {
+      ...b,
+      status: 'cashed_out',
+      payout: 20,
+      cashoutMultiplier: 200,
+      cashoutKind: 'manual',
+      settledAt: runningAt + elapsedMs,
+    };
     await db.transaction(async (tx) => {
       await betRepository.insert(tx, settled);
       await compliance.betSettled(tx, settled, runningAt + elapsedMs);
@@ -96,7 +113,11 @@ describe.each(STORES)('compliance flags on %s', (store) => {
     await manualCashout(op, 'human', 1210);
     expect(await flags(op, 'machine_timing')).toEqual([]);
 
-    const bot = [await manualCashout(op, 'bot', 3000), await manualCashout(op, 'bot', 3012), await manualCashout(op, 'bot', 3004)];
+    const bot = [
+      await manualCashout(op, 'bot', 3000),
+      await manualCashout(op, 'bot', 3012),
+      await manualCashout(op, 'bot', 3004),
+    ];
     const found = await flags(op, 'machine_timing');
     expect(found).toHaveLength(1);
     expect(found[0]).toMatchObject({
@@ -104,7 +125,13 @@ describe.each(STORES)('compliance flags on %s', (store) => {
       player: 'bot',
       bet_id: bot[2]!.id,
       game: 'crash',
-      details: { streak: 3, window_ms: 15, spread_ms: 12, elapsed_ms: [3004, 3012, 3000], bet_ids: [bot[2]!.id, bot[1]!.id, bot[0]!.id] },
+      details: {
+        streak: 3,
+        window_ms: 15,
+        spread_ms: 12,
+        elapsed_ms: [3004, 3012, 3000],
+        bet_ids: [bot[2]!.id, bot[1]!.id, bot[0]!.id],
+      },
     });
     // The fourth cash-out continues the same streak: no second flag until a fresh streak of three.
     await manualCashout(op, 'bot', 3001);
@@ -153,20 +180,27 @@ describe.each(STORES)('compliance flags on %s', (store) => {
       await betRepository.insert(tx, v);
       await compliance.betSettled(tx, v, clock.now());
     });
-    expect((await flags(op, 'large_payout')).map((f) => [f.player, f.details])).toEqual([['lucky', { payout: 7000, threshold: 5000 }]]);
+    expect((await flags(op, 'large_payout')).map((f) => [f.player, f.details])).toEqual([
+      ['lucky', { payout: 7000, threshold: 5000 }],
+    ]);
     expect(await deliveries(op)).toBe(3);
   });
 
   it('flags a session used from a second place, once per new place', async () => {
     const op = await operatorWith({});
-    const seen = (place: string) => compliance.sessionSeen(db, { operatorId: op, sessionId: 's-1', player: 'p', place, now: clock.now() });
+    const seen = (place: string) =>
+      compliance.sessionSeen(db, { operatorId: op, sessionId: 's-1', player: 'p', place, now: clock.now() });
     expect(await seen('203.0.113.5')).toBe(false);
     expect(await seen('203.0.113.5')).toBe(false);
     expect(await seen('198.51.100.7')).toBe(true);
     expect(await seen('198.51.100.7')).toBe(false);
     const found = await flags(op, 'session_multi_place');
     expect(found).toHaveLength(1);
-    expect(found[0]).toMatchObject({ session_id: 's-1', player: 'p', details: { places: 2, threshold: 1, window_ms: 600_000 } });
+    expect(found[0]).toMatchObject({
+      session_id: 's-1',
+      player: 'p',
+      details: { places: 2, threshold: 1, window_ms: 600_000 },
+    });
     expect(JSON.stringify(found)).not.toContain('198.51.100.7');
   });
 

@@ -55,8 +55,9 @@ describe('Crash survives kill -9', () => {
     }
   };
 
-  const currentStatus = async (): Promise<{ status: string; round_number: number; betting_closes_at: number } | undefined> =>
-    (await call('GET', '/api/public/v1/rounds/current')).body;
+  const currentStatus = async (): Promise<
+    { status: string; round_number: number; betting_closes_at: number } | undefined
+  > => (await call('GET', '/api/public/v1/rounds/current')).body;
   // A round found open in its last moment would refuse the bets that follow: wait for one with at
   // least half of its 6 s window left (service and test share the machine's clock).
   const freshlyOpenRound = () =>
@@ -96,7 +97,14 @@ describe('Crash survives kill -9', () => {
 
     await svc.start();
     // The resumed round runs and closes; every bet in it ends settled.
-    await eventually(async () => readBets().filter((b) => b.round_number === round.round_number).every((b) => !['active'].includes(b.status)), 60_000, 200);
+    await eventually(
+      async () =>
+        readBets()
+          .filter((b) => b.round_number === round.round_number)
+          .every((b) => !['active'].includes(b.status)),
+      60_000,
+      200,
+    );
     const settled = settledEvents();
     for (const b of readBets().filter((x) => x.round_number === round.round_number)) {
       expect(['cashed_out', 'lost', 'void']).toContain(b.status);
@@ -117,7 +125,12 @@ describe('Crash survives kill -9', () => {
     const round = await freshlyOpenRound();
     const ids: string[] = [];
     for (let i = 0; i < 10; i++) {
-      const r = await call('POST', '/api/public/v1/place-bet', { external_user_id: `q${i}`, amount: 1_000 + i }, { idempotencyKey: `run-${i}` });
+      const r = await call(
+        'POST',
+        '/api/public/v1/place-bet',
+        { external_user_id: `q${i}`, amount: 1_000 + i },
+        { idempotencyKey: `run-${i}` },
+      );
       expect(r.status).toBe(200);
       ids.push(r.body.bet_id);
     }
@@ -127,7 +140,14 @@ describe('Crash survives kill -9', () => {
     expect(before).toHaveLength(10);
 
     await svc.start();
-    await eventually(async () => readBets().filter((b) => ids.includes(b.id)).every((b) => b.status !== 'active'), 30_000, 100);
+    await eventually(
+      async () =>
+        readBets()
+          .filter((b) => ids.includes(b.id))
+          .every((b) => b.status !== 'active'),
+      30_000,
+      100,
+    );
     const after = readBets().filter((b) => ids.includes(b.id));
     const settled = settledEvents();
     for (const b of after) {

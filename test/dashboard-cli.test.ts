@@ -10,21 +10,70 @@ const run = promisify(execFile);
 const ROOT = resolve(import.meta.dirname, '..');
 
 describe('admin CLI: dashboard-user', () => {
-  const env = { ...process.env, DATA_DIR: mkdtempSync(join(tmpdir(), 'rbs-cli-')), MASTER_KEY: randomBytes(32).toString('hex'), LOG_LEVEL: 'silent' };
-  const admin = async (...args: string[]) => JSON.parse((await run('npm', ['run', '-s', 'admin', '--', ...args], { cwd: ROOT, env })).stdout);
+  const env = {
+    ...process.env,
+    DATA_DIR: mkdtempSync(join(tmpdir(), 'rbs-cli-')),
+    MASTER_KEY: randomBytes(32).toString('hex'),
+    LOG_LEVEL: 'silent',
+  };
+  const admin = async (...args: string[]) =>
+    JSON.parse((await run('npm', ['run', '-s', 'admin', '--', ...args], { cwd: ROOT, env })).stdout);
 
   it('creates, lists and deletes dashboard users, printing one JSON object each time', async () => {
     const op = await admin('operator', 'create', '--name', 'Casino Two');
-    const user = await admin('dashboard-user', 'create', '--operator', op.operator_id, '--email', 'Ops@Casino.test', '--password', 'a long passphrase');
+    const user = await admin(
+      'dashboard-user',
+      'create',
+      '--operator',
+      op.operator_id,
+      '--email',
+      'Ops@Casino.test',
+      '--password',
+      'a long passphrase',
+    );
     expect(Object.keys(user).sort()).toEqual(['created_at', 'email', 'operator_id', 'user_id']);
     expect(user).toMatchObject({ operator_id: op.operator_id, email: 'ops@casino.test' });
     expect(user.user_id).toMatch(/^du_/);
     expect(await admin('dashboard-user', 'list', '--operator', op.operator_id)).toEqual({ users: [user] });
     await expect(
-      run('npm', ['run', '-s', 'admin', '--', 'dashboard-user', 'create', '--operator', op.operator_id, '--email', 'x@casino.test', '--password', 'short'], { cwd: ROOT, env }),
+      run(
+        'npm',
+        [
+          'run',
+          '-s',
+          'admin',
+          '--',
+          'dashboard-user',
+          'create',
+          '--operator',
+          op.operator_id,
+          '--email',
+          'x@casino.test',
+          '--password',
+          'short',
+        ],
+        { cwd: ROOT, env },
+      ),
     ).rejects.toMatchObject({ code: 1, stderr: expect.stringContaining('"error":"VALIDATION_FAILED"') });
     await expect(
-      run('npm', ['run', '-s', 'admin', '--', 'dashboard-user', 'create', '--operator', 'op_missing', '--email', 'x@casino.test', '--password', 'a long passphrase'], { cwd: ROOT, env }),
+      run(
+        'npm',
+        [
+          'run',
+          '-s',
+          'admin',
+          '--',
+          'dashboard-user',
+          'create',
+          '--operator',
+          'op_missing',
+          '--email',
+          'x@casino.test',
+          '--password',
+          'a long passphrase',
+        ],
+        { cwd: ROOT, env },
+      ),
     ).rejects.toMatchObject({ code: 1, stderr: expect.stringContaining('"error":"NOT_FOUND"') });
     expect(await admin('dashboard-user', 'delete', '--email', 'ops@casino.test')).toEqual({ deleted: user });
     expect(await admin('dashboard-user', 'list')).toEqual({ users: [] });

@@ -12,12 +12,25 @@ const PASSWORD = 'long enough password';
 function browser(baseUrl: string) {
   const jar = new Map<string, string>();
   const cookies: string[] = [];
-  async function go(method: string, path: string, form?: Record<string, string | string[]>, headers: Record<string, string> = {}) {
-    const body = form ? new URLSearchParams(Object.entries(form).flatMap(([k, v]) => (Array.isArray(v) ? v : [v]).map((x): [string, string] => [k, x]))) : undefined;
+  async function go(
+    method: string,
+    path: string,
+    form?: Record<string, string | string[]>,
+    headers: Record<string, string> = {},
+  ) {
+    const body = form
+      ? new URLSearchParams(
+          Object.entries(form).flatMap(([k, v]) => (Array.isArray(v) ? v : [v]).map((x): [string, string] => [k, x])),
+        )
+      : undefined;
     const res = await fetch(`${baseUrl}${path}`, {
       method,
       redirect: 'manual',
-      headers: { cookie: [...jar].map(([k, v]) => `${k}=${v}`).join('; '), ...(body ? { 'content-type': 'application/x-www-form-urlencoded' } : {}), ...headers },
+      headers: {
+        cookie: [...jar].map(([k, v]) => `${k}=${v}`).join('; '),
+        ...(body ? { 'content-type': 'application/x-www-form-urlencoded' } : {}),
+        ...headers,
+      },
       body,
     });
     for (const c of res.headers.getSetCookie()) {
@@ -37,7 +50,12 @@ const csrfOf = (html: string): string => /name="_csrf" value="([^"]+)"/.exec(htm
 async function signIn(baseUrl: string, email: string) {
   const b = browser(baseUrl);
   const form = await b.go('GET', '/dashboard/login');
-  const res = await b.go('POST', '/dashboard/login', { _csrf: csrfOf(form.text), email, password: PASSWORD, next: '/dashboard/credentials' });
+  const res = await b.go('POST', '/dashboard/login', {
+    _csrf: csrfOf(form.text),
+    email,
+    password: PASSWORD,
+    next: '/dashboard/credentials',
+  });
   expect(res.status).toBe(303);
   expect(res.headers.get('location')).toBe('/dashboard/credentials');
   const page = await b.go('GET', '/dashboard/credentials');
@@ -66,12 +84,21 @@ describe('dashboard over HTTP: sessions, CSRF, scoping, escaping', () => {
     expect(res.headers.get('location')).toBe('/dashboard/login?next=%2Fdashboard%2Fbets%3Fplayer%3Dx');
     expect((await b.go('GET', '/dashboard/api/stats')).status).toBe(401);
     expect((await b.go('GET', '/dashboard/feed/crash')).status).toBe(401);
-    const forged = await b.go('POST', '/dashboard/login', { _csrf: 'x'.repeat(32), email: 'a@example.com', password: PASSWORD });
+    const forged = await b.go('POST', '/dashboard/login', {
+      _csrf: 'x'.repeat(32),
+      email: 'a@example.com',
+      password: PASSWORD,
+    });
     expect(forged.status).toBe(403);
     expect(b.jar.has('dash_session')).toBe(false);
     // An open redirect is not possible through ?next.
     const form = await b.go('GET', '/dashboard/login');
-    const off = await b.go('POST', '/dashboard/login', { _csrf: csrfOf(form.text), email: 'a@example.com', password: PASSWORD, next: '//evil.example/x' });
+    const off = await b.go('POST', '/dashboard/login', {
+      _csrf: csrfOf(form.text),
+      email: 'a@example.com',
+      password: PASSWORD,
+      next: '//evil.example/x',
+    });
     expect(off.headers.get('location')).toBe('/dashboard');
   });
 
@@ -91,7 +118,7 @@ describe('dashboard over HTTP: sessions, CSRF, scoping, escaping', () => {
     expect(page.text).not.toContain('<script>alert');
   });
 
-  it('refuses every state change without the session\'s CSRF token', async () => {
+  it("refuses every state change without the session's CSRF token", async () => {
     const b = await signIn(t.baseUrl, 'a@example.com');
     const form = { url: 'http://127.0.0.1:9/hooks', events: ['round.closed'] };
     expect((await b.go('POST', '/dashboard/webhooks', form)).status).toBe(403);
@@ -113,14 +140,21 @@ describe('dashboard over HTTP: sessions, CSRF, scoping, escaping', () => {
 
   it('shows a validation error on the form, keeping what was typed', async () => {
     const b = await signIn(t.baseUrl, 'a@example.com');
-    const res = await b.go('POST', '/dashboard/webhooks', { _csrf: b.csrf, url: 'ftp://example.com/<x>', events: ['round.closed'] });
+    const res = await b.go('POST', '/dashboard/webhooks', {
+      _csrf: b.csrf,
+      url: 'ftp://example.com/<x>',
+      events: ['round.closed'],
+    });
     expect(res.status).toBe(400);
     expect(res.text).toContain('role="alert"');
     expect(res.text).toContain('value="ftp://example.com/&lt;x&gt;"');
   });
 
   it('keeps each operator to its own endpoints and bets', async () => {
-    const mine = await t.app.services.webhooks.createEndpoint(other.id, { url: 'http://127.0.0.1:9/other', events: ['bet.settled'] });
+    const mine = await t.app.services.webhooks.createEndpoint(other.id, {
+      url: 'http://127.0.0.1:9/other',
+      events: ['bet.settled'],
+    });
     const b = await signIn(t.baseUrl, 'a@example.com');
     expect((await b.go('GET', `/dashboard/webhooks/${mine.endpoint_id}`)).status).toBe(404);
     expect((await b.go('POST', `/dashboard/webhooks/${mine.endpoint_id}/delete`, { _csrf: b.csrf })).status).toBe(404);
@@ -128,7 +162,9 @@ describe('dashboard over HTTP: sessions, CSRF, scoping, escaping', () => {
     expect((await t.app.services.webhooks.listEndpoints(other.id)).length).toBe(1);
     expect((await b.go('GET', '/dashboard/webhooks')).text).not.toContain('/other');
     expect((await b.go('GET', '/dashboard/bets/bet_of_someone_else')).status).toBe(404);
-    expect((await b.go('POST', '/dashboard/settlements/bet_of_someone_else/retry', { _csrf: b.csrf })).status).toBe(404);
+    expect((await b.go('POST', '/dashboard/settlements/bet_of_someone_else/retry', { _csrf: b.csrf })).status).toBe(
+      404,
+    );
   });
 
   it('retries a wallet settlement by the same rule as the admin CLI: a confirmed one is refused by both', async () => {
@@ -209,14 +245,20 @@ describe('dashboard over HTTP: sessions, CSRF, scoping, escaping', () => {
     const out = await b.go('POST', '/dashboard/logout', { _csrf: b.csrf });
     expect(out.status).toBe(303);
     expect(out.headers.get('location')).toBe('/dashboard/login?signed_out=1');
-    const replay = await fetch(`${t.baseUrl}/dashboard`, { redirect: 'manual', headers: { cookie: `dash_session=${stolen}` } });
+    const replay = await fetch(`${t.baseUrl}/dashboard`, {
+      redirect: 'manual',
+      headers: { cookie: `dash_session=${stolen}` },
+    });
     expect(replay.status).toBe(303);
   });
 
   it('streams the live feed to a signed-in user', async () => {
     const b = await signIn(t.baseUrl, 'a@example.com');
     const controller = new AbortController();
-    const res = await fetch(`${t.baseUrl}/dashboard/feed/stock_race`, { headers: { cookie: `dash_session=${b.jar.get('dash_session')}` }, signal: controller.signal });
+    const res = await fetch(`${t.baseUrl}/dashboard/feed/stock_race`, {
+      headers: { cookie: `dash_session=${b.jar.get('dash_session')}` },
+      signal: controller.signal,
+    });
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toBe('text/event-stream; charset=utf-8');
     controller.abort();
@@ -226,7 +268,12 @@ describe('dashboard over HTTP: sessions, CSRF, scoping, escaping', () => {
 
 describe('dashboard cookie outside development and test', () => {
   it('is Secure', async () => {
-    const env = { APP_ENV: 'production', TRUST_PROXY_TLS: 'true', TRUST_PROXY_HOPS: '1', METRICS_TOKEN: 'm'.repeat(32) };
+    const env = {
+      APP_ENV: 'production',
+      TRUST_PROXY_TLS: 'true',
+      TRUST_PROXY_HOPS: '1',
+      METRICS_TOKEN: 'm'.repeat(32),
+    };
     const t = await startTestApp({ engines: false, env });
     try {
       const op = await t.createOperator();
@@ -234,7 +281,11 @@ describe('dashboard cookie outside development and test', () => {
       const login = browser(t.baseUrl);
       const form = await login.go('GET', '/dashboard/login');
       expect(login.cookies[0]).toMatch(/; Secure; SameSite=Strict$/);
-      const res = await login.go('POST', '/dashboard/login', { _csrf: csrfOf(form.text), email: 'p@example.com', password: PASSWORD });
+      const res = await login.go('POST', '/dashboard/login', {
+        _csrf: csrfOf(form.text),
+        email: 'p@example.com',
+        password: PASSWORD,
+      });
       expect(res.status).toBe(303);
       expect(login.cookies.find((c) => c.startsWith('dash_session='))).toMatch(/; HttpOnly; Secure; SameSite=Strict$/);
     } finally {

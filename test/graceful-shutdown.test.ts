@@ -22,7 +22,12 @@ describe('graceful shutdown', () => {
   it('finishes in-flight requests on SIGTERM, commits what it acknowledged and exits 0', async () => {
     const answered: number[] = [];
     const inFlight = Array.from({ length: 40 }, (_, i) =>
-      call('POST', '/api/public/v1/place-bet', { external_user_id: 'g', amount: 10 + i }, { idempotencyKey: `g-${i}` }).then(
+      call(
+        'POST',
+        '/api/public/v1/place-bet',
+        { external_user_id: 'g', amount: 10 + i },
+        { idempotencyKey: `g-${i}` },
+      ).then(
         (r) => answered.push(r.status),
         () => undefined, // refused after the listener closed: never acknowledged
       ),
@@ -63,10 +68,14 @@ describe('drain on SIGTERM', () => {
     await eventually(async () => (await readyz()).status === 200, 15_000);
 
     const exit = svc.stop();
-    const draining = await eventually(async () => {
-      const r = await readyz();
-      return r.status === 503 ? r : undefined;
-    }, 1_500, 20);
+    const draining = await eventually(
+      async () => {
+        const r = await readyz();
+        return r.status === 503 ? r : undefined;
+      },
+      1_500,
+      20,
+    );
     expect(draining.body).toMatchObject({ ready: false, checks: { drain: 'draining' } });
     // Out of rotation but still serving: a request that reaches it now is answered normally.
     expect((await call('GET', '/api/public/v1/rounds/current')).status).toBe(200);

@@ -16,7 +16,9 @@ describe('server faults', () => {
     const op = await t.createOperator();
     const raw = store as unknown as { raw: { close(): void } };
     raw.raw.close(); // the store becomes unusable: every query now throws
-    const r = await client(t.baseUrl, op)('GET', '/api/public/v1/rounds/current', undefined, { headers: { 'x-request-id': 'trace-abc-123' } });
+    const r = await client(t.baseUrl, op)('GET', '/api/public/v1/rounds/current', undefined, {
+      headers: { 'x-request-id': 'trace-abc-123' },
+    });
     expect(r.status).toBe(500);
     expect(r.body).toEqual({ error: 'internal error', code: 'INTERNAL', trace_id: 'trace-abc-123' });
     expect(r.headers['x-request-id']).toBe('trace-abc-123');

@@ -4,13 +4,25 @@ import { join } from 'node:path';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startOperatorWallet, type OperatorWallet } from '../examples/operator-wallet/server';
-import { client, eventually, KNOWN_CRASH_SEEDS, startTestApp, STORES, withSeeds, type TestApp, type TestOperator } from './support/harness';
+import {
+  client,
+  eventually,
+  KNOWN_CRASH_SEEDS,
+  startTestApp,
+  STORES,
+  withSeeds,
+  type TestApp,
+  type TestOperator,
+} from './support/harness';
 import { parsePrometheusText, type Exposition } from './support/prometheus-text';
 import { TestReceiver } from './support/webhook-receiver';
 
 const P = 'rbs_';
 
-async function scrape(baseUrl: string, headers: Record<string, string> = {}): Promise<{ status: number; type: string; text: string }> {
+async function scrape(
+  baseUrl: string,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; type: string; text: string }> {
   const res = await request(`${baseUrl}/metrics`, { headers });
   return { status: res.statusCode, type: String(res.headers['content-type']), text: await res.body.text() };
 }
@@ -23,7 +35,11 @@ async function metrics(t: TestApp): Promise<Exposition> {
 }
 
 async function post(url: string, body: unknown): Promise<{ status: number; body: any }> {
-  const res = await request(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const res = await request(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
   return { status: res.statusCode, body: await res.body.json() };
 }
 
@@ -58,7 +74,10 @@ describe.each(STORES)('GET /metrics counts what the store committed, on %s', (st
     const dataFile = join(mkdtempSync(join(tmpdir(), 'wallet-')), 'ledger.json');
     wallet = await startOperatorWallet({ serviceUrl: t.baseUrl, apiKey: op.apiKey, apiSecret: op.apiSecret, dataFile });
     await t.app.services.operators.setWalletUrl(op.id, wallet.url);
-    const ep = await client(t.baseUrl, op)('POST', '/api/public/v1/webhook-endpoints', { url: `${hooks}/settled`, events: ['bet.settled'] });
+    const ep = await client(t.baseUrl, op)('POST', '/api/public/v1/webhook-endpoints', {
+      url: `${hooks}/settled`,
+      events: ['bet.settled'],
+    });
     expect(ep.status).toBe(201);
   });
   afterAll(async () => {
@@ -82,11 +101,26 @@ describe.each(STORES)('GET /metrics counts what the store committed, on %s', (st
   it('counts Crash bets placed once (not on replay) and settled by outcome, with the payout in units', async () => {
     const call = client(t.baseUrl, op);
     await eventually(async () => (await call('GET', '/api/public/v1/rounds/current')).body?.status === 'open');
-    const winner = await call('POST', '/api/public/v1/place-bet', { external_user_id: 'alice', amount: 1_000, auto_cashout: 1.1 }, { idempotencyKey: 'm-1' });
+    const winner = await call(
+      'POST',
+      '/api/public/v1/place-bet',
+      { external_user_id: 'alice', amount: 1_000, auto_cashout: 1.1 },
+      { idempotencyKey: 'm-1' },
+    );
     expect(winner.status).toBe(200);
-    const replay = await call('POST', '/api/public/v1/place-bet', { external_user_id: 'alice', amount: 1_000, auto_cashout: 1.1 }, { idempotencyKey: 'm-1' });
+    const replay = await call(
+      'POST',
+      '/api/public/v1/place-bet',
+      { external_user_id: 'alice', amount: 1_000, auto_cashout: 1.1 },
+      { idempotencyKey: 'm-1' },
+    );
     expect(replay.headers['idempotent-replay']).toBe('true');
-    const loser = await call('POST', '/api/public/v1/place-bet', { external_user_id: 'bob', amount: 500, auto_cashout: 1.3 }, { idempotencyKey: 'm-2' });
+    const loser = await call(
+      'POST',
+      '/api/public/v1/place-bet',
+      { external_user_id: 'bob', amount: 500, auto_cashout: 1.3 },
+      { idempotencyKey: 'm-2' },
+    );
     expect(loser.status).toBe(200);
 
     let m = await metrics(t);
@@ -105,12 +139,20 @@ describe.each(STORES)('GET /metrics counts what the store committed, on %s', (st
     await call('GET', `/api/public/v1/bets/${winner.body.bet_id}`);
     await request(`${t.baseUrl}/no/such/${winner.body.bet_id}`);
     m = await metrics(t);
-    const routes = new Set(m.samples.filter((s) => s.name === `${P}http_request_duration_seconds_count`).map((s) => s.labels.route));
+    const routes = new Set(
+      m.samples.filter((s) => s.name === `${P}http_request_duration_seconds_count`).map((s) => s.labels.route),
+    );
     expect(routes).toContain('/api/public/v1/place-bet');
     expect(routes).toContain('/api/public/v1/bets/:bet_id');
     expect(routes).toContain('unmatched');
     expect([...routes].some((r) => r!.includes(winner.body.bet_id))).toBe(false);
-    expect(m.value(`${P}http_request_duration_seconds_count`, { method: 'POST', route: '/api/public/v1/place-bet', status_code: '200' })).toBe(3);
+    expect(
+      m.value(`${P}http_request_duration_seconds_count`, {
+        method: 'POST',
+        route: '/api/public/v1/place-bet',
+        status_code: '200',
+      }),
+    ).toBe(3);
   });
 
   it("leaves a sandbox operator's bets out of the live figures", async () => {
@@ -128,14 +170,24 @@ describe.each(STORES)('GET /metrics counts what the store committed, on %s', (st
 
   it('counts Stock Race bets, settlements in minor units and the wallet settle calls', async () => {
     expect((await post(`${wallet.url}/players/carol/deposit`, { currency: 'EUR', amount: 100 })).status).toBe(200);
-    const session = await post(`${wallet.url}/players/carol/sessions`, { return_url: 'https://operator.example/lobby' });
+    const session = await post(`${wallet.url}/players/carol/sessions`, {
+      return_url: 'https://operator.example/lobby',
+    });
     const callB = client(t.baseUrl, op, 'B');
     const roundId = await eventually(async () => {
       const current = await callB('GET', '/v1/rounds/current');
       if (current.body?.status !== 'open' || current.body.betting_closes_at - Date.now() < 500) return undefined;
       const placed = await Promise.all(
-        [['AAPL', 'AMZN', 'GOOG', 'META'], ['MSFT', 'NFLX', 'NVDA', 'TSLA']].map((selected) =>
-          post(`${wallet.url}/players/carol/bets`, { session_id: session.body.session_id, round_id: current.body.round_id, selected_stocks: selected, stake: 10 }),
+        [
+          ['AAPL', 'AMZN', 'GOOG', 'META'],
+          ['MSFT', 'NFLX', 'NVDA', 'TSLA'],
+        ].map((selected) =>
+          post(`${wallet.url}/players/carol/bets`, {
+            session_id: session.body.session_id,
+            round_id: current.body.round_id,
+            selected_stocks: selected,
+            stake: 10,
+          }),
         ),
       );
       expect(placed.map((p) => p.status)).toEqual([200, 200]);
@@ -161,16 +213,25 @@ describe.each(STORES)('GET /metrics counts what the store committed, on %s', (st
 
   it('counts webhook deliveries: the four bet.settled events delivered, a failing endpoint retried then dead', async () => {
     const call = client(t.baseUrl, op);
-    const down = await call('POST', '/api/public/v1/webhook-endpoints', { url: `${hooks}/down`, events: ['bet.settled'] });
+    const down = await call('POST', '/api/public/v1/webhook-endpoints', {
+      url: `${hooks}/down`,
+      events: ['bet.settled'],
+    });
     expect((await call('POST', `/api/public/v1/webhook-endpoints/${down.body.endpoint_id}/test`)).status).toBe(202);
     const m = await eventually(async () => {
       const now = await metrics(t);
-      return now.value(`${P}webhook_deliveries_total`, { outcome: 'dead' }) === 1 && receiver.on('/settled').length === 4 ? now : undefined;
+      return now.value(`${P}webhook_deliveries_total`, { outcome: 'dead' }) === 1 &&
+        receiver.on('/settled').length === 4
+        ? now
+        : undefined;
     }, 15_000);
     // Three attempts (WEBHOOK_RETRY_SCHEDULE_MS has three entries): two retries, then the dead letter.
     expect(receiver.on('/down')).toHaveLength(3);
     expect(m.value(`${P}webhook_deliveries_total`, { outcome: 'retry' })).toBe(2);
-    await eventually(async () => (await metrics(t)).value(`${P}webhook_deliveries_total`, { outcome: 'delivered' }) === 4, 10_000);
+    await eventually(
+      async () => (await metrics(t)).value(`${P}webhook_deliveries_total`, { outcome: 'delivered' }) === 4,
+      10_000,
+    );
   });
 });
 
@@ -179,7 +240,10 @@ describe('GET /metrics access', () => {
   const TOKEN = 'scrape-token-0123456789';
 
   beforeAll(async () => {
-    t = await startTestApp({ engines: false, env: { METRICS_TOKEN: TOKEN, RATE_LIMIT_BURST: '2', RATE_LIMIT_PER_SECOND: '1' } });
+    t = await startTestApp({
+      engines: false,
+      env: { METRICS_TOKEN: TOKEN, RATE_LIMIT_BURST: '2', RATE_LIMIT_PER_SECOND: '1' },
+    });
   });
   afterAll(async () => t?.close());
 

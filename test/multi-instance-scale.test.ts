@@ -74,10 +74,14 @@ describe('two instances on one PostgreSQL schema behave as one service', () => {
       expect((await viaB('GET', '/api/public/v1/rounds/current')).status).toBe(200);
       await a.app.services.operators.setStatus(op.id, 'disabled');
       const changedAt = Date.now();
-      const refused = await eventually(async () => {
-        const r = await viaB('GET', '/api/public/v1/rounds/current');
-        return r.status === 403 ? r : undefined;
-      }, 1_000, 20);
+      const refused = await eventually(
+        async () => {
+          const r = await viaB('GET', '/api/public/v1/rounds/current');
+          return r.status === 403 ? r : undefined;
+        },
+        1_000,
+        20,
+      );
       expect(refused.body.code).toBe('OPERATOR_DISABLED');
       expect(Date.now() - changedAt).toBeLessThan(1_000);
     });
@@ -87,11 +91,15 @@ describe('two instances on one PostgreSQL schema behave as one service', () => {
       const viaB = client(b.baseUrl, op);
       expect((await viaB('GET', '/api/public/v1/rounds/current')).status).toBe(200);
       const { apiSecret } = await a.app.services.operators.rotateSecret(op.id, 0);
-      await eventually(async () => {
-        const fresh = await viaB('GET', '/api/public/v1/rounds/current', undefined, { secret: apiSecret });
-        const old = await viaB('GET', '/api/public/v1/rounds/current');
-        return fresh.status === 200 && old.status === 401;
-      }, 1_000, 20);
+      await eventually(
+        async () => {
+          const fresh = await viaB('GET', '/api/public/v1/rounds/current', undefined, { secret: apiSecret });
+          const old = await viaB('GET', '/api/public/v1/rounds/current');
+          return fresh.status === 200 && old.status === 401;
+        },
+        1_000,
+        20,
+      );
     });
 
     it('a settings change applies on the other instance at once', async () => {
@@ -102,10 +110,14 @@ describe('two instances on one PostgreSQL schema behave as one service', () => {
       expect((await viaB('GET', '/api/public/v1/rounds/current')).status).toBe(200);
       const crash = { ...DEFAULT_OPERATOR_SETTINGS.crash, max_payout_per_bet: 500 };
       await a.app.services.operators.updateSettings(op.id, { crash });
-      const refused = await eventually(async () => {
-        const r = await place();
-        return r.status === 400 ? r : undefined;
-      }, 1_000, 20);
+      const refused = await eventually(
+        async () => {
+          const r = await place();
+          return r.status === 400 ? r : undefined;
+        },
+        1_000,
+        20,
+      );
       expect(refused.body.code).toBe('STAKE_OUT_OF_RANGE');
     });
 
@@ -144,11 +156,15 @@ describe('two instances on one PostgreSQL schema behave as one service', () => {
     const viaFollower = client(follower.baseUrl, op);
     const viaLeader = client(leader.baseUrl, op);
     const place = async (call: typeof viaFollower, player: string) =>
-      eventually(async () => {
-        const body = { external_user_id: player, amount: 100 };
-        const r = await call('POST', '/api/public/v1/place-bet', body, { idempotencyKey: randomUUID() });
-        return r.status === 200 ? (r.body.bet_id as string) : undefined;
-      }, 40_000, 50);
+      eventually(
+        async () => {
+          const body = { external_user_id: player, amount: 100 };
+          const r = await call('POST', '/api/public/v1/place-bet', body, { idempotencyKey: randomUUID() });
+          return r.status === 200 ? (r.body.bet_id as string) : undefined;
+        },
+        40_000,
+        50,
+      );
     const first = await place(viaFollower, 'first');
     const second = await place(viaLeader, 'second');
     const bet = async (id: string) => (await viaFollower('GET', `/api/public/v1/bets/${id}`)).body;
@@ -156,19 +172,27 @@ describe('two instances on one PostgreSQL schema behave as one service', () => {
     expect((await bet(second)).round_number).toBe(roundNumber);
 
     // As soon as the round runs, the first bet cashes out through the instance without the engine.
-    await eventually(async () => {
-      const r = await viaFollower('GET', '/api/public/v1/rounds/current');
-      return r.body.round_number === roundNumber && r.body.status === 'running';
-    }, 20_000, 20);
+    await eventually(
+      async () => {
+        const r = await viaFollower('GET', '/api/public/v1/rounds/current');
+        return r.body.round_number === roundNumber && r.body.status === 'running';
+      },
+      20_000,
+      20,
+    );
     const key = { idempotencyKey: randomUUID() };
     const out = await viaFollower('POST', '/api/public/v1/cashout', { bet_id: first }, key);
     expect(out.status).toBe(200);
     expect(Number(out.body.multiplier)).toBeLessThan(1.2);
 
-    const forced = await eventually(async () => {
-      const v = await bet(second);
-      return v.status !== 'active' ? v : undefined;
-    }, 30_000, 100);
+    const forced = await eventually(
+      async () => {
+        const v = await bet(second);
+        return v.status !== 'active' ? v : undefined;
+      },
+      30_000,
+      100,
+    );
     expect(forced).toMatchObject({ status: 'cashed_out', cashout_kind: 'forced', multiplier: 2.4, payout: 240 });
   }, 90_000);
 
@@ -217,11 +241,15 @@ describe('two instances on one PostgreSQL schema behave as one service', () => {
     const crashBets: string[] = [];
     for (const [i, call] of [viaA, viaB, viaA, viaB].entries()) {
       crashBets.push(
-        await eventually(async () => {
-          const body = { external_user_id: `c${i}`, amount: 10 + i, auto_cashout: 1.01 };
-          const r = await call('POST', '/api/public/v1/place-bet', body, { idempotencyKey: randomUUID() });
-          return r.status === 200 ? (r.body.bet_id as string) : undefined;
-        }, 40_000, 50),
+        await eventually(
+          async () => {
+            const body = { external_user_id: `c${i}`, amount: 10 + i, auto_cashout: 1.01 };
+            const r = await call('POST', '/api/public/v1/place-bet', body, { idempotencyKey: randomUUID() });
+            return r.status === 200 ? (r.body.bet_id as string) : undefined;
+          },
+          40_000,
+          50,
+        ),
       );
     }
 
@@ -229,34 +257,42 @@ describe('two instances on one PostgreSQL schema behave as one service', () => {
     const surfaceB = [client(a.baseUrl, op, 'B'), client(b.baseUrl, op, 'B')];
     const launch = { player_ref: 'w', currency: 'EUR', return_url: 'https://op.example/' };
     const session = (await surfaceB[1]!('POST', '/v1/sessions/launch', launch)).body.session_id as string;
-    const reserved = await eventually(async () => {
-      const round = (await surfaceB[0]!('GET', '/v1/rounds/current')).body;
-      if (round.status !== 'open' || round.betting_closes_at - Date.now() < 700) return undefined;
-      const ids: string[] = [];
-      for (const [i, call] of surfaceB.entries()) {
-        const body = {
-          session_id: session,
-          round_id: round.round_id,
-          selected_stocks: ['NVDA', 'TSLA'],
-          stake: 1 + i,
-          idempotency_key: randomUUID(),
-        };
-        const r = await call('POST', '/v1/bets/reserve', body);
-        if (r.status !== 201 && r.status !== 200) return undefined;
-        ids.push(r.body.bet_id as string);
-      }
-      return ids;
-    }, 30_000, 50);
+    const reserved = await eventually(
+      async () => {
+        const round = (await surfaceB[0]!('GET', '/v1/rounds/current')).body;
+        if (round.status !== 'open' || round.betting_closes_at - Date.now() < 700) return undefined;
+        const ids: string[] = [];
+        for (const [i, call] of surfaceB.entries()) {
+          const body = {
+            session_id: session,
+            round_id: round.round_id,
+            selected_stocks: ['NVDA', 'TSLA'],
+            stake: 1 + i,
+            idempotency_key: randomUUID(),
+          };
+          const r = await call('POST', '/v1/bets/reserve', body);
+          if (r.status !== 201 && r.status !== 200) return undefined;
+          ids.push(r.body.bet_id as string);
+        }
+        return ids;
+      },
+      30_000,
+      50,
+    );
     expect(reserved).toHaveLength(2);
 
     const hooks = () => receiver.received.filter((r) => r.path === '/hooks').map((r) => JSON.parse(r.body));
     const settles = () =>
       receiver.received.filter((r) => r.path === '/wallet/v1/bets/settle').map((r) => JSON.parse(r.body));
-    await eventually(async () => {
-      const hooked = new Set(hooks().map((h) => h.data.bet_id));
-      const settled = new Set(settles().map((s) => s.bet_id));
-      return crashBets.every((id) => hooked.has(id)) && reserved.every((id) => settled.has(id));
-    }, 40_000, 100);
+    await eventually(
+      async () => {
+        const hooked = new Set(hooks().map((h) => h.data.bet_id));
+        const settled = new Set(settles().map((s) => s.bet_id));
+        return crashBets.every((id) => hooked.has(id)) && reserved.every((id) => settled.has(id));
+      },
+      40_000,
+      100,
+    );
     // Give a second worker every chance to send a duplicate.
     await new Promise((r) => setTimeout(r, 1_500));
 

@@ -4,7 +4,15 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { crashPointOf } from '../src/games/crash/crash-rules';
 import { DEFAULT_BUSTABIT_SALT } from '../src/config/game-defaults';
 import { ChildService } from './support/child-service';
-import { client, eventually, KNOWN_CRASH_SEEDS, PG_URL, startTestApp, withSeeds, type TestApp } from './support/harness';
+import {
+  client,
+  eventually,
+  KNOWN_CRASH_SEEDS,
+  PG_URL,
+  startTestApp,
+  withSeeds,
+  type TestApp,
+} from './support/harness';
 
 /**
  * Two instances behind one PostgreSQL: both serve the API, exactly one runs the Crash engine (an
@@ -43,19 +51,35 @@ describe('several instances on PostgreSQL', () => {
     const op = await a.createOperator();
     const viaFollower = client(follower.baseUrl, op);
     const placed = await eventually(async () => {
-      const r = await viaFollower('POST', '/api/public/v1/place-bet', { external_user_id: 'x', amount: 50, auto_cashout: 1.01 }, { idempotencyKey: `f-${Date.now()}` });
+      const r = await viaFollower(
+        'POST',
+        '/api/public/v1/place-bet',
+        { external_user_id: 'x', amount: 50, auto_cashout: 1.01 },
+        { idempotencyKey: `f-${Date.now()}` },
+      );
       return r.status === 200 ? r.body : undefined;
     });
-    await eventually(async () => (await viaFollower('GET', `/api/public/v1/bets/${placed.bet_id}`)).body.status !== 'active', 20_000);
+    await eventually(
+      async () => (await viaFollower('GET', `/api/public/v1/bets/${placed.bet_id}`)).body.status !== 'active',
+      20_000,
+    );
 
     // The leader goes away; the follower takes the lease and keeps the rounds going.
     await leader.app.stop();
     if (leader === a) aStopped = true;
     await eventually(async () => follower.app.services.engines.crash.isLeader, 10_000);
     const before = (await viaFollower('GET', '/api/public/v1/rounds/current')).body.round_number;
-    await eventually(async () => (await viaFollower('GET', '/api/public/v1/rounds/current')).body.round_number > before, 30_000);
+    await eventually(
+      async () => (await viaFollower('GET', '/api/public/v1/rounds/current')).body.round_number > before,
+      30_000,
+    );
     const after = await eventually(async () => {
-      const r = await viaFollower('POST', '/api/public/v1/place-bet', { external_user_id: 'y', amount: 60, auto_cashout: 1.01 }, { idempotencyKey: `g-${Date.now()}` });
+      const r = await viaFollower(
+        'POST',
+        '/api/public/v1/place-bet',
+        { external_user_id: 'y', amount: 60, auto_cashout: 1.01 },
+        { idempotencyKey: `g-${Date.now()}` },
+      );
       return r.status === 200 ? r.body : undefined;
     });
     const settled = await eventually(async () => {
@@ -148,10 +172,14 @@ describe('a leader frozen mid-round, two processes on PostgreSQL', () => {
 
     // The survivor takes the lease (the frozen holder's session is ended by the server) and voids the
     // round: within the default bound of about 4 s, plus room for a loaded machine.
-    const voided = await eventually(async () => {
-      const r = (await call('GET', `/api/public/v1/rounds/${round.round_number}`)).body;
-      return r?.status === 'void' ? r : undefined;
-    }, 20_000, 50);
+    const voided = await eventually(
+      async () => {
+        const r = (await call('GET', `/api/public/v1/rounds/${round.round_number}`)).body;
+        return r?.status === 'void' ? r : undefined;
+      },
+      20_000,
+      50,
+    );
     const takeoverMs = Date.now() - frozenAt;
     expect(voided.void_reason).toMatch(/restarted/);
     expect(takeoverMs).toBeLessThan(8_000);

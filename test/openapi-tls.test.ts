@@ -21,9 +21,14 @@ describe('OpenAPI document', () => {
     expect(placeBet.requestBody.content['application/json'].schema).toMatchObject({
       additionalProperties: false,
       required: ['external_user_id', 'amount'],
-      properties: { amount: { type: 'integer', minimum: 1, maximum: 1_000_000 }, external_user_id: { minLength: 1, maxLength: 120 } },
+      properties: {
+        amount: { type: 'integer', minimum: 1, maximum: 1_000_000 },
+        external_user_id: { minLength: 1, maxLength: 120 },
+      },
     });
-    expect(Object.keys(doc.paths)).toEqual(expect.arrayContaining(['/api/public/v1/cashout', '/api/public/v1/rounds/current', '/fairness/crash']));
+    expect(Object.keys(doc.paths)).toEqual(
+      expect.arrayContaining(['/api/public/v1/cashout', '/api/public/v1/rounds/current', '/fairness/crash']),
+    );
   });
 
   it('serves a docs page', async () => {
@@ -40,9 +45,27 @@ describe('native TLS', () => {
     const dir = mkdtempSync(join(tmpdir(), 'rbs-tls-'));
     const key = join(dir, 'key.pem');
     const cert = join(dir, 'cert.pem');
-    execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', key, '-out', cert, '-days', '1', '-subj', '/CN=localhost'], {
-      stdio: 'ignore',
-    });
+    execFileSync(
+      'openssl',
+      [
+        'req',
+        '-x509',
+        '-newkey',
+        'rsa:2048',
+        '-nodes',
+        '-keyout',
+        key,
+        '-out',
+        cert,
+        '-days',
+        '1',
+        '-subj',
+        '/CN=localhost',
+      ],
+      {
+        stdio: 'ignore',
+      },
+    );
     t = await startTestApp({ engines: false, env: { TLS_CERT_FILE: cert, TLS_KEY_FILE: key } });
   });
   afterAll(async () => t?.close());

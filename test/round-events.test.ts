@@ -1,5 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { client, eventually, KNOWN_CRASH_SEEDS, startTestApp, withSeeds, type TestApp, type TestOperator } from './support/harness';
+import {
+  client,
+  eventually,
+  KNOWN_CRASH_SEEDS,
+  startTestApp,
+  withSeeds,
+  type TestApp,
+  type TestOperator,
+} from './support/harness';
 import { TestReceiver } from './support/webhook-receiver';
 
 interface Envelope {
@@ -33,7 +41,10 @@ describe('round.opened and round.closed carry the read endpoint object', () => {
       beforeStart: withSeeds('crash', [KNOWN_CRASH_SEEDS.x118, KNOWN_CRASH_SEEDS.x118, KNOWN_CRASH_SEEDS.x118]),
     });
     op = await t.createOperator();
-    const r = await client(t.baseUrl, op)('POST', '/api/public/v1/webhook-endpoints', { url: `${base}/rounds`, events: ['round.opened', 'round.closed'] });
+    const r = await client(t.baseUrl, op)('POST', '/api/public/v1/webhook-endpoints', {
+      url: `${base}/rounds`,
+      events: ['round.opened', 'round.closed'],
+    });
     expect(r.status).toBe(201);
   });
   afterAll(async () => {
@@ -41,9 +52,15 @@ describe('round.opened and round.closed carry the read endpoint object', () => {
     await receiver.close();
   });
 
-  const events = (): Envelope[] => receiver.received.filter((r) => r.path === '/rounds').map((r) => JSON.parse(r.body) as Envelope);
+  const events = (): Envelope[] =>
+    receiver.received.filter((r) => r.path === '/rounds').map((r) => JSON.parse(r.body) as Envelope);
   const event = (game: string, type: string): Promise<Envelope> =>
-    eventually(async () => events().find((e) => e.data.game === game && e.type === type), 20_000, 50, `${game} ${type}`);
+    eventually(
+      async () => events().find((e) => e.data.game === game && e.type === type),
+      20_000,
+      50,
+      `${game} ${type}`,
+    );
 
   it('Crash: equal to GET /api/public/v1/rounds/{round_number}, open then closed', async () => {
     const call = client(t.baseUrl, op);
@@ -55,13 +72,21 @@ describe('round.opened and round.closed carry the read endpoint object', () => {
     expect(closed.data.status).toBe('closed');
     expect(closed.data).toEqual((await call('GET', `/api/public/v1/rounds/${closed.data.round_number}`)).body);
     // What recomputing it takes travels with the round: the salt and the house edge it was played with.
-    expect(closed.data).toMatchObject({ outcome: { crash_point: 1.18 }, salt: t.config.crash.salt, house_edge_bp: 100 });
+    expect(closed.data).toMatchObject({
+      outcome: { crash_point: 1.18 },
+      salt: t.config.crash.salt,
+      house_edge_bp: 100,
+    });
   });
 
   it('Stock Race: equal to GET /v1/rounds/{round_id}, with the symbols and the race length', async () => {
     const call = client(t.baseUrl, op, 'B');
     const opened = await event('stock_race', 'round.opened');
-    expect(opened.data).toMatchObject({ status: 'open', symbols: expect.arrayContaining(['AAPL', 'TSLA']), race_ms: 300 });
+    expect(opened.data).toMatchObject({
+      status: 'open',
+      symbols: expect.arrayContaining(['AAPL', 'TSLA']),
+      race_ms: 300,
+    });
     const whileOpen = await call('GET', `/v1/rounds/${opened.data.round_id}`);
     expect(opened.data).toEqual(whileOpen.body);
     const closed = await event('stock_race', 'round.closed');

@@ -25,11 +25,13 @@ describe.each(STORES)('migration 004_sandbox over existing data on %s', (store) 
   });
 
   async function storeAtVersion3(): Promise<Database> {
-    const provider = { getMigrations: async () => ({
-      '001_initial': m001,
-      '002_webhook_pipeline': m002,
-      '003_chain_commitments': m003,
-    }) };
+    const provider = {
+      getMigrations: async () => ({
+        '001_initial': m001,
+        '002_webhook_pipeline': m002,
+        '003_chain_commitments': m003,
+      }),
+    };
     if (store === 'sqlite') {
       const db = new SqliteDatabase({ filename: join(mkdtempSync(join(tmpdir(), 'rbs-mig-')), 'service.db') });
       cleanups.push(() => db.close());
@@ -105,7 +107,11 @@ describe.each(STORES)('migration 004_sandbox over existing data on %s', (store) 
       expect(raw.pragma('foreign_key_check')).toEqual([]);
       expect(raw.pragma('foreign_keys', { simple: true })).toBe(1);
       // The rebuilt table keeps every index the earlier migrations gave it.
-      const indexes = (raw.prepare(`SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'rounds'`).all() as { name: string }[]).map((r) => r.name);
+      const indexes = (
+        raw.prepare(`SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'rounds'`).all() as {
+          name: string;
+        }[]
+      ).map((r) => r.name);
       expect(indexes).toEqual(expect.arrayContaining(['rounds_game_status', 'rounds_chain_idx']));
     }
     // A bet still cannot point at a round that does not exist.

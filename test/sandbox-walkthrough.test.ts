@@ -64,7 +64,15 @@ describe('docs/sandbox.md walk-through', () => {
   it('runs from a test operator to a forced crash, a forced Stock Race win and a wallet outage', async () => {
     expect(serverEnv).toEqual({ WALLET_RETRY_SCHEDULE_MS: '0,1000,1000' });
     const run = await runBash(script, { ...service.env, BASE: service.baseUrl, LOG_LEVEL: 'silent' }, 150_000);
-    const parts = [`exit ${run.code}`, '--- stdout', run.stdout, '--- stderr', run.stderr, '--- service', service.logs()];
+    const parts = [
+      `exit ${run.code}`,
+      '--- stdout',
+      run.stdout,
+      '--- stderr',
+      run.stderr,
+      '--- service',
+      service.logs(),
+    ];
     const context = parts.join('\n');
     expect(run.code, context).toBe(0);
     const out = run.stdout;

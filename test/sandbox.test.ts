@@ -406,9 +406,7 @@ describe.each(STORES)('sandbox (test mode) on %s', (store) => {
       });
       return go;
     };
-    const sandboxRounds = await t.app.db.all<{ id: string }>('SELECT id FROM rounds WHERE operator_id = ?', [
-      test.id,
-    ]);
+    const sandboxRounds = await t.app.db.all<{ id: string }>('SELECT id FROM rounds WHERE operator_id = ?', [test.id]);
     expect(sandboxRounds.length).toBeGreaterThan(0);
 
     const asTest = await signIn(test.id, 'test@casino.example');
@@ -429,7 +427,9 @@ describe.each(STORES)('sandbox (test mode) on %s', (store) => {
     const bodies = (path: string) => receiver.on(path).map((r) => JSON.parse(r.body) as Record<string, any>);
     const got = await until(async () => {
       const mine = bodies('/test');
-      return mine.some((b) => b.type === 'bet.settled') && mine.some((b) => b.type === 'round.closed') ? mine : undefined;
+      return mine.some((b) => b.type === 'bet.settled') && mine.some((b) => b.type === 'round.closed')
+        ? mine
+        : undefined;
     }, 250);
     expect(got.every((b) => b.livemode === false)).toBe(true);
     expect(got.every((b) => sandboxRounds.has(b.data.round_id))).toBe(true);

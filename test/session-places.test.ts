@@ -20,7 +20,9 @@ describe('a player session used from several places', () => {
     expect(launched.status).toBe(200);
     const token = new URL(launched.body.launch_url).searchParams.get('token')!;
     const open = async (ip: string) => {
-      const res = await request(`${t.baseUrl}/play?token=${encodeURIComponent(token)}`, { headers: { 'x-forwarded-for': ip } });
+      const res = await request(`${t.baseUrl}/play?token=${encodeURIComponent(token)}`, {
+        headers: { 'x-forwarded-for': ip },
+      });
       await res.body.text();
       return res.statusCode;
     };

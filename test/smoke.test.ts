@@ -12,7 +12,12 @@ describe.each(STORES)('smoke on %s', (store) => {
     const op = await t.createOperator();
     const call = client(t.baseUrl, op);
     const placed = await eventually(async () => {
-      const r = await call('POST', '/api/public/v1/place-bet', { external_user_id: 'p1', amount: 100, auto_cashout: 1.01 }, { idempotencyKey: `k-${Math.random()}` });
+      const r = await call(
+        'POST',
+        '/api/public/v1/place-bet',
+        { external_user_id: 'p1', amount: 100, auto_cashout: 1.01 },
+        { idempotencyKey: `k-${Math.random()}` },
+      );
       return r.status === 200 ? r : undefined;
     });
     expect(placed.body).toMatchObject({ external_user_id: 'p1', amount: 100, auto_cashout: 1.01 });

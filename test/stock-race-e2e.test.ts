@@ -22,7 +22,11 @@ const LOW = ['AAPL', 'AMZN', 'GOOG', 'META'];
 const HIGH = ['MSFT', 'NFLX', 'NVDA', 'TSLA'];
 
 async function post(url: string, body: unknown): Promise<{ status: number; body: any }> {
-  const res = await request(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const res = await request(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
   return { status: res.statusCode, body: await res.body.json() };
 }
 
@@ -46,19 +50,33 @@ describe.each(STORES)('Stock Race end to end with the reference operator wallet 
 
   async function player(ref: string, deposit: number): Promise<string> {
     expect((await post(`${wallet.url}/players/${ref}/deposit`, { currency: 'EUR', amount: deposit })).status).toBe(200);
-    const session = await post(`${wallet.url}/players/${ref}/sessions`, { return_url: 'https://operator.example/lobby' });
+    const session = await post(`${wallet.url}/players/${ref}/sessions`, {
+      return_url: 'https://operator.example/lobby',
+    });
     expect(session.status).toBe(200);
     return session.body.session_id;
   }
 
   /** Places bets through the wallet (hold, then reserve) until they land together in one open round. */
-  async function betBoth(ref: string, sessionId: string, stake: number): Promise<{ roundId: string; betIds: string[] }> {
+  async function betBoth(
+    ref: string,
+    sessionId: string,
+    stake: number,
+  ): Promise<{ roundId: string; betIds: string[] }> {
     return eventually(async () => {
       const current = await client(t.baseUrl, op, 'B')('GET', '/v1/rounds/current');
-      if (current.status !== 200 || current.body.status !== 'open' || current.body.betting_closes_at - Date.now() < 400) return undefined;
+      if (current.status !== 200 || current.body.status !== 'open' || current.body.betting_closes_at - Date.now() < 400)
+        return undefined;
       const roundId = current.body.round_id;
       const placed = await Promise.all(
-        [LOW, HIGH].map((selected) => post(`${wallet.url}/players/${ref}/bets`, { session_id: sessionId, round_id: roundId, selected_stocks: selected, stake })),
+        [LOW, HIGH].map((selected) =>
+          post(`${wallet.url}/players/${ref}/bets`, {
+            session_id: sessionId,
+            round_id: roundId,
+            selected_stocks: selected,
+            stake,
+          }),
+        ),
       );
       expect(placed.map((p) => p.status)).toEqual([200, 200]);
       return { roundId, betIds: placed.map((p) => p.body.bet.bet_id as string) };
@@ -87,9 +105,21 @@ describe.each(STORES)('Stock Race end to end with the reference operator wallet 
       const r = await call('GET', `/v1/bets/${winning}`);
       return r.body.settlement?.status === 'delivered' ? r : undefined;
     });
-    expect(bet.body).toMatchObject({ status: 'won', stake: 10, payout: 19, currency: 'EUR', settlement: { status: 'delivered', attempts: 1 } });
+    expect(bet.body).toMatchObject({
+      status: 'won',
+      stake: 10,
+      payout: 19,
+      currency: 'EUR',
+      settlement: { status: 'delivered', attempts: 1 },
+    });
     const sent = await settlementRepository.byBet(t.app.db, losing);
-    expect(JSON.parse(sent!.body)).toEqual({ bet_id: losing, winner, pct: round.outcome.pct, payout: 0, idempotency_key: `settle_${losing}` });
+    expect(JSON.parse(sent!.body)).toEqual({
+      bet_id: losing,
+      winner,
+      pct: round.outcome.pct,
+      payout: 0,
+      idempotency_key: `settle_${losing}`,
+    });
   });
 
   it('wallet down for a while: every settlement is delivered once it is back, none credited twice', async () => {
@@ -97,11 +127,17 @@ describe.each(STORES)('Stock Race end to end with the reference operator wallet 
     const sessions = await Promise.all(refs.map((ref) => player(ref, 20)));
     const placed = await eventually(async () => {
       const current = await client(t.baseUrl, op, 'B')('GET', '/v1/rounds/current');
-      if (current.status !== 200 || current.body.status !== 'open' || current.body.betting_closes_at - Date.now() < 400) return undefined;
+      if (current.status !== 200 || current.body.status !== 'open' || current.body.betting_closes_at - Date.now() < 400)
+        return undefined;
       const results = await Promise.all(
         refs.flatMap((ref, i) =>
           [LOW, HIGH].map((selected) =>
-            post(`${wallet.url}/players/${ref}/bets`, { session_id: sessions[i], round_id: current.body.round_id, selected_stocks: selected, stake: 2.5 }),
+            post(`${wallet.url}/players/${ref}/bets`, {
+              session_id: sessions[i],
+              round_id: current.body.round_id,
+              selected_stocks: selected,
+              stake: 2.5,
+            }),
           ),
         ),
       );
@@ -123,7 +159,13 @@ describe.each(STORES)('Stock Race end to end with the reference operator wallet 
     expect(attempts.length).toBeGreaterThanOrEqual(3);
     expect(attempts.every((a) => a.status_code === null && a.error !== null)).toBe(true);
 
-    wallet = await startOperatorWallet({ port, serviceUrl: t.baseUrl, apiKey: op.apiKey, apiSecret: op.apiSecret, dataFile });
+    wallet = await startOperatorWallet({
+      port,
+      serviceUrl: t.baseUrl,
+      apiKey: op.apiKey,
+      apiSecret: op.apiSecret,
+      dataFile,
+    });
     await eventually(async () => {
       const r = await call('GET', '/v1/settlements?status=delivered&limit=1000');
       return placed.every((id) => r.body.settlements.some((x: any) => x.bet_id === id));
@@ -132,7 +174,8 @@ describe.each(STORES)('Stock Race end to end with the reference operator wallet 
     expect(credited.map((e) => e.bet_id).sort()).toEqual([...placed].sort());
     expect(wallet.settleLog().filter((e) => placed.includes(e.bet_id!) && e.result !== 'credited')).toEqual([]);
     // Each player: 20.00 − 2 × 2.50 + 4.75 (the one winning 4-of-8 bet: 2.50 × 8 × 0.95 / 4).
-    for (const ref of refs) expect(wallet.store.player(ref)).toEqual({ currency: 'EUR', balance: 2000 - 500 + 475, reserved: 0 });
+    for (const ref of refs)
+      expect(wallet.store.player(ref)).toEqual({ currency: 'EUR', balance: 2000 - 500 + 475, reserved: 0 });
   });
 
   // Last: it voids the round the engine is driving.
@@ -143,7 +186,13 @@ describe.each(STORES)('Stock Race end to end with the reference operator wallet 
     await eventually(async () => betIds.every((id) => wallet.store.bet(id)?.status === 'settled'), 10_000);
     expect(wallet.store.player('bob')).toEqual({ currency: 'EUR', balance: 5000, reserved: 0 });
     const body = JSON.parse((await settlementRepository.byBet(t.app.db, betIds[0]!))!.body);
-    expect(body).toEqual({ bet_id: betIds[0], winner: null, pct: null, payout: 5, idempotency_key: `settle_${betIds[0]}` });
+    expect(body).toEqual({
+      bet_id: betIds[0],
+      winner: null,
+      pct: null,
+      payout: 5,
+      idempotency_key: `settle_${betIds[0]}`,
+    });
     const bet = await client(t.baseUrl, op, 'B')('GET', `/v1/bets/${betIds[1]}`);
     expect(bet.body).toMatchObject({ status: 'void', payout: 5 });
   });

@@ -5,7 +5,11 @@ import { ChildService, freePort } from './support/child-service';
 import { client, eventually, type TestOperator } from './support/harness';
 
 async function post(url: string, body: unknown): Promise<{ status: number; body: any }> {
-  const res = await request(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const res = await request(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
   return { status: res.statusCode, body: await res.body.json() };
 }
 
@@ -32,10 +36,22 @@ describe('service killed with SIGKILL between round close and the wallet acknowl
 
   it('delivers the settle exactly once after a restart on the same store', async () => {
     const walletPort = await freePort();
-    const created = await svc.admin('operator', 'create', '--name', 'Kill test operator', '--wallet-url', `http://127.0.0.1:${walletPort}`);
+    const created = await svc.admin(
+      'operator',
+      'create',
+      '--name',
+      'Kill test operator',
+      '--wallet-url',
+      `http://127.0.0.1:${walletPort}`,
+    );
     const op: TestOperator = { id: created.operator_id, apiKey: created.api_key, apiSecret: created.api_secret };
     await svc.start();
-    wallet = await startOperatorWallet({ port: walletPort, serviceUrl: svc.baseUrl, apiKey: op.apiKey, apiSecret: op.apiSecret });
+    wallet = await startOperatorWallet({
+      port: walletPort,
+      serviceUrl: svc.baseUrl,
+      apiKey: op.apiKey,
+      apiSecret: op.apiSecret,
+    });
 
     expect((await post(`${wallet.url}/players/zoe/deposit`, { currency: 'EUR', amount: 30 })).status).toBe(200);
     const session = await post(`${wallet.url}/players/zoe/sessions`, {});
@@ -44,10 +60,19 @@ describe('service killed with SIGKILL between round close and the wallet acknowl
     // Both bets in one round, placed with time to spare so neither can meet the window's end.
     const betIds = await eventually(async () => {
       const current = await call('GET', '/v1/rounds/current');
-      if (current.status !== 200 || current.body.status !== 'open' || current.body.betting_closes_at - Date.now() < 800) return undefined;
+      if (current.status !== 200 || current.body.status !== 'open' || current.body.betting_closes_at - Date.now() < 800)
+        return undefined;
       const placed = await Promise.all(
-        [['AAPL', 'AMZN', 'GOOG', 'META'], ['MSFT', 'NFLX', 'NVDA', 'TSLA']].map((selected) =>
-          post(`${wallet!.url}/players/zoe/bets`, { session_id: session.body.session_id, round_id: current.body.round_id, selected_stocks: selected, stake: 10 }),
+        [
+          ['AAPL', 'AMZN', 'GOOG', 'META'],
+          ['MSFT', 'NFLX', 'NVDA', 'TSLA'],
+        ].map((selected) =>
+          post(`${wallet!.url}/players/zoe/bets`, {
+            session_id: session.body.session_id,
+            round_id: current.body.round_id,
+            selected_stocks: selected,
+            stake: 10,
+          }),
         ),
       );
       expect(placed.map((p) => p.status)).toEqual([200, 200]);

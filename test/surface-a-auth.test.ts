@@ -47,20 +47,28 @@ describe('Surface A authentication', () => {
     const ts = String(Date.now());
     const signed = '{"external_user_id":"u","amount":1}';
     const sent = '{"external_user_id":"u","amount":9}';
-    const r = await raw('/api/public/v1/place-bet', {
-      'content-type': 'application/json',
-      'x-api-key': op.apiKey,
-      'x-timestamp': ts,
-      'x-signature': signRequest(op.apiSecret, 'POST', '/api/public/v1/place-bet', ts, signed),
-      'idempotency-key': 'tamper',
-    }, sent);
+    const r = await raw(
+      '/api/public/v1/place-bet',
+      {
+        'content-type': 'application/json',
+        'x-api-key': op.apiKey,
+        'x-timestamp': ts,
+        'x-signature': signRequest(op.apiSecret, 'POST', '/api/public/v1/place-bet', ts, signed),
+        'idempotency-key': 'tamper',
+      },
+      sent,
+    );
     expect(r.status).toBe(401);
     expect(r.body.code).toBe('INVALID_SIGNATURE');
   });
 
   it('signs the path with its query string', async () => {
     const ts = String(Date.now());
-    const headers = { 'x-api-key': op.apiKey, 'x-timestamp': ts, 'x-signature': signRequest(op.apiSecret, 'GET', '/api/public/v1/rounds/current', ts, '') };
+    const headers = {
+      'x-api-key': op.apiKey,
+      'x-timestamp': ts,
+      'x-signature': signRequest(op.apiSecret, 'GET', '/api/public/v1/rounds/current', ts, ''),
+    };
     const r = await raw('/api/public/v1/rounds/current?x=1', headers, undefined, 'GET');
     expect(r.status).toBe(401);
     expect(r.body.code).toBe('INVALID_SIGNATURE');
@@ -80,7 +88,9 @@ describe('Surface A authentication', () => {
   });
 
   it('refuses a non-numeric timestamp by name', async () => {
-    const r = await client(t.baseUrl, op)('GET', '/api/public/v1/rounds/current', undefined, { headers: { 'x-timestamp': 'yesterday' } });
+    const r = await client(t.baseUrl, op)('GET', '/api/public/v1/rounds/current', undefined, {
+      headers: { 'x-timestamp': 'yesterday' },
+    });
     expect(r.status).toBe(401);
     expect(r.body.code).toBe('INVALID_SIGNATURE');
     expect(r.body.error).toMatch(/x-timestamp must be milliseconds since epoch/);
@@ -90,7 +100,10 @@ describe('Surface A authentication', () => {
     const other = await t.createOperator({ name: 'rotating' });
     const rotated = await t.app.services.operators.rotateSecret(other.id, 60_000);
     const withOld = await client(t.baseUrl, other)('GET', '/api/public/v1/rounds/current');
-    const withNew = await client(t.baseUrl, { ...other, apiSecret: rotated.apiSecret })('GET', '/api/public/v1/rounds/current');
+    const withNew = await client(t.baseUrl, { ...other, apiSecret: rotated.apiSecret })(
+      'GET',
+      '/api/public/v1/rounds/current',
+    );
     expect(withOld.status).toBe(404);
     expect(withNew.status).toBe(404);
     const expired = await t.createOperator({ name: 'rotated-now' });

@@ -15,20 +15,57 @@ describe('Surface A request validation', () => {
   });
   afterAll(async () => t?.close());
 
-  const place = (body: unknown, extra: Parameters<typeof call>[3] = {}) => call('POST', '/api/public/v1/place-bet', body, { idempotencyKey: key(), ...extra });
+  const place = (body: unknown, extra: Parameters<typeof call>[3] = {}) =>
+    call('POST', '/api/public/v1/place-bet', body, { idempotencyKey: key(), ...extra });
 
   const cases: [string, unknown, number, string, RegExp][] = [
-    ['amount 0', { external_user_id: 'u', amount: 0 }, 400, 'VALIDATION_FAILED', /"amount" must be an integer from 1 to 1000000/],
+    [
+      'amount 0',
+      { external_user_id: 'u', amount: 0 },
+      400,
+      'VALIDATION_FAILED',
+      /"amount" must be an integer from 1 to 1000000/,
+    ],
     ['amount above the limit', { external_user_id: 'u', amount: 1_000_001 }, 400, 'VALIDATION_FAILED', /"amount"/],
     ['fractional amount', { external_user_id: 'u', amount: 1.5 }, 400, 'VALIDATION_FAILED', /"amount"/],
     ['amount as a string', { external_user_id: 'u', amount: '100' }, 400, 'VALIDATION_FAILED', /"amount"/],
     ['missing amount', { external_user_id: 'u' }, 400, 'VALIDATION_FAILED', /field "amount" is required/],
     ['empty external_user_id', { external_user_id: '', amount: 1 }, 400, 'VALIDATION_FAILED', /"external_user_id"/],
-    ['external_user_id of 121 chars', { external_user_id: 'x'.repeat(121), amount: 1 }, 400, 'VALIDATION_FAILED', /"external_user_id"/],
-    ['auto_cashout 1.00', { external_user_id: 'u', amount: 1, auto_cashout: 1 }, 400, 'VALIDATION_FAILED', /"auto_cashout"/],
-    ['auto_cashout with 3 decimals', { external_user_id: 'u', amount: 1, auto_cashout: 1.015 }, 400, 'VALIDATION_FAILED', /"auto_cashout" must have at most 2 decimals/],
-    ['auto_cashout as a string', { external_user_id: 'u', amount: 1, auto_cashout: '2' }, 400, 'VALIDATION_FAILED', /"auto_cashout"/],
-    ['an unknown field', { external_user_id: 'u', amount: 1, currency: 'EUR' }, 400, 'UNKNOWN_FIELD', /unknown field "currency"/],
+    [
+      'external_user_id of 121 chars',
+      { external_user_id: 'x'.repeat(121), amount: 1 },
+      400,
+      'VALIDATION_FAILED',
+      /"external_user_id"/,
+    ],
+    [
+      'auto_cashout 1.00',
+      { external_user_id: 'u', amount: 1, auto_cashout: 1 },
+      400,
+      'VALIDATION_FAILED',
+      /"auto_cashout"/,
+    ],
+    [
+      'auto_cashout with 3 decimals',
+      { external_user_id: 'u', amount: 1, auto_cashout: 1.015 },
+      400,
+      'VALIDATION_FAILED',
+      /"auto_cashout" must have at most 2 decimals/,
+    ],
+    [
+      'auto_cashout as a string',
+      { external_user_id: 'u', amount: 1, auto_cashout: '2' },
+      400,
+      'VALIDATION_FAILED',
+      /"auto_cashout"/,
+    ],
+    [
+      'an unknown field',
+      { external_user_id: 'u', amount: 1, currency: 'EUR' },
+      400,
+      'UNKNOWN_FIELD',
+      /unknown field "currency"/,
+    ],
     ['an array body', [1, 2], 400, 'VALIDATION_FAILED', /the body must be a JSON object/],
   ];
 
@@ -80,7 +117,10 @@ describe('Surface A request validation', () => {
   it('requires an Idempotency-Key on place-bet and cashout', async () => {
     const a = await call('POST', '/api/public/v1/place-bet', { external_user_id: 'u', amount: 1 });
     expect(a.status).toBe(400);
-    expect(a.body).toEqual({ error: 'the Idempotency-Key header is required on this POST', code: 'IDEMPOTENCY_KEY_MISSING' });
+    expect(a.body).toEqual({
+      error: 'the Idempotency-Key header is required on this POST',
+      code: 'IDEMPOTENCY_KEY_MISSING',
+    });
     const b = await call('POST', '/api/public/v1/cashout', { bet_id: '00000000-0000-4000-8000-000000000000' });
     expect(b.status).toBe(400);
     expect(b.body.code).toBe('IDEMPOTENCY_KEY_MISSING');
@@ -90,7 +130,12 @@ describe('Surface A request validation', () => {
     const bad = await call('POST', '/api/public/v1/cashout', { bet_id: 'nope' }, { idempotencyKey: key() });
     expect(bad.status).toBe(400);
     expect(bad.body.code).toBe('VALIDATION_FAILED');
-    const unknown = await call('POST', '/api/public/v1/cashout', { bet_id: '00000000-0000-4000-8000-000000000000' }, { idempotencyKey: key() });
+    const unknown = await call(
+      'POST',
+      '/api/public/v1/cashout',
+      { bet_id: '00000000-0000-4000-8000-000000000000' },
+      { idempotencyKey: key() },
+    );
     expect(unknown.status).toBe(404);
     expect(unknown.body.code).toBe('BET_NOT_FOUND');
   });
@@ -118,6 +163,9 @@ describe('Surface A query strings', () => {
     const call = client(t.baseUrl, await t.createOperator());
     const r = await call('GET', '/api/public/v1/rounds/current?limt=5');
     expect(r.status).toBe(400);
-    expect(r.body).toEqual({ error: 'unknown querystring field "limt": this endpoint does not accept it', code: 'UNKNOWN_FIELD' });
+    expect(r.body).toEqual({
+      error: 'unknown querystring field "limt": this endpoint does not accept it',
+      code: 'UNKNOWN_FIELD',
+    });
   });
 });

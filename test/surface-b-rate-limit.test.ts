@@ -20,7 +20,9 @@ describe('Surface B rate limit: burst 500, then 200 per second, per operator key
   async function fire(n: number): Promise<SignedResponse[]> {
     const out: SignedResponse[] = [];
     for (let i = 0; i < n; i += 50) {
-      const batch = Array.from({ length: Math.min(50, n - i) }, () => call('GET', '/v1/settlements?status=pending', undefined, { timestamp: clock.now() }));
+      const batch = Array.from({ length: Math.min(50, n - i) }, () =>
+        call('GET', '/v1/settlements?status=pending', undefined, { timestamp: clock.now() }),
+      );
       out.push(...(await Promise.all(batch)));
     }
     return out;
@@ -34,7 +36,10 @@ describe('Surface B rate limit: burst 500, then 200 per second, per operator key
     const refused = await call('GET', '/v1/settlements', undefined, { timestamp: clock.now() });
     expect(refused.status).toBe(429);
     expect(refused.headers['retry-after']).toBe('1');
-    expect(refused.body).toEqual({ error: 'RATE_LIMITED', message: 'rate limit exceeded: 500 burst, 200 requests per second' });
+    expect(refused.body).toEqual({
+      error: 'RATE_LIMITED',
+      message: 'rate limit exceeded: 500 burst, 200 requests per second',
+    });
 
     clock.advance(1_000);
     const second = await fire(201);
@@ -52,7 +57,9 @@ describe('Surface B rate limit: burst 500, then 200 per second, per operator key
     const other = await t.createOperator({ name: 'Other' });
     await t.app.services.operators.updateSettings(other.id, { rate_limit: { refill_per_second: 5, burst: 10 } });
     const theirs = client(t.baseUrl, other, 'B');
-    const results = await Promise.all(Array.from({ length: 11 }, () => theirs('GET', '/v1/settlements', undefined, { timestamp: clock.now() })));
+    const results = await Promise.all(
+      Array.from({ length: 11 }, () => theirs('GET', '/v1/settlements', undefined, { timestamp: clock.now() })),
+    );
     expect(results.filter((r) => r.status === 200)).toHaveLength(10);
     const limited = results.find((r) => r.status === 429)!;
     expect(limited.body.error).toBe('RATE_LIMITED');

@@ -3,7 +3,15 @@ import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FakeClock } from '../src/clock/clock';
 import { roundRepository } from '../src/games/engine/round-repository';
-import { client, eventually, startTestApp, STORES, withSeeds, type TestApp, type TestOperator } from './support/harness';
+import {
+  client,
+  eventually,
+  startTestApp,
+  STORES,
+  withSeeds,
+  type TestApp,
+  type TestOperator,
+} from './support/harness';
 
 // sha256("surface-b-test-0"): NVDA wins at +8.85%.
 const SEED_NVDA = '75fed4db566aa59dc746e89f1a940794d6ac7af868d356f9f13608cabc3c62b1';
@@ -24,25 +32,49 @@ describe.each(STORES)('POST /v1/bets/reserve and the Stock Race reads on %s', (s
       store,
       clock,
       beforeStart: withSeeds('stock_race', [SEED_NVDA]),
-      env: { STOCK_RACE_BETTING_WINDOW_MS: String(WINDOW), STOCK_RACE_DURATION_MS: String(RACE), STOCK_RACE_TICK_MS: '500', STOCK_RACE_PAUSE_MS: '1000' },
+      env: {
+        STOCK_RACE_BETTING_WINDOW_MS: String(WINDOW),
+        STOCK_RACE_DURATION_MS: String(RACE),
+        STOCK_RACE_TICK_MS: '500',
+        STOCK_RACE_PAUSE_MS: '1000',
+      },
     });
     op = await t.createOperator();
     other = await t.createOperator({ name: 'Other' });
     call = client(t.baseUrl, op, 'B');
-    const launched = await call('POST', '/v1/sessions/launch', { player_ref: 'p1', currency: 'EUR', return_url: 'https://op.example/' }, { timestamp: clock.now() });
+    const launched = await call(
+      'POST',
+      '/v1/sessions/launch',
+      { player_ref: 'p1', currency: 'EUR', return_url: 'https://op.example/' },
+      { timestamp: clock.now() },
+    );
     sessionId = launched.body.session_id;
     roundId = (await eventually(async () => roundRepository.latest(t.app.db, 'stock_race')))!.id;
   });
   afterAll(async () => t?.close());
 
   const get = (path: string) => call('GET', path, undefined, { timestamp: clock.now() });
-  const reserve = (body: Record<string, unknown>, as = call) => as('POST', '/v1/bets/reserve', body, { timestamp: clock.now() });
-  const base = () => ({ session_id: sessionId, round_id: roundId, selected_stocks: ['NVDA', 'TSLA'], stake: 10.5, idempotency_key: randomUUID() });
+  const reserve = (body: Record<string, unknown>, as = call) =>
+    as('POST', '/v1/bets/reserve', body, { timestamp: clock.now() });
+  const base = () => ({
+    session_id: sessionId,
+    round_id: roundId,
+    selected_stocks: ['NVDA', 'TSLA'],
+    stake: 10.5,
+    idempotency_key: randomUUID(),
+  });
 
   it('shows the open round with its symbols', async () => {
     const res = await get('/v1/rounds/current');
     expect(res.status).toBe(200);
-    expect(res.body).toMatchObject({ round_id: roundId, game: 'stock_race', status: 'open', seed: null, outcome: null, race_ms: RACE });
+    expect(res.body).toMatchObject({
+      round_id: roundId,
+      game: 'stock_race',
+      status: 'open',
+      seed: null,
+      outcome: null,
+      race_ms: RACE,
+    });
     expect(res.body.symbols).toEqual(['AAPL', 'AMZN', 'GOOG', 'META', 'MSFT', 'NFLX', 'NVDA', 'TSLA']);
     expect(res.body.betting_closes_at - res.body.opened_at).toBe(WINDOW);
   });
@@ -79,7 +111,10 @@ describe.each(STORES)('POST /v1/bets/reserve and the Stock Race reads on %s', (s
     expect(reordered.body).toEqual(first.body);
     const changed = await reserve({ ...body, stake: 11 });
     expect(changed.status).toBe(409);
-    expect(changed.body).toEqual({ error: 'IDEMPOTENCY_KEY_REUSED', message: 'idempotency key reused with different body' });
+    expect(changed.body).toEqual({
+      error: 'IDEMPOTENCY_KEY_REUSED',
+      message: 'idempotency key reused with different body',
+    });
     const count = await t.app.db.get<{ n: number }>('SELECT COUNT(*) AS n FROM bets WHERE id = ?', [first.body.bet_id]);
     expect(Number(count!.n)).toBe(1);
   });
@@ -139,15 +174,23 @@ describe.each(STORES)('POST /v1/bets/reserve and the Stock Race reads on %s', (s
   it('refuses a stake given as a string: 400 VALIDATION_FAILED naming the field', async () => {
     const res = await reserve({ ...base(), stake: '10' });
     expect(res.status).toBe(400);
-    expect(res.body).toEqual({ error: 'VALIDATION_FAILED', message: 'field "stake" must be a decimal amount in the session currency' });
+    expect(res.body).toEqual({
+      error: 'VALIDATION_FAILED',
+      message: 'field "stake" must be a decimal amount in the session currency',
+    });
   });
 
-  it('refuses an unknown session, another operator\'s session, and an expired one', async () => {
+  it("refuses an unknown session, another operator's session, and an expired one", async () => {
     expect((await reserve({ ...base(), session_id: 'ses_nope' })).body.error).toBe('SESSION_NOT_FOUND');
     const theirs = client(t.baseUrl, other, 'B');
     const r404 = await reserve(base(), theirs);
     expect([r404.status, r404.body.error]).toEqual([404, 'SESSION_NOT_FOUND']);
-    const launched = await call('POST', '/v1/sessions/launch', { player_ref: 'p2', currency: 'EUR', return_url: 'https://op.example/' }, { timestamp: clock.now() });
+    const launched = await call(
+      'POST',
+      '/v1/sessions/launch',
+      { player_ref: 'p2', currency: 'EUR', return_url: 'https://op.example/' },
+      { timestamp: clock.now() },
+    );
     await t.app.db.run('UPDATE sessions SET expires_at = ? WHERE id = ?', [clock.now(), launched.body.session_id]);
     const expired = await reserve({ ...base(), session_id: launched.body.session_id });
     expect([expired.status, expired.body.error]).toEqual([409, 'SESSION_EXPIRED']);
@@ -162,10 +205,12 @@ describe.each(STORES)('POST /v1/bets/reserve and the Stock Race reads on %s', (s
     expect((await get(`/v1/rounds/${crash.id}`)).body.error).toBe('ROUND_NOT_FOUND');
   });
 
-  it('reads: unknown bet, another operator\'s bet, bad settlement filter', async () => {
+  it("reads: unknown bet, another operator's bet, bad settlement filter", async () => {
     expect((await get(`/v1/bets/${randomUUID()}`)).body.error).toBe('BET_NOT_FOUND');
     const mine = await reserve(base());
-    const theirs = await client(t.baseUrl, other, 'B')('GET', `/v1/bets/${mine.body.bet_id}`, undefined, { timestamp: clock.now() });
+    const theirs = await client(t.baseUrl, other, 'B')('GET', `/v1/bets/${mine.body.bet_id}`, undefined, {
+      timestamp: clock.now(),
+    });
     expect([theirs.status, theirs.body.error]).toEqual([404, 'BET_NOT_FOUND']);
     expect((await get('/v1/settlements?status=lost')).status).toBe(400);
     expect((await get('/v1/settlements?status=pending')).body).toEqual({ settlements: [] });
@@ -176,7 +221,11 @@ describe.each(STORES)('POST /v1/bets/reserve and the Stock Race reads on %s', (s
     const { signRequest } = await import('../src/signing/request-signature');
     const controller = new AbortController();
     const res = await request(`${t.baseUrl}/v1/rounds/stream`, {
-      headers: { 'x-operator-key': op.apiKey, 'x-timestamp': ts, 'x-signature': signRequest(op.apiSecret, 'GET', '/v1/rounds/stream', ts, '') },
+      headers: {
+        'x-operator-key': op.apiKey,
+        'x-timestamp': ts,
+        'x-signature': signRequest(op.apiSecret, 'GET', '/v1/rounds/stream', ts, ''),
+      },
       signal: controller.signal,
     });
     expect(res.statusCode).toBe(200);

@@ -30,11 +30,16 @@ describe.each(STORES)('Surface B authentication, sessions and the player page on
     it('refuses a request without X-Operator-Key: 401 MISSING_CREDENTIALS', async () => {
       const res = await request(`${t.baseUrl}/v1/rounds/current`);
       expect(res.statusCode).toBe(401);
-      expect(await res.body.json()).toEqual({ error: 'MISSING_CREDENTIALS', message: 'the x-operator-key header is missing' });
+      expect(await res.body.json()).toEqual({
+        error: 'MISSING_CREDENTIALS',
+        message: 'the x-operator-key header is missing',
+      });
     });
 
     it('refuses an unknown key: 401 UNKNOWN_API_KEY', async () => {
-      const res = await client(t.baseUrl, { ...op, apiKey: 'pk_nobody' }, 'B')('GET', '/v1/rounds/current', undefined, { timestamp: clock.now() });
+      const res = await client(t.baseUrl, { ...op, apiKey: 'pk_nobody' }, 'B')('GET', '/v1/rounds/current', undefined, {
+        timestamp: clock.now(),
+      });
       expect(res.status).toBe(401);
       expect(res.body.error).toBe('UNKNOWN_API_KEY');
     });
@@ -71,7 +76,9 @@ describe.each(STORES)('Surface B authentication, sessions and the player page on
     });
 
     it('answers a server fault with 500 {error: INTERNAL, trace_id} and nothing else', async () => {
-      const spy = vi.spyOn(t.app.services.sessions, 'launch').mockRejectedValueOnce(new Error('database exploded at 10.0.0.7'));
+      const spy = vi
+        .spyOn(t.app.services.sessions, 'launch')
+        .mockRejectedValueOnce(new Error('database exploded at 10.0.0.7'));
       const res = await launch(good);
       spy.mockRestore();
       expect(res.status).toBe(500);
@@ -99,7 +106,11 @@ describe.each(STORES)('Surface B authentication, sessions and the player page on
         'SELECT token_hash, player_ref, return_url FROM sessions WHERE id = ?',
         [res.body.session_id],
       );
-      expect(row).toEqual({ token_hash: hashToken(token), player_ref: 'player-42', return_url: 'https://operator.example/lobby?x=1' });
+      expect(row).toEqual({
+        token_hash: hashToken(token),
+        player_ref: 'player-42',
+        return_url: 'https://operator.example/lobby?x=1',
+      });
     });
 
     it.each([
@@ -120,11 +131,21 @@ describe.each(STORES)('Surface B authentication, sessions and the player page on
     });
 
     it.each([
-      ['a repeated key', '{"player_ref":"a","player_ref":"b","currency":"EUR","return_url":"https://o.example/"}', 'application/json', 400, 'DUPLICATE_JSON_KEY'],
+      [
+        'a repeated key',
+        '{"player_ref":"a","player_ref":"b","currency":"EUR","return_url":"https://o.example/"}',
+        'application/json',
+        400,
+        'DUPLICATE_JSON_KEY',
+      ],
       ['broken JSON', '{"player_ref":', 'application/json', 400, 'MALFORMED_JSON'],
       ['a non-JSON body', 'player_ref=a', 'text/plain', 415, 'UNSUPPORTED_MEDIA_TYPE'],
     ])('refuses %s in the body, signed or not', async (_what, raw, type, status, code) => {
-      const res = await call('POST', '/v1/sessions/launch', undefined, { rawBody: raw, timestamp: clock.now(), headers: { 'content-type': type } });
+      const res = await call('POST', '/v1/sessions/launch', undefined, {
+        rawBody: raw,
+        timestamp: clock.now(),
+        headers: { 'content-type': type },
+      });
       expect([res.status, res.body.error]).toEqual([status, code]);
     });
 
@@ -178,7 +199,9 @@ describe.each(STORES)('Surface B authentication, sessions and the player page on
     it('streams the Stock Race feed to a live token', async () => {
       const res0 = await launch(good);
       const controller = new AbortController();
-      const res = await request(`${t.baseUrl}/play/feed?token=${tokenOf(res0.body.launch_url)}`, { signal: controller.signal });
+      const res = await request(`${t.baseUrl}/play/feed?token=${tokenOf(res0.body.launch_url)}`, {
+        signal: controller.signal,
+      });
       expect(res.statusCode).toBe(200);
       expect(res.headers['content-type']).toMatch(/^text\/event-stream/);
       controller.abort();

@@ -19,7 +19,12 @@ const SPAN_KIND_SERVER = 2;
 const SPAN_KIND_CLIENT = 3;
 
 /** An OTLP/HTTP collector in the test process: it keeps every span it is sent (JSON encoding). */
-async function startCollector(): Promise<{ url: string; spans: OtlpSpan[]; contentTypes: Set<string>; close(): Promise<void> }> {
+async function startCollector(): Promise<{
+  url: string;
+  spans: OtlpSpan[];
+  contentTypes: Set<string>;
+  close(): Promise<void>;
+}> {
   const spans: OtlpSpan[] = [];
   const contentTypes = new Set<string>();
   const server: Server = createServer((req, res) => {
@@ -29,7 +34,8 @@ async function startCollector(): Promise<{ url: string; spans: OtlpSpan[]; conte
       if (req.method === 'POST' && req.url === '/v1/traces') {
         contentTypes.add(String(req.headers['content-type']));
         const body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
-        for (const rs of body.resourceSpans ?? []) for (const ss of rs.scopeSpans ?? []) spans.push(...(ss.spans ?? []));
+        for (const rs of body.resourceSpans ?? [])
+          for (const ss of rs.scopeSpans ?? []) spans.push(...(ss.spans ?? []));
       }
       res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
     });
@@ -70,7 +76,12 @@ describe('traces over OTLP/HTTP when OTEL_EXPORTER_OTLP_ENDPOINT is set', () => 
   it('a place-bet is one trace: the HTTP server span and the store transaction under it', async () => {
     const call = client(t.baseUrl, op);
     await eventually(async () => (await call('GET', '/api/public/v1/rounds/current')).body?.status === 'open');
-    const placed = await call('POST', '/api/public/v1/place-bet', { external_user_id: 'alice', amount: 100 }, { idempotencyKey: 'traced-1' });
+    const placed = await call(
+      'POST',
+      '/api/public/v1/place-bet',
+      { external_user_id: 'alice', amount: 100 },
+      { idempotencyKey: 'traced-1' },
+    );
     expect(placed.status).toBe(200);
     const traceId = String(placed.headers['x-request-id']);
     expect(traceId).toMatch(/^[0-9a-f]{32}$/);
@@ -82,7 +93,10 @@ describe('traces over OTLP/HTTP when OTEL_EXPORTER_OTLP_ENDPOINT is set', () => 
     expect(server.kind).toBe(SPAN_KIND_SERVER);
     expect(attr(server, 'http.route')).toBe('/api/public/v1/place-bet');
     expect(Number(attr(server, 'http.response.status_code'))).toBe(200);
-    const store = await eventually(async () => collector.spans.find((s) => s.traceId === traceId && s.name.startsWith('db.transaction')), 10_000);
+    const store = await eventually(
+      async () => collector.spans.find((s) => s.traceId === traceId && s.name.startsWith('db.transaction')),
+      10_000,
+    );
     expect(store.parentSpanId).toBe(server.spanId);
     expect(store.kind).toBe(SPAN_KIND_CLIENT);
     expect(attr(store, 'db.system.name')).toBe('sqlite');
@@ -96,7 +110,10 @@ describe('traces over OTLP/HTTP when OTEL_EXPORTER_OTLP_ENDPOINT is set', () => 
     });
     expect(r.status).toBe(200);
     expect(r.headers['x-request-id']).toBe(callerTrace);
-    const server = await eventually(async () => collector.spans.find((s) => s.traceId === callerTrace && s.kind === SPAN_KIND_SERVER), 10_000);
+    const server = await eventually(
+      async () => collector.spans.find((s) => s.traceId === callerTrace && s.kind === SPAN_KIND_SERVER),
+      10_000,
+    );
     expect(server.parentSpanId).toBe('00f067aa0ba902b7');
   });
 
@@ -105,7 +122,10 @@ describe('traces over OTLP/HTTP when OTEL_EXPORTER_OTLP_ENDPOINT is set', () => 
     const base = await receiver.start();
     try {
       const call = client(t.baseUrl, op);
-      const ep = await call('POST', '/api/public/v1/webhook-endpoints', { url: `${base}/hook`, events: ['bet.settled'] });
+      const ep = await call('POST', '/api/public/v1/webhook-endpoints', {
+        url: `${base}/hook`,
+        events: ['bet.settled'],
+      });
       expect(ep.status).toBe(201);
       expect((await call('POST', `/api/public/v1/webhook-endpoints/${ep.body.endpoint_id}/test`)).status).toBe(202);
       const got = await eventually(async () => receiver.received.find((r) => r.path === '/hook'), 10_000);
@@ -122,8 +142,15 @@ describe('traces over OTLP/HTTP when OTEL_EXPORTER_OTLP_ENDPOINT is set', () => 
     (store as unknown as { raw: { close(): void } }).raw.close(); // every query now throws
     const r = await client(t.baseUrl, op)('GET', '/api/public/v1/rounds/current');
     expect(r.status).toBe(500);
-    expect(r.body).toEqual({ error: 'internal error', code: 'INTERNAL', trace_id: expect.stringMatching(/^[0-9a-f]{32}$/) });
-    const server = await eventually(async () => collector.spans.find((s) => s.traceId === r.body.trace_id && s.kind === SPAN_KIND_SERVER), 10_000);
+    expect(r.body).toEqual({
+      error: 'internal error',
+      code: 'INTERNAL',
+      trace_id: expect.stringMatching(/^[0-9a-f]{32}$/),
+    });
+    const server = await eventually(
+      async () => collector.spans.find((s) => s.traceId === r.body.trace_id && s.kind === SPAN_KIND_SERVER),
+      10_000,
+    );
     expect(server.name).toBe('GET /api/public/v1/rounds/current');
     expect(server.status?.code).toBe(2); // ERROR
   });

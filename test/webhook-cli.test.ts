@@ -17,7 +17,10 @@ describe('webhook and compliance admin commands', () => {
 
   beforeAll(async () => {
     base = await receiver.start();
-    t = await startTestApp({ env: { WEBHOOK_RETRY_SCHEDULE_MS: '0,20,20,20,20', OUTBOX_POLL_MS: '20' }, engines: true });
+    t = await startTestApp({
+      env: { WEBHOOK_RETRY_SCHEDULE_MS: '0,20,20,20,20', OUTBOX_POLL_MS: '20' },
+      engines: true,
+    });
   });
   afterAll(async () => {
     await t?.close();
@@ -26,10 +29,28 @@ describe('webhook and compliance admin commands', () => {
 
   it('adds, rotates, lists dead letters, re-sends and deletes', async () => {
     const op = await t.createOperator();
-    const added = await cli('webhook', 'add', '--operator', op.id, '--url', `${base}/cli`, '--events', 'compliance.flag,bet.settled', '--surface', 'B');
-    expect(added).toMatchObject({ operator_id: op.id, surface: 'B', events: ['bet.settled', 'compliance.flag'], enabled: true });
+    const added = await cli(
+      'webhook',
+      'add',
+      '--operator',
+      op.id,
+      '--url',
+      `${base}/cli`,
+      '--events',
+      'compliance.flag,bet.settled',
+      '--surface',
+      'B',
+    );
+    expect(added).toMatchObject({
+      operator_id: op.id,
+      surface: 'B',
+      events: ['bet.settled', 'compliance.flag'],
+      enabled: true,
+    });
     expect(added.secret).toMatch(/^whsec_/);
-    await expect(cli('webhook', 'add', '--operator', op.id, '--url', `${base}/x`, '--events', 'round.started')).rejects.toMatchObject({
+    await expect(
+      cli('webhook', 'add', '--operator', op.id, '--url', `${base}/x`, '--events', 'round.started'),
+    ).rejects.toMatchObject({
       code: 'VALIDATION_FAILED',
     });
 
@@ -41,9 +62,13 @@ describe('webhook and compliance admin commands', () => {
     const test = await cli('webhook', 'test', '--id', added.endpoint_id);
     await eventually(async () => (await cli('webhook', 'delivery', '--id', test.delivery_id)).status === 'dead');
     const dead = await cli('webhook', 'deliveries', '--endpoint', added.endpoint_id, '--status', 'dead');
-    expect(dead.deliveries).toEqual([expect.objectContaining({ delivery_id: test.delivery_id, attempts: 5, last_status_code: 500 })]);
+    expect(dead.deliveries).toEqual([
+      expect.objectContaining({ delivery_id: test.delivery_id, attempts: 5, last_status_code: 500 }),
+    ]);
     const detail = await cli('webhook', 'delivery', '--id', test.delivery_id);
-    expect(detail.attempt_log.map((a: { attempt: number; response_excerpt: string }) => [a.attempt, a.response_excerpt])).toEqual([
+    expect(
+      detail.attempt_log.map((a: { attempt: number; response_excerpt: string }) => [a.attempt, a.response_excerpt]),
+    ).toEqual([
       [1, 'nope'],
       [2, 'nope'],
       [3, 'nope'],
@@ -58,8 +83,13 @@ describe('webhook and compliance admin commands', () => {
 
     const disabled = await cli('webhook', 'update', '--id', added.endpoint_id, '--disable');
     expect(disabled.enabled).toBe(false);
-    await expect(cli('webhook', 'test', '--id', added.endpoint_id)).rejects.toMatchObject({ code: 'ILLEGAL_TRANSITION' });
-    expect(await cli('webhook', 'delete', '--id', added.endpoint_id)).toEqual({ endpoint_id: added.endpoint_id, deleted: true });
+    await expect(cli('webhook', 'test', '--id', added.endpoint_id)).rejects.toMatchObject({
+      code: 'ILLEGAL_TRANSITION',
+    });
+    expect(await cli('webhook', 'delete', '--id', added.endpoint_id)).toEqual({
+      endpoint_id: added.endpoint_id,
+      deleted: true,
+    });
     expect((await cli('webhook', 'list', '--operator', op.id)).endpoints).toEqual([]);
   });
 
@@ -68,11 +98,23 @@ describe('webhook and compliance admin commands', () => {
     await t.app.services.operators.updateSettings(op.id, { compliance: { large_stake: 10 } as never });
     const call = client(t.baseUrl, op);
     await eventually(async () => {
-      const r = await call('POST', '/api/public/v1/place-bet', { external_user_id: 'whale', amount: 10 }, { idempotencyKey: `k-${Math.random()}` });
+      const r = await call(
+        'POST',
+        '/api/public/v1/place-bet',
+        { external_user_id: 'whale', amount: 10 },
+        { idempotencyKey: `k-${Math.random()}` },
+      );
       return r.status === 200;
     }, 20_000);
     const out = await cli('compliance', 'flags', '--operator', op.id, '--rule', 'large_stake');
-    expect(out.flags).toEqual([expect.objectContaining({ operator_id: op.id, rule: 'large_stake', player: 'whale', details: { amount: 10, threshold: 10 } })]);
+    expect(out.flags).toEqual([
+      expect.objectContaining({
+        operator_id: op.id,
+        rule: 'large_stake',
+        player: 'whale',
+        details: { amount: 10, threshold: 10 },
+      }),
+    ]);
   });
 });
 
@@ -89,6 +131,9 @@ describe('target URL checks at the API', () => {
     expect(plain.status).toBe(400);
     expect(plain.body).toEqual({ error: 'the URL must use https', code: 'INVALID_URL' });
     const inward = await call('POST', '/api/public/v1/webhook-endpoints', { url: 'https://192.168.0.10/in' });
-    expect(inward.body).toEqual({ error: '192.168.0.10 is a loopback, private or link-local address', code: 'INVALID_URL' });
+    expect(inward.body).toEqual({
+      error: '192.168.0.10 is a loopback, private or link-local address',
+      code: 'INVALID_URL',
+    });
   });
 });

@@ -37,14 +37,25 @@ describe.each(STORES)('concurrent dispatchers on %s', (store) => {
     const config = testConfig({ WEBHOOK_RETRY_SCHEDULE_MS: '0,50,100,150,200', OUTBOX_POLL_MS: '10' });
     const box = new SecretBox(randomBytes(32));
     const logger = pino({ level: 'silent' });
-    const make = (d: Database) => new WebhookService({ db: d, box, clock: systemClock, logger, operators: new OperatorService(d, box, systemClock, 0), config });
+    const make = (d: Database) =>
+      new WebhookService({
+        db: d,
+        box,
+        clock: systemClock,
+        logger,
+        operators: new OperatorService(d, box, systemClock, 0),
+        config,
+      });
     const [w1, w2] = [make(db), make(second)];
     const op = await new OperatorService(db, box, systemClock, 0).create({ name: 'two workers' });
     await w1.createEndpoint(op.id, { url: `${base}/two`, events: ['bet.settled'] });
     // Every third delivery fails once, so retries are contended too.
     receiver.behaviour = (req) => {
-      const seenBefore = receiver.received.filter((r) => r.headers['x-delivery-id'] === req.headers['x-delivery-id']).length > 1;
-      return Number(String(req.headers['x-delivery-id']).charCodeAt(5)) % 3 === 0 && !seenBefore ? { status: 500 } : { status: 200 };
+      const seenBefore =
+        receiver.received.filter((r) => r.headers['x-delivery-id'] === req.headers['x-delivery-id']).length > 1;
+      return Number(String(req.headers['x-delivery-id']).charCodeAt(5)) % 3 === 0 && !seenBefore
+        ? { status: 500 }
+        : { status: 200 };
     };
     const n = 600;
     const now = Date.now();
@@ -58,7 +69,9 @@ describe.each(STORES)('concurrent dispatchers on %s', (store) => {
     await Promise.all([w1.dispatcher.start(), w2.dispatcher.start()]);
     try {
       await eventually(async () => {
-        const row = await db.get<{ n: number }>(`SELECT COUNT(*) AS n FROM webhook_deliveries WHERE status = 'delivered'`);
+        const row = await db.get<{ n: number }>(
+          `SELECT COUNT(*) AS n FROM webhook_deliveries WHERE status = 'delivered'`,
+        );
         return Number(row?.n) === n;
       }, 30_000);
     } finally {
@@ -68,7 +81,9 @@ describe.each(STORES)('concurrent dispatchers on %s', (store) => {
     expect(new Set(sends).size).toBe(sends.length);
     const ids = new Set(receiver.on('/two').map((r) => r.headers['x-delivery-id']));
     expect(ids.size).toBe(n);
-    const attempts = await db.all<{ delivery_id: string; attempt: number }>('SELECT delivery_id, attempt FROM webhook_attempts');
+    const attempts = await db.all<{ delivery_id: string; attempt: number }>(
+      'SELECT delivery_id, attempt FROM webhook_attempts',
+    );
     expect(attempts).toHaveLength(sends.length);
   });
 });

@@ -43,7 +43,11 @@ describe('webhook delivery across a crash (SQLite, real process)', () => {
   };
 
   const startService = (): ChildProcess => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { cwd: ROOT, env, stdio: ['ignore', 'ignore', 'inherit'] });
+    const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+      cwd: ROOT,
+      env,
+      stdio: ['ignore', 'ignore', 'inherit'],
+    });
     children.push(child);
     return child;
   };
@@ -64,7 +68,12 @@ describe('webhook delivery across a crash (SQLite, real process)', () => {
 
     const op = await admin('operator', 'create', '--name', 'Restart test');
     const ep = await admin('webhook', 'add', '--operator', op.operator_id, '--url', url, '--events', 'round.opened');
-    expect(ep).toMatchObject({ endpoint_id: expect.stringMatching(/^we_/), secret: expect.stringMatching(/^whsec_/), surface: 'A', events: ['round.opened'] });
+    expect(ep).toMatchObject({
+      endpoint_id: expect.stringMatching(/^we_/),
+      secret: expect.stringMatching(/^whsec_/),
+      surface: 'A',
+      events: ['round.opened'],
+    });
     expect((await admin('webhook', 'list', '--operator', op.operator_id)).endpoints).toHaveLength(1);
 
     const first = startService();

@@ -1,7 +1,16 @@
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { verifyRequest } from '../src/signing/request-signature';
-import { client, eventually, KNOWN_CRASH_SEEDS, startTestApp, STORES, withSeeds, type TestApp, type TestOperator } from './support/harness';
+import {
+  client,
+  eventually,
+  KNOWN_CRASH_SEEDS,
+  startTestApp,
+  STORES,
+  withSeeds,
+  type TestApp,
+  type TestOperator,
+} from './support/harness';
 import { TestReceiver, type Received } from './support/webhook-receiver';
 
 const ENV = {
@@ -50,20 +59,24 @@ describe.each(STORES)('webhooks on %s', (store) => {
     expect(ep.secret).toMatch(/^whsec_[A-Za-z0-9+/]{32}$/);
 
     const placed = await eventually(async () => {
-      const r = await call('POST', '/api/public/v1/place-bet', { external_user_id: 'p1', amount: 100, auto_cashout: 1.01 }, { idempotencyKey: `k-${Math.random()}` });
+      const r = await call(
+        'POST',
+        '/api/public/v1/place-bet',
+        { external_user_id: 'p1', amount: 100, auto_cashout: 1.01 },
+        { idempotencyKey: `k-${Math.random()}` },
+      );
       return r.status === 200 ? r : undefined;
     }, 20_000);
     const betId = placed.body.bet_id as string;
 
-    const seen = await eventually(
-      async () => {
-        const got = receiver.on('/all').map((r) => ({ r, body: JSON.parse(r.body) }));
-        const kinds = new Set(got.map((g) => g.body.type));
-        const settled = got.some((g) => g.body.type === 'bet.settled' && g.body.data.bet_id === betId);
-        return settled && ['round.opened', 'round.closed', 'compliance.flag'].every((k) => kinds.has(k)) ? got : undefined;
-      },
-      15_000,
-    );
+    const seen = await eventually(async () => {
+      const got = receiver.on('/all').map((r) => ({ r, body: JSON.parse(r.body) }));
+      const kinds = new Set(got.map((g) => g.body.type));
+      const settled = got.some((g) => g.body.type === 'bet.settled' && g.body.data.bet_id === betId);
+      return settled && ['round.opened', 'round.closed', 'compliance.flag'].every((k) => kinds.has(k))
+        ? got
+        : undefined;
+    }, 15_000);
 
     const wh = new Webhook(ep.secret);
     for (const { r, body } of seen) {
@@ -79,10 +92,19 @@ describe.each(STORES)('webhooks on %s', (store) => {
         signature: header(r, 'x-service-signature'),
       });
       expect(check.status).toBe(200);
-      expect(check.body).toMatchObject({ valid: true, timestamp: Number(header(r, 'x-service-signature').split(',')[0]!.slice(2)) });
+      expect(check.body).toMatchObject({
+        valid: true,
+        timestamp: Number(header(r, 'x-service-signature').split(',')[0]!.slice(2)),
+      });
     }
     const flag = seen.find((g) => g.body.type === 'compliance.flag')!.body;
-    expect(flag.data).toMatchObject({ rule: 'large_stake', player: 'p1', bet_id: betId, game: 'crash', details: { amount: 100, threshold: 50 } });
+    expect(flag.data).toMatchObject({
+      rule: 'large_stake',
+      player: 'p1',
+      bet_id: betId,
+      game: 'crash',
+      details: { amount: 100, threshold: 50 },
+    });
     const settled = seen.find((g) => g.body.type === 'bet.settled' && g.body.data.bet_id === betId)!.body;
     expect(settled.data).toMatchObject({ bet_id: betId, game: 'crash', amount: 100, player: 'p1' });
     expect(['cashed_out', 'lost']).toContain(settled.data.status);
@@ -95,7 +117,11 @@ describe.each(STORES)('webhooks on %s', (store) => {
       signature: header(r0, 'x-service-signature'),
     });
     expect(tampered.body).toMatchObject({ valid: false, reason: 'SIGNATURE_MISMATCH' });
-    const malformed = await call('POST', '/api/public/v1/webhooks/verify-signature', { endpoint_secret: ep.secret, body: r0.body, signature: 'v1=abc' });
+    const malformed = await call('POST', '/api/public/v1/webhooks/verify-signature', {
+      endpoint_secret: ep.secret,
+      body: r0.body,
+      signature: 'v1=abc',
+    });
     expect(malformed.body).toMatchObject({ valid: false, reason: 'MALFORMED_HEADER' });
 
     // The same flag is readable on both surfaces.
@@ -134,7 +160,8 @@ describe.each(STORES)('webhooks on %s', (store) => {
     const op = await t.createOperator();
     const call = client(t.baseUrl, op);
     const ep = await endpoint(op, '/flaky', ['compliance.flag']);
-    receiver.behaviour = (req, nth) => (req.path === '/flaky' && nth <= 3 ? { status: 500, body: 'x'.repeat(2000) } : { status: 200, body: 'ok' });
+    receiver.behaviour = (req, nth) =>
+      req.path === '/flaky' && nth <= 3 ? { status: 500, body: 'x'.repeat(2000) } : { status: 200, body: 'ok' };
     const test = await call('POST', `/api/public/v1/webhook-endpoints/${ep.endpoint_id}/test`);
     expect(test.status).toBe(202);
     const id = test.body.delivery_id as string;
@@ -173,10 +200,15 @@ describe.each(STORES)('webhooks on %s', (store) => {
     for (const limit of ['0', '501', '1000', '-1', '5.5']) {
       const bad = await call('GET', `/api/public/v1/webhook-deliveries?limit=${limit}`);
       expect(bad.status).toBe(400);
-      expect(bad.body).toEqual({ error: 'querystring field "limit" must be an integer from 1 to 500', code: 'VALIDATION_FAILED' });
+      expect(bad.body).toEqual({
+        error: 'querystring field "limit" must be an integer from 1 to 500',
+        code: 'VALIDATION_FAILED',
+      });
     }
     for (const limit of ['1', '500']) {
-      expect((await call('GET', `/api/public/v1/webhook-deliveries?status=dead&limit=${limit}`)).body.deliveries).toHaveLength(1);
+      expect(
+        (await call('GET', `/api/public/v1/webhook-deliveries?status=dead&limit=${limit}`)).body.deliveries,
+      ).toHaveLength(1);
     }
 
     up = true;
@@ -195,7 +227,8 @@ describe.each(STORES)('webhooks on %s', (store) => {
     const op = await t.createOperator();
     const call = client(t.baseUrl, op);
     const ep = await endpoint(op, '/busy', ['compliance.flag']);
-    receiver.behaviour = (req, nth) => (req.path === '/busy' && nth === 1 ? { status: 429, headers: { 'retry-after': '1' } } : { status: 200 });
+    receiver.behaviour = (req, nth) =>
+      req.path === '/busy' && nth === 1 ? { status: 429, headers: { 'retry-after': '1' } } : { status: 200 };
     await call('POST', `/api/public/v1/webhook-endpoints/${ep.endpoint_id}/test`);
     await eventually(async () => receiver.on('/busy').length === 2);
     const [first, second] = receiver.on('/busy');
@@ -205,11 +238,22 @@ describe.each(STORES)('webhooks on %s', (store) => {
   it('publishes the payload schemas in the OpenAPI document and at /webhooks/schema', async () => {
     const op = await t.createOperator();
     const doc = JSON.parse(await (await fetch(`${t.baseUrl}/openapi.json`)).text());
-    expect(Object.keys(doc.webhooks).sort()).toEqual(['bet.settled', 'compliance.flag', 'round.closed', 'round.opened', 'webhook.test']);
+    expect(Object.keys(doc.webhooks).sort()).toEqual([
+      'bet.settled',
+      'compliance.flag',
+      'round.closed',
+      'round.opened',
+      'webhook.test',
+    ]);
     const settled = doc.webhooks['bet.settled'].post.requestBody.content['application/json'].schema;
     expect(settled.required).toEqual(['id', 'type', 'created_at', 'livemode', 'data']);
     expect(settled.properties.data.properties.cashout_kind).toBeDefined();
-    for (const path of ['/api/public/v1/webhook-endpoints', '/v1/webhook-endpoints', '/api/public/v1/webhooks/verify-signature', '/v1/compliance/flags']) {
+    for (const path of [
+      '/api/public/v1/webhook-endpoints',
+      '/v1/webhook-endpoints',
+      '/api/public/v1/webhooks/verify-signature',
+      '/v1/compliance/flags',
+    ]) {
       expect(doc.paths[path], path).toBeDefined();
     }
     const schema = await client(t.baseUrl, op, 'B')('GET', '/v1/webhooks/schema');
@@ -227,12 +271,23 @@ describe.each(STORES)('webhooks on %s', (store) => {
 
     const listed = await b('GET', '/v1/webhook-endpoints');
     expect(listed.status).toBe(200);
-    expect(listed.body.endpoints).toEqual([expect.objectContaining({ endpoint_id: ep.endpoint_id, surface: 'A', events: ['compliance.flag'], enabled: true })]);
+    expect(listed.body.endpoints).toEqual([
+      expect.objectContaining({
+        endpoint_id: ep.endpoint_id,
+        surface: 'A',
+        events: ['compliance.flag'],
+        enabled: true,
+      }),
+    ]);
     expect(JSON.stringify(listed.body)).not.toContain(ep.secret);
-    expect((await client(t.baseUrl, other, 'A')('GET', `/api/public/v1/webhook-endpoints/${ep.endpoint_id}`)).status).toBe(404);
+    expect(
+      (await client(t.baseUrl, other, 'A')('GET', `/api/public/v1/webhook-endpoints/${ep.endpoint_id}`)).status,
+    ).toBe(404);
     expect((await b('GET', `/v1/webhook-endpoints/${ep.endpoint_id}`)).body.url).toBe(`${base}/managed`);
 
-    const patched = await b('PATCH', `/v1/webhook-endpoints/${ep.endpoint_id}`, { events: ['bet.settled', 'compliance.flag'] });
+    const patched = await b('PATCH', `/v1/webhook-endpoints/${ep.endpoint_id}`, {
+      events: ['bet.settled', 'compliance.flag'],
+    });
     expect(patched.body.events).toEqual(['bet.settled', 'compliance.flag']);
     const refused = await a('PATCH', `/api/public/v1/webhook-endpoints/${ep.endpoint_id}`, { events: ['nope'] });
     expect(refused.status).toBe(400);
@@ -240,7 +295,9 @@ describe.each(STORES)('webhooks on %s', (store) => {
     expect(unknown.status).toBe(400);
     expect(unknown.body.code).toBe('UNKNOWN_FIELD');
 
-    const rotated = await a('POST', `/api/public/v1/webhook-endpoints/${ep.endpoint_id}/rotate-secret`, { overlap_ms: 60_000 });
+    const rotated = await a('POST', `/api/public/v1/webhook-endpoints/${ep.endpoint_id}/rotate-secret`, {
+      overlap_ms: 60_000,
+    });
     expect(rotated.status).toBe(200);
     expect(rotated.body.secret).not.toBe(ep.secret);
     expect(rotated.body.previous_secret_expires_at).toBeGreaterThan(Date.now());
@@ -250,7 +307,9 @@ describe.each(STORES)('webhooks on %s', (store) => {
     expect(header(r, 'x-service-signature').match(/v1=/g)).toHaveLength(2);
     expect(header(r, 'webhook-signature').split(' ')).toHaveLength(2);
     for (const secret of [ep.secret, rotated.body.secret]) {
-      expect(new Webhook(secret).verify(r.body, r.headers as Record<string, string>)).toMatchObject({ type: 'webhook.test' });
+      expect(new Webhook(secret).verify(r.body, r.headers as Record<string, string>)).toMatchObject({
+        type: 'webhook.test',
+      });
     }
 
     const removed = await a('DELETE', `/api/public/v1/webhook-endpoints/${ep.endpoint_id}`);

@@ -19,7 +19,11 @@ const need = (name: string): string => {
 };
 
 async function post(url: string, body: unknown): Promise<any> {
-  const res = await request(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const res = await request(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
   const json = (await res.body.json()) as any;
   if (res.statusCode !== 200) throw new Error(`${url} answered ${res.statusCode}: ${JSON.stringify(json)}`);
   return json;
@@ -39,7 +43,9 @@ async function main(): Promise<void> {
   try {
     console.log(`wallet listening on ${wallet.url}; service at ${serviceUrl}`);
     console.log('deposit:', await post(`${wallet.url}/players/${player}/deposit`, { currency: 'EUR', amount: 100 }));
-    const session = await post(`${wallet.url}/players/${player}/sessions`, { return_url: 'https://operator.example/lobby' });
+    const session = await post(`${wallet.url}/players/${player}/sessions`, {
+      return_url: 'https://operator.example/lobby',
+    });
     console.log('session:', session);
 
     // Two bets in one round, on complementary halves of the field: exactly one of them wins.
@@ -52,16 +58,26 @@ async function main(): Promise<void> {
     for (let tries = 0; bets.length < 2; tries++) {
       bets.length = 0;
       const placed = await Promise.allSettled(
-        halves.map((selected) => post(`${wallet.url}/players/${player}/bets`, { session_id: session.session_id, selected_stocks: selected, stake: 10 })),
+        halves.map((selected) =>
+          post(`${wallet.url}/players/${player}/bets`, {
+            session_id: session.session_id,
+            selected_stocks: selected,
+            stake: 10,
+          }),
+        ),
       );
       for (const p of placed) if (p.status === 'fulfilled') bets.push(p.value.bet);
       if (bets.length === 2) break;
       const why = placed.find((p): p is PromiseRejectedResult => p.status === 'rejected')?.reason;
-      if (bets.length === 1 || tries > 60) throw new Error(`could not place both bets: ${why instanceof Error ? why.message : String(why)}`);
+      if (bets.length === 1 || tries > 60)
+        throw new Error(`could not place both bets: ${why instanceof Error ? why.message : String(why)}`);
       console.log(`not placed yet (${why instanceof Error ? why.message : String(why)}); retrying…`);
       await sleep(1000);
     }
-    for (const b of bets) console.log(`reserved ${b.stake} ${b.currency} on ${b.selected_stocks.join(', ')} in round ${b.round_number} (pays ${b.potential_payout} if it wins)`);
+    for (const b of bets)
+      console.log(
+        `reserved ${b.stake} ${b.currency} on ${b.selected_stocks.join(', ')} in round ${b.round_number} (pays ${b.potential_payout} if it wins)`,
+      );
     console.log('after reserving:', wallet.store.player(player));
 
     const ids = bets.map((b) => b.bet_id as string);

@@ -55,7 +55,13 @@ export interface OperatorWallet {
 
 const presentAccount = (ref: string, a: PlayerAccount) => {
   const exp = currencyExponent(a.currency);
-  return { player_ref: ref, currency: a.currency, balance: minorToDecimal(a.balance, exp), reserved: minorToDecimal(a.reserved, exp), balance_minor: a.balance };
+  return {
+    player_ref: ref,
+    currency: a.currency,
+    balance: minorToDecimal(a.balance, exp),
+    reserved: minorToDecimal(a.reserved, exp),
+    balance_minor: a.balance,
+  };
 };
 
 export async function startOperatorWallet(o: OperatorWalletOptions): Promise<OperatorWallet> {
@@ -77,7 +83,8 @@ export async function startOperatorWallet(o: OperatorWalletOptions): Promise<Ope
     }
   };
   app.setErrorHandler((error, _req, reply) => {
-    if (error instanceof WalletError) return reply.status(error.status).send({ error: error.code, message: error.message });
+    if (error instanceof WalletError)
+      return reply.status(error.status).send({ error: error.code, message: error.message });
     const e = error as { code?: string; message?: string };
     return reply.status(400).send({ error: e.code ?? 'BAD_REQUEST', message: e.message ?? String(error) });
   });
@@ -102,7 +109,10 @@ export async function startOperatorWallet(o: OperatorWalletOptions): Promise<Ope
     if (typeof currency !== 'string' || typeof amount !== 'number' || !(amount > 0)) {
       throw new WalletError(400, 'VALIDATION_FAILED', 'send {currency, amount} with a positive decimal amount');
     }
-    return presentAccount(req.params.ref, store.deposit(req.params.ref, currency, decimalToMinor(amount, currencyExponent(currency))));
+    return presentAccount(
+      req.params.ref,
+      store.deposit(req.params.ref, currency, decimalToMinor(amount, currencyExponent(currency))),
+    );
   });
 
   app.get<{ Params: { ref: string } }>('/players/:ref', async (req) => {
@@ -149,7 +159,13 @@ export async function startOperatorWallet(o: OperatorWalletOptions): Promise<Ope
     const stakeMinor = decimalToMinor(Number(input.stake), currencyExponent(account.currency));
     const key = `rsv_${randomUUID()}`;
     store.hold(ref, stakeMinor, key, Date.now());
-    const body = { session_id: input.session_id, round_id: roundId, selected_stocks: input.selected_stocks, stake: input.stake, idempotency_key: key };
+    const body = {
+      session_id: input.session_id,
+      round_id: roundId,
+      selected_stocks: input.selected_stocks,
+      stake: input.stake,
+      idempotency_key: key,
+    };
     try {
       const bet = await service.reserve(body);
       store.confirm(key, bet.bet_id, account.currency);
@@ -167,8 +183,12 @@ export async function startOperatorWallet(o: OperatorWalletOptions): Promise<Ope
   /** The service's settle call: verify, then credit once per idempotency_key. */
   app.post('/v1/bets/settle', async (req, reply) => {
     const raw = (req.body as Buffer | undefined) ?? Buffer.alloc(0);
-    const entry = (result: SettleLogEntry['result'], status: number, key: string | null = null, betId: string | null = null) =>
-      log.push({ idempotency_key: key, bet_id: betId, result, status, at: Date.now() });
+    const entry = (
+      result: SettleLogEntry['result'],
+      status: number,
+      key: string | null = null,
+      betId: string | null = null,
+    ) => log.push({ idempotency_key: key, bet_id: betId, result, status, at: Date.now() });
     const check = await verifySignedRequest({
       secrets: [o.apiSecret],
       apiKey: o.apiKey,
@@ -191,7 +211,9 @@ export async function startOperatorWallet(o: OperatorWalletOptions): Promise<Ope
     }
     if (!key || !betId || typeof body.payout !== 'number') {
       entry('refused', 400, key, betId);
-      return reply.status(400).send({ error: 'VALIDATION_FAILED', message: 'bet_id, payout and idempotency_key are required' });
+      return reply
+        .status(400)
+        .send({ error: 'VALIDATION_FAILED', message: 'bet_id, payout and idempotency_key are required' });
     }
     // Everything from the lookup to the credit is synchronous: a concurrent repeat cannot interleave.
     const seen = store.settle(key);
@@ -199,7 +221,9 @@ export async function startOperatorWallet(o: OperatorWalletOptions): Promise<Ope
     if (seen) {
       if (seen.body !== raw.toString('utf8')) {
         entry('refused', 409, key, betId);
-        return reply.status(409).send({ error: 'IDEMPOTENCY_KEY_REUSED', message: 'this idempotency_key was settled with a different body' });
+        return reply
+          .status(409)
+          .send({ error: 'IDEMPOTENCY_KEY_REUSED', message: 'this idempotency_key was settled with a different body' });
       }
       entry('replayed', 200, key, betId);
       response = seen.response;
@@ -220,7 +244,8 @@ export async function startOperatorWallet(o: OperatorWalletOptions): Promise<Ope
   /** Test and demo control: make settle calls fail or answer slowly. */
   app.post('/admin/behaviour', async (req) => {
     const b = json(req) as { mode?: WalletBehaviour['mode']; delay_ms?: number; fail_status?: number };
-    if (b.mode !== 'ok' && b.mode !== 'fail' && b.mode !== 'slow') throw new WalletError(400, 'VALIDATION_FAILED', 'mode must be ok, fail or slow');
+    if (b.mode !== 'ok' && b.mode !== 'fail' && b.mode !== 'slow')
+      throw new WalletError(400, 'VALIDATION_FAILED', 'mode must be ok, fail or slow');
     behaviour = { mode: b.mode, delayMs: b.delay_ms, failStatus: b.fail_status };
     return { mode: behaviour.mode };
   });
@@ -257,7 +282,10 @@ async function cli(): Promise<void> {
     apiKey: need('OPERATOR_API_KEY'),
     apiSecret: need('OPERATOR_API_SECRET'),
     dataFile: env.WALLET_DATA_FILE ?? null,
-    behaviour: { mode: (env.WALLET_MODE as WalletBehaviour['mode']) ?? 'ok', delayMs: Number(env.WALLET_DELAY_MS ?? 5000) },
+    behaviour: {
+      mode: (env.WALLET_MODE as WalletBehaviour['mode']) ?? 'ok',
+      delayMs: Number(env.WALLET_DELAY_MS ?? 5000),
+    },
   });
   process.stdout.write(`operator wallet listening on ${wallet.url}\n`);
   const stop = () => void wallet.close().then(() => process.exit(0));

@@ -50,7 +50,8 @@ export class WalletStore {
   private ledger: Ledger = { players: {}, bets: {}, settles: {}, pendingReserves: {} };
 
   constructor(private readonly file: string | null) {
-    if (file && existsSync(file)) this.ledger = { ...this.ledger, ...(JSON.parse(readFileSync(file, 'utf8')) as Ledger) };
+    if (file && existsSync(file))
+      this.ledger = { ...this.ledger, ...(JSON.parse(readFileSync(file, 'utf8')) as Ledger) };
   }
 
   player(ref: string): PlayerAccount | undefined {
@@ -67,7 +68,8 @@ export class WalletStore {
 
   deposit(ref: string, currency: string, amount: number): PlayerAccount {
     const account = (this.ledger.players[ref] ??= { currency, balance: 0, reserved: 0 });
-    if (account.currency !== currency) throw new WalletError(409, 'CURRENCY_MISMATCH', `player ${ref} holds ${account.currency}`);
+    if (account.currency !== currency)
+      throw new WalletError(409, 'CURRENCY_MISMATCH', `player ${ref} holds ${account.currency}`);
     account.balance += amount;
     this.save();
     return account;
@@ -77,7 +79,8 @@ export class WalletStore {
   hold(ref: string, stake: number, idempotencyKey: string, now: number): PlayerAccount {
     const account = this.ledger.players[ref];
     if (!account) throw new WalletError(404, 'PLAYER_NOT_FOUND', `no player ${ref}`);
-    if (account.balance < stake) throw new WalletError(402, 'INSUFFICIENT_FUNDS', `player ${ref} has ${account.balance} minor units`);
+    if (account.balance < stake)
+      throw new WalletError(402, 'INSUFFICIENT_FUNDS', `player ${ref} has ${account.balance} minor units`);
     account.balance -= stake;
     account.reserved += stake;
     this.ledger.pendingReserves[idempotencyKey] = { idempotencyKey, playerRef: ref, stake, createdAt: now };
@@ -99,7 +102,14 @@ export class WalletStore {
   /** The service accepted the bet: the held stake now belongs to it. */
   confirm(idempotencyKey: string, betId: string, currency: string): WalletBet {
     const pending = this.ledger.pendingReserves[idempotencyKey]!;
-    const bet: WalletBet = { betId, playerRef: pending.playerRef, currency, stake: pending.stake, status: 'reserved', payout: null };
+    const bet: WalletBet = {
+      betId,
+      playerRef: pending.playerRef,
+      currency,
+      stake: pending.stake,
+      status: 'reserved',
+      payout: null,
+    };
     this.ledger.bets[betId] = bet;
     delete this.ledger.pendingReserves[idempotencyKey];
     this.save();

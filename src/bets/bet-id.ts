@@ -16,7 +16,8 @@ let offset = pool.length;
 const MAX_MS = 2 ** 48;
 
 export function newBetId(nowMs: number): string {
-  if (!Number.isSafeInteger(nowMs) || nowMs < 0 || nowMs >= MAX_MS) throw new RangeError(`bet id timestamp out of range: ${nowMs}`);
+  if (!Number.isSafeInteger(nowMs) || nowMs < 0 || nowMs >= MAX_MS)
+    throw new RangeError(`bet id timestamp out of range: ${nowMs}`);
   // One randomFillSync per 256 ids: the per-call cost of asking the CSPRNG dominates small reads.
   if (offset === pool.length) {
     randomFillSync(pool);

@@ -194,9 +194,15 @@ export const betRepository = {
   },
 
   async byRound(db: SqlExecutor, roundId: string, statuses?: readonly BetStatus[]): Promise<Bet[]> {
-    if (!statuses) return (await db.all<BetRow>('SELECT * FROM bets WHERE round_id = ? ORDER BY placed_at, id', [roundId])).map(toBet);
+    if (!statuses)
+      return (await db.all<BetRow>('SELECT * FROM bets WHERE round_id = ? ORDER BY placed_at, id', [roundId])).map(
+        toBet,
+      );
     const marks = statuses.map(() => '?').join(', ');
-    const rows = await db.all<BetRow>(`SELECT * FROM bets WHERE round_id = ? AND status IN (${marks}) ORDER BY placed_at, id`, [roundId, ...statuses]);
+    const rows = await db.all<BetRow>(
+      `SELECT * FROM bets WHERE round_id = ? AND status IN (${marks}) ORDER BY placed_at, id`,
+      [roundId, ...statuses],
+    );
     return rows.map(toBet);
   },
 
@@ -219,12 +225,15 @@ export const betRepository = {
   async find(db: SqlExecutor, f: BetFilter): Promise<Bet[]> {
     const where = ['operator_id = ?'];
     const params: (string | number)[] = [f.operatorId];
-    if (f.player) (where.push('player = ?'), params.push(f.player));
-    if (f.roundId) (where.push('round_id = ?'), params.push(f.roundId));
-    if (f.status) (where.push('status = ?'), params.push(f.status));
-    if (f.game) (where.push('game = ?'), params.push(f.game));
+    if (f.player) where.push('player = ?'), params.push(f.player);
+    if (f.roundId) where.push('round_id = ?'), params.push(f.roundId);
+    if (f.status) where.push('status = ?'), params.push(f.status);
+    if (f.game) where.push('game = ?'), params.push(f.game);
     params.push(f.limit);
-    const rows = await db.all<BetRow>(`SELECT * FROM bets WHERE ${where.join(' AND ')} ORDER BY placed_at DESC, id LIMIT ?`, params);
+    const rows = await db.all<BetRow>(
+      `SELECT * FROM bets WHERE ${where.join(' AND ')} ORDER BY placed_at DESC, id LIMIT ?`,
+      params,
+    );
     return rows.map(toBet);
   },
 

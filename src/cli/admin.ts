@@ -42,7 +42,9 @@ main(process.argv.slice(2)).then(
       process.stderr.write(`${JSON.stringify({ error: 'CONFIG', message: error.message })}\n`);
       process.exit(78);
     }
-    process.stderr.write(`${JSON.stringify({ error: 'INTERNAL', message: error instanceof Error ? error.message : String(error) })}\n`);
+    process.stderr.write(
+      `${JSON.stringify({ error: 'INTERNAL', message: error instanceof Error ? error.message : String(error) })}\n`,
+    );
     process.exit(1);
   },
 );

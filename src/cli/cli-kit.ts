@@ -25,7 +25,8 @@ export function parseCommand(command: CliCommand, argv: string[]): Record<string
     allowPositionals: false,
   });
   for (const [name, spec] of Object.entries(command.options)) {
-    if (spec.required && (values[name] === undefined || values[name] === '')) throw new UsageError(`--${name} is required`);
+    if (spec.required && (values[name] === undefined || values[name] === ''))
+      throw new UsageError(`--${name} is required`);
   }
   return values as Record<string, string | boolean | undefined>;
 }
@@ -34,7 +35,11 @@ export function usage(commands: CliCommand[]): string {
   const lines = ['usage: npm run -s admin -- <group> <command> [options]', ''];
   for (const c of commands) {
     const opts = Object.entries(c.options)
-      .map(([k, v]) => (v.required ? `--${k} ${v.type === 'string' ? '<value>' : ''}`.trim() : `[--${k}${v.type === 'string' ? ' <value>' : ''}]`))
+      .map(([k, v]) =>
+        v.required
+          ? `--${k} ${v.type === 'string' ? '<value>' : ''}`.trim()
+          : `[--${k}${v.type === 'string' ? ' <value>' : ''}]`,
+      )
       .join(' ');
     lines.push(`  ${c.path.join(' ')} ${opts}`.trimEnd(), `      ${c.summary}`);
   }

@@ -42,10 +42,10 @@ export const complianceRepository = {
   ): Promise<FlagRow[]> {
     const where: string[] = [];
     const params: SqlParam[] = [];
-    if (scope !== null) (where.push('operator_id = ?'), params.push(scope));
-    if (filter.rule !== undefined) (where.push('rule = ?'), params.push(filter.rule));
-    if (filter.player !== undefined) (where.push('player = ?'), params.push(filter.player));
-    if (filter.before !== undefined) (where.push('created_at < ?'), params.push(filter.before));
+    if (scope !== null) where.push('operator_id = ?'), params.push(scope);
+    if (filter.rule !== undefined) where.push('rule = ?'), params.push(filter.rule);
+    if (filter.player !== undefined) where.push('player = ?'), params.push(filter.player);
+    if (filter.before !== undefined) where.push('created_at < ?'), params.push(filter.before);
     params.push(filter.limit);
     const filtered = where.length ? ` WHERE ${where.join(' AND ')}` : '';
     return db.all<FlagRow>(`SELECT * FROM compliance_flags${filtered} ORDER BY created_at DESC, id LIMIT ?`, params);

@@ -81,7 +81,10 @@ export class ComplianceService implements ComplianceHooks {
         const placed = await betRepository.countPlacedSince(tx, bet.operatorId, bet.player, now - VELOCITY_WINDOW_MS);
         const velocity = betVelocity(placed, c);
         // One flag per player per window: a burst of 500 bets is one finding, not 380.
-        if (velocity && !(await this.flaggedSince(tx, bet.operatorId, 'bet_velocity', bet.player, now - VELOCITY_WINDOW_MS))) {
+        if (
+          velocity &&
+          !(await this.flaggedSince(tx, bet.operatorId, 'bet_velocity', bet.player, now - VELOCITY_WINDOW_MS))
+        ) {
           raised.push(fromBet(bet, 'bet_velocity', velocity));
         }
       }
@@ -95,7 +98,12 @@ export class ComplianceService implements ComplianceHooks {
       const raised: Raise[] = [];
       const payout = largePayout(bet.status, bet.payout, c);
       if (payout) raised.push(fromBet(bet, 'large_payout', payout));
-      if (bet.game === 'crash' && bet.status === 'cashed_out' && bet.cashoutKind === 'manual' && c.machine_timing_streak >= 2) {
+      if (
+        bet.game === 'crash' &&
+        bet.status === 'cashed_out' &&
+        bet.cashoutKind === 'manual' &&
+        c.machine_timing_streak >= 2
+      ) {
         const timing = await this.timing(tx, bet, c, now);
         if (timing) raised.push(fromBet(bet, 'machine_timing', timing));
       }
@@ -108,7 +116,10 @@ export class ComplianceService implements ComplianceHooks {
    * More distinct places than the operator allows within the window raises session_multi_place.
    * Called by whatever serves the session's player (the player page, its API).
    */
-  async sessionSeen(db: Database, input: { operatorId: string; sessionId: string; player: string; place: string; now: number }): Promise<boolean> {
+  async sessionSeen(
+    db: Database,
+    input: { operatorId: string; sessionId: string; player: string; place: string; now: number },
+  ): Promise<boolean> {
     const placeHash = createHash('sha256').update(input.place).digest('hex').slice(0, 32);
     return db.transaction(async (tx) => {
       const c = await this.settings(tx, input.operatorId, input.now);
@@ -152,7 +163,12 @@ export class ComplianceService implements ComplianceHooks {
     return rows.map(presentFlag);
   }
 
-  private async timing(tx: SqlExecutor, bet: Bet, c: ComplianceSettings, now: number): Promise<Record<string, unknown> | null> {
+  private async timing(
+    tx: SqlExecutor,
+    bet: Bet,
+    c: ComplianceSettings,
+    now: number,
+  ): Promise<Record<string, unknown> | null> {
     const rows = await betRepository.manualCashoutTimings(tx, {
       operatorId: bet.operatorId,
       player: bet.player,
@@ -172,7 +188,13 @@ export class ComplianceService implements ComplianceHooks {
     return found;
   }
 
-  private async flaggedSince(tx: SqlExecutor, operatorId: string, rule: ComplianceRule, player: string, since: number): Promise<boolean> {
+  private async flaggedSince(
+    tx: SqlExecutor,
+    operatorId: string,
+    rule: ComplianceRule,
+    player: string,
+    since: number,
+  ): Promise<boolean> {
     return flags.flaggedSince(tx, { operatorId, rule, player, since });
   }
 
@@ -181,7 +203,10 @@ export class ComplianceService implements ComplianceHooks {
     const events: DomainEvent[] = [];
     for (const f of raised) {
       const id = `flag_${randomUUID()}`;
-      const stored = { context: { session_id: f.sessionId, game: f.game, round_id: f.roundId }, measurements: f.details };
+      const stored = {
+        context: { session_id: f.sessionId, game: f.game, round_id: f.roundId },
+        measurements: f.details,
+      };
       const row: FlagRow = {
         id,
         operator_id: f.operatorId,
@@ -215,7 +240,8 @@ export class ComplianceService implements ComplianceHooks {
     const hit = this.cachedSettings(operatorId, now);
     if (hit) return hit;
     const row = await operatorRepository.byId(tx, operatorId);
-    const value = mergeSettings(row ? (JSON.parse(row.settings) as Partial<OperatorSettings>) : undefined).compliance as ComplianceSettings;
+    const value = mergeSettings(row ? (JSON.parse(row.settings) as Partial<OperatorSettings>) : undefined)
+      .compliance as ComplianceSettings;
     if (this.settingsCache.size > 10_000) this.settingsCache.clear();
     this.settingsCache.set(operatorId, { at: now, value });
     return value;
@@ -238,7 +264,10 @@ function isStoreError(error: unknown): boolean {
 }
 
 export function presentFlag(r: FlagRow): ComplianceFlag {
-  const stored = JSON.parse(r.details) as { context?: Record<string, string | null>; measurements?: Record<string, unknown> };
+  const stored = JSON.parse(r.details) as {
+    context?: Record<string, string | null>;
+    measurements?: Record<string, unknown>;
+  };
   return {
     flag_id: r.id,
     operator_id: r.operator_id,

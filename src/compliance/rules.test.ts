@@ -41,7 +41,10 @@ describe('compliance rules', () => {
     expect(machineTiming(at(1500, 1510, 1494, 1509), c)).toBeNull();
     expect(machineTiming(at(1500, 1501, 1502), c)).toBeNull();
     // Only the newest `streak` count: a human-like fifth one further back does not matter.
-    expect(machineTiming(at(800, 801, 802, 803, 4000), c)).toMatchObject({ spread_ms: 3, bet_ids: ['b0', 'b1', 'b2', 'b3'] });
+    expect(machineTiming(at(800, 801, 802, 803, 4000), c)).toMatchObject({
+      spread_ms: 3,
+      bet_ids: ['b0', 'b1', 'b2', 'b3'],
+    });
   });
 
   it('session places: more distinct places than allowed (one by default)', () => {

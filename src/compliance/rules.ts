@@ -23,7 +23,11 @@ export function largeStake(amount: number, c: ComplianceSettings): Record<string
 }
 
 /** Voided bets return the stake: that is not a payout worth flagging. */
-export function largePayout(status: string, payout: number | null, c: ComplianceSettings): Record<string, unknown> | null {
+export function largePayout(
+  status: string,
+  payout: number | null,
+  c: ComplianceSettings,
+): Record<string, unknown> | null {
   if (!(c.large_payout > 0) || status === 'void' || payout === null || payout < c.large_payout) return null;
   return { payout, threshold: c.large_payout };
 }

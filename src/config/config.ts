@@ -138,7 +138,10 @@ const bool = (env: Env, name: string, fallback: boolean): boolean => {
 const list = (env: Env, name: string, fallback: string[]): string[] => {
   const raw = env[name];
   if (raw === undefined || raw.trim() === '') return fallback;
-  return raw.split(',').map((s) => s.trim()).filter(Boolean);
+  return raw
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
 };
 
 const msList = (env: Env, name: string, fallback: number[]): number[] => {
@@ -184,7 +187,8 @@ export function loadConfig(env: Env = process.env, options: { serving?: boolean 
   const host = env.HOST || '127.0.0.1';
   const certFile = env.TLS_CERT_FILE || '';
   const keyFile = env.TLS_KEY_FILE || '';
-  if (Boolean(certFile) !== Boolean(keyFile)) throw new ConfigError('TLS_CERT_FILE and TLS_KEY_FILE must be set together');
+  if (Boolean(certFile) !== Boolean(keyFile))
+    throw new ConfigError('TLS_CERT_FILE and TLS_KEY_FILE must be set together');
   const tls = certFile ? { certFile, keyFile } : null;
   const trustProxyTls = bool(env, 'TRUST_PROXY_TLS', false);
   if (serving && appEnv === 'production' && !tls && !trustProxyTls) {
@@ -201,18 +205,22 @@ export function loadConfig(env: Env = process.env, options: { serving?: boolean 
   }
   const databaseUrl = env.DATABASE_URL || null;
   if (databaseUrl && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
-    throw new ConfigError('DATABASE_URL must be a postgres:// or postgresql:// URL (leave it empty for the embedded SQLite store)');
+    throw new ConfigError(
+      'DATABASE_URL must be a postgres:// or postgresql:// URL (leave it empty for the embedded SQLite store)',
+    );
   }
   const redisUrl = env.REDIS_URL || null;
   if (redisUrl && !/^rediss?:\/\//.test(redisUrl)) {
     throw new ConfigError('REDIS_URL must be a redis:// or rediss:// URL (leave it empty for in-process state)');
   }
   const masterKey = env.MASTER_KEY || null;
-  if (appEnv === 'production' && !masterKey) throw new ConfigError('MASTER_KEY is required in production (32 bytes, hex or base64)');
+  if (appEnv === 'production' && !masterKey)
+    throw new ConfigError('MASTER_KEY is required in production (32 bytes, hex or base64)');
   const symbols = list(env, 'STOCK_SYMBOLS', DEFAULT_SYMBOLS).map((s) => s.toUpperCase());
   if (symbols.length < 2) throw new ConfigError('STOCK_SYMBOLS needs at least two symbols');
   if (new Set(symbols).size !== symbols.length) throw new ConfigError('STOCK_SYMBOLS has a duplicate symbol');
-  for (const s of symbols) if (!/^[A-Z0-9.]{1,12}$/.test(s)) throw new ConfigError(`STOCK_SYMBOLS: "${s}" is not a ticker symbol`);
+  for (const s of symbols)
+    if (!/^[A-Z0-9.]{1,12}$/.test(s)) throw new ConfigError(`STOCK_SYMBOLS: "${s}" is not a ticker symbol`);
   const salt = env.CRASH_SALT || DEFAULT_BUSTABIT_SALT;
   const autoContribute = bool(env, 'FAIR_AUTO_CONTRIBUTE', appEnv !== 'production');
   if (autoContribute && appEnv === 'production') {
@@ -237,7 +245,9 @@ export function loadConfig(env: Env = process.env, options: { serving?: boolean 
   }
   const scheme = tls || trustProxyTls ? 'https' : 'http';
   const webhookAllowPrivateTargets = bool(env, 'WEBHOOK_ALLOW_PRIVATE_TARGETS', appEnv !== 'production');
-  const publicBaseUrl = (env.PUBLIC_BASE_URL || `${scheme}://${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}`).replace(/\/+$/, '');
+  const publicBaseUrl = (
+    env.PUBLIC_BASE_URL || `${scheme}://${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}`
+  ).replace(/\/+$/, '');
   try {
     new URL(publicBaseUrl);
   } catch {

@@ -28,16 +28,26 @@ describe.each(STORES)('dashboard users and sessions on %s', (store) => {
   it('stores an Argon2id hash, never the password, and normalises the email', async () => {
     const user = await auth.createUser({ operatorId, email: '  Ops@Example.COM ', password: 'correct horse battery' });
     expect(user).toMatchObject({ operatorId, email: 'ops@example.com', createdAt: clock.now() });
-    const row = await db.get<{ password_hash: string }>('SELECT password_hash FROM dashboard_users WHERE id = ?', [user.id]);
+    const row = await db.get<{ password_hash: string }>('SELECT password_hash FROM dashboard_users WHERE id = ?', [
+      user.id,
+    ]);
     expect(row!.password_hash).toMatch(/^\$argon2id\$v=19\$m=19456,t=2,p=1\$/);
     expect(row!.password_hash).not.toContain('correct horse battery');
   });
 
   it('refuses a duplicate email, a short password, an unknown operator and a non-email', async () => {
-    await expect(auth.createUser({ operatorId, email: 'ops@example.com', password: 'another long password' })).rejects.toMatchObject({ code: 'VALIDATION_FAILED' });
-    await expect(auth.createUser({ operatorId, email: 'new@example.com', password: 'short' })).rejects.toMatchObject({ code: 'VALIDATION_FAILED' });
-    await expect(auth.createUser({ operatorId: 'op_nope', email: 'x@example.com', password: 'long enough password' })).rejects.toMatchObject({ code: 'NOT_FOUND' });
-    await expect(auth.createUser({ operatorId, email: 'not an email', password: 'long enough password' })).rejects.toMatchObject({ code: 'VALIDATION_FAILED' });
+    await expect(
+      auth.createUser({ operatorId, email: 'ops@example.com', password: 'another long password' }),
+    ).rejects.toMatchObject({ code: 'VALIDATION_FAILED' });
+    await expect(auth.createUser({ operatorId, email: 'new@example.com', password: 'short' })).rejects.toMatchObject({
+      code: 'VALIDATION_FAILED',
+    });
+    await expect(
+      auth.createUser({ operatorId: 'op_nope', email: 'x@example.com', password: 'long enough password' }),
+    ).rejects.toMatchObject({ code: 'NOT_FOUND' });
+    await expect(
+      auth.createUser({ operatorId, email: 'not an email', password: 'long enough password' }),
+    ).rejects.toMatchObject({ code: 'VALIDATION_FAILED' });
     expect((await auth.listUsers(operatorId)).map((u) => u.email)).toEqual(['ops@example.com']);
   });
 
@@ -46,8 +56,12 @@ describe.each(STORES)('dashboard users and sessions on %s', (store) => {
     expect(sessionId).toMatch(/^[A-Za-z0-9_-]{43}$/);
     expect(session.csrfToken).toMatch(/^[A-Za-z0-9_-]{43}$/);
     expect(session.expiresAt).toBe(clock.now() + DASHBOARD_SESSION_TTL_MS);
-    const rows = await db.all<{ id_hash: string; csrf_token: string }>('SELECT id_hash, csrf_token FROM dashboard_sessions');
-    expect(rows).toEqual([{ id_hash: createHash('sha256').update(sessionId).digest('hex'), csrf_token: session.csrfToken }]);
+    const rows = await db.all<{ id_hash: string; csrf_token: string }>(
+      'SELECT id_hash, csrf_token FROM dashboard_sessions',
+    );
+    expect(rows).toEqual([
+      { id_hash: createHash('sha256').update(sessionId).digest('hex'), csrf_token: session.csrfToken },
+    ]);
     expect((await auth.session(sessionId))?.user.email).toBe('ops@example.com');
     // One character different (never the same one: an id ending in "A" must not be tried as itself).
     const altered = `${sessionId.slice(0, -1)}${sessionId.endsWith('A') ? 'B' : 'A'}`;
@@ -64,7 +78,11 @@ describe.each(STORES)('dashboard users and sessions on %s', (store) => {
     const { sessionId } = await auth.signIn('ops@example.com', 'correct horse battery');
     await auth.signOut(sessionId);
     expect(await auth.session(sessionId)).toBeNull();
-    expect(await db.get('SELECT id_hash FROM dashboard_sessions WHERE id_hash = ?', [createHash('sha256').update(sessionId).digest('hex')])).toBeUndefined();
+    expect(
+      await db.get('SELECT id_hash FROM dashboard_sessions WHERE id_hash = ?', [
+        createHash('sha256').update(sessionId).digest('hex'),
+      ]),
+    ).toBeUndefined();
   });
 
   it('gives one answer for a wrong password or an unknown email, then makes the account wait, never lock', async () => {

@@ -82,10 +82,18 @@ export class DashboardAuth {
   async createUser(input: { operatorId: string; email: string; password: string }): Promise<DashboardUser> {
     const email = normaliseEmail(input.email);
     if (input.password.length < MIN_PASSWORD_LENGTH || input.password.length > MAX_PASSWORD_LENGTH) {
-      throw new DomainError('VALIDATION_FAILED', `the password must be ${MIN_PASSWORD_LENGTH} to ${MAX_PASSWORD_LENGTH} characters long`);
+      throw new DomainError(
+        'VALIDATION_FAILED',
+        `the password must be ${MIN_PASSWORD_LENGTH} to ${MAX_PASSWORD_LENGTH} characters long`,
+      );
     }
     const passwordHash = await hash(input.password);
-    const user: DashboardUser = { id: `du_${randomUUID()}`, operatorId: input.operatorId, email, createdAt: this.clock.now() };
+    const user: DashboardUser = {
+      id: `du_${randomUUID()}`,
+      operatorId: input.operatorId,
+      email,
+      createdAt: this.clock.now(),
+    };
     await this.db.transaction((tx) =>
       users.insert(tx, { id: user.id, operator_id: user.operatorId, email, created_at: user.createdAt }, passwordHash),
     );

@@ -29,7 +29,14 @@ function load(dir: URL, names: readonly string[]): Map<string, Asset> {
 
 const STATIC_DIR = new URL('./static/', import.meta.url);
 
-export const DASHBOARD_ASSETS = load(STATIC_DIR, ['dashboard.css', 'icon.svg', 'live.js', 'crash-view.js', 'race-view.js', 'forms.js']);
+export const DASHBOARD_ASSETS = load(STATIC_DIR, [
+  'dashboard.css',
+  'icon.svg',
+  'live.js',
+  'crash-view.js',
+  'race-view.js',
+  'forms.js',
+]);
 export const PLAYER_ASSETS = load(STATIC_DIR, [
   'player.css',
   'icon.svg',
@@ -42,13 +49,17 @@ export const PLAYER_ASSETS = load(STATIC_DIR, [
 
 /** GET {prefix}/:name for a fixed set of files; revalidated by ETag so a deploy is picked up at once. */
 export function serveAssets(app: FastifyInstance, path: string, assets: Map<string, Asset>): void {
-  app.get(`${path}/:name`, { schema: { hide: true } }, async (req: FastifyRequest<{ Params: { name: string } }>, reply: FastifyReply) => {
-    const asset = assets.get(req.params.name);
-    if (!asset) return reply.status(404).type('text/plain; charset=utf-8').send('not found');
-    reply.header('cache-control', 'no-cache');
-    reply.header('etag', asset.etag);
-    reply.header('x-content-type-options', 'nosniff');
-    if (req.headers['if-none-match'] === asset.etag) return reply.status(304).send();
-    return reply.type(asset.type).send(asset.body);
-  });
+  app.get(
+    `${path}/:name`,
+    { schema: { hide: true } },
+    async (req: FastifyRequest<{ Params: { name: string } }>, reply: FastifyReply) => {
+      const asset = assets.get(req.params.name);
+      if (!asset) return reply.status(404).type('text/plain; charset=utf-8').send('not found');
+      reply.header('cache-control', 'no-cache');
+      reply.header('etag', asset.etag);
+      reply.header('x-content-type-options', 'nosniff');
+      if (req.headers['if-none-match'] === asset.etag) return reply.status(304).send();
+      return reply.type(asset.type).send(asset.body);
+    },
+  );
 }

@@ -41,6 +41,7 @@ export const notice = (key: unknown): string | null =>
 export function queryField(query: Record<string, unknown>, name: string, max = 200): string | undefined {
   const v = query[name];
   if (v === undefined || v === '') return undefined;
-  if (typeof v !== 'string' || v.length > max) throw new DomainError('VALIDATION_FAILED', `filter "${name}" must be a single value of at most ${max} characters`);
+  if (typeof v !== 'string' || v.length > max)
+    throw new DomainError('VALIDATION_FAILED', `filter "${name}" must be a single value of at most ${max} characters`);
   return v.trim() || undefined;
 }

@@ -24,7 +24,10 @@ describe('html templates', () => {
     expect(out).toBe(
       '<script type="application/json" id="data">{"text":"\\u003c/script>\\u003cscript>alert(1)\\u003c/script>","line":"\\u2028"}</script>',
     );
-    expect(JSON.parse(out.slice(out.indexOf('>') + 1, out.lastIndexOf('</script>')))).toEqual({ text: '</script><script>alert(1)</script>', line: '\u2028' });
+    expect(JSON.parse(out.slice(out.indexOf('>') + 1, out.lastIndexOf('</script>')))).toEqual({
+      text: '</script><script>alert(1)</script>',
+      line: '\u2028',
+    });
   });
 
   it('builds query strings from the filled-in filters only', () => {

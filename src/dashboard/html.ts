@@ -10,7 +10,14 @@ export class SafeHtml {
   }
 }
 
-const ENTITIES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;', '`': '&#96;' };
+const ENTITIES: Record<string, string> = {
+  '&': '&amp;',
+  '<': '&lt;',
+  '>': '&gt;',
+  '"': '&quot;',
+  "'": '&#39;',
+  '`': '&#96;',
+};
 
 /** Text for element content and quoted attribute values. */
 export function escapeHtml(text: string): string {
@@ -37,7 +44,10 @@ export const trusted = (markup: string): SafeHtml => new SafeHtml(markup);
 
 /** JSON for a `<script type="application/json">` block: `<` is escaped so no value can end the element. */
 export function jsonScript(id: string, value: unknown): SafeHtml {
-  const text = JSON.stringify(value).replace(/</g, '\\u003c').replace(/\u2028/g, '\\u2028').replace(/\u2029/g, '\\u2029');
+  const text = JSON.stringify(value)
+    .replace(/</g, '\\u003c')
+    .replace(/\u2028/g, '\\u2028')
+    .replace(/\u2029/g, '\\u2029');
   return new SafeHtml(`<script type="application/json" id="${escapeHtml(id)}">${text}</script>`);
 }
 

@@ -22,7 +22,8 @@ const LOGIN_COOKIE = 'dash_login';
 const NEXT = /^\/dashboard(?:[/?][^\s\\]*)?$/;
 
 /** Where to go after signing in: only somewhere inside the dashboard, never another site. */
-const safeNext = (raw: unknown): string => (typeof raw === 'string' && NEXT.test(raw) && !raw.includes('//') ? raw : '/dashboard');
+const safeNext = (raw: unknown): string =>
+  typeof raw === 'string' && NEXT.test(raw) && !raw.includes('//') ? raw : '/dashboard';
 
 const refusalCode = (status: number): ErrorCode =>
   status === 413 ? 'BODY_TOO_LARGE' : status === 415 ? 'UNSUPPORTED_MEDIA_TYPE' : 'VALIDATION_FAILED';
@@ -45,7 +46,8 @@ export async function dashboardRoutes(app: FastifyInstance, s: AppServices): Pro
   const secure = s.config.env !== 'development' && s.config.env !== 'test';
   if (!app.hasRequestDecorator('cookies')) await app.register(cookie);
   // The service's root parser set is JSON only; forms are accepted here and nowhere else.
-  if (!app.hasContentTypeParser('application/x-www-form-urlencoded')) await app.register(formbody, { bodyLimit: 16 * 1024 });
+  if (!app.hasContentTypeParser('application/x-www-form-urlencoded'))
+    await app.register(formbody, { bodyLimit: 16 * 1024 });
 
   app.addHook('onSend', async (req, reply) => {
     reply.header('x-content-type-options', 'nosniff');
@@ -71,27 +73,46 @@ export async function dashboardRoutes(app: FastifyInstance, s: AppServices): Pro
     const code = domain?.code ?? (validation ? 'VALIDATION_FAILED' : refused ? refusalCode(refused) : 'INTERNAL');
     if (req.url.startsWith('/dashboard/api/')) return reply.status(status).send({ error: code, message });
     const title = status === 404 ? 'Not found' : status >= 500 ? 'Error' : 'That did not work';
-    return reply.status(status).type('text/html; charset=utf-8').send(errorPage({ status, title, message, signedIn: Boolean(req.dashboard), user: req.dashboard?.user }));
+    return reply
+      .status(status)
+      .type('text/html; charset=utf-8')
+      .send(errorPage({ status, title, message, signedIn: Boolean(req.dashboard), user: req.dashboard?.user }));
   });
   app.setNotFoundHandler((req, reply) => {
     void reply
       .status(404)
       .type('text/html; charset=utf-8')
-      .send(errorPage({ status: 404, title: 'Not found', message: `There is no page at ${req.url.split('?')[0]}.`, signedIn: false }));
+      .send(
+        errorPage({
+          status: 404,
+          title: 'Not found',
+          message: `There is no page at ${req.url.split('?')[0]}.`,
+          signedIn: false,
+        }),
+      );
   });
 
   serveAssets(app, '/assets', DASHBOARD_ASSETS);
 
-  const showLogin = (reply: FastifyReply, o: { next: string; email?: string; error?: string | null; notice?: string | null; status?: number }) => {
+  const showLogin = (
+    reply: FastifyReply,
+    o: { next: string; email?: string; error?: string | null; notice?: string | null; status?: number },
+  ) => {
     // Login CSRF: a double-submit token ties the form to this browser before any session exists.
     const csrf = randomBytes(24).toString('base64url');
     reply.setCookie(LOGIN_COOKIE, csrf, { path: '/dashboard/login', httpOnly: true, secure, sameSite: 'strict' });
-    return reply.status(o.status ?? 200).type('text/html; charset=utf-8').send(loginPage({ ...o, csrf }));
+    return reply
+      .status(o.status ?? 200)
+      .type('text/html; charset=utf-8')
+      .send(loginPage({ ...o, csrf }));
   };
 
   app.get('/login', async (req: FastifyRequest<{ Querystring: Record<string, string> }>, reply) => {
     if (await auth.session(req.cookies[SESSION_COOKIE])) return reply.redirect(safeNext(req.query.next), 303);
-    return showLogin(reply, { next: safeNext(req.query.next), notice: req.query.signed_out ? 'You are signed out.' : null });
+    return showLogin(reply, {
+      next: safeNext(req.query.next),
+      notice: req.query.signed_out ? 'You are signed out.' : null,
+    });
   });
 
   app.post('/login', async (req, reply) => {
@@ -146,7 +167,14 @@ export async function dashboardRoutes(app: FastifyInstance, s: AppServices): Pro
           return reply
             .status(403)
             .type('text/html; charset=utf-8')
-            .send(errorPage({ status: 403, title: 'Refused', message: 'This form is out of date (its security token does not match). Reload the page and try again.', signedIn: true }));
+            .send(
+              errorPage({
+                status: 403,
+                title: 'Refused',
+                message: 'This form is out of date (its security token does not match). Reload the page and try again.',
+                signedIn: true,
+              }),
+            );
         }
       }
       const operator = await s.operators.get(session.user.operatorId);

@@ -8,7 +8,15 @@ describe('deprecation headers', () => {
     announceDeprecations(app);
     app.get(
       '/old',
-      { config: { deprecation: { since: new Date('2026-01-01T00:00:00Z'), sunset: new Date('2026-07-01T00:00:00Z'), link: 'https://example.test/v2' } } },
+      {
+        config: {
+          deprecation: {
+            since: new Date('2026-01-01T00:00:00Z'),
+            sunset: new Date('2026-07-01T00:00:00Z'),
+            link: 'https://example.test/v2',
+          },
+        },
+      },
       async () => ({ ok: true }),
     );
     app.get('/new', async () => ({ ok: true }));

@@ -11,7 +11,10 @@ import { deriveStockRaceOutcome, pctFromBp, raceKey } from '../games/stock-race/
 import type { AppServices } from '../services';
 import { documentSecurity } from './openapi';
 
-const Seed = Type.String({ pattern: '^[0-9a-f]{64}$', description: 'must be the 64 lowercase hex characters of a revealed seed' });
+const Seed = Type.String({
+  pattern: '^[0-9a-f]{64}$',
+  description: 'must be the 64 lowercase hex characters of a revealed seed',
+});
 
 /**
  * Unauthenticated endpoints: fairness verification. Errors take Surface B's shape from the server's
@@ -35,7 +38,9 @@ export async function publicRoutes(app: FastifyInstance, s: AppServices): Promis
           {
             seed: Seed,
             salt: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
-            house_edge_bp: Type.Optional(Type.String({ pattern: '^[0-9]{1,4}$', description: 'must be basis points, 0 to 9999' })),
+            house_edge_bp: Type.Optional(
+              Type.String({ pattern: '^[0-9]{1,4}$', description: 'must be basis points, 0 to 9999' }),
+            ),
           },
           { additionalProperties: false },
         ),
@@ -76,14 +81,18 @@ export async function publicRoutes(app: FastifyInstance, s: AppServices): Promis
             salt: Type.Optional(
               Type.String({ minLength: 1, maxLength: 200, description: "the round's chain salt; none: unsalted" }),
             ),
-            symbols: Type.Optional(Type.String({ description: 'comma-separated, in the round\'s order; defaults to the configured list' })),
+            symbols: Type.Optional(
+              Type.String({ description: "comma-separated, in the round's order; defaults to the configured list" }),
+            ),
           },
           { additionalProperties: false },
         ),
       },
     },
     async (req) => {
-      const symbols = req.query.symbols ? req.query.symbols.split(',').map((x) => x.trim()) : s.config.stockRace.symbols;
+      const symbols = req.query.symbols
+        ? req.query.symbols.split(',').map((x) => x.trim())
+        : s.config.stockRace.symbols;
       const key = raceKey(req.query.seed, req.query.salt ?? null);
       const outcome = deriveStockRaceOutcome(key, symbols);
       return {
@@ -141,7 +150,11 @@ export async function publicRoutes(app: FastifyInstance, s: AppServices): Promis
       const linksToCommitment = chain ? hashForward(round.seed, round.chainIdx + 1) === chain.commitment : false;
       const recomputed =
         round.game === 'crash'
-          ? { crash_point: formatMultiplier(crashPointFromHash(round.seed, String(round.settings.salt), Number(round.settings.house_edge_bp))) }
+          ? {
+              crash_point: formatMultiplier(
+                crashPointFromHash(round.seed, String(round.settings.salt), Number(round.settings.house_edge_bp)),
+              ),
+            }
           : (() => {
               const key = raceKey(round.seed, verifyData.salt);
               const o = deriveStockRaceOutcome(key, round.settings.symbols as string[]);

@@ -62,8 +62,11 @@ export class LazyRequestLogger implements FastifyBaseLogger {
   }
 }
 
-export const lazyChildLoggerFactory = (logger: FastifyBaseLogger, bindings: Bindings, options: ChildLoggerOptions): FastifyBaseLogger =>
-  new LazyRequestLogger(logger as Logger, bindings, options);
+export const lazyChildLoggerFactory = (
+  logger: FastifyBaseLogger,
+  bindings: Bindings,
+  options: ChildLoggerOptions,
+): FastifyBaseLogger => new LazyRequestLogger(logger as Logger, bindings, options);
 
 /** Whether a logger would write at `level` (a logger without isLevelEnabled is assumed to). */
 export const logsAt = (log: FastifyBaseLogger, level: LevelName): boolean =>

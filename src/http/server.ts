@@ -78,7 +78,9 @@ const rootErrors = (url: string | undefined) => rootErrorHandlers[surfaceFor(url
 
 /** Builds the HTTP server: parsing, validation settings, OpenAPI, and the surfaces. */
 export async function buildHttpServer(s: AppServices, options: HttpOptions = {}): Promise<FastifyInstance> {
-  const https = s.config.tls ? { key: readFileSync(s.config.tls.keyFile), cert: readFileSync(s.config.tls.certFile) } : null;
+  const https = s.config.tls
+    ? { key: readFileSync(s.config.tls.keyFile), cert: readFileSync(s.config.tls.certFile) }
+    : null;
   // A pino Logger instance narrows the logger type; everything here needs only the base instance.
   const app = Fastify({
     loggerInstance: s.logger,
@@ -188,7 +190,13 @@ export async function buildHttpServer(s: AppServices, options: HttpOptions = {})
     if (failed || logsAt(req.log, 'debug')) {
       // Player launch tokens travel in the query string: never let them reach the logs.
       const url = req.url.replace(/([?&]token=)[^&]*/g, '$1[redacted]');
-      const entry = { reqId: req.id, method: req.method, url, status: reply.statusCode, ms: Math.round(reply.elapsedTime) };
+      const entry = {
+        reqId: req.id,
+        method: req.method,
+        url,
+        status: reply.statusCode,
+        ms: Math.round(reply.elapsedTime),
+      };
       if (failed) req.log.error(entry, 'request failed');
       else req.log.debug(entry, 'request completed');
     }
@@ -237,7 +245,10 @@ export async function buildHttpServer(s: AppServices, options: HttpOptions = {})
   });
   app.get('/readyz', { schema: { hide: true } }, async (_req, reply) => {
     const report = await s.readiness.report();
-    return reply.code(report.ready ? 200 : 503).header('cache-control', 'no-store').send(report);
+    return reply
+      .code(report.ready ? 200 : 503)
+      .header('cache-control', 'no-store')
+      .send(report);
   });
 
   await app.register(async (scope) => publicRoutes(scope, s));

@@ -124,7 +124,11 @@ export function screener(surface: Surface, deps: AuthDeps) {
       return;
     }
     if (pending === undefined) done();
-    else pending.then(() => done(), (error: unknown) => failed(deps, req, error, done));
+    else
+      pending.then(
+        () => done(),
+        (error: unknown) => failed(deps, req, error, done),
+      );
   };
 }
 
@@ -185,7 +189,11 @@ export function authenticator(surface: Surface, deps: AuthDeps) {
       return;
     }
     if (pending === undefined) done();
-    else pending.then(() => done(), (error: unknown) => failed(deps, req, error, done));
+    else
+      pending.then(
+        () => done(),
+        (error: unknown) => failed(deps, req, error, done),
+      );
   };
 }
 
@@ -309,7 +317,9 @@ async function unavailableOnFailure<T>(req: FastifyRequest, step: () => T | Prom
 }
 
 function renameHeaders(message: string, surface: Surface): string {
-  return message.replace(/\bx-timestamp\b/gi, surface.headers.timestamp).replace(/\bx-signature\b/gi, surface.headers.signature);
+  return message
+    .replace(/\bx-timestamp\b/gi, surface.headers.timestamp)
+    .replace(/\bx-signature\b/gi, surface.headers.signature);
 }
 
 /** Translates anything thrown in a surface into that surface's error body and status. */
@@ -329,12 +339,21 @@ function classify(error: FastifyError | Error): { code: ErrorCode; message: stri
   if (error instanceof HttpProblem) return { code: error.code, message: error.message, headers: error.headers };
   if (isDomainError(error)) return { code: error.code, message: error.message, headers: {} };
   const fe = error as FastifyError & { validation?: ValidationIssue[]; validationContext?: string };
-  if (fe.validation && fe.validation.length > 0) return { ...describeValidation(fe.validation, fe.validationContext ?? 'body'), headers: {} };
+  if (fe.validation && fe.validation.length > 0)
+    return { ...describeValidation(fe.validation, fe.validationContext ?? 'body'), headers: {} };
   switch (fe.code) {
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
-      return { code: 'BODY_TOO_LARGE', message: 'the request body is larger than the limit for this endpoint', headers: {} };
+      return {
+        code: 'BODY_TOO_LARGE',
+        message: 'the request body is larger than the limit for this endpoint',
+        headers: {},
+      };
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
-      return { code: 'UNSUPPORTED_MEDIA_TYPE', message: 'send the body as Content-Type: application/json', headers: {} };
+      return {
+        code: 'UNSUPPORTED_MEDIA_TYPE',
+        message: 'send the body as Content-Type: application/json',
+        headers: {},
+      };
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
       return { code: 'MALFORMED_JSON', message: 'the request body is empty; send a JSON object', headers: {} };
     case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
@@ -366,12 +385,18 @@ const MISSING_FIELD_CODES: Partial<Record<string, { code: ErrorCode; message: st
     code: 'IDEMPOTENCY_KEY_MISSING',
     message: 'field "idempotency_key" is required: reserve is a monetary write',
   },
-  'headers:idempotency-key': { code: 'IDEMPOTENCY_KEY_MISSING', message: 'the Idempotency-Key header is required on this POST' },
+  'headers:idempotency-key': {
+    code: 'IDEMPOTENCY_KEY_MISSING',
+    message: 'the Idempotency-Key header is required on this POST',
+  },
 };
 
 /** Turns the first schema violation into a sentence that names the field and what it must be. */
 export function describeValidation(issues: ValidationIssue[], context: string): { code: ErrorCode; message: string } {
-  const issue = issues.find((i) => i.keyword === 'additionalProperties') ?? issues.find((i) => i.keyword === 'required') ?? issues[0]!;
+  const issue =
+    issues.find((i) => i.keyword === 'additionalProperties') ??
+    issues.find((i) => i.keyword === 'required') ??
+    issues[0]!;
   const path = issue.instancePath.replace(/^\//, '').replace(/\//g, '.');
   const where = context === 'body' ? '' : `${context} `;
   if (issue.keyword === 'additionalProperties') {
@@ -391,7 +416,10 @@ export function describeValidation(issues: ValidationIssue[], context: string): 
   if (issue.keyword === 'type' && !path && context === 'body') {
     return { code: 'VALIDATION_FAILED', message: 'the body must be a JSON object' };
   }
-  return { code: 'VALIDATION_FAILED', message: `${where}field "${field}" ${rule.startsWith('must') ? rule : `must be ${rule}`}` };
+  return {
+    code: 'VALIDATION_FAILED',
+    message: `${where}field "${field}" ${rule.startsWith('must') ? rule : `must be ${rule}`}`,
+  };
 }
 
 /**
@@ -420,7 +448,9 @@ export function guardSurface(
   documentSecurity(app, SURFACE_SECURITY[surface.name]);
   if (options.ownsNotFound) {
     app.setNotFoundHandler((req, reply) => {
-      void reply.status(404).send(surface.errorBody('NOT_FOUND', `no route ${req.method} ${req.url.split('?')[0]}`, String(req.id)));
+      void reply
+        .status(404)
+        .send(surface.errorBody('NOT_FOUND', `no route ${req.method} ${req.url.split('?')[0]}`, String(req.id)));
     });
   }
 }

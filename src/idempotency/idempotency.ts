@@ -159,10 +159,10 @@ export class IdempotencyService {
           [scope.operatorId, scope.key, hash, this.now(), scope.signature ?? null],
         );
         if (claimed.changes === 0) {
-          const row = await tx.get<KeyRow>('SELECT request_hash, status_code, response FROM idempotency_keys WHERE operator_id = ? AND idem_key = ?', [
-            scope.operatorId,
-            scope.key,
-          ]);
+          const row = await tx.get<KeyRow>(
+            'SELECT request_hash, status_code, response FROM idempotency_keys WHERE operator_id = ? AND idem_key = ?',
+            [scope.operatorId, scope.key],
+          );
           // No row under this key: the conflict was on the signature, already recorded under another key.
           if (!row) throw replayedUnderAnotherKey();
           return this.fromRow(row, hash);
@@ -199,9 +199,17 @@ export class IdempotencyService {
     }
   }
 
-  private async replayAfterRefusal(scope: IdempotencyScope, hash: string, response: StoredResponse): Promise<IdempotentResult> {
+  private async replayAfterRefusal(
+    scope: IdempotencyScope,
+    hash: string,
+    response: StoredResponse,
+  ): Promise<IdempotentResult> {
     const row = await this.lookup(scope);
-    if (row && row.response !== null && (row.status_code !== response.statusCode || row.response !== JSON.stringify(response.body))) {
+    if (
+      row &&
+      row.response !== null &&
+      (row.status_code !== response.statusCode || row.response !== JSON.stringify(response.body))
+    ) {
       return this.fromRow(row, hash);
     }
     return { ...response, replayed: false };
@@ -210,16 +218,19 @@ export class IdempotencyService {
   private async replay(scope: IdempotencyScope, hash: string): Promise<IdempotentResult> {
     const row = await this.lookup(scope);
     if (!row) {
-      throw new DomainError('IDEMPOTENCY_KEY_IN_FLIGHT', 'a request with this idempotency key is still being processed; retry shortly');
+      throw new DomainError(
+        'IDEMPOTENCY_KEY_IN_FLIGHT',
+        'a request with this idempotency key is still being processed; retry shortly',
+      );
     }
     return this.fromRow(row, hash);
   }
 
   private lookup(scope: IdempotencyScope): Promise<KeyRow | undefined> {
-    return this.db.get<KeyRow>('SELECT request_hash, status_code, response FROM idempotency_keys WHERE operator_id = ? AND idem_key = ?', [
-      scope.operatorId,
-      scope.key,
-    ]);
+    return this.db.get<KeyRow>(
+      'SELECT request_hash, status_code, response FROM idempotency_keys WHERE operator_id = ? AND idem_key = ?',
+      [scope.operatorId, scope.key],
+    );
   }
 
   private fromRow(row: KeyRow, hash: string): IdempotentResult {
@@ -227,7 +238,10 @@ export class IdempotencyService {
       throw new DomainError('IDEMPOTENCY_KEY_REUSED', 'idempotency key reused with different body');
     }
     if (row.status_code === null || row.response === null) {
-      throw new DomainError('IDEMPOTENCY_KEY_IN_FLIGHT', 'a request with this idempotency key is still being processed; retry shortly');
+      throw new DomainError(
+        'IDEMPOTENCY_KEY_IN_FLIGHT',
+        'a request with this idempotency key is still being processed; retry shortly',
+      );
     }
     return { statusCode: Number(row.status_code), body: JSON.parse(row.response), replayed: true };
   }
@@ -243,7 +257,9 @@ export class IdempotencyService {
 
   /** Forgets keys older than the retention period (at least 24 h, see config). */
   async purge(olderThan: number): Promise<number> {
-    const r = await this.db.transaction((tx) => tx.run('DELETE FROM idempotency_keys WHERE created_at < ?', [olderThan]));
+    const r = await this.db.transaction((tx) =>
+      tx.run('DELETE FROM idempotency_keys WHERE created_at < ?', [olderThan]),
+    );
     return r.changes;
   }
 }

@@ -1,12 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { DomainError } from '../errors/codes';
-import {
-  currencyExponent,
-  decimalToMinor,
-  formatMinor,
-  isKnownCurrency,
-  minorToDecimal,
-} from './currency';
+import { currencyExponent, decimalToMinor, formatMinor, isKnownCurrency, minorToDecimal } from './currency';
 
 function codeOf(fn: () => unknown): string | undefined {
   try {

@@ -93,11 +93,10 @@ export function decimalToMinor(value: number, exponent: number): number {
   const { digits, point } = decimalPartsOf(value);
   const decimals = Math.max(digits.length - point, 0);
   if (decimals > exponent) {
-    throw new DomainError(
-      'STAKE_PRECISION',
-      `amount has ${decimals} decimal places; the currency allows ${exponent}`,
-      { value, max_decimals: exponent },
-    );
+    throw new DomainError('STAKE_PRECISION', `amount has ${decimals} decimal places; the currency allows ${exponent}`, {
+      value,
+      max_decimals: exponent,
+    });
   }
   // decimals <= exponent guarantees point + exponent >= digits.length, so this only appends zeros.
   const minor = BigInt(digits + '0'.repeat(point + exponent - digits.length));
@@ -132,10 +131,7 @@ export function minorToDecimal(minor: number, exponent: number): number {
   const text = formatMinor(minor, exponent);
   const result = Number(text);
   if (exponent > 0 && Math.abs(minor) >= 1e15 && !roundTrips(result, minor, exponent)) {
-    throw new DomainError(
-      'VALIDATION_FAILED',
-      `amount ${text} cannot be represented exactly as a JSON number`,
-    );
+    throw new DomainError('VALIDATION_FAILED', `amount ${text} cannot be represented exactly as a JSON number`);
   }
   // Normalises -0 (from minor = -0) so JSON never carries a signed zero.
   return result === 0 ? 0 : result;

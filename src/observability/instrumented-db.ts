@@ -99,7 +99,9 @@ export class InstrumentedDatabase implements Database {
   }
 
   transaction<T>(fn: (tx: SqlExecutor) => Promise<T>, options?: TransactionOptions): Promise<T> {
-    return this.spans ? this.spans.transaction(options?.label, () => this.counted(fn, options)) : this.counted(fn, options);
+    return this.spans
+      ? this.spans.transaction(options?.label, () => this.counted(fn, options))
+      : this.counted(fn, options);
   }
 
   private counted<T>(fn: (tx: SqlExecutor) => Promise<T>, options?: TransactionOptions): Promise<T> {

@@ -146,7 +146,13 @@ const BACKLOG_SQL: Record<OutboxQueue, string> = {
   wallet: `SELECT COUNT(*) AS pending, MIN(created_at) AS oldest FROM wallet_settlements WHERE status = 'pending'`,
 };
 
-async function outboxBacklog(db: SqlExecutor, queue: OutboxQueue): Promise<{ pending: number; oldestAt: number | null }> {
+async function outboxBacklog(
+  db: SqlExecutor,
+  queue: OutboxQueue,
+): Promise<{ pending: number; oldestAt: number | null }> {
   const row = await db.get<{ pending: number | string; oldest: number | string | null }>(BACKLOG_SQL[queue]);
-  return { pending: Number(row?.pending ?? 0), oldestAt: row?.oldest === null || row?.oldest === undefined ? null : Number(row.oldest) };
+  return {
+    pending: Number(row?.pending ?? 0),
+    oldestAt: row?.oldest === null || row?.oldest === undefined ? null : Number(row.oldest),
+  };
 }

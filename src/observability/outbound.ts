@@ -4,7 +4,12 @@
  * no tracing code is loaded at all.
  */
 export interface OutboundTracer {
-  call<T extends { statusCode: number }>(name: string, url: URL, headers: Record<string, string>, run: () => Promise<T>): Promise<T>;
+  call<T extends { statusCode: number }>(
+    name: string,
+    url: URL,
+    headers: Record<string, string>,
+    run: () => Promise<T>,
+  ): Promise<T>;
 }
 
 let installed: OutboundTracer | null = null;
@@ -15,6 +20,11 @@ export function installOutboundTracer(tracer: OutboundTracer | null): void {
 }
 
 /** Runs `run` inside a client span; `headers` receives the W3C traceparent before the call. */
-export function traced<T extends { statusCode: number }>(name: string, url: URL, headers: Record<string, string>, run: () => Promise<T>): Promise<T> {
+export function traced<T extends { statusCode: number }>(
+  name: string,
+  url: URL,
+  headers: Record<string, string>,
+  run: () => Promise<T>,
+): Promise<T> {
   return installed ? installed.call(name, url, headers, run) : run();
 }

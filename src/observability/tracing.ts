@@ -5,7 +5,16 @@
  * rather than by monkey-patching modules, which would depend on import order.
  */
 import type { IncomingMessage } from 'node:http';
-import { context, defaultTextMapGetter, defaultTextMapSetter, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Span } from '@opentelemetry/api';
+import {
+  context,
+  defaultTextMapGetter,
+  defaultTextMapSetter,
+  ROOT_CONTEXT,
+  SpanKind,
+  SpanStatusCode,
+  trace,
+  type Span,
+} from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
@@ -33,7 +42,11 @@ export class Tracing implements StoreSpans, OutboundTracer {
     this.provider = new BasicTracerProvider({
       resource: resourceFromAttributes({ 'service.name': o.serviceName }),
       // Exported in batches off the request path; OTLP/HTTP appends /v1/traces to the base endpoint.
-      spanProcessors: [new BatchSpanProcessor(new OTLPTraceExporter({ url: `${o.otlpEndpoint}/v1/traces` }), { scheduledDelayMillis: 500 })],
+      spanProcessors: [
+        new BatchSpanProcessor(new OTLPTraceExporter({ url: `${o.otlpEndpoint}/v1/traces` }), {
+          scheduledDelayMillis: 500,
+        }),
+      ],
     });
     this.tracer = this.provider.getTracer('round-betting-service');
   }
@@ -73,12 +86,19 @@ export class Tracing implements StoreSpans, OutboundTracer {
 
   transaction<T>(label: string | undefined, run: () => Promise<T>): Promise<T> {
     const name = label ? `db.transaction ${label}` : 'db.transaction';
-    return this.tracer.startActiveSpan(name, { kind: SpanKind.CLIENT, attributes: { 'db.system.name': this.o.dialect } }, (span) =>
-      this.finish(span, run()),
+    return this.tracer.startActiveSpan(
+      name,
+      { kind: SpanKind.CLIENT, attributes: { 'db.system.name': this.o.dialect } },
+      (span) => this.finish(span, run()),
     );
   }
 
-  call<T extends { statusCode: number }>(name: string, url: URL, headers: Record<string, string>, run: () => Promise<T>): Promise<T> {
+  call<T extends { statusCode: number }>(
+    name: string,
+    url: URL,
+    headers: Record<string, string>,
+    run: () => Promise<T>,
+  ): Promise<T> {
     const attributes = { 'http.request.method': 'POST', 'server.address': url.hostname, 'url.path': url.pathname };
     return this.tracer.startActiveSpan(name, { kind: SpanKind.CLIENT, attributes }, (span) => {
       this.propagator.inject(context.active(), headers, defaultTextMapSetter);

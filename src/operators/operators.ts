@@ -138,7 +138,10 @@ export class OperatorService {
   }
 
   /** New secret now; the old one keeps verifying (and the wallet keeps accepting it) for the overlap. */
-  async rotateSecret(id: string, overlapMs = this.rotationOverlapMs): Promise<{ apiSecret: string; previousSecretExpiresAt: number }> {
+  async rotateSecret(
+    id: string,
+    overlapMs = this.rotationOverlapMs,
+  ): Promise<{ apiSecret: string; previousSecretExpiresAt: number }> {
     const current = await operators.byId(this.db, id);
     const apiSecret = `sk_${current?.mode === 'test' ? 'test_' : ''}${randomBytes(32).toString('base64url')}`;
     const now = this.clock.now();
@@ -225,7 +228,11 @@ export class OperatorService {
 
   private withSecrets(row: OperatorRow, now: number): OperatorCredentials {
     const secrets = [this.box.open(row.secret_enc)];
-    if (row.previous_secret_enc && row.previous_secret_expires_at !== null && Number(row.previous_secret_expires_at) > now) {
+    if (
+      row.previous_secret_enc &&
+      row.previous_secret_expires_at !== null &&
+      Number(row.previous_secret_expires_at) > now
+    ) {
       secrets.push(this.box.open(row.previous_secret_enc));
     }
     return { ...this.toOperator(row), secrets };

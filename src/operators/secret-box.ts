@@ -17,7 +17,8 @@ export class SecretBox {
   static fromString(value: string): SecretBox {
     const trimmed = value.trim();
     const key = /^[0-9a-f]{64}$/i.test(trimmed) ? Buffer.from(trimmed, 'hex') : Buffer.from(trimmed, 'base64');
-    if (key.length !== 32) throw new Error('MASTER_KEY must decode to 32 bytes (64 hex characters or 44 base64 characters)');
+    if (key.length !== 32)
+      throw new Error('MASTER_KEY must decode to 32 bytes (64 hex characters or 44 base64 characters)');
     return new SecretBox(key);
   }
 

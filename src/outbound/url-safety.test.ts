@@ -63,26 +63,40 @@ describe('isNonPublicAddress', () => {
 });
 
 describe('checkTargetUrl', () => {
-  const strict = (table: Record<string, string[]> = {}) => ({ allowPrivateTargets: false, resolve: resolverFor(table) });
+  const strict = (table: Record<string, string[]> = {}) => ({
+    allowPrivateTargets: false,
+    resolve: resolverFor(table),
+  });
 
   it('accepts an https URL that resolves only to public addresses, dropping the fragment', async () => {
-    await expect(checkTargetUrl('https://hooks.example.com/in?x=1#frag', strict({ 'hooks.example.com': ['93.184.216.34', '2606:2800:220:1::1'] }))).resolves.toBe(
-      'https://hooks.example.com/in?x=1',
-    );
+    await expect(
+      checkTargetUrl(
+        'https://hooks.example.com/in?x=1#frag',
+        strict({ 'hooks.example.com': ['93.184.216.34', '2606:2800:220:1::1'] }),
+      ),
+    ).resolves.toBe('https://hooks.example.com/in?x=1');
   });
 
   it('refuses http, credentials, other schemes and garbage', async () => {
-    await expect(checkTargetUrl('http://hooks.example.com/', strict({ 'hooks.example.com': ['93.184.216.34'] }))).rejects.toMatchObject({
+    await expect(
+      checkTargetUrl('http://hooks.example.com/', strict({ 'hooks.example.com': ['93.184.216.34'] })),
+    ).rejects.toMatchObject({
       code: 'INVALID_URL',
       message: 'the URL must use https',
     });
-    await expect(checkTargetUrl('https://u:p@hooks.example.com/', strict())).rejects.toMatchObject({ message: 'the URL must not carry a user name or password' });
-    await expect(checkTargetUrl('ftp://hooks.example.com/', strict())).rejects.toMatchObject({ message: 'the URL must be https, not ftp' });
+    await expect(checkTargetUrl('https://u:p@hooks.example.com/', strict())).rejects.toMatchObject({
+      message: 'the URL must not carry a user name or password',
+    });
+    await expect(checkTargetUrl('ftp://hooks.example.com/', strict())).rejects.toMatchObject({
+      message: 'the URL must be https, not ftp',
+    });
     await expect(checkTargetUrl('not a url', strict())).rejects.toMatchObject({ code: 'INVALID_URL' });
   });
 
   it('refuses a host with any non-public address, naming it', async () => {
-    await expect(checkTargetUrl('https://mixed.example.com/', strict({ 'mixed.example.com': ['93.184.216.34', '10.0.0.7'] }))).rejects.toMatchObject({
+    await expect(
+      checkTargetUrl('https://mixed.example.com/', strict({ 'mixed.example.com': ['93.184.216.34', '10.0.0.7'] })),
+    ).rejects.toMatchObject({
       message: 'mixed.example.com resolves to 10.0.0.7, a loopback, private or link-local address',
     });
   });
@@ -91,14 +105,24 @@ describe('checkTargetUrl', () => {
     await expect(checkTargetUrl('https://169.254.169.254/latest', strict())).rejects.toMatchObject({
       message: '169.254.169.254 is a loopback, private or link-local address',
     });
-    await expect(checkTargetUrl('https://[::1]:8443/', strict())).rejects.toMatchObject({ message: '::1 is a loopback, private or link-local address' });
-    await expect(checkTargetUrl('https://localhost/', strict())).rejects.toMatchObject({ message: 'localhost is not a public host name' });
-    await expect(checkTargetUrl('https://nowhere.example.net/', strict())).rejects.toMatchObject({ message: 'nowhere.example.net does not resolve (ENOTFOUND)' });
+    await expect(checkTargetUrl('https://[::1]:8443/', strict())).rejects.toMatchObject({
+      message: '::1 is a loopback, private or link-local address',
+    });
+    await expect(checkTargetUrl('https://localhost/', strict())).rejects.toMatchObject({
+      message: 'localhost is not a public host name',
+    });
+    await expect(checkTargetUrl('https://nowhere.example.net/', strict())).rejects.toMatchObject({
+      message: 'nowhere.example.net does not resolve (ENOTFOUND)',
+    });
   });
 
   it('allows http and loopback only with the development setting', async () => {
-    await expect(checkTargetUrl('http://127.0.0.1:9999/hook', { allowPrivateTargets: true })).resolves.toBe('http://127.0.0.1:9999/hook');
-    await expect(checkTargetUrl('gopher://127.0.0.1/', { allowPrivateTargets: true })).rejects.toMatchObject({ code: 'INVALID_URL' });
+    await expect(checkTargetUrl('http://127.0.0.1:9999/hook', { allowPrivateTargets: true })).resolves.toBe(
+      'http://127.0.0.1:9999/hook',
+    );
+    await expect(checkTargetUrl('gopher://127.0.0.1/', { allowPrivateTargets: true })).rejects.toMatchObject({
+      code: 'INVALID_URL',
+    });
   });
 });
 

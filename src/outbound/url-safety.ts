@@ -51,8 +51,10 @@ function carriedIpv4(addr: IPv6): IPv4 | 'refuse' | null {
  * while the address really is the IPv4-compatible `::a.b.c.d` (what URL parsing and sockets use).
  */
 function withHexTail(ipv6: string): string {
-  return ipv6.replace(/(\d+)\.(\d+)\.(\d+)\.(\d+)$/, (_, a: string, b: string, c: string, d: string) =>
-    `${((Number(a) << 8) | Number(b)).toString(16)}:${((Number(c) << 8) | Number(d)).toString(16)}`,
+  return ipv6.replace(
+    /(\d+)\.(\d+)\.(\d+)\.(\d+)$/,
+    (_, a: string, b: string, c: string, d: string) =>
+      `${((Number(a) << 8) | Number(b)).toString(16)}:${((Number(c) << 8) | Number(d)).toString(16)}`,
   );
 }
 
@@ -105,7 +107,8 @@ export async function checkTargetUrl(raw: string, options: UrlSafetyOptions): Pr
   } catch {
     throw invalid(`"${raw.slice(0, 100)}" is not an absolute URL`);
   }
-  if (url.protocol !== 'https:' && url.protocol !== 'http:') throw invalid(`the URL must be https, not ${url.protocol.replace(':', '')}`);
+  if (url.protocol !== 'https:' && url.protocol !== 'http:')
+    throw invalid(`the URL must be https, not ${url.protocol.replace(':', '')}`);
   if (url.username || url.password) throw invalid('the URL must not carry a user name or password');
   url.hash = '';
   if (options.allowPrivateTargets) return url.toString();

@@ -53,9 +53,7 @@ describe('sandbox rounds next to live ones', () => {
       seed: SEED,
       settings: { salt: DEFAULT_BUSTABIT_SALT, house_edge_bp: 100, scripted_crash_point: 100 },
     };
-    expect(game.crashPoint({ ...base, operatorId: null })).toBe(
-      crashPointFromHash(SEED, DEFAULT_BUSTABIT_SALT, 100),
-    );
+    expect(game.crashPoint({ ...base, operatorId: null })).toBe(crashPointFromHash(SEED, DEFAULT_BUSTABIT_SALT, 100));
     expect(game.crashPoint({ ...base, operatorId: 'op_test' })).toBe(100);
   });
 

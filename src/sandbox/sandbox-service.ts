@@ -298,4 +298,3 @@ export interface DeepPartialTiming {
 function assertTestMode(operator: Operator): void {
   if (operator.mode !== 'test') throw new DomainError('SANDBOX_ONLY', 'sandbox calls need a test-mode key (pk_test_…)');
 }
-

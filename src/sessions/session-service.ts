@@ -42,13 +42,18 @@ export function checkReturnUrl(raw: string, allowLoopbackHttp: boolean): string 
   try {
     url = new URL(raw);
   } catch {
-    throw new DomainError('INVALID_URL', `return_url must be an absolute URL, got ${JSON.stringify(raw.slice(0, 200))}`);
+    throw new DomainError(
+      'INVALID_URL',
+      `return_url must be an absolute URL, got ${JSON.stringify(raw.slice(0, 200))}`,
+    );
   }
   if (url.protocol === 'https:') return url.toString();
   if (url.protocol === 'http:' && allowLoopbackHttp && LOOPBACK_HOSTS.has(url.hostname)) return url.toString();
   throw new DomainError(
     'INVALID_URL',
-    allowLoopbackHttp ? 'return_url must use https (http is accepted only for localhost in development)' : 'return_url must use https',
+    allowLoopbackHttp
+      ? 'return_url must use https (http is accepted only for localhost in development)'
+      : 'return_url must use https',
   );
 }
 
@@ -57,10 +62,14 @@ export function checkCurrency(operator: Operator, currency: string): void {
     throw new DomainError('CURRENCY_NOT_ALLOWED', `${currency} is not an ISO 4217 currency code`, { currency });
   }
   if (!operator.settings.currencies.includes(currency)) {
-    throw new DomainError('CURRENCY_NOT_ALLOWED', `this operator is not enabled for ${currency}; allowed: ${operator.settings.currencies.join(', ')}`, {
-      currency,
-      allowed: operator.settings.currencies,
-    });
+    throw new DomainError(
+      'CURRENCY_NOT_ALLOWED',
+      `this operator is not enabled for ${currency}; allowed: ${operator.settings.currencies.join(', ')}`,
+      {
+        currency,
+        allowed: operator.settings.currencies,
+      },
+    );
   }
 }
 
@@ -71,7 +80,10 @@ export class SessionService {
     private readonly settings: SessionSettings,
   ) {}
 
-  async launch(operator: Operator, input: { playerRef: string; currency: string; returnUrl: string }): Promise<LaunchedSession> {
+  async launch(
+    operator: Operator,
+    input: { playerRef: string; currency: string; returnUrl: string },
+  ): Promise<LaunchedSession> {
     checkCurrency(operator, input.currency);
     const returnUrl = checkReturnUrl(input.returnUrl, this.settings.allowLoopbackHttp);
     const token = randomBytes(32).toString('base64url');
@@ -113,7 +125,11 @@ export function sessionById(executor: SqlExecutor, id: string): Promise<PlayerSe
 /** A session may be used up to, not including, its expires_at. */
 export function assertLive(session: PlayerSession, now: number): PlayerSession {
   if (now >= session.expiresAt) {
-    throw new DomainError('SESSION_EXPIRED', `session ${session.id} expired at ${session.expiresAt}; launch a new one`, { expires_at: session.expiresAt });
+    throw new DomainError(
+      'SESSION_EXPIRED',
+      `session ${session.id} expired at ${session.expiresAt}; launch a new one`,
+      { expires_at: session.expiresAt },
+    );
   }
   return session;
 }

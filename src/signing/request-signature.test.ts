@@ -151,7 +151,10 @@ describe('verifyRequest', () => {
     });
 
     it('names the age in whole seconds when exact', () => {
-      expect(at(-412_000)).toMatchObject({ code: 'STALE_TIMESTAMP', message: 'timestamp is 412 s old; the limit is 300 s' });
+      expect(at(-412_000)).toMatchObject({
+        code: 'STALE_TIMESTAMP',
+        message: 'timestamp is 412 s old; the limit is 300 s',
+      });
     });
 
     it('honours a custom tolerance', () => {
@@ -198,14 +201,18 @@ describe('verifyRequest', () => {
       });
     });
 
-    it.each(['1700000000000.5', '-1700000000000', '1.7e12', ' 1700000000000', '2023-11-14T22:13:20Z', '1234567890123456'])(
-      'refuses timestamp %j as not an integer millisecond value',
-      (timestamp) => {
-        const result = verifyRequest(input({ timestamp }));
-        expect(result).toMatchObject({ ok: false, code: 'INVALID_SIGNATURE' });
-        expect(!result.ok && result.message).toMatch(/^x-timestamp must be milliseconds since epoch as an integer/);
-      },
-    );
+    it.each([
+      '1700000000000.5',
+      '-1700000000000',
+      '1.7e12',
+      ' 1700000000000',
+      '2023-11-14T22:13:20Z',
+      '1234567890123456',
+    ])('refuses timestamp %j as not an integer millisecond value', (timestamp) => {
+      const result = verifyRequest(input({ timestamp }));
+      expect(result).toMatchObject({ ok: false, code: 'INVALID_SIGNATURE' });
+      expect(!result.ok && result.message).toMatch(/^x-timestamp must be milliseconds since epoch as an integer/);
+    });
 
     it('refuses a signature of the wrong length without throwing', () => {
       expect(verifyRequest(input({ signature: PINNED_POST.slice(0, 62) }))).toEqual({

@@ -41,7 +41,12 @@ describe('standardWebhookHeaders', () => {
   });
 
   it('emits one space-separated v1 entry per secret, in order', () => {
-    const headers = standardWebhookHeaders({ messageId: 'msg_1', timestampMs: NOW, rawBody: BODY, secrets: [SECRET_A, SECRET_B] });
+    const headers = standardWebhookHeaders({
+      messageId: 'msg_1',
+      timestampMs: NOW,
+      rawBody: BODY,
+      secrets: [SECRET_A, SECRET_B],
+    });
     const sign = (secret: string) =>
       createHmac('sha256', Buffer.from(secret.slice(6), 'base64'))
         .update(`msg_1.${Math.floor(NOW / 1000)}.${BODY}`)
@@ -53,9 +58,9 @@ describe('standardWebhookHeaders', () => {
     expect(() => standardWebhookHeaders({ messageId: 'm', timestampMs: NOW, rawBody: BODY, secrets: [] })).toThrow(
       'at least one endpoint secret',
     );
-    expect(() => standardWebhookHeaders({ messageId: '', timestampMs: NOW, rawBody: BODY, secrets: [SECRET_A] })).toThrow(
-      'messageId must not be empty',
-    );
+    expect(() =>
+      standardWebhookHeaders({ messageId: '', timestampMs: NOW, rawBody: BODY, secrets: [SECRET_A] }),
+    ).toThrow('messageId must not be empty');
     expect(() =>
       standardWebhookHeaders({ messageId: 'm', timestampMs: 1.5, rawBody: BODY, secrets: [SECRET_A] }),
     ).toThrow(RangeError);
@@ -124,8 +129,10 @@ describe('serviceSignatureHeader', () => {
 });
 
 describe('verifyServiceSignature', () => {
-  const verify = (header: string, overrides: { secret?: string; rawBody?: string; now?: number; toleranceMs?: number } = {}) =>
-    verifyServiceSignature({ secret: SECRET_A, rawBody: BODY, header, now: NOW, ...overrides });
+  const verify = (
+    header: string,
+    overrides: { secret?: string; rawBody?: string; now?: number; toleranceMs?: number } = {},
+  ) => verifyServiceSignature({ secret: SECRET_A, rawBody: BODY, header, now: NOW, ...overrides });
 
   it('round-trips a header it produced', () => {
     expect(verify(serviceSignatureHeader([SECRET_A], NOW, BODY))).toEqual({ valid: true, timestamp: NOW });

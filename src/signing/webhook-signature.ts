@@ -195,7 +195,8 @@ export function verifyServiceSignature(input: {
   const skew = input.now - timestamp;
   if (Math.abs(skew) > tolerance) {
     const when = skew > 0 ? 'old' : 'in the future';
-    const hint = skew > 0 && LOOKS_LIKE_SECONDS.test(parsed.t) ? '; t= looks like seconds, it must be milliseconds' : '';
+    const hint =
+      skew > 0 && LOOKS_LIKE_SECONDS.test(parsed.t) ? '; t= looks like seconds, it must be milliseconds' : '';
     return {
       valid: false,
       reason: 'TIMESTAMP_OUTSIDE_TOLERANCE',

@@ -97,7 +97,8 @@ export const forShare = (db: SqlExecutor): string => (db.dialect === 'postgres' 
 export const forUpdate = (db: SqlExecutor): string => (db.dialect === 'postgres' ? ' FOR UPDATE' : '');
 
 /** Nullable numeric columns: PostgreSQL and SQLite both give numbers here, but null must stay null. */
-export const nullableNumber = (v: number | string | null | undefined): number | null => (v === null || v === undefined ? null : Number(v));
+export const nullableNumber = (v: number | string | null | undefined): number | null =>
+  v === null || v === undefined ? null : Number(v);
 
 /**
  * How a service read reaches the store. `readOnly`: the read-only path (`Database.reads`), for page

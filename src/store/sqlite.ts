@@ -76,7 +76,10 @@ export class SqliteDatabase implements Database {
   private readonly executor: SqlExecutor;
   private readonly syncExecutor: SyncExecutor;
   // Prepared once: exec() would re-parse these four statements for every unit of every batch.
-  private readonly control: Record<'begin' | 'savepoint' | 'release' | 'rollbackTo' | 'commit', BetterSqlite3.Statement>;
+  private readonly control: Record<
+    'begin' | 'savepoint' | 'release' | 'rollbackTo' | 'commit',
+    BetterSqlite3.Statement
+  >;
   // Null for ':memory:' databases: nothing to sync, nothing to checkpoint.
   private readonly walSync: WalSync | null;
   private checkpointer: Worker | null = null;
@@ -109,7 +112,11 @@ export class SqliteDatabase implements Database {
     };
     this.walSync = onDisk ? new WalSync(options.filename, options.syncFile) : null;
     this.checkpointPlan = onDisk
-      ? { filename: options.filename, intervalMs: options.checkpointIntervalMs ?? 200, afterCommits: options.checkpointThreadAfterCommits ?? 100 }
+      ? {
+          filename: options.filename,
+          intervalMs: options.checkpointIntervalMs ?? 200,
+          afterCommits: options.checkpointThreadAfterCommits ?? 100,
+        }
       : null;
     const self = this;
     this.executor = {

@@ -80,7 +80,14 @@ describe.each(STORES)('store contract on %s', (kind) => {
     });
     const outcomes = await Promise.all(
       Array.from({ length: 10 }, (_, i) =>
-        db.transaction(async (tx) => (await tx.run(`UPDATE bets SET status = 'cashed_out', payout = ? WHERE id = 'b' AND status = 'active'`, [i])).changes),
+        db.transaction(
+          async (tx) =>
+            (
+              await tx.run(`UPDATE bets SET status = 'cashed_out', payout = ? WHERE id = 'b' AND status = 'active'`, [
+                i,
+              ])
+            ).changes,
+        ),
       ),
     );
     expect(outcomes.reduce((a, b) => a + b, 0)).toBe(1);
@@ -93,23 +100,35 @@ describe.each(STORES)('store contract on %s', (kind) => {
     const scope = { operatorId: 'o', key: 'k1', route: 'POST /x', body: { a: 1, b: [1, 2] } };
     const results = await Promise.all(
       Array.from({ length: 10 }, () =>
-        svc.execute(scope, () => ({ statusCode: 409, body: {} }), async (tx) => {
-          effects++;
-          await tx.run(`UPDATE operators SET name = 'touched' WHERE id = 'o'`);
-          return { statusCode: 200, body: { ok: true } };
-        }),
+        svc.execute(
+          scope,
+          () => ({ statusCode: 409, body: {} }),
+          async (tx) => {
+            effects++;
+            await tx.run(`UPDATE operators SET name = 'touched' WHERE id = 'o'`);
+            return { statusCode: 200, body: { ok: true } };
+          },
+        ),
       ),
     );
     expect(effects).toBe(1);
     expect(results.filter((r) => !r.replayed)).toHaveLength(1);
     expect(results.every((r) => r.statusCode === 200)).toBe(true);
     // Same content, other key order: a replay. Other content: a conflict.
-    const replay = await svc.execute({ ...scope, body: { b: [1, 2], a: 1 } }, () => ({ statusCode: 409, body: {} }), async () => {
-      throw new Error('must not run');
-    });
+    const replay = await svc.execute(
+      { ...scope, body: { b: [1, 2], a: 1 } },
+      () => ({ statusCode: 409, body: {} }),
+      async () => {
+        throw new Error('must not run');
+      },
+    );
     expect(replay).toEqual({ statusCode: 200, body: { ok: true }, replayed: true });
     await expect(
-      svc.execute({ ...scope, body: { a: 2 } }, () => ({ statusCode: 409, body: {} }), async () => ({ statusCode: 200, body: {} })),
+      svc.execute(
+        { ...scope, body: { a: 2 } },
+        () => ({ statusCode: 409, body: {} }),
+        async () => ({ statusCode: 200, body: {} }),
+      ),
     ).rejects.toMatchObject({ code: 'IDEMPOTENCY_KEY_REUSED', message: 'idempotency key reused with different body' });
   });
 
@@ -130,18 +149,22 @@ describe.each(STORES)('store contract on %s', (kind) => {
     const results = await Promise.all(
       instances.flatMap((svc, i) =>
         [0, 1, 2].map((j) =>
-          svc.execute(scope, () => ({ statusCode: 409, body: {} }), async (tx) => {
-            if (kind === 'postgres') {
-              if (++inside === 2) bothInside();
-              await overlap;
-            }
-            const id = `effect-${i}-${j}`;
-            await tx.run(
-              `INSERT INTO operators (id, name, api_key, secret_enc, status, settings, created_at, updated_at) VALUES (?, 'n', ?, 'x', 'active', '{}', 1, 1)`,
-              [id, `key-${id}`],
-            );
-            return { statusCode: 200, body: { by: id } };
-          }),
+          svc.execute(
+            scope,
+            () => ({ statusCode: 409, body: {} }),
+            async (tx) => {
+              if (kind === 'postgres') {
+                if (++inside === 2) bothInside();
+                await overlap;
+              }
+              const id = `effect-${i}-${j}`;
+              await tx.run(
+                `INSERT INTO operators (id, name, api_key, secret_enc, status, settings, created_at, updated_at) VALUES (?, 'n', ?, 'x', 'active', '{}', 1, 1)`,
+                [id, `key-${id}`],
+              );
+              return { statusCode: 200, body: { by: id } };
+            },
+          ),
         ),
       ),
     );
@@ -157,10 +180,14 @@ describe.each(STORES)('store contract on %s', (kind) => {
     await insertOperator('o2');
     const svc = new IdempotencyService(db, () => 1);
     const run = (operatorId: string) =>
-      svc.execute({ operatorId, key: 'same', route: 'POST /x', body: { operatorId } }, () => ({ statusCode: 409, body: {} }), async () => ({
-        statusCode: 200,
-        body: { operatorId },
-      }));
+      svc.execute(
+        { operatorId, key: 'same', route: 'POST /x', body: { operatorId } },
+        () => ({ statusCode: 409, body: {} }),
+        async () => ({
+          statusCode: 200,
+          body: { operatorId },
+        }),
+      );
     expect(await run('o1')).toMatchObject({ replayed: false, body: { operatorId: 'o1' } });
     expect(await run('o2')).toMatchObject({ replayed: false, body: { operatorId: 'o2' } });
   });
@@ -296,14 +323,20 @@ describe.each(STORES)('store contract on %s', (kind) => {
         failNext = false;
         await expect(insert('after')).rejects.toThrow(/refuses writes until restarted/);
         // Refused before it ran: the row is not even in the log.
-        expect(sqlite.raw.prepare(`SELECT id FROM operators WHERE id IN ('before', 'after') ORDER BY id`).all()).toEqual([{ id: 'before' }]);
+        expect(
+          sqlite.raw.prepare(`SELECT id FROM operators WHERE id IN ('before', 'after') ORDER BY id`).all(),
+        ).toEqual([{ id: 'before' }]);
       } finally {
         await sqlite.close();
       }
     });
 
     it('copies the log into the database file on the checkpoint thread, once the process has written a little', async () => {
-      const sqlite = new SqliteDatabaseClass({ filename: join(dataDir, 'ck.db'), checkpointThreadAfterCommits: 20, checkpointIntervalMs: 20 });
+      const sqlite = new SqliteDatabaseClass({
+        filename: join(dataDir, 'ck.db'),
+        checkpointThreadAfterCommits: 20,
+        checkpointIntervalMs: 20,
+      });
       await migrate(sqlite);
       db = sqlite; // insertOperator writes to `db`; the harness's own database is disposed as usual
       const before = sqlite.lastCheckpoint;

@@ -80,7 +80,9 @@ export class WalSync {
       // pages it could not write, so a later successful sync would prove nothing about them. Every
       // waiting and future write is refused; a restart recovers from what is really on disk.
       const why = error instanceof Error ? error.message : String(error);
-      this.failed = new Error(`the write-ahead log could not be synced to disk (${why}); the store refuses writes until restarted`);
+      this.failed = new Error(
+        `the write-ahead log could not be synced to disk (${why}); the store refuses writes until restarted`,
+      );
       for (const w of this.waiters) w.reject(this.failed);
       this.waiters = [];
       return;

@@ -86,11 +86,21 @@ export { retryDelayMs } from '../outbox/backoff';
 
 export const settlementRepository = {
   /** Inside the settling transaction. A second call for the same bet changes nothing. */
-  async enqueue(tx: SqlExecutor, input: { operatorId: string; body: SettleBody; now: number; firstDelayMs: number }): Promise<void> {
+  async enqueue(
+    tx: SqlExecutor,
+    input: { operatorId: string; body: SettleBody; now: number; firstDelayMs: number },
+  ): Promise<void> {
     await tx.run(
       `INSERT INTO wallet_settlements (bet_id, operator_id, idempotency_key, body, status, attempts, next_attempt_at, created_at)
        VALUES (?, ?, ?, ?, 'pending', 0, ?, ?) ON CONFLICT DO NOTHING`,
-      [input.body.bet_id, input.operatorId, input.body.idempotency_key, JSON.stringify(input.body), input.now + input.firstDelayMs, input.now],
+      [
+        input.body.bet_id,
+        input.operatorId,
+        input.body.idempotency_key,
+        JSON.stringify(input.body),
+        input.now + input.firstDelayMs,
+        input.now,
+      ],
     );
   },
 
@@ -105,11 +115,14 @@ export const settlementRepository = {
     return row ? toSettlement(row) : undefined;
   },
 
-  async list(db: SqlExecutor, filter: { operatorId?: string; status?: SettlementStatus; limit: number }): Promise<Settlement[]> {
+  async list(
+    db: SqlExecutor,
+    filter: { operatorId?: string; status?: SettlementStatus; limit: number },
+  ): Promise<Settlement[]> {
     const where: string[] = [];
     const params: (string | number)[] = [];
-    if (filter.operatorId) (where.push('operator_id = ?'), params.push(filter.operatorId));
-    if (filter.status) (where.push('status = ?'), params.push(filter.status));
+    if (filter.operatorId) where.push('operator_id = ?'), params.push(filter.operatorId);
+    if (filter.status) where.push('status = ?'), params.push(filter.status);
     params.push(filter.limit);
     const rows = await db.all<SettlementRow>(
       `SELECT * FROM wallet_settlements${where.length ? ` WHERE ${where.join(' AND ')}` : ''} ORDER BY created_at, bet_id LIMIT ?`,
@@ -120,7 +133,13 @@ export const settlementRepository = {
 
   async attempts(db: SqlExecutor, betId: string): Promise<AttemptRow[]> {
     const rows = await db.all<AttemptRow>('SELECT * FROM wallet_attempts WHERE bet_id = ? ORDER BY attempt', [betId]);
-    return rows.map((r) => ({ ...r, attempt: Number(r.attempt), started_at: Number(r.started_at), latency_ms: Number(r.latency_ms), status_code: nullableNumber(r.status_code) }));
+    return rows.map((r) => ({
+      ...r,
+      attempt: Number(r.attempt),
+      started_at: Number(r.started_at),
+      latency_ms: Number(r.latency_ms),
+      status_code: nullableNumber(r.status_code),
+    }));
   },
 
   /**

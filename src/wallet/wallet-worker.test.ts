@@ -89,7 +89,13 @@ describe('WalletSettlementWorker', () => {
     expect(received).toHaveLength(1);
     const r = received[0]!;
     expect(r.path).toBe('/wallet/v1/bets/settle');
-    expect(JSON.parse(r.body)).toEqual({ bet_id: 'b1', winner: 'NVDA', pct: 8.85, payout: 12.5, idempotency_key: 'settle_b1' });
+    expect(JSON.parse(r.body)).toEqual({
+      bet_id: 'b1',
+      winner: 'NVDA',
+      pct: 8.85,
+      payout: 12.5,
+      idempotency_key: 'settle_b1',
+    });
     expect(r.headers['x-operator-key']).toBe('pk_test');
     expect(r.headers['x-timestamp']).toBe(String(clock.now()));
     const check = verifyRequest({
@@ -103,7 +109,13 @@ describe('WalletSettlementWorker', () => {
     });
     expect(check).toEqual({ ok: true, secretIndex: 0 });
     const s = await settlementRepository.byBet(db, 'b1');
-    expect(s).toMatchObject({ status: 'delivered', attempts: 1, lastStatusCode: 200, deliveredAt: clock.now(), claimedUntil: null });
+    expect(s).toMatchObject({
+      status: 'delivered',
+      attempts: 1,
+      lastStatusCode: 200,
+      deliveredAt: clock.now(),
+      claimedUntil: null,
+    });
     expect(await worker.runOnce()).toBe(0);
   });
 
@@ -116,21 +128,39 @@ describe('WalletSettlementWorker', () => {
       // Otherwise never answer: the worker's timeout decides.
     };
     await worker.runOnce();
-    expect(await settlementRepository.byBet(db, 'b2')).toMatchObject({ status: 'pending', attempts: 1, lastStatusCode: 503, nextAttemptAt: clock.now() + 1_000 });
+    expect(await settlementRepository.byBet(db, 'b2')).toMatchObject({
+      status: 'pending',
+      attempts: 1,
+      lastStatusCode: 503,
+      nextAttemptAt: clock.now() + 1_000,
+    });
     expect(await worker.runOnce()).toBe(0);
     clock.advance(1_000);
     await worker.runOnce();
-    expect(await settlementRepository.byBet(db, 'b2')).toMatchObject({ attempts: 2, lastStatusCode: 400, nextAttemptAt: clock.now() + 5_000 });
+    expect(await settlementRepository.byBet(db, 'b2')).toMatchObject({
+      attempts: 2,
+      lastStatusCode: 400,
+      nextAttemptAt: clock.now() + 5_000,
+    });
     clock.advance(5_000);
     await worker.runOnce();
     const afterTimeout = await settlementRepository.byBet(db, 'b2');
-    expect(afterTimeout).toMatchObject({ status: 'pending', attempts: 3, lastStatusCode: null, nextAttemptAt: clock.now() + 5_000 });
+    expect(afterTimeout).toMatchObject({
+      status: 'pending',
+      attempts: 3,
+      lastStatusCode: null,
+      nextAttemptAt: clock.now() + 5_000,
+    });
     expect(afterTimeout!.lastError).toBe('no answer within 300 ms (outcome unknown)');
 
     answer = (res) => res.writeHead(204).end();
     clock.advance(5_000);
     await worker.runOnce();
-    expect(await settlementRepository.byBet(db, 'b2')).toMatchObject({ status: 'delivered', attempts: 4, lastStatusCode: 204 });
+    expect(await settlementRepository.byBet(db, 'b2')).toMatchObject({
+      status: 'delivered',
+      attempts: 4,
+      lastStatusCode: 204,
+    });
     expect(new Set(received.map((r) => r.body)).size).toBe(1);
 
     const log = await settlementRepository.attempts(db, 'b2');

@@ -142,7 +142,12 @@ class SettleCalls implements OutboxSender<SettlementClaim> {
     const operator = await this.o.credentialsOf(s.operatorId);
     if (!operator.walletUrl && operator.mode === 'test' && this.o.simulatedWallet) return this.o.simulatedWallet(s);
     if (!operator.walletUrl) {
-      return { delivered: false, statusCode: null, error: 'the operator has no wallet_url configured', responseExcerpt: null };
+      return {
+        delivered: false,
+        statusCode: null,
+        error: 'the operator has no wallet_url configured',
+        responseExcerpt: null,
+      };
     }
     const url = new URL(settleUrl(operator.walletUrl));
     // Stored before the policy applied to wallet URLs, or changed behind the service's back.
@@ -178,8 +183,12 @@ class SettleCalls implements OutboxSender<SettlementClaim> {
 }
 
 function failedAttempt(error: unknown, timeoutMs: number): Omit<AttemptResult, 'startedAt' | 'latencyMs'> {
-  const notDelivered = (statusCode: number | null, text: string) =>
-    ({ delivered: false, statusCode, error: text.slice(0, EXCERPT_CHARS), responseExcerpt: null });
+  const notDelivered = (statusCode: number | null, text: string) => ({
+    delivered: false,
+    statusCode,
+    error: text.slice(0, EXCERPT_CHARS),
+    responseExcerpt: null,
+  });
   if (error instanceof OutboundTimeoutError) {
     return notDelivered(null, `no answer within ${timeoutMs} ms (outcome unknown)`);
   }

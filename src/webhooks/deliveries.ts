@@ -82,7 +82,7 @@ export class WebhookDeliveryService {
   async list(scope: Scope, filter: DeliveryFilter = {}): Promise<DeliveryView[]> {
     const where: string[] = [];
     const params: SqlParam[] = [];
-    if (scope !== null) (where.push('d.operator_id = ?'), params.push(scope));
+    if (scope !== null) where.push('d.operator_id = ?'), params.push(scope);
     if (filter.endpointId) {
       await this.endpoints.row(scope, filter.endpointId);
       where.push('d.endpoint_id = ?');
@@ -95,7 +95,7 @@ export class WebhookDeliveryService {
       where.push('d.status = ?');
       params.push(filter.status);
     }
-    if (filter.before !== undefined) (where.push('d.created_at < ?'), params.push(filter.before));
+    if (filter.before !== undefined) where.push('d.created_at < ?'), params.push(filter.before);
     const limit = Math.min(Math.max(filter.limit ?? 50, 1), 500);
     params.push(limit);
     const rows = await this.db.all<DeliveryRow>(
@@ -132,10 +132,14 @@ export class WebhookDeliveryService {
   async resend(scope: Scope, id: string): Promise<DeliveryView> {
     const old = await this.row(scope, id);
     if (old.status === 'pending') {
-      throw new DomainError('ILLEGAL_TRANSITION', `delivery ${id} is still pending (attempt ${old.attempts} made); it cannot be re-sent until it is delivered or dead`);
+      throw new DomainError(
+        'ILLEGAL_TRANSITION',
+        `delivery ${id} is still pending (attempt ${old.attempts} made); it cannot be re-sent until it is delivered or dead`,
+      );
     }
     const endpoint = await this.endpoints.get(scope, old.endpoint_id);
-    if (!endpoint.enabled) throw new DomainError('ILLEGAL_TRANSITION', `endpoint ${endpoint.id} is disabled; enable it before re-sending`);
+    if (!endpoint.enabled)
+      throw new DomainError('ILLEGAL_TRANSITION', `endpoint ${endpoint.id} is disabled; enable it before re-sending`);
     const now = this.clock.now();
     const newId = `dlv_${randomUUID()}`;
     // Answered with the delivery as queued, read in its own transaction: a read after it could
@@ -151,7 +155,8 @@ export class WebhookDeliveryService {
   /** A `webhook.test` event for one endpoint, signed and retried like any other. */
   async sendTest(scope: Scope, endpointId: string): Promise<DeliveryView> {
     const endpoint = await this.endpoints.get(scope, endpointId);
-    if (!endpoint.enabled) throw new DomainError('ILLEGAL_TRANSITION', `endpoint ${endpoint.id} is disabled; enable it first`);
+    if (!endpoint.enabled)
+      throw new DomainError('ILLEGAL_TRANSITION', `endpoint ${endpoint.id} is disabled; enable it first`);
     const now = this.clock.now();
     const eventId = `evt_${randomUUID()}`;
     const deliveryId = `dlv_${randomUUID()}`;
@@ -185,7 +190,11 @@ export class WebhookDeliveryService {
       scope === null
         ? await db.get<DeliveryRow>(`${SELECT} WHERE d.id = ?`, [id])
         : await db.get<DeliveryRow>(`${SELECT} WHERE d.id = ? AND d.operator_id = ?`, [id, scope]);
-    if (!row) throw new DomainError('DELIVERY_NOT_FOUND', `no webhook delivery ${id}${scope === null ? '' : ' for this operator'}`);
+    if (!row)
+      throw new DomainError(
+        'DELIVERY_NOT_FOUND',
+        `no webhook delivery ${id}${scope === null ? '' : ' for this operator'}`,
+      );
     return row;
   }
 }

@@ -71,10 +71,14 @@ export function toEndpoint(r: EndpointRow): WebhookEndpoint {
 function parseEvents(events: readonly string[] | undefined): EventType[] {
   if (events === undefined) return [...EVENT_TYPES];
   const unique = [...new Set(events)];
-  if (unique.length === 0) throw new DomainError('VALIDATION_FAILED', 'field "events" must name at least one event type');
+  if (unique.length === 0)
+    throw new DomainError('VALIDATION_FAILED', 'field "events" must name at least one event type');
   for (const e of unique) {
     if (!(EVENT_TYPES as readonly string[]).includes(e)) {
-      throw new DomainError('VALIDATION_FAILED', `field "events" has an unknown event type "${e}"; known: ${EVENT_TYPES.join(', ')}`);
+      throw new DomainError(
+        'VALIDATION_FAILED',
+        `field "events" has an unknown event type "${e}"; known: ${EVENT_TYPES.join(', ')}`,
+      );
     }
   }
   return EVENT_TYPES.filter((t) => unique.includes(t));
@@ -94,7 +98,10 @@ export class WebhookEndpointService {
   ) {}
 
   private checkUrl(url: string): Promise<string> {
-    return checkTargetUrl(url, { allowPrivateTargets: this.options.allowPrivateTargets, resolve: this.options.resolve });
+    return checkTargetUrl(url, {
+      allowPrivateTargets: this.options.allowPrivateTargets,
+      resolve: this.options.resolve,
+    });
   }
 
   async create(operatorId: string, input: EndpointInput): Promise<{ endpoint: WebhookEndpoint; secret: string }> {
@@ -108,21 +115,39 @@ export class WebhookEndpointService {
     await this.db.transaction(async (tx) => {
       const operator = await tx.get<{ id: string }>('SELECT id FROM operators WHERE id = ?', [operatorId]);
       if (!operator) throw new DomainError('NOT_FOUND', `no operator with id ${operatorId}`);
-      const count = await tx.get<{ n: number }>('SELECT COUNT(*) AS n FROM webhook_endpoints WHERE operator_id = ?', [operatorId]);
+      const count = await tx.get<{ n: number }>('SELECT COUNT(*) AS n FROM webhook_endpoints WHERE operator_id = ?', [
+        operatorId,
+      ]);
       if (Number(count?.n ?? 0) >= MAX_ENDPOINTS_PER_OPERATOR) {
-        throw new DomainError('VALIDATION_FAILED', `an operator may have at most ${MAX_ENDPOINTS_PER_OPERATOR} webhook endpoints`);
+        throw new DomainError(
+          'VALIDATION_FAILED',
+          `an operator may have at most ${MAX_ENDPOINTS_PER_OPERATOR} webhook endpoints`,
+        );
       }
       await tx.run(
         `INSERT INTO webhook_endpoints (id, operator_id, url, surface, events, enabled, secret_enc, created_at, updated_at)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-        [id, operatorId, url, surface, JSON.stringify(events), input.enabled === false ? 0 : 1, this.box.seal(secret), now, now],
+        [
+          id,
+          operatorId,
+          url,
+          surface,
+          JSON.stringify(events),
+          input.enabled === false ? 0 : 1,
+          this.box.seal(secret),
+          now,
+          now,
+        ],
       );
     });
     return { endpoint: await this.get(operatorId, id), secret };
   }
 
   async list(operatorId: string): Promise<WebhookEndpoint[]> {
-    const rows = await this.db.all<EndpointRow>('SELECT * FROM webhook_endpoints WHERE operator_id = ? ORDER BY created_at, id', [operatorId]);
+    const rows = await this.db.all<EndpointRow>(
+      'SELECT * FROM webhook_endpoints WHERE operator_id = ? ORDER BY created_at, id',
+      [operatorId],
+    );
     return rows.map(toEndpoint);
   }
 
@@ -160,8 +185,13 @@ export class WebhookEndpointService {
   }
 
   /** New secret now; the previous one keeps signing too until the overlap ends. */
-  async rotateSecret(scope: Scope, id: string, overlapMs = this.options.rotationOverlapMs): Promise<{ endpoint: WebhookEndpoint; secret: string }> {
-    if (!Number.isSafeInteger(overlapMs) || overlapMs < 0) throw new DomainError('VALIDATION_FAILED', 'the overlap must be a non-negative integer of milliseconds');
+  async rotateSecret(
+    scope: Scope,
+    id: string,
+    overlapMs = this.options.rotationOverlapMs,
+  ): Promise<{ endpoint: WebhookEndpoint; secret: string }> {
+    if (!Number.isSafeInteger(overlapMs) || overlapMs < 0)
+      throw new DomainError('VALIDATION_FAILED', 'the overlap must be a non-negative integer of milliseconds');
     const current = await this.row(scope, id);
     const secret = generateEndpointSecret();
     const now = this.clock.now();
@@ -169,17 +199,29 @@ export class WebhookEndpointService {
       tx.run(
         `UPDATE webhook_endpoints SET secret_enc = ?, previous_secret_enc = ?, previous_secret_expires_at = ?, updated_at = ?
          WHERE id = ? AND secret_enc = ?`,
-        [this.box.seal(secret), overlapMs > 0 ? current.secret_enc : null, overlapMs > 0 ? now + overlapMs : null, now, id, current.secret_enc],
+        [
+          this.box.seal(secret),
+          overlapMs > 0 ? current.secret_enc : null,
+          overlapMs > 0 ? now + overlapMs : null,
+          now,
+          id,
+          current.secret_enc,
+        ],
       ),
     );
-    if (changed.changes === 0) throw new DomainError('ILLEGAL_TRANSITION', 'the secret was rotated concurrently; list the endpoint and retry');
+    if (changed.changes === 0)
+      throw new DomainError('ILLEGAL_TRANSITION', 'the secret was rotated concurrently; list the endpoint and retry');
     return { endpoint: await this.get(scope, id), secret };
   }
 
   /** The secrets that sign for this endpoint right now: current first, then the previous one during the overlap. */
   signingSecrets(row: EndpointRow, now: number): string[] {
     const secrets = [this.box.open(row.secret_enc)];
-    if (row.previous_secret_enc && row.previous_secret_expires_at !== null && Number(row.previous_secret_expires_at) > now) {
+    if (
+      row.previous_secret_enc &&
+      row.previous_secret_expires_at !== null &&
+      Number(row.previous_secret_expires_at) > now
+    ) {
       secrets.push(this.box.open(row.previous_secret_enc));
     }
     return secrets;
@@ -194,12 +236,24 @@ export class WebhookEndpointService {
     const row =
       scope === null
         ? await this.db.get<EndpointRow>('SELECT * FROM webhook_endpoints WHERE id = ?', [id])
-        : await this.db.get<EndpointRow>('SELECT * FROM webhook_endpoints WHERE id = ? AND operator_id = ?', [id, scope]);
-    if (!row) throw new DomainError('WEBHOOK_ENDPOINT_NOT_FOUND', `no webhook endpoint ${id}${scope === null ? '' : ' for this operator'}`);
+        : await this.db.get<EndpointRow>('SELECT * FROM webhook_endpoints WHERE id = ? AND operator_id = ?', [
+            id,
+            scope,
+          ]);
+    if (!row)
+      throw new DomainError(
+        'WEBHOOK_ENDPOINT_NOT_FOUND',
+        `no webhook endpoint ${id}${scope === null ? '' : ' for this operator'}`,
+      );
     return row;
   }
 
-  private async cancelPending(tx: Parameters<Parameters<Database['transaction']>[0]>[0], id: string, why: string, now: number): Promise<void> {
+  private async cancelPending(
+    tx: Parameters<Parameters<Database['transaction']>[0]>[0],
+    id: string,
+    why: string,
+    now: number,
+  ): Promise<void> {
     await tx.run(
       `UPDATE webhook_deliveries SET status = 'cancelled', last_error = ?, next_attempt_at = NULL, claimed_until = NULL, dead_at = ?
        WHERE endpoint_id = ? AND status = 'pending'`,

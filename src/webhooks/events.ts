@@ -35,10 +35,17 @@ export function nextEventSeq(now: number): number {
  * Transactional outbox: the event row and one delivery row per subscribed endpoint are written with
  * the caller's transaction, so an event exists exactly when the change that caused it committed.
  */
-export async function recordEvents(tx: SqlExecutor, events: readonly DomainEvent[], now: number): Promise<EventEnvelope[]> {
+export async function recordEvents(
+  tx: SqlExecutor,
+  events: readonly DomainEvent[],
+  now: number,
+): Promise<EventEnvelope[]> {
   if (events.length === 0) return [];
   const endpoints = await subscribedEndpoints(tx, events);
-  const testOperators = await testModeOperators(tx, events.map((e) => e.operatorId));
+  const testOperators = await testModeOperators(
+    tx,
+    events.map((e) => e.operatorId),
+  );
   const envelopes: EventEnvelope[] = [];
   const eventRows: SqlParam[][] = [];
   const deliveryRows: SqlParam[][] = [];
@@ -110,12 +117,15 @@ async function subscribedEndpoints(tx: SqlExecutor, events: readonly DomainEvent
         )
       ).filter((r) => r.mode !== 'test' || operatorIds.has(r.operator_id))
     : operatorIds.size === 1
-      ? await tx.all<Omit<EndpointRow, 'types'>>('SELECT id, operator_id, events FROM webhook_endpoints WHERE enabled = 1 AND operator_id = ?', [
-          [...operatorIds][0] as string,
-        ])
-      : (await tx.all<Omit<EndpointRow, 'types'>>('SELECT id, operator_id, events FROM webhook_endpoints WHERE enabled = 1')).filter((r) =>
-          operatorIds.has(r.operator_id),
-        );
+      ? await tx.all<Omit<EndpointRow, 'types'>>(
+          'SELECT id, operator_id, events FROM webhook_endpoints WHERE enabled = 1 AND operator_id = ?',
+          [[...operatorIds][0] as string],
+        )
+      : (
+          await tx.all<Omit<EndpointRow, 'types'>>(
+            'SELECT id, operator_id, events FROM webhook_endpoints WHERE enabled = 1',
+          )
+        ).filter((r) => operatorIds.has(r.operator_id));
   return rows.map((r) => ({
     id: r.id,
     operator_id: r.operator_id,

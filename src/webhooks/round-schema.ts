@@ -14,7 +14,9 @@ export const roundFields = {
     description: 'open | running | closed | void (the round could not complete: every stake is returned)',
   }),
   seed_hash: Type.String({ description: 'sha256 of the seed, the commitment published when the round opens' }),
-  seed: Type.Union([Type.String(), Type.Null()], { description: 'the revealed seed once the round is closed or void; null before' }),
+  seed: Type.Union([Type.String(), Type.Null()], {
+    description: 'the revealed seed once the round is closed or void; null before',
+  }),
   opened_at: Type.Integer({ description: 'when the round opened (milliseconds since epoch)' }),
   betting_closes_at: Type.Integer({ description: 'end of the betting window (milliseconds since epoch)' }),
   running_at: Type.Union([Type.Integer(), Type.Null()], { description: 'when the multiplier / race started' }),

@@ -61,7 +61,10 @@ export function signedHeaders(m: SigningMaterial, d: OutgoingDelivery, now: numb
     [SERVICE_SIGNATURE_HEADER]: serviceSignatureHeader(m.endpointSecrets, now, d.body),
   };
   if (m.surface === 'A') {
-    Object.assign(headers, standardWebhookHeaders({ messageId: d.eventId, timestampMs: now, rawBody: d.body, secrets: m.endpointSecrets }));
+    Object.assign(
+      headers,
+      standardWebhookHeaders({ messageId: d.eventId, timestampMs: now, rawBody: d.body, secrets: m.endpointSecrets }),
+    );
   } else {
     const url = new URL(m.url);
     const path = `${url.pathname}${url.search}`;

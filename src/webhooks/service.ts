@@ -7,7 +7,13 @@ import type { Database } from '../store/database';
 import { verifyServiceSignature } from '../signing/webhook-signature';
 import { WebhookDeliveryService, type DeliveryFilter, type DeliveryView } from './deliveries';
 import { WebhookDispatcher } from './dispatcher';
-import { WebhookEndpointService, type EndpointInput, type EndpointPatch, type Scope, type WebhookEndpoint } from './endpoints';
+import {
+  WebhookEndpointService,
+  type EndpointInput,
+  type EndpointPatch,
+  type Scope,
+  type WebhookEndpoint,
+} from './endpoints';
 import type { Resolver } from '../outbound/url-safety';
 
 export interface EndpointJson {
@@ -55,7 +61,15 @@ export class WebhookService {
   private readonly clock: Clock;
 
   constructor(
-    deps: { db: Database; box: SecretBox; clock: Clock; logger: Logger; operators: OperatorService; config: Config; resolve?: Resolver },
+    deps: {
+      db: Database;
+      box: SecretBox;
+      clock: Clock;
+      logger: Logger;
+      operators: OperatorService;
+      config: Config;
+      resolve?: Resolver;
+    },
     private readonly toleranceMs = 300_000,
   ) {
     const { db, box, clock, config } = deps;
@@ -138,8 +152,17 @@ export class WebhookService {
       toleranceMs: this.toleranceMs,
     });
     if (r.valid) {
-      return { valid: true, message: 'the signature is valid for this secret and body, and its timestamp is within tolerance', timestamp: r.timestamp };
+      return {
+        valid: true,
+        message: 'the signature is valid for this secret and body, and its timestamp is within tolerance',
+        timestamp: r.timestamp,
+      };
     }
-    return { valid: false, reason: r.reason, message: r.message, ...(r.timestamp !== undefined ? { timestamp: r.timestamp } : {}) };
+    return {
+      valid: false,
+      reason: r.reason,
+      message: r.message,
+      ...(r.timestamp !== undefined ? { timestamp: r.timestamp } : {}),
+    };
   }
 }

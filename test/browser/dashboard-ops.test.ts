@@ -36,7 +36,9 @@ describe('partner dashboard operations in Chromium', () => {
       beforeStart: withSeeds('crash', shortCrashSeeds(150)),
     });
     op = await t.createOperator({ name: 'Acme Gaming', walletUrl: wallet.url });
-    await t.app.services.operators.updateSettings(op.id, { compliance: { ...DEFAULT_OPERATOR_SETTINGS.compliance, large_stake: 100 } });
+    await t.app.services.operators.updateSettings(op.id, {
+      compliance: { ...DEFAULT_OPERATOR_SETTINGS.compliance, large_stake: 100 },
+    });
     await t.app.services.dashboardUsers.createUser({ operatorId: op.id, email: EMAIL, password: PASSWORD });
     browser = await launchBrowser();
     w = await watchedPage(browser);
@@ -72,7 +74,9 @@ describe('partner dashboard operations in Chromium', () => {
 
     hooks.answer.status = 200;
     await dead.getByRole('button', { name: 'Re-send' }).click();
-    await expect(page.getByRole('status').first().textContent()).resolves.toBe('Delivery queued again as a new delivery.');
+    await expect(page.getByRole('status').first().textContent()).resolves.toBe(
+      'Delivery queued again as a new delivery.',
+    );
     const resent = log.locator('tr', { hasText: 're-send of' });
     await resent.locator('.badge-delivered').waitFor();
     await expect(resent.locator('.attempts').textContent()).resolves.toMatch(/#1 .*: 200, \d+ ms/);
@@ -91,11 +95,15 @@ describe('partner dashboard operations in Chromium', () => {
     expect(await t.app.services.webhooks.listEndpoints(op.id)).toEqual([]);
   });
 
-  it('retries a pending wallet settlement and shows every settle attempt in the bet\'s audit trail', async () => {
+  it("retries a pending wallet settlement and shows every settle attempt in the bet's audit trail", async () => {
     const { page } = w;
     wallet.answer.status = 503;
     const call = client(t.baseUrl, op, 'B');
-    const launched = await call('POST', '/v1/sessions/launch', { player_ref: 'carol', currency: 'EUR', return_url: 'https://operator.example/lobby' });
+    const launched = await call('POST', '/v1/sessions/launch', {
+      player_ref: 'carol',
+      currency: 'EUR',
+      return_url: 'https://operator.example/lobby',
+    });
     const reserved = await eventually(async () => {
       const current = (await call('GET', '/v1/rounds/current')).body;
       if (current.status !== 'open') return undefined;
@@ -120,7 +128,9 @@ describe('partner dashboard operations in Chromium', () => {
     await expect(page.getByRole('status').first().textContent()).resolves.toContain('Settlement made due now');
     await eventually(async () => (wallet.received.length === 2 ? true : undefined));
     // Both attempts carried the same idempotency key: the wallet credits once.
-    expect(new Set(wallet.received.map((r) => JSON.parse(r.body).idempotency_key))).toEqual(new Set([`settle_${reserved.bet_id}`]));
+    expect(new Set(wallet.received.map((r) => JSON.parse(r.body).idempotency_key))).toEqual(
+      new Set([`settle_${reserved.bet_id}`]),
+    );
 
     await page.getByRole('link', { name: 'Bets', exact: true }).click();
     await page.getByLabel('Player').fill('carol');

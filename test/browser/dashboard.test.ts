@@ -2,7 +2,19 @@ import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { verifyServiceSignature } from '../../src/signing/webhook-signature';
 import { client, eventually, startTestApp, withSeeds, type TestApp, type TestOperator } from '../support/harness';
-import { FAST_ROUNDS, horizontalOverflow, launchBrowser, offscreen, screenshot, shortCrashSeeds, startReceiver, unexpectedErrors, watchedPage, type Receiver, type WatchedPage } from './support';
+import {
+  FAST_ROUNDS,
+  horizontalOverflow,
+  launchBrowser,
+  offscreen,
+  screenshot,
+  shortCrashSeeds,
+  startReceiver,
+  unexpectedErrors,
+  watchedPage,
+  type Receiver,
+  type WatchedPage,
+} from './support';
 
 const EMAIL = 'ops@partner.example';
 const PASSWORD = 'a long dashboard passphrase';
@@ -81,11 +93,22 @@ describe('partner dashboard in Chromium', () => {
     // The log refreshes itself: the test ping and a round.closed show up delivered with a 200.
     const log = page.locator('#delivery-log');
     await log.locator('tr', { hasText: 'webhook.test' }).locator('.badge-delivered').waitFor();
-    await log.locator('tr', { hasText: 'round.closed' }).locator('.badge-delivered').first().waitFor({ timeout: 15_000 });
-    await expect(log.locator('tr', { hasText: 'webhook.test' }).locator('.attempts').textContent()).resolves.toMatch(/#1 .*: 200, \d+ ms/);
+    await log
+      .locator('tr', { hasText: 'round.closed' })
+      .locator('.badge-delivered')
+      .first()
+      .waitFor({ timeout: 15_000 });
+    await expect(log.locator('tr', { hasText: 'webhook.test' }).locator('.attempts').textContent()).resolves.toMatch(
+      /#1 .*: 200, \d+ ms/,
+    );
 
     const ping = receiver.received.find((r) => r.body.includes('"webhook.test"'))!;
-    const check = verifyServiceSignature({ secret, rawBody: ping.body, header: String(ping.headers['x-service-signature']), now: Date.now() });
+    const check = verifyServiceSignature({
+      secret,
+      rawBody: ping.body,
+      header: String(ping.headers['x-service-signature']),
+      now: Date.now(),
+    });
     expect(check.valid).toBe(true);
     await screenshot(page, 'dashboard-webhooks', true);
 
@@ -100,7 +123,14 @@ describe('partner dashboard in Chromium', () => {
     await page.getByRole('button', { name: 'Send a test event' }).click();
     const second = await eventually(async () => receiver.received.filter((r) => r.body.includes('"webhook.test"'))[1]);
     for (const s of [secret, rotated]) {
-      expect(verifyServiceSignature({ secret: s, rawBody: second.body, header: String(second.headers['x-service-signature']), now: Date.now() }).valid).toBe(true);
+      expect(
+        verifyServiceSignature({
+          secret: s,
+          rawBody: second.body,
+          header: String(second.headers['x-service-signature']),
+          now: Date.now(),
+        }).valid,
+      ).toBe(true);
     }
   });
 
@@ -118,26 +148,44 @@ describe('partner dashboard in Chromium', () => {
       expect(res.status).toBe(200);
     }
     await page.getByRole('link', { name: 'Back to credentials' }).click();
-    await expect(page.locator('.facts').textContent()).resolves.toContain('The previous secret is still accepted until');
+    await expect(page.locator('.facts').textContent()).resolves.toContain(
+      'The previous secret is still accepted until',
+    );
   });
 
   it('lists rounds with seeds and verify links, and a bet with its audit trail', async () => {
     const { page } = w;
-    const call = client(t.baseUrl, { ...op, apiSecret: (await t.app.services.operators.credentialsById(op.id)).secrets[0]! }, 'A');
+    const call = client(
+      t.baseUrl,
+      { ...op, apiSecret: (await t.app.services.operators.credentialsById(op.id)).secrets[0]! },
+      'A',
+    );
     // Four players in one round (the last three give the RTP chart something to measure).
-    const bets = [['player-7', 250, 1.05], ['player-8', 400, 1.2], ['player-9', 300, 1.5], ['player-10', 100, 1.1]] as const;
+    const bets = [
+      ['player-7', 250, 1.05],
+      ['player-8', 400, 1.2],
+      ['player-9', 300, 1.5],
+      ['player-10', 100, 1.1],
+    ] as const;
     const placed = await eventually(async () => {
       const round = (await call('GET', '/api/public/v1/rounds/current')).body;
       if (round.status !== 'open' || round.betting_closes_at - Date.now() < 800) return undefined;
       const all = await Promise.all(
         bets.map(([player, amount, target]) =>
-          call('POST', '/api/public/v1/place-bet', { external_user_id: player, amount, auto_cashout: target }, { idempotencyKey: `k-${player}-${round.round_id}` }),
+          call(
+            'POST',
+            '/api/public/v1/place-bet',
+            { external_user_id: player, amount, auto_cashout: target },
+            { idempotencyKey: `k-${player}-${round.round_id}` },
+          ),
         ),
       );
       return all.every((r) => r.status === 200) ? all.map((r) => r.body) : undefined;
     }, 20_000);
     await eventually(async () => {
-      const states = await Promise.all(placed.map(async (b) => (await call('GET', `/api/public/v1/bets/${b.bet_id}`)).body.status));
+      const states = await Promise.all(
+        placed.map(async (b) => (await call('GET', `/api/public/v1/bets/${b.bet_id}`)).body.status),
+      );
       return states.every((x) => x !== 'active') ? true : undefined;
     }, 20_000);
 
@@ -155,7 +203,10 @@ describe('partner dashboard in Chromium', () => {
     await page.getByRole('button', { name: 'Filter' }).click();
     const rows = page.locator('tbody tr');
     expect(await rows.count()).toBe(1);
-    await rows.first().getByRole('link', { name: /Audit trail/ }).click();
+    await rows
+      .first()
+      .getByRole('link', { name: /Audit trail/ })
+      .click();
     const trail = page.locator('ol.timeline');
     await expect(trail.textContent()).resolves.toContain('Placed: 250 on round');
     await expect(trail.textContent()).resolves.toContain('Cashed out at 1.05x (auto), payout 262');
@@ -167,7 +218,15 @@ describe('partner dashboard in Chromium', () => {
     await page.keyboard.press('Tab');
     await expect(page.locator(':focus').textContent()).resolves.toBe('Skip to content');
     await page.setViewportSize({ width: 390, height: 844 });
-    for (const path of ['/dashboard', '/dashboard/webhooks', '/dashboard/rounds', '/dashboard/bets', '/dashboard/settlements', '/dashboard/credentials', '/dashboard/compliance']) {
+    for (const path of [
+      '/dashboard',
+      '/dashboard/webhooks',
+      '/dashboard/rounds',
+      '/dashboard/bets',
+      '/dashboard/settlements',
+      '/dashboard/credentials',
+      '/dashboard/compliance',
+    ]) {
       await page.goto(`${t.baseUrl}${path}`);
       expect(await horizontalOverflow(page), path).toBeLessThanOrEqual(0);
       // Wide data tables may scroll inside their labelled, focusable region; everything else fits.

@@ -1,7 +1,17 @@
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { client, eventually, startTestApp, withSeeds, type TestApp } from '../support/harness';
-import { FAST_ROUNDS, horizontalOverflow, launchBrowser, offscreen, screenshot, shortCrashSeeds, unexpectedErrors, watchedPage, type WatchedPage } from './support';
+import {
+  FAST_ROUNDS,
+  horizontalOverflow,
+  launchBrowser,
+  offscreen,
+  screenshot,
+  shortCrashSeeds,
+  unexpectedErrors,
+  watchedPage,
+  type WatchedPage,
+} from './support';
 
 const RETURN_URL = 'https://operator.example/lobby?from=game';
 const PHONE = { width: 390, height: 844 };
@@ -14,7 +24,11 @@ describe('player page in Chromium', () => {
 
   /** A session launched through the signed Surface B API, as an operator would; the page URL on this test server. */
   async function launch(player: string): Promise<{ sessionId: string; url: string }> {
-    const res = await call('POST', '/v1/sessions/launch', { player_ref: player, currency: 'EUR', return_url: RETURN_URL });
+    const res = await call('POST', '/v1/sessions/launch', {
+      player_ref: player,
+      currency: 'EUR',
+      return_url: RETURN_URL,
+    });
     expect(res.status).toBe(200);
     const launchUrl = new URL(res.body.launch_url);
     expect(launchUrl.pathname).toBe('/play');
@@ -35,13 +49,15 @@ describe('player page in Chromium', () => {
     await t?.close();
   });
 
-  it('opens with a launch token and follows a round to its result, with the player\'s bet settled', async () => {
+  it("opens with a launch token and follows a round to its result, with the player's bet settled", async () => {
     const { page } = w;
     const { sessionId, url } = await launch('alice');
     await page.goto(url);
     await expect(page.getByRole('heading', { level: 1 }).textContent()).resolves.toBe('Stock Race');
     await expect(page.locator('.who').textContent()).resolves.toBe('Player alice · EUR');
-    await expect(page.getByRole('link', { name: 'Back to the operator' }).getAttribute('href')).resolves.toBe(RETURN_URL);
+    await expect(page.getByRole('link', { name: 'Back to the operator' }).getAttribute('href')).resolves.toBe(
+      RETURN_URL,
+    );
 
     // The countdown of a betting window, then a bet reserved by the operator in that round.
     await page.locator('#phase', { hasText: /Betting closes in \d+ s/ }).waitFor({ timeout: 15_000 });
@@ -64,7 +80,9 @@ describe('player page in Chromium', () => {
 
     // The race, mid-way: the board moves.
     await page.locator('#phase', { hasText: 'Racing' }).waitFor({ timeout: 15_000 });
-    await expect.poll(async () => Number(await page.locator('#progress').getAttribute('value')), { timeout: 10_000 }).toBeGreaterThan(450);
+    await expect
+      .poll(async () => Number(await page.locator('#progress').getAttribute('value')), { timeout: 10_000 })
+      .toBeGreaterThan(450);
     await expect.poll(() => page.locator('#board li.up, #board li.down').count()).toBeGreaterThan(0);
     await screenshot(page, 'player-mid-race');
 
@@ -72,7 +90,9 @@ describe('player page in Chromium', () => {
     await page.locator('#phase', { hasText: 'Winner:' }).waitFor({ timeout: 15_000 });
     const round = (await call('GET', `/v1/rounds/${current.round_id}`)).body;
     const { winner, pct } = round.outcome as { winner: string; pct: number };
-    await expect(page.locator('#phase').textContent()).resolves.toBe(`Winner: ${winner} ${pct > 0 ? '+' : ''}${pct.toFixed(2)}%`);
+    await expect(page.locator('#phase').textContent()).resolves.toBe(
+      `Winner: ${winner} ${pct > 0 ? '+' : ''}${pct.toFixed(2)}%`,
+    );
     await expect(page.locator('#board li.winner').getAttribute('data-symbol')).resolves.toBe(winner);
     await expect(page.locator('#board li').first().getAttribute('data-symbol')).resolves.toBe(winner);
     const bet = await eventually(async () => {
@@ -80,7 +100,9 @@ describe('player page in Chromium', () => {
       return b.status === 'reserved' ? undefined : b;
     });
     expect(bet.status).toBe(picks.includes(winner) ? 'won' : 'lost');
-    await expect.poll(() => betRow.textContent()).toBe(`#${current.round_number}AAPL, NVDA2.50${bet.status}${(bet.payout as number).toFixed(2)}`);
+    await expect
+      .poll(() => betRow.textContent())
+      .toBe(`#${current.round_number}AAPL, NVDA2.50${bet.status}${(bet.payout as number).toFixed(2)}`);
     expect(await horizontalOverflow(page)).toBeLessThanOrEqual(0);
     // At 390 px every column of the bets table, Payout included, is on screen without scrolling.
     expect(await offscreen(page, 'body *')).toEqual([]);
@@ -113,7 +135,10 @@ describe('player page in Chromium', () => {
       const r = await call('GET', '/v1/rounds/current');
       return r.body.status === 'open' && r.body.betting_closes_at - Date.now() > 500 ? r.body : undefined;
     }, 15_000);
-    const picks = [['AAPL', 'AMZN', 'GOOG', 'META'], ['MSFT', 'NFLX', 'NVDA', 'TSLA', 'AAPL', 'AMZN', 'GOOG']];
+    const picks = [
+      ['AAPL', 'AMZN', 'GOOG', 'META'],
+      ['MSFT', 'NFLX', 'NVDA', 'TSLA', 'AAPL', 'AMZN', 'GOOG'],
+    ];
     for (const [i, selected] of picks.entries()) {
       const r = await call('POST', '/v1/bets/reserve', {
         session_id: sessionId,
@@ -125,7 +150,11 @@ describe('player page in Chromium', () => {
       expect(r.status).toBe(200);
     }
     // Settled: one of the two bets won 999.99 × 8 × 0.95 / 4 = 1899.98, or 7 stocks' 1085.70.
-    await expect.poll(() => page.locator('#bets tbody tr td.num:last-child', { hasText: /^\d+\.\d{2}$/ }).count(), { timeout: 20_000 }).toBe(2);
+    await expect
+      .poll(() => page.locator('#bets tbody tr td.num:last-child', { hasText: /^\d+\.\d{2}$/ }).count(), {
+        timeout: 20_000,
+      })
+      .toBe(2);
     expect(await horizontalOverflow(page)).toBeLessThanOrEqual(0);
     expect(await offscreen(page, 'body *')).toEqual([]);
     await screenshot(page, 'player-phone-bets', true);
@@ -138,7 +167,9 @@ describe('player page in Chromium', () => {
     const res = await page.goto(url);
     expect(res?.status()).toBe(410);
     await expect(page.getByRole('heading', { level: 1 }).textContent()).resolves.toBe('Session expired');
-    await expect(page.getByRole('link', { name: 'Back to the operator' }).getAttribute('href')).resolves.toBe(RETURN_URL);
+    await expect(page.getByRole('link', { name: 'Back to the operator' }).getAttribute('href')).resolves.toBe(
+      RETURN_URL,
+    );
     await screenshot(page, 'player-expired');
 
     const unknown = await page.goto(`${t.baseUrl}/play?token=${'A'.repeat(43)}`);
@@ -146,7 +177,12 @@ describe('player page in Chromium', () => {
     await expect(page.getByRole('heading', { level: 1 }).textContent()).resolves.toBe('Session not found');
     expect(await page.getByRole('link', { name: 'Back to the operator' }).count()).toBe(0);
     // Chromium reports each refused document status; nothing else reached the console.
-    expect(unexpectedErrors(w.errors, [{ status: 410, path: '/play' }, { status: 404, path: '/play' }])).toEqual([]);
+    expect(
+      unexpectedErrors(w.errors, [
+        { status: 410, path: '/play' },
+        { status: 404, path: '/play' },
+      ]),
+    ).toEqual([]);
     expect(w.errors).toHaveLength(2);
   });
 });

@@ -61,9 +61,17 @@ export async function watchedPage(browser: Browser, viewport = { width: 1280, he
  * error status on purpose (a refused sign-in, an expired player link): those are the contract, not
  * a fault of the page.
  */
-export function unexpectedErrors(errors: readonly string[], expected: { status: number; path: string }[] = []): string[] {
+export function unexpectedErrors(
+  errors: readonly string[],
+  expected: { status: number; path: string }[] = [],
+): string[] {
   return errors.filter(
-    (e) => !expected.some((x) => e.startsWith(`Failed to load resource: the server responded with a status of ${x.status} `) && new URL(e.split(' @ ')[1] ?? 'x:').pathname === x.path),
+    (e) =>
+      !expected.some(
+        (x) =>
+          e.startsWith(`Failed to load resource: the server responded with a status of ${x.status} `) &&
+          new URL(e.split(' @ ')[1] ?? 'x:').pathname === x.path,
+      ),
   );
 }
 
@@ -73,7 +81,10 @@ export function unexpectedErrors(errors: readonly string[], expected: { status: 
  */
 let shots: string | null = null;
 function shotsDir(): string {
-  shots ??= process.env.UPDATE_SCREENSHOTS === '1' ? resolve(import.meta.dirname, '../../docs/screenshots') : mkdtempSync(join(tmpdir(), 'rbs-shots-'));
+  shots ??=
+    process.env.UPDATE_SCREENSHOTS === '1'
+      ? resolve(import.meta.dirname, '../../docs/screenshots')
+      : mkdtempSync(join(tmpdir(), 'rbs-shots-'));
   mkdirSync(shots, { recursive: true });
   return shots;
 }
@@ -132,7 +143,9 @@ export async function startReceiver(): Promise<Receiver> {
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
       received.push({ headers: req.headers, body: Buffer.concat(chunks).toString('utf8'), at: Date.now() });
-      res.writeHead(answer.status, { 'content-type': 'application/json' }).end(answer.status < 300 ? '{"ok":true}' : '{"error":"unavailable"}');
+      res
+        .writeHead(answer.status, { 'content-type': 'application/json' })
+        .end(answer.status < 300 ? '{"ok":true}' : '{"error":"unavailable"}');
     });
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));

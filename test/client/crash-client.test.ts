@@ -32,8 +32,7 @@ describe('CrashClient against a running service: signing, idempotent retries, ty
       retry: { baseDelayMs: 20, maxDelayMs: 3000 },
     });
     await eventually(
-      async () =>
-        (await t.app.db.get("SELECT id FROM rounds WHERE game = 'crash' AND status = 'open'")) !== undefined,
+      async () => (await t.app.db.get("SELECT id FROM rounds WHERE game = 'crash' AND status = 'open'")) !== undefined,
     );
   });
   afterAll(async () => {

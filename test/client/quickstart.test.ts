@@ -37,10 +37,9 @@ describe('npm run example:quickstart', () => {
     expect(result.multiplier).toBeGreaterThanOrEqual(1.2);
     expect(result.payout).toBe(Math.floor(Math.round(result.multiplier * 100)));
     // What the service recorded is what the quickstart printed.
-    const row = await t.app.db.get<{ status: string; payout: number }>(
-      'SELECT status, payout FROM bets WHERE id = ?',
-      [result.bet_id],
-    );
+    const row = await t.app.db.get<{ status: string; payout: number }>('SELECT status, payout FROM bets WHERE id = ?', [
+      result.bet_id,
+    ]);
     expect({ status: row!.status, payout: Number(row!.payout) }).toEqual({
       status: 'cashed_out',
       payout: result.payout,

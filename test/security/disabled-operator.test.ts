@@ -211,7 +211,10 @@ describe.each(STORES)('wallet settlements of a disabled operator on %s', (store)
       const open = current.status === 200 && current.body.status === 'open';
       if (!open || current.body.betting_closes_at - Date.now() < 400) return undefined;
       const placed = await Promise.all(
-        [['AAPL', 'AMZN', 'GOOG', 'META'], ['MSFT', 'NFLX', 'NVDA', 'TSLA']].map((selected) =>
+        [
+          ['AAPL', 'AMZN', 'GOOG', 'META'],
+          ['MSFT', 'NFLX', 'NVDA', 'TSLA'],
+        ].map((selected) =>
           post(`${wallet.url}/players/alice/bets`, {
             session_id: session.body.session_id,
             round_id: current.body.round_id,

@@ -18,7 +18,8 @@ const PASSWORD = 'correct horse battery staple';
 const ATTACKER = '203.0.113.66';
 const OWNER_ADDRESS = '198.51.100.7';
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const throttled = (o: Partial<typeof DEFAULT_LOGIN_THROTTLE>) => new LoginThrottle(null, { ...DEFAULT_LOGIN_THROTTLE, ...o });
+const throttled = (o: Partial<typeof DEFAULT_LOGIN_THROTTLE>) =>
+  new LoginThrottle(null, { ...DEFAULT_LOGIN_THROTTLE, ...o });
 const signedIn = { session: { user: { email: OWNER } } };
 const TOO_LONG = 'x'.repeat(1025); // refused before any password hashing: keeps the loops fast
 
@@ -46,7 +47,12 @@ afterAll(async () => dispose?.());
 async function hammer(auth: DashboardAuth, times: number, address = ATTACKER): Promise<string[]> {
   const codes: string[] = [];
   for (let i = 0; i < times; i++) {
-    codes.push(await auth.signIn(OWNER, `guess ${i}`, address).then(() => 'OK', (e: { code: string }) => e.code));
+    codes.push(
+      await auth.signIn(OWNER, `guess ${i}`, address).then(
+        () => 'OK',
+        (e: { code: string }) => e.code,
+      ),
+    );
   }
   return codes;
 }

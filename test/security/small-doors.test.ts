@@ -67,7 +67,7 @@ describe('small doors', () => {
     expect(resent.text).toContain('Delivery queued again as a new delivery.');
   });
 
-  it('404 outside every surface comes in the surface shape, not Fastify\'s', async () => {
+  it("404 outside every surface comes in the surface shape, not Fastify's", async () => {
     for (const path of ['/nope', '/play/nope', '/v2/rounds/current']) {
       const r = await request(`${t.baseUrl}${path}`);
       expect(r.statusCode).toBe(404);
@@ -162,7 +162,12 @@ describe('small doors', () => {
 
 describe('HSTS', () => {
   it('is sent in production behind the declared TLS proxy, and not in development', async () => {
-    const behindProxy = { APP_ENV: 'production', TRUST_PROXY_TLS: 'true', TRUST_PROXY_ADDRESSES: '127.0.0.1', METRICS_TOKEN: 'scrape' };
+    const behindProxy = {
+      APP_ENV: 'production',
+      TRUST_PROXY_TLS: 'true',
+      TRUST_PROXY_ADDRESSES: '127.0.0.1',
+      METRICS_TOKEN: 'scrape',
+    };
     const prod = await startTestApp({ engines: false, env: behindProxy });
     try {
       for (const path of ['/healthz', '/dashboard/login', '/nope']) {

@@ -11,7 +11,10 @@ import { request } from 'undici';
  * - `{status, headers}`: answer this itself without forwarding (a 503 from a load balancer, a 429).
  */
 export type Fault =
-  'pass' | 'lose-answer' | 'cut' | { status: number; headers?: Record<string, string>; body?: string };
+  | 'pass'
+  | 'lose-answer'
+  | 'cut'
+  | { status: number; headers?: Record<string, string>; body?: string };
 
 export interface Seen {
   method: string;

@@ -30,10 +30,15 @@ export const redisEnv = (prefix = `test-${randomBytes(6).toString('hex')}:`): Re
  * Which stores the suites run against. Both by default; CI must not lose PostgreSQL silently, so
  * when it is unreachable the PostgreSQL suites fail rather than skip (see pgAvailable()).
  */
-export const STORES: StoreKind[] = (process.env.TEST_STORES?.split(',') as StoreKind[] | undefined) ?? ['sqlite', 'postgres'];
+export const STORES: StoreKind[] = (process.env.TEST_STORES?.split(',') as StoreKind[] | undefined) ?? [
+  'sqlite',
+  'postgres',
+];
 
 /** A fresh, migrated database: a temp SQLite file, or a throwaway schema in the test PostgreSQL. */
-export async function freshDatabase(kind: StoreKind): Promise<{ db: Database; dispose(): Promise<void>; url: string | null; dataDir: string; schema?: string }> {
+export async function freshDatabase(
+  kind: StoreKind,
+): Promise<{ db: Database; dispose(): Promise<void>; url: string | null; dataDir: string; schema?: string }> {
   const dataDir = mkdtempSync(join(tmpdir(), 'rbs-test-'));
   if (kind === 'sqlite') {
     const db = new SqliteDatabase({ filename: join(dataDir, 'service.db') });
@@ -62,7 +67,9 @@ export async function freshDatabase(kind: StoreKind): Promise<{ db: Database; di
   };
 }
 
-async function replicaDatabase(primary: TestApp): Promise<{ db: Database; dispose(): Promise<void>; url: string | null; dataDir: string; schema?: string }> {
+async function replicaDatabase(
+  primary: TestApp,
+): Promise<{ db: Database; dispose(): Promise<void>; url: string | null; dataDir: string; schema?: string }> {
   if (!primary.schema) throw new Error('replicas share a PostgreSQL schema; start the primary with store: postgres');
   const db = new PostgresDatabase({ connectionString: PG_URL, schema: primary.schema });
   await migrate(db);
@@ -119,7 +126,11 @@ export async function startTestApp(
   await options.beforeStart?.(fresh.db);
   const base = options.replicaOf?.config;
   const config = {
-    ...testConfig({ DATA_DIR: fresh.dataDir, ...(base?.masterKey ? { MASTER_KEY: base.masterKey } : {}), ...(options.env ?? {}) }),
+    ...testConfig({
+      DATA_DIR: fresh.dataDir,
+      ...(base?.masterKey ? { MASTER_KEY: base.masterKey } : {}),
+      ...(options.env ?? {}),
+    }),
     runEngines: options.engines ?? true,
   };
   const app = await createApp(config, { db: fresh.db, clock: options.clock, logger: options.logger });
@@ -168,7 +179,13 @@ export function client(baseUrl: string, operator: TestOperator, surface: Surface
     method: string,
     path: string,
     body?: unknown,
-    extra: { headers?: Record<string, string>; rawBody?: string; timestamp?: number; secret?: string; idempotencyKey?: string } = {},
+    extra: {
+      headers?: Record<string, string>;
+      rawBody?: string;
+      timestamp?: number;
+      secret?: string;
+      idempotencyKey?: string;
+    } = {},
   ): Promise<SignedResponse> {
     const raw = extra.rawBody ?? (body === undefined ? '' : JSON.stringify(body));
     const timestamp = String(extra.timestamp ?? Date.now());
@@ -193,7 +210,12 @@ export function client(baseUrl: string, operator: TestOperator, surface: Surface
 }
 
 /** Polls until `check` returns a value (not undefined/false), or fails after `timeoutMs`. */
-export async function eventually<T>(check: () => Promise<T | undefined | false>, timeoutMs = 10_000, everyMs = 50, label = ''): Promise<T> {
+export async function eventually<T>(
+  check: () => Promise<T | undefined | false>,
+  timeoutMs = 10_000,
+  everyMs = 50,
+  label = '',
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let lastError: unknown;
   for (;;) {
@@ -203,7 +225,10 @@ export async function eventually<T>(check: () => Promise<T | undefined | false>,
     } catch (error) {
       lastError = error;
     }
-    if (Date.now() > deadline) throw lastError instanceof Error ? lastError : new Error(`condition not met in time${label ? `: ${label}` : ''} (${check.toString().slice(0, 200)})`);
+    if (Date.now() > deadline)
+      throw lastError instanceof Error
+        ? lastError
+        : new Error(`condition not met in time${label ? `: ${label}` : ''} (${check.toString().slice(0, 200)})`);
     await new Promise((r) => setTimeout(r, everyMs));
   }
 }
@@ -222,7 +247,9 @@ export function withSeeds(game: 'crash' | 'stock_race', seeds: string[]) {
         const row = [game, chainId, i, seed];
         await tx.run('INSERT INTO fair_chains (game, chain_id, idx, hash) VALUES (?, ?, ?, ?)', row);
       }
-      const commitment = createHash('sha256').update(seeds[0] ?? '').digest('hex');
+      const commitment = createHash('sha256')
+        .update(seeds[0] ?? '')
+        .digest('hex');
       await tx.run(
         `INSERT INTO fair_chain_records (chain_id, game, length, origin, commitment, committed_at, salt, salt_fixed_at)
          VALUES (?, ?, ?, 'fixture', ?, 0, ?, 0)`,

@@ -55,14 +55,21 @@ export function parsePrometheusText(text: string): Exposition {
       labels[pair[1]!] = pair[2]!.replace(/\\n/g, '\n').replace(/\\(["\\])/g, '$1');
     }
     const raw = m[3]!;
-    samples.push({ name: m[1]!, labels, value: /inf$/i.test(raw) ? (raw.startsWith('-') ? -Infinity : Infinity) : /nan/i.test(raw) ? NaN : Number(raw) });
+    samples.push({
+      name: m[1]!,
+      labels,
+      value: /inf$/i.test(raw) ? (raw.startsWith('-') ? -Infinity : Infinity) : /nan/i.test(raw) ? NaN : Number(raw),
+    });
   }
   return {
     types,
     samples,
     value(name, labels = {}) {
       const want = Object.entries(labels);
-      return samples.find((s) => s.name === name && want.every(([k, v]) => s.labels[k] === v) && Object.keys(s.labels).length === want.length)?.value;
+      return samples.find(
+        (s) =>
+          s.name === name && want.every(([k, v]) => s.labels[k] === v) && Object.keys(s.labels).length === want.length,
+      )?.value;
     },
   };
 }

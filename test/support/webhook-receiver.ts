@@ -27,7 +27,13 @@ export class TestReceiver {
       const chunks: Buffer[] = [];
       req.on('data', (c: Buffer) => chunks.push(c));
       req.on('end', () => {
-        const entry: Received = { path: req.url ?? '/', headers: req.headers, body: Buffer.concat(chunks).toString('utf8'), at: Date.now(), answered: null };
+        const entry: Received = {
+          path: req.url ?? '/',
+          headers: req.headers,
+          body: Buffer.concat(chunks).toString('utf8'),
+          at: Date.now(),
+          answered: null,
+        };
         this.received.push(entry);
         const nth = this.received.filter((r) => r.path === entry.path).length;
         const reply = this.behaviour(entry, nth);

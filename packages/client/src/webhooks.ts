@@ -16,7 +16,10 @@ export const DEFAULT_TOLERANCE_MS = 300_000;
 export type HeaderSource = Headers | Record<string, string | string[] | undefined>;
 
 export type VerificationFailure =
-  'MISSING_HEADER' | 'MALFORMED_HEADER' | 'SIGNATURE_MISMATCH' | 'TIMESTAMP_OUTSIDE_TOLERANCE';
+  | 'MISSING_HEADER'
+  | 'MALFORMED_HEADER'
+  | 'SIGNATURE_MISMATCH'
+  | 'TIMESTAMP_OUTSIDE_TOLERANCE';
 
 export type Verification =
   | {

@@ -1,7 +1,12 @@
 import type { DashboardUser } from '../../dashboard-users/dashboard-auth';
 import type { CliCommand } from '../cli-kit';
 
-const present = (u: DashboardUser): Record<string, unknown> => ({ user_id: u.id, operator_id: u.operatorId, email: u.email, created_at: u.createdAt });
+const present = (u: DashboardUser): Record<string, unknown> => ({
+  user_id: u.id,
+  operator_id: u.operatorId,
+  email: u.email,
+  created_at: u.createdAt,
+});
 
 /** Partner dashboard sign-ins: one user belongs to one operator and sees only that operator's data. */
 export const dashboardUserCommands: CliCommand[] = [
@@ -30,7 +35,7 @@ export const dashboardUserCommands: CliCommand[] = [
   {
     path: ['dashboard-user', 'delete'],
     summary: 'Delete a dashboard user and end its sessions.',
-    options: { email: { type: 'string', required: true, description: 'the user\'s email' } },
+    options: { email: { type: 'string', required: true, description: "the user's email" } },
     async run(app, v) {
       return { deleted: present(await app.services.dashboardUsers.deleteUser(String(v.email))) };
     },

@@ -46,7 +46,8 @@ export const operatorCommands: CliCommand[] = [
   },
   {
     path: ['operator', 'rotate-secret'],
-    summary: 'Issue a new API secret; the old one keeps working for the overlap (SECRET_ROTATION_OVERLAP_MS or --overlap-ms).',
+    summary:
+      'Issue a new API secret; the old one keeps working for the overlap (SECRET_ROTATION_OVERLAP_MS or --overlap-ms).',
     options: { id, 'overlap-ms': { type: 'string', description: 'override the overlap in milliseconds' } },
     async run(app, v) {
       const overlap = v['overlap-ms'] === undefined ? undefined : Number(v['overlap-ms']);
@@ -59,7 +60,7 @@ export const operatorCommands: CliCommand[] = [
   },
   {
     path: ['operator', 'disable'],
-    summary: 'Refuse every request signed with this operator\'s key.',
+    summary: "Refuse every request signed with this operator's key.",
     options: { id },
     async run(app, v) {
       return presentOperator(await app.services.operators.setStatus(String(v.id), 'disabled'));
@@ -76,7 +77,11 @@ export const operatorCommands: CliCommand[] = [
   {
     path: ['operator', 'set-wallet'],
     summary: 'Set (or with --clear remove) the wallet base URL settlements are sent to.',
-    options: { id, url: { type: 'string', description: 'wallet base URL' }, clear: { type: 'boolean', description: 'remove the wallet URL' } },
+    options: {
+      id,
+      url: { type: 'string', description: 'wallet base URL' },
+      clear: { type: 'boolean', description: 'remove the wallet URL' },
+    },
     async run(app, v) {
       if (!v.clear && !v.url) throw new DomainError('VALIDATION_FAILED', 'give --url or --clear');
       return presentOperator(await app.services.operators.setWalletUrl(String(v.id), v.clear ? null : String(v.url)));
@@ -84,7 +89,8 @@ export const operatorCommands: CliCommand[] = [
   },
   {
     path: ['operator', 'settings'],
-    summary: 'Change product settings: --json with a partial settings object (currencies, stake_limits, crash, stock_race, rate_limit, compliance).',
+    summary:
+      'Change product settings: --json with a partial settings object (currencies, stake_limits, crash, stock_race, rate_limit, compliance).',
     options: { id, json: { type: 'string', required: true, description: 'partial settings as JSON' } },
     async run(app, v) {
       let patch: Partial<OperatorSettings>;
@@ -93,7 +99,8 @@ export const operatorCommands: CliCommand[] = [
       } catch {
         throw new DomainError('MALFORMED_JSON', '--json is not valid JSON');
       }
-      if (typeof patch !== 'object' || patch === null || Array.isArray(patch)) throw new DomainError('VALIDATION_FAILED', '--json must be an object');
+      if (typeof patch !== 'object' || patch === null || Array.isArray(patch))
+        throw new DomainError('VALIDATION_FAILED', '--json must be an object');
       return presentOperator(await app.services.operators.updateSettings(String(v.id), patch));
     },
   },

@@ -16,9 +16,11 @@ export const settlementCommands: CliCommand[] = [
     },
     async run(app, v) {
       const status = v.status as SettlementStatus | undefined;
-      if (status !== undefined && !STATUSES.includes(status)) throw new DomainError('VALIDATION_FAILED', '--status must be pending or delivered');
+      if (status !== undefined && !STATUSES.includes(status))
+        throw new DomainError('VALIDATION_FAILED', '--status must be pending or delivered');
       const limit = v.limit === undefined ? 100 : Number(v.limit);
-      if (!Number.isSafeInteger(limit) || limit < 1) throw new DomainError('VALIDATION_FAILED', '--limit must be a positive integer');
+      if (!Number.isSafeInteger(limit) || limit < 1)
+        throw new DomainError('VALIDATION_FAILED', '--limit must be a positive integer');
       const rows = await app.services.settlements.list({ status, operatorId: v.operator as string | undefined, limit });
       return { settlements: rows.map(presentSettlement) };
     },

@@ -2,11 +2,17 @@ import { DomainError } from '../../errors/codes';
 import type { DeliveryStatus } from '../../webhooks/deliveries';
 import type { CliCommand } from '../cli-kit';
 
-const str = (v: string | boolean | undefined): string | undefined => (typeof v === 'string' && v !== '' ? v : undefined);
+const str = (v: string | boolean | undefined): string | undefined =>
+  typeof v === 'string' && v !== '' ? v : undefined;
 
 function eventList(v: string | boolean | undefined): string[] | undefined {
   const raw = str(v);
-  return raw === undefined ? undefined : raw.split(',').map((s) => s.trim()).filter(Boolean);
+  return raw === undefined
+    ? undefined
+    : raw
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean);
 }
 
 function integer(v: string | boolean | undefined, name: string): number | undefined {
@@ -27,7 +33,10 @@ export const webhookCommands: CliCommand[] = [
       operator: { type: 'string', required: true, description: 'the operator id (op_…)' },
       url: { type: 'string', required: true, description: 'target URL (https, public address)' },
       events: { type: 'string', description: 'comma-separated event kinds (default: all)' },
-      surface: { type: 'string', description: 'A (x-service-signature + Standard Webhooks) or B (operator request signing); default A' },
+      surface: {
+        type: 'string',
+        description: 'A (x-service-signature + Standard Webhooks) or B (operator request signing); default A',
+      },
       disabled: { type: 'boolean', description: 'create it disabled' },
     },
     async run(app, v) {
@@ -66,7 +75,8 @@ export const webhookCommands: CliCommand[] = [
         ...(eventList(v.events) !== undefined ? { events: eventList(v.events) } : {}),
         ...(v.enable ? { enabled: true } : v.disable ? { enabled: false } : {}),
       };
-      if (Object.keys(patch).length === 0) throw new DomainError('VALIDATION_FAILED', 'nothing to change: give --url, --events, --enable or --disable');
+      if (Object.keys(patch).length === 0)
+        throw new DomainError('VALIDATION_FAILED', 'nothing to change: give --url, --events, --enable or --disable');
       return app.services.webhooks.updateEndpoint(null, String(v.id), patch);
     },
   },
@@ -81,7 +91,8 @@ export const webhookCommands: CliCommand[] = [
   },
   {
     path: ['webhook', 'rotate-secret'],
-    summary: 'Issue a new endpoint secret; the old one keeps signing too for the overlap (SECRET_ROTATION_OVERLAP_MS or --overlap-ms).',
+    summary:
+      'Issue a new endpoint secret; the old one keeps signing too for the overlap (SECRET_ROTATION_OVERLAP_MS or --overlap-ms).',
     options: { id: endpointId, 'overlap-ms': { type: 'string', description: 'override the overlap in milliseconds' } },
     async run(app, v) {
       return app.services.webhooks.rotateSecret(null, String(v.id), integer(v['overlap-ms'], 'overlap-ms'));

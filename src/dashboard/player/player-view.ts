@@ -51,10 +51,13 @@ function header(m: PlayerViewModel, current: 'stock_race' | 'crash' | 'verify'):
 </header>`;
 }
 
-const back = (m: PlayerViewModel): SafeHtml => html`<p class="back"><a id="back" href="${m.session.returnUrl}">Back to the operator</a></p>`;
+const back = (m: PlayerViewModel): SafeHtml =>
+  html`<p class="back"><a id="back" href="${m.session.returnUrl}">Back to the operator</a></p>`;
 
 /** The Stock Race player page: the live round, the race, and this session's bets. */
-export function stockRacePlayerPage(m: PlayerViewModel & { round: (RoundJson & { symbols: string[] }) | null; feedPath: string }): string {
+export function stockRacePlayerPage(
+  m: PlayerViewModel & { round: (RoundJson & { symbols: string[] }) | null; feedPath: string },
+): string {
   const symbols = m.round?.symbols ?? [];
   const body = html`${header(m, 'stock_race')}
 <main id="player" data-session="${m.session.id}">
@@ -64,7 +67,8 @@ export function stockRacePlayerPage(m: PlayerViewModel & { round: (RoundJson & {
 <p class="phase" id="phase" role="status" aria-live="polite">${m.round?.status ?? 'Waiting for the first round'}</p>
 <progress id="progress" max="1000" value="0" aria-label="Round progress"></progress>
 <ol class="board" id="board" aria-label="Stocks, leader first">${symbols.map(
-    (sym) => html`<li data-symbol="${sym}"><span class="sym">${sym}</span><span class="track"><span class="bar"></span></span><span class="pct">0.00%</span></li>`,
+    (sym) =>
+      html`<li data-symbol="${sym}"><span class="sym">${sym}</span><span class="track"><span class="bar"></span></span><span class="pct">0.00%</span></li>`,
   )}</ol>
 </section>
 <section class="panel" aria-labelledby="bets-title">
@@ -77,17 +81,19 @@ export function stockRacePlayerPage(m: PlayerViewModel & { round: (RoundJson & {
 ${back(m)}
 </main>
 ${jsonScript('player-data', {
-    game: 'stock_race',
-    feed: m.feedPath,
-    bets: `/play/bets?token=${encodeURIComponent(m.token)}`,
-    round: m.round,
-    server_now: m.serverNow,
-  })}`;
+  game: 'stock_race',
+  feed: m.feedPath,
+  bets: `/play/bets?token=${encodeURIComponent(m.token)}`,
+  round: m.round,
+  server_now: m.serverNow,
+})}`;
   return shell({ title: 'Stock Race', nonce: m.nonce, body, script: 'player.js' });
 }
 
 /** The Crash view for partners who embed ours: the multiplier climbing live, and the last results. */
-export function crashPlayerPage(m: PlayerViewModel & { round: RoundJson | null; recent: { round_number: number; crash_point: number }[] }): string {
+export function crashPlayerPage(
+  m: PlayerViewModel & { round: RoundJson | null; recent: { round_number: number; crash_point: number }[] },
+): string {
   const body = html`${header(m, 'crash')}
 <main id="player" data-session="${m.session.id}">
 <h1>Crash</h1>
@@ -100,17 +106,18 @@ export function crashPlayerPage(m: PlayerViewModel & { round: RoundJson | null; 
 <section class="panel" aria-labelledby="recent-title">
 <h2 id="recent-title">Last results</h2>
 <ol id="recent" class="recent" reversed>${m.recent.map(
-    (r) => html`<li class="${r.crash_point >= 2 ? 'high' : 'low'}"><span class="sr-only">Round ${r.round_number}: </span>${r.crash_point.toFixed(2)}x</li>`,
+    (r) =>
+      html`<li class="${r.crash_point >= 2 ? 'high' : 'low'}"><span class="sr-only">Round ${r.round_number}: </span>${r.crash_point.toFixed(2)}x</li>`,
   )}</ol>
 </section>
 ${back(m)}
 </main>
 ${jsonScript('player-data', {
-    game: 'crash',
-    feed: `/play/crash/feed?token=${encodeURIComponent(m.token)}`,
-    round: m.round,
-    server_now: m.serverNow,
-  })}`;
+  game: 'crash',
+  feed: `/play/crash/feed?token=${encodeURIComponent(m.token)}`,
+  round: m.round,
+  server_now: m.serverNow,
+})}`;
   return shell({ title: 'Crash', nonce: m.nonce, body, script: 'player.js' });
 }
 
@@ -146,12 +153,10 @@ recomputed here with your browser's own SHA-256 and HMAC. See docs/fairness.md t
 </section>
 <section class="panel" aria-labelledby="recent-title">
 <h2 id="recent-title">Recent finished rounds</h2>
-<ul id="recent-rounds" class="recent-rounds">${m.recent.map(
-    (r) => {
-      const href = `/play/verify${q}&round=${encodeURIComponent(r.round_id)}`;
-      return html`<li><a href="${href}" data-round="${r.round_id}">${label(r.game)} #${r.round_number}</a></li>`;
-    },
-  )}</ul>
+<ul id="recent-rounds" class="recent-rounds">${m.recent.map((r) => {
+    const href = `/play/verify${q}&round=${encodeURIComponent(r.round_id)}`;
+    return html`<li><a href="${href}" data-round="${r.round_id}">${label(r.game)} #${r.round_number}</a></li>`;
+  })}</ul>
 </section>
 ${back(m)}
 </main>
@@ -160,7 +165,12 @@ ${jsonScript('player-data', { round: m.roundId })}`;
 }
 
 /** A link that opens nothing: what happened, and the way back to the operator when the session is known. */
-export function playerRefusalPage(o: { title: string; message: string; returnUrl: string | null; nonce: string }): string {
+export function playerRefusalPage(o: {
+  title: string;
+  message: string;
+  returnUrl: string | null;
+  nonce: string;
+}): string {
   const body = html`<main id="refusal" class="refusal">
 <h1>${o.title}</h1>
 <p>${o.message}</p>

@@ -10,13 +10,19 @@ import { secretShownPage } from '../views/webhooks';
 export async function credentialRoutes(app: FastifyInstance, s: AppServices): Promise<void> {
   app.get('/credentials', async (req, reply) => {
     const c = ctx(req);
-    const html = credentialsPage({ user: c.user, operator: c.operator, overlapMs: s.config.secretRotationOverlapMs, now: s.clock.now() });
+    const html = credentialsPage({
+      user: c.user,
+      operator: c.operator,
+      overlapMs: s.config.secretRotationOverlapMs,
+      now: s.clock.now(),
+    });
     return reply.type('text/html; charset=utf-8').send(html);
   });
 
   app.post('/credentials/rotate', async (req, reply) => {
     const c = ctx(req);
-    if (field(req.body as FormBody, 'confirm') !== '1') throw new DomainError('VALIDATION_FAILED', 'tick the confirmation box to rotate the secret');
+    if (field(req.body as FormBody, 'confirm') !== '1')
+      throw new DomainError('VALIDATION_FAILED', 'tick the confirmation box to rotate the secret');
     const r = await s.operators.rotateSecret(c.operator.id);
     const html = secretShownPage({
       user: c.user,

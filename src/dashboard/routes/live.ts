@@ -12,10 +12,7 @@ export async function liveRoutes(app: FastifyInstance, s: AppServices): Promise<
   app.get('/', async (req, reply) => {
     const c = ctx(req);
     const scope = c.operator.mode === 'test' ? c.operator.id : null;
-    const [crash, race] = await Promise.all([
-      s.rounds.latest('crash', scope),
-      s.rounds.latest('stock_race', scope),
-    ]);
+    const [crash, race] = await Promise.all([s.rounds.latest('crash', scope), s.rounds.latest('stock_race', scope)]);
     const html = livePage({
       user: c.user,
       overview: await s.reports.overview(c.operator.id),

@@ -15,7 +15,8 @@ const BETS_SHOWN = 200;
 
 function gameFilter(raw: string | undefined): Game | undefined {
   if (raw === undefined) return undefined;
-  if (!(GAMES as readonly string[]).includes(raw)) throw new DomainError('VALIDATION_FAILED', 'game must be crash or stock_race');
+  if (!(GAMES as readonly string[]).includes(raw))
+    throw new DomainError('VALIDATION_FAILED', 'game must be crash or stock_race');
   return raw as Game;
 }
 
@@ -26,8 +27,13 @@ export async function roundRoutes(app: FastifyInstance, s: AppServices): Promise
     const game = gameFilter(queryField(req.query, 'game'));
     const scope = c.operator.mode === 'test' ? c.operator.id : null;
     const rounds = await s.rounds.recent(game ?? null, ROUNDS_SHOWN, scope);
-    const bets = await s.bets.countsByRound(c.operator.id, rounds.map((r) => r.id));
-    return reply.type('text/html; charset=utf-8').send(roundsPage({ user: c.user, rounds: rounds.map(presentRound), bets, game }));
+    const bets = await s.bets.countsByRound(
+      c.operator.id,
+      rounds.map((r) => r.id),
+    );
+    return reply
+      .type('text/html; charset=utf-8')
+      .send(roundsPage({ user: c.user, rounds: rounds.map(presentRound), bets, game }));
   });
 
   app.get('/bets', async (req: QueryReq, reply) => {
@@ -52,22 +58,35 @@ export async function roundRoutes(app: FastifyInstance, s: AppServices): Promise
     return reply.type('text/html; charset=utf-8').send(betsPage({ user: c.user, bets, filters, limit: BETS_SHOWN }));
   });
 
-  app.get('/bets/:id', async (req: FastifyRequest<{ Params: { id: string }; Querystring: Record<string, unknown> }>, reply) => {
-    const c = ctx(req);
-    const bet = await s.bets.byId(req.params.id);
-    if (!bet || bet.operatorId !== c.operator.id) throw new DomainError('BET_NOT_FOUND', `no bet ${req.params.id} for this operator`);
-    const round = await s.rounds.byId(bet.roundId);
-    const settlement = (await s.settlements.byBet(bet.id)) ?? null;
-    const attempts = settlement ? await s.settlements.attempts(bet.id) : [];
-    return reply
-      .type('text/html; charset=utf-8')
-      .send(betPage({ user: c.user, bet, round: round ? presentRound(round) : null, settlement, attempts, notice: notice(req.query.notice) }));
-  });
+  app.get(
+    '/bets/:id',
+    async (req: FastifyRequest<{ Params: { id: string }; Querystring: Record<string, unknown> }>, reply) => {
+      const c = ctx(req);
+      const bet = await s.bets.byId(req.params.id);
+      if (!bet || bet.operatorId !== c.operator.id)
+        throw new DomainError('BET_NOT_FOUND', `no bet ${req.params.id} for this operator`);
+      const round = await s.rounds.byId(bet.roundId);
+      const settlement = (await s.settlements.byBet(bet.id)) ?? null;
+      const attempts = settlement ? await s.settlements.attempts(bet.id) : [];
+      return reply.type('text/html; charset=utf-8').send(
+        betPage({
+          user: c.user,
+          bet,
+          round: round ? presentRound(round) : null,
+          settlement,
+          attempts,
+          notice: notice(req.query.notice),
+        }),
+      );
+    },
+  );
 
   app.get('/settlements', async (req: QueryReq, reply) => {
     const c = ctx(req);
     const pending = await s.settlements.list({ operatorId: c.operator.id, status: 'pending', limit: 500 });
-    return reply.type('text/html; charset=utf-8').send(settlementsPage({ user: c.user, pending, notice: notice(req.query.notice) }));
+    return reply
+      .type('text/html; charset=utf-8')
+      .send(settlementsPage({ user: c.user, pending, notice: notice(req.query.notice) }));
   });
 
   // The same rule as the admin CLI's `settlements retry`: due now, same idempotency_key; a confirmed one is refused.

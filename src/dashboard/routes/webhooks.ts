@@ -8,7 +8,8 @@ import { deliveryLog, endpointPage, secretShownPage, webhooksPage, type Delivery
 type IdReq = FastifyRequest<{ Params: { id: string }; Querystring: Record<string, string> }>;
 const LOG_SIZE = 25;
 
-const htmlReply = (reply: FastifyReply, body: string, status = 200) => reply.status(status).type('text/html; charset=utf-8').send(body);
+const htmlReply = (reply: FastifyReply, body: string, status = 200) =>
+  reply.status(status).type('text/html; charset=utf-8').send(body);
 
 /**
  * Webhook endpoints through the webhook service (the same calls as the management API): list, add,
@@ -19,17 +20,29 @@ export async function webhookRoutes(app: FastifyInstance, s: AppServices): Promi
     const list = await s.webhooks.listDeliveries(operatorId, { endpointId, limit: LOG_SIZE });
     return Promise.all(list.map((d) => s.webhooks.getDelivery(operatorId, d.delivery_id)));
   };
-  const back = (reply: FastifyReply, id: string, key: NoticeKey) => reply.redirect(`/dashboard/webhooks/${encodeURIComponent(id)}?notice=${key}`, 303);
+  const back = (reply: FastifyReply, id: string, key: NoticeKey) =>
+    reply.redirect(`/dashboard/webhooks/${encodeURIComponent(id)}?notice=${key}`, 303);
 
   app.get('/webhooks', async (req: FastifyRequest<{ Querystring: Record<string, string> }>, reply) => {
     const c = ctx(req);
-    return htmlReply(reply, webhooksPage({ user: c.user, endpoints: await s.webhooks.listEndpoints(c.operator.id), notice: notice(req.query.notice) }));
+    return htmlReply(
+      reply,
+      webhooksPage({
+        user: c.user,
+        endpoints: await s.webhooks.listEndpoints(c.operator.id),
+        notice: notice(req.query.notice),
+      }),
+    );
   });
 
   app.post('/webhooks', async (req, reply) => {
     const c = ctx(req);
     const body = req.body as FormBody;
-    const input = { url: field(body, 'url').trim(), events: fields(body, 'events'), surface: field(body, 'surface') === 'B' ? ('B' as const) : ('A' as const) };
+    const input = {
+      url: field(body, 'url').trim(),
+      events: fields(body, 'events'),
+      surface: field(body, 'surface') === 'B' ? ('B' as const) : ('A' as const),
+    };
     try {
       const created = await s.webhooks.createEndpoint(c.operator.id, input);
       return htmlReply(
@@ -48,7 +61,11 @@ export async function webhookRoutes(app: FastifyInstance, s: AppServices): Promi
       if (!isDomainError(error)) throw error;
       // The form comes back with what was typed and the reason, instead of a dead-end error page.
       const endpoints = await s.webhooks.listEndpoints(c.operator.id);
-      return htmlReply(reply, webhooksPage({ user: c.user, endpoints, error: error.message, form: { url: input.url, events: input.events } }), 400);
+      return htmlReply(
+        reply,
+        webhooksPage({ user: c.user, endpoints, error: error.message, form: { url: input.url, events: input.events } }),
+        400,
+      );
     }
   });
 
@@ -58,7 +75,12 @@ export async function webhookRoutes(app: FastifyInstance, s: AppServices): Promi
     const entries = await log(c.operator.id, endpoint.endpoint_id);
     return htmlReply(
       reply,
-      endpointPage({ user: c.user, endpoint, log: deliveryLog({ endpointId: endpoint.endpoint_id, deliveries: entries, csrf: c.user.csrfToken }), notice: notice(req.query.notice) }),
+      endpointPage({
+        user: c.user,
+        endpoint,
+        log: deliveryLog({ endpointId: endpoint.endpoint_id, deliveries: entries, csrf: c.user.csrfToken }),
+        notice: notice(req.query.notice),
+      }),
     );
   });
 
@@ -67,13 +89,20 @@ export async function webhookRoutes(app: FastifyInstance, s: AppServices): Promi
     const c = ctx(req);
     const endpoint = await s.webhooks.getEndpoint(c.operator.id, req.params.id);
     const entries = await log(c.operator.id, endpoint.endpoint_id);
-    return htmlReply(reply, deliveryLog({ endpointId: endpoint.endpoint_id, deliveries: entries, csrf: c.user.csrfToken }).value);
+    return htmlReply(
+      reply,
+      deliveryLog({ endpointId: endpoint.endpoint_id, deliveries: entries, csrf: c.user.csrfToken }).value,
+    );
   });
 
   app.post('/webhooks/:id', async (req: IdReq, reply) => {
     const c = ctx(req);
     const body = req.body as unknown as FormBody;
-    const patch = { url: field(body, 'url').trim(), events: fields(body, 'events'), enabled: field(body, 'enabled') === '1' };
+    const patch = {
+      url: field(body, 'url').trim(),
+      events: fields(body, 'events'),
+      enabled: field(body, 'enabled') === '1',
+    };
     try {
       await s.webhooks.updateEndpoint(c.operator.id, req.params.id, patch);
       return back(reply, req.params.id, 'endpoint-updated');
@@ -85,7 +114,12 @@ export async function webhookRoutes(app: FastifyInstance, s: AppServices): Promi
         reply,
         endpointPage({
           user: c.user,
-          endpoint: { ...endpoint, url: patch.url, events: patch.events as typeof endpoint.events, enabled: patch.enabled },
+          endpoint: {
+            ...endpoint,
+            url: patch.url,
+            events: patch.events as typeof endpoint.events,
+            enabled: patch.enabled,
+          },
           log: deliveryLog({ endpointId: endpoint.endpoint_id, deliveries: entries, csrf: c.user.csrfToken }),
           error: error.message,
         }),
@@ -121,10 +155,13 @@ export async function webhookRoutes(app: FastifyInstance, s: AppServices): Promi
     return back(reply, req.params.id, 'test-sent');
   });
 
-  app.post('/webhooks/:id/deliveries/:delivery/resend', async (req: FastifyRequest<{ Params: { id: string; delivery: string } }>, reply) => {
-    const c = ctx(req);
-    const d = await s.webhooks.getDelivery(c.operator.id, req.params.delivery);
-    await s.webhooks.resend(c.operator.id, d.delivery_id);
-    return back(reply, d.endpoint_id, 'resent');
-  });
+  app.post(
+    '/webhooks/:id/deliveries/:delivery/resend',
+    async (req: FastifyRequest<{ Params: { id: string; delivery: string } }>, reply) => {
+      const c = ctx(req);
+      const d = await s.webhooks.getDelivery(c.operator.id, req.params.delivery);
+      await s.webhooks.resend(c.operator.id, d.delivery_id);
+      return back(reply, d.endpoint_id, 'resent');
+    },
+  );
 }

@@ -23,7 +23,14 @@ function settledStep(b: Bet): SafeHtml {
   return html`<li>${time(b.settledAt)} <strong>${what}</strong>, payout ${money(b, b.payout)}</li>`;
 }
 
-export function betPage(o: { user: PageUser; bet: Bet; round: RoundJson | null; settlement: Settlement | null; attempts: AttemptRow[]; notice?: string | null }): string {
+export function betPage(o: {
+  user: PageUser;
+  bet: Bet;
+  round: RoundJson | null;
+  settlement: Settlement | null;
+  attempts: AttemptRow[];
+  notice?: string | null;
+}): string {
   const b = o.bet;
   const s = o.settlement;
   const steps = html`<ol class="timeline">
@@ -31,7 +38,8 @@ export function betPage(o: { user: PageUser; bet: Bet; round: RoundJson | null; 
 ${settledStep(b)}
 ${s ? html`<li>${time(s.createdAt)} <strong>Settle call queued</strong> to the wallet (idempotency key <span class="mono">${s.idempotencyKey}</span>)</li>` : ''}
 ${o.attempts.map(
-  (a) => html`<li>${time(a.started_at)} <strong>Settle attempt ${a.attempt}</strong>: ${a.status_code ?? 'no answer'}, ${a.latency_ms} ms${a.error ? html` <span class="small">(${a.error})</span>` : ''}</li>`,
+  (a) =>
+    html`<li>${time(a.started_at)} <strong>Settle attempt ${a.attempt}</strong>: ${a.status_code ?? 'no answer'}, ${a.latency_ms} ms${a.error ? html` <span class="small">(${a.error})</span>` : ''}</li>`,
 )}
 ${s?.deliveredAt ? html`<li>${time(s.deliveredAt)} <strong>Confirmed by the wallet</strong></li>` : ''}
 </ol>`;

@@ -20,7 +20,9 @@ function details(d: Record<string, unknown>): SafeHtml {
 
 export function compliancePage(o: { user: PageUser; flags: ComplianceFlag[]; rule?: string; player?: string }): string {
   const rows = o.flags.map(
-    (f) => html`<tr><td>${time(f.created_at)}</td><td>${RULE_LABEL[f.rule] ?? f.rule}</td><td>${f.player ? html`<a href="/dashboard/compliance?player=${encodeURIComponent(f.player)}">${f.player}</a>` : '–'}</td>
+    (
+      f,
+    ) => html`<tr><td>${time(f.created_at)}</td><td>${RULE_LABEL[f.rule] ?? f.rule}</td><td>${f.player ? html`<a href="/dashboard/compliance?player=${encodeURIComponent(f.player)}">${f.player}</a>` : '–'}</td>
 <td>${f.bet_id ? html`<a href="/dashboard/bets/${f.bet_id}" class="mono">${short(f.bet_id, 18)}</a>` : '–'}</td><td>${f.game ?? '–'}</td><td>${details(f.details)}</td></tr>`,
   );
   const body = html`<form method="get" action="/dashboard/compliance" class="filters">

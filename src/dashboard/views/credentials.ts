@@ -2,7 +2,8 @@ import type { Operator } from '../../operators/operator';
 import { html } from '../html';
 import { badge, csrfField, page, time, type PageUser } from './layout';
 
-const duration = (ms: number): string => (ms % 3600_000 === 0 ? `${ms / 3600_000} h` : ms % 60_000 === 0 ? `${ms / 60_000} min` : `${ms / 1000} s`);
+const duration = (ms: number): string =>
+  ms % 3600_000 === 0 ? `${ms / 3600_000} h` : ms % 60_000 === 0 ? `${ms / 60_000} min` : `${ms / 1000} s`;
 
 export function credentialsPage(o: { user: PageUser; operator: Operator; overlapMs: number; now: number }): string {
   const op = o.operator;

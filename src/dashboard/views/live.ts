@@ -46,7 +46,8 @@ export function livePage(m: LiveModel): string {
 <p class="phase" id="race-phase" role="status">${m.race?.status ?? 'waiting for the first round'}</p>
 <progress id="race-progress" max="1000" value="0" aria-label="Round progress"></progress>
 <ol class="board" id="race-board" aria-label="Stocks, in the order of the race">${(m.race?.symbols ?? []).map(
-    (sym) => html`<li data-symbol="${sym}"><span class="sym">${sym}</span><span class="track"><span class="bar"></span></span><span class="pct">0.00%</span></li>`,
+    (sym) =>
+      html`<li data-symbol="${sym}"><span class="sym">${sym}</span><span class="track"><span class="bar"></span></span><span class="pct">0.00%</span></li>`,
   )}</ol>
 </section>
 </div>
@@ -64,12 +65,12 @@ export function livePage(m: LiveModel): string {
 </div>
 <section aria-labelledby="totals-title"><h2 id="totals-title">Totals</h2><div id="totals">${totals}</div></section>
 ${jsonScript('live-data', {
-    stats: m.stats,
-    crash: m.crash,
-    race: m.race,
-    server_now: m.serverNow,
-    feeds: { crash: '/dashboard/feed/crash', stock_race: '/dashboard/feed/stock_race' },
-    stats_url: '/dashboard/api/stats',
-  })}`;
+  stats: m.stats,
+  crash: m.crash,
+  race: m.race,
+  server_now: m.serverNow,
+  feeds: { crash: '/dashboard/feed/crash', stock_race: '/dashboard/feed/stock_race' },
+  stats_url: '/dashboard/api/stats',
+})}`;
   return page({ title: 'Live', nav: 'live', user: m.user, body, scripts: ['live.js'] });
 }

@@ -1,7 +1,13 @@
 import { html } from '../html';
 import { page, type PageUser } from './layout';
 
-export function loginPage(o: { csrf: string; next: string; email?: string; error?: string | null; notice?: string | null }): string {
+export function loginPage(o: {
+  csrf: string;
+  next: string;
+  email?: string;
+  error?: string | null;
+  notice?: string | null;
+}): string {
   return page({
     title: 'Sign in',
     error: o.error,
@@ -20,7 +26,13 @@ export function loginPage(o: { csrf: string; next: string; email?: string; error
 }
 
 /** Shown for errors inside the dashboard: the message is the domain's own, safe for operators. */
-export function errorPage(o: { status: number; title: string; message: string; signedIn: boolean; user?: PageUser }): string {
+export function errorPage(o: {
+  status: number;
+  title: string;
+  message: string;
+  signedIn: boolean;
+  user?: PageUser;
+}): string {
   return page({
     title: o.title,
     user: o.user,

@@ -17,13 +17,19 @@ export function outcomeText(r: RoundJson): string {
 }
 
 function gameSelect(selected: string | undefined, withAll: boolean): SafeHtml {
-  const opts: [string, string][] = [...(withAll ? ([['', 'All games']] as [string, string][]) : []), ['crash', 'Crash'], ['stock_race', 'Stock Race']];
+  const opts: [string, string][] = [
+    ...(withAll ? ([['', 'All games']] as [string, string][]) : []),
+    ['crash', 'Crash'],
+    ['stock_race', 'Stock Race'],
+  ];
   return html`<select id="game" name="game">${opts.map(([v, l]) => html`<option value="${v}"${v === (selected ?? '') ? html` selected` : ''}>${l}</option>`)}</select>`;
 }
 
 export function roundsPage(o: { user: PageUser; rounds: RoundJson[]; bets: Map<string, number>; game?: Game }): string {
   const rows = o.rounds.map(
-    (r) => html`<tr><td>${GAME_LABEL[r.game as Game]}</td><th scope="row">#${r.round_number}</th><td>${badge(r.status)}</td><td>${time(r.opened_at)}</td>
+    (
+      r,
+    ) => html`<tr><td>${GAME_LABEL[r.game as Game]}</td><th scope="row">#${r.round_number}</th><td>${badge(r.status)}</td><td>${time(r.opened_at)}</td>
 <td>${outcomeText(r)}</td><td class="mono small" title="${r.seed_hash}">${short(r.seed_hash, 16)}</td>
 <td class="mono small">${r.seed ? html`<span title="${r.seed}">${short(r.seed, 16)}</span>` : 'hidden until the end'}</td>
 <td class="num">${(o.bets.get(r.round_id) ?? 0) > 0 ? html`<a href="/dashboard/bets${queryString({ round: r.round_id })}">${o.bets.get(r.round_id)}</a>` : '0'}</td>
@@ -54,7 +60,9 @@ export function betsPage(o: { user: PageUser; bets: Bet[]; filters: BetFilters; 
   const f = o.filters;
   const statusOpts = html`<option value="">Any status</option>${BET_STATUSES.map((st) => html`<option value="${st}"${st === f.status ? html` selected` : ''}>${st.replace('_', ' ')}</option>`)}`;
   const rows = o.bets.map(
-    (b) => html`<tr><td>${time(b.placedAt)}</td><td>${GAME_LABEL[b.game]} #${b.roundNumber}</td><td>${b.player}</td><td class="num">${money(b, b.amount)}</td>
+    (
+      b,
+    ) => html`<tr><td>${time(b.placedAt)}</td><td>${GAME_LABEL[b.game]} #${b.roundNumber}</td><td>${b.player}</td><td class="num">${money(b, b.amount)}</td>
 <td>${b.game === 'crash' ? (b.autoCashout ? `auto ${(b.autoCashout / 100).toFixed(2)}x` : 'manual') : (b.selections ?? []).join(', ')}</td>
 <td>${badge(b.status)}</td><td class="num">${money(b, resultOf(b).payout)}</td><td><a href="/dashboard/bets/${b.id}">Audit trail<span class="sr-only"> of bet ${b.id}</span></a></td></tr>`,
   );

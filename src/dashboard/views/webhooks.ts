@@ -6,18 +6,27 @@ import { badge, csrfField, page, short, tableWrap, time, type PageUser } from '.
 
 function eventBoxes(selected: readonly string[], idPrefix: string): SafeHtml {
   return html`<fieldset><legend>Event kinds</legend>${EVENT_TYPES.map(
-    (t) => html`<label class="check"><input type="checkbox" name="events" value="${t}" id="${idPrefix}-${t}"${selected.includes(t) ? html` checked` : ''}> ${t}</label>`,
+    (t) =>
+      html`<label class="check"><input type="checkbox" name="events" value="${t}" id="${idPrefix}-${t}"${selected.includes(t) ? html` checked` : ''}> ${t}</label>`,
   )}</fieldset>`;
 }
 
-export function webhooksPage(o: { user: PageUser; endpoints: EndpointJson[]; notice?: string | null; error?: string | null; form?: { url: string; events: string[] } }): string {
+export function webhooksPage(o: {
+  user: PageUser;
+  endpoints: EndpointJson[];
+  notice?: string | null;
+  error?: string | null;
+  form?: { url: string; events: string[] };
+}): string {
   const list = o.endpoints.length
     ? tableWrap(
         'Webhook endpoints',
         html`<table><caption>Your endpoints</caption>
 <thead><tr><th scope="col">URL</th><th scope="col">Signing</th><th scope="col">Events</th><th scope="col">State</th><th scope="col">Created</th><th scope="col"><span class="sr-only">Actions</span></th></tr></thead>
 <tbody>${o.endpoints.map(
-          (e) => html`<tr><td class="wrap">${e.url}</td><td>Surface ${e.surface}</td><td>${e.events.join(', ')}</td><td>${badge(e.enabled ? 'enabled' : 'disabled')}</td><td>${time(e.created_at)}</td>
+          (
+            e,
+          ) => html`<tr><td class="wrap">${e.url}</td><td>Surface ${e.surface}</td><td>${e.events.join(', ')}</td><td>${badge(e.enabled ? 'enabled' : 'disabled')}</td><td>${time(e.created_at)}</td>
 <td><a href="/dashboard/webhooks/${e.endpoint_id}">Manage<span class="sr-only"> ${e.url}</span></a></td></tr>`,
         )}</tbody></table>`,
       )
@@ -37,7 +46,15 @@ ${eventBoxes(o.form?.events ?? [...EVENT_TYPES], 'new')}
 }
 
 /** The only time a secret is ever shown: right after it was created or rotated. */
-export function secretShownPage(o: { user: PageUser; title: string; what: string; secret: string; previousExpiresAt: number | null; back: string; backLabel: string }): string {
+export function secretShownPage(o: {
+  user: PageUser;
+  title: string;
+  what: string;
+  secret: string;
+  previousExpiresAt: number | null;
+  back: string;
+  backLabel: string;
+}): string {
   const body = html`<section class="card secret" aria-labelledby="secret-title">
 <h2 id="secret-title">${o.what}</h2>
 <p>Copy it now: it is stored encrypted and <strong>will not be shown again</strong>.</p>
@@ -46,7 +63,13 @@ export function secretShownPage(o: { user: PageUser; title: string; what: string
 ${o.previousExpiresAt ? html`<p>The previous secret keeps working until ${time(o.previousExpiresAt)}, so you can roll it out without downtime.</p>` : ''}
 </section>
 <p><a href="${o.back}">${o.backLabel}</a></p>`;
-  return page({ title: o.title, nav: o.back.startsWith('/dashboard/credentials') ? 'credentials' : 'webhooks', user: o.user, body, scripts: ['forms.js'] });
+  return page({
+    title: o.title,
+    nav: o.back.startsWith('/dashboard/credentials') ? 'credentials' : 'webhooks',
+    user: o.user,
+    body,
+    scripts: ['forms.js'],
+  });
 }
 
 export type DeliveryWithAttempts = DeliveryView & { attempt_log: AttemptView[] };
@@ -58,17 +81,26 @@ export function deliveryLog(o: { endpointId: string; deliveries: DeliveryWithAtt
     html`<table class="log"><caption>Latest deliveries, newest first</caption>
 <thead><tr><th scope="col">Created</th><th scope="col">Event</th><th scope="col">Status</th><th scope="col">Attempts (HTTP status, latency)</th><th scope="col"><span class="sr-only">Actions</span></th></tr></thead>
 <tbody>${o.deliveries.map(
-      (d) => html`<tr data-delivery="${d.delivery_id}"><td>${time(d.created_at)}</td><td>${d.event_type}<br><span class="mono small">${short(d.event_id, 18)}</span></td>
+      (
+        d,
+      ) => html`<tr data-delivery="${d.delivery_id}"><td>${time(d.created_at)}</td><td>${d.event_type}<br><span class="mono small">${short(d.event_id, 18)}</span></td>
 <td>${badge(d.status)}${d.resend_of ? html`<br><span class="small">re-send of ${short(d.resend_of, 18)}</span>` : ''}${d.next_attempt_at ? html`<br><span class="small">next ${time(d.next_attempt_at)}</span>` : ''}</td>
 <td><ol class="attempts">${d.attempt_log.map(
-        (a) => html`<li>#${a.attempt} ${time(a.started_at)}: <strong>${a.status_code ?? 'no answer'}</strong>, ${a.latency_ms} ms${a.error ? html` <span class="small">(${a.error})</span>` : ''}</li>`,
+        (a) =>
+          html`<li>#${a.attempt} ${time(a.started_at)}: <strong>${a.status_code ?? 'no answer'}</strong>, ${a.latency_ms} ms${a.error ? html` <span class="small">(${a.error})</span>` : ''}</li>`,
       )}</ol>${d.attempt_log.length === 0 ? html`<span class="small">not attempted yet</span>` : ''}</td>
 <td>${d.status === 'dead' ? html`<form method="post" action="/dashboard/webhooks/${o.endpointId}/deliveries/${d.delivery_id}/resend">${csrfField(o.csrf)}<button type="submit">Re-send</button></form>` : ''}</td></tr>`,
     )}</tbody></table>`,
   );
 }
 
-export function endpointPage(o: { user: PageUser; endpoint: EndpointJson; log: SafeHtml; notice?: string | null; error?: string | null }): string {
+export function endpointPage(o: {
+  user: PageUser;
+  endpoint: EndpointJson;
+  log: SafeHtml;
+  notice?: string | null;
+  error?: string | null;
+}): string {
   const e = o.endpoint;
   const csrf = csrfField(o.user.csrfToken);
   const base = `/dashboard/webhooks/${e.endpoint_id}`;
@@ -91,5 +123,13 @@ ${eventBoxes(e.events, 'edit')}
 </section></div>
 <section aria-labelledby="log-title"><h2 id="log-title">Delivery log</h2>
 <div id="delivery-log" data-refresh="${base}/log" data-refresh-ms="2000">${o.log}</div></section>`;
-  return page({ title: 'Webhook endpoint', nav: 'webhooks', user: o.user, notice: o.notice, error: o.error, body, scripts: ['forms.js'] });
+  return page({
+    title: 'Webhook endpoint',
+    nav: 'webhooks',
+    user: o.user,
+    notice: o.notice,
+    error: o.error,
+    body,
+    scripts: ['forms.js'],
+  });
 }

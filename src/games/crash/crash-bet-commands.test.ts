@@ -180,7 +180,9 @@ describe.each(STORES)('cash-out command unit on %s', (kind) => {
   });
 
   it.runIf(kind === 'postgres')('leaves a bet settled between its read and the unit to the full path', async () => {
-    await db.transaction((tx) => tx.run("UPDATE bets SET status = 'lost', payout = 0, settled_at = 1 WHERE id = 'bet_1'"));
+    await db.transaction((tx) =>
+      tx.run("UPDATE bets SET status = 'lost', payout = 0, settled_at = 1 WHERE id = 'bet_1'"),
+    );
     // The decision was made on the row as it was read before (active).
     const answer = await cashoutCommand(db, claim('k4'), 'bet_1', (bet) => settlePlan(bet!));
     expect(answer).toEqual({ outcome: 'full_path' });

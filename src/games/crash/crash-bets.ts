@@ -38,7 +38,10 @@ export async function placeCrashBet(
   now: number,
 ): Promise<Bet> {
   if (input.amount > operator.settings.crash.max_payout_per_bet) {
-    throw new DomainError('STAKE_OUT_OF_RANGE', `amount exceeds this operator's maximum payout per bet (${operator.settings.crash.max_payout_per_bet})`);
+    throw new DomainError(
+      'STAKE_OUT_OF_RANGE',
+      `amount exceeds this operator's maximum payout per bet (${operator.settings.crash.max_payout_per_bet})`,
+    );
   }
   // A test-mode operator plays only in its own sandbox rounds; everyone else only in live ones.
   const sandbox = operator.mode === 'test';
@@ -48,7 +51,10 @@ export async function placeCrashBet(
     sandbox ? [operator.id] : [],
   );
   if (!round || now >= Number(round.betting_closes_at)) {
-    throw new DomainError('BETTING_CLOSED', 'no Crash round is taking bets right now; retry when the next betting window opens');
+    throw new DomainError(
+      'BETTING_CLOSED',
+      'no Crash round is taking bets right now; retry when the next betting window opens',
+    );
   }
   return recordPlacedBet(
     tx,
@@ -125,9 +131,13 @@ export function decideCashout(
   if (bet.status !== 'active') throw notActive(bet);
   if (!round) throw new Error(`bet ${bet.id} has no round ${bet.roundId}`);
   if (round.status === 'open') {
-    throw new DomainError('ROUND_NOT_RUNNING', `round ${round.roundNumber} has not started yet; cash-out opens when the multiplier starts climbing`);
+    throw new DomainError(
+      'ROUND_NOT_RUNNING',
+      `round ${round.roundNumber} has not started yet; cash-out opens when the multiplier starts climbing`,
+    );
   }
-  if (round.status !== 'running' || round.runningAt === null) throw new DomainError('BET_NOT_ACTIVE', `round ${round.roundNumber} is over`);
+  if (round.status !== 'running' || round.runningAt === null)
+    throw new DomainError('BET_NOT_ACTIVE', `round ${round.roundNumber} is over`);
   // Checked before the crash: a round nobody drove past its crash point is voided, not lost.
   const lastSignOfLife = round.heartbeatAt ?? round.runningAt;
   const silentForMs = now - lastSignOfLife;
@@ -143,7 +153,11 @@ export function decideCashout(
   // The round's frozen salt and edge (its chain's salt), never today's configuration.
   const crash =
     scriptedCrashPoint(round) ??
-    crashPointOf(round.seed, String(round.settings.salt ?? rules.salt), Number(round.settings.house_edge_bp ?? rules.houseEdgeBp));
+    crashPointOf(
+      round.seed,
+      String(round.settings.salt ?? rules.salt),
+      Number(round.settings.house_edge_bp ?? rules.houseEdgeBp),
+    );
   const now_m = multiplierAt(Math.max(0, now - round.runningAt));
   const target = effectiveTarget(bet, operator.settings.crash.max_payout_per_bet);
   if (target.at <= crash && target.at <= now_m) {
@@ -151,7 +165,10 @@ export function decideCashout(
     return { bet, multiplier: target.at, kind: target.kind };
   }
   if (now_m >= crash) {
-    throw new DomainError('BET_NOT_ACTIVE', `round ${round.roundNumber} crashed at ${formatMultiplier(crash)}x before this cash-out`);
+    throw new DomainError(
+      'BET_NOT_ACTIVE',
+      `round ${round.roundNumber} crashed at ${formatMultiplier(crash)}x before this cash-out`,
+    );
   }
   return { bet, multiplier: now_m, kind: 'manual' };
 }
@@ -197,4 +214,3 @@ export function notActive(bet: Bet): DomainError {
           : `its status is ${bet.status}`;
   return new DomainError('BET_NOT_ACTIVE', `bet ${bet.id} cannot be cashed out: ${why}`, { status: bet.status });
 }
-

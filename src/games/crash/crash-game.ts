@@ -82,7 +82,10 @@ export class CrashGame implements GameDriver {
 
   /** What anyone needs, with the revealed seed, to recompute this round: frozen when it opened. */
   roundFields(round: Pick<Round, 'settings'>): { salt: string; house_edge_bp: number } {
-    return { salt: String(round.settings.salt ?? this.o.salt), house_edge_bp: Number(round.settings.house_edge_bp ?? this.o.houseEdgeBp) };
+    return {
+      salt: String(round.settings.salt ?? this.o.salt),
+      house_edge_bp: Number(round.settings.house_edge_bp ?? this.o.houseEdgeBp),
+    };
   }
 
   presentOutcome(round: ClosedRound): OutcomeJson {
@@ -132,7 +135,8 @@ export class CrashGame implements GameDriver {
       if (this.roundId === round.id) await this.syncWithStore(round.id, operatorId);
       if (!capReached(operatorId)) continue;
       for (const bet of this.active.values()) {
-        if (bet.operatorId === operatorId && !due.some((d) => d.bet.id === bet.id)) due.push({ bet, at: m, kind: 'forced' });
+        if (bet.operatorId === operatorId && !due.some((d) => d.bet.id === bet.id))
+          due.push({ bet, at: m, kind: 'forced' });
       }
     }
     let paid = 0;

@@ -36,7 +36,10 @@ export function capMultiplier(amount: number, maxPayout: number): number {
  * Where a bet leaves the round on its own: its auto cash-out target, or earlier the point at which
  * its payout would exceed the per-bet cap (bustabit's force cash-out).
  */
-export function effectiveTarget(bet: { amount: number; autoCashout: number | null }, maxPayoutPerBet: number): { at: number; kind: 'auto' | 'forced' } {
+export function effectiveTarget(
+  bet: { amount: number; autoCashout: number | null },
+  maxPayoutPerBet: number,
+): { at: number; kind: 'auto' | 'forced' } {
   const cap = capMultiplier(bet.amount, maxPayoutPerBet);
   if (bet.autoCashout !== null && bet.autoCashout <= cap) return { at: bet.autoCashout, kind: 'auto' };
   return { at: cap, kind: 'forced' };

@@ -14,8 +14,7 @@ import { createHmac } from 'node:crypto';
 import { assertGameHash } from '../engine/hash-chain';
 
 /** bustabit's terminating hash for the v2 chain, i.e. SHA-256 of the hex of game #1's hash. */
-export const BUSTABIT_V2_TERMINATING_HASH =
-  '86728f5fc3bd99db94d3cdaf105d67788194e9701bf95d049ad0e1ee3d004277';
+export const BUSTABIT_V2_TERMINATING_HASH = '86728f5fc3bd99db94d3cdaf105d67788194e9701bf95d049ad0e1ee3d004277';
 
 const TWO_POW_52 = 1n << 52n;
 const BP_PER_UNIT = 10_000n;

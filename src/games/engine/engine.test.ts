@@ -64,7 +64,10 @@ describe('round engine driving Crash on a fake clock', () => {
     await migrate(db);
     // A known chain: the first round plays SEED_377, the second SEED_126.
     await db.transaction(async (tx) => {
-      await tx.run(`INSERT INTO fair_chains (game, chain_id, idx, hash) VALUES ('crash', 'c1', 0, ?), ('crash', 'c1', 1, ?)`, [SEED_377, SEED_126]);
+      await tx.run(
+        `INSERT INTO fair_chains (game, chain_id, idx, hash) VALUES ('crash', 'c1', 0, ?), ('crash', 'c1', 1, ?)`,
+        [SEED_377, SEED_126],
+      );
       await tx.run(`INSERT INTO fair_chain_cursor (game, chain_id, next_idx, length) VALUES ('crash', 'c1', 0, 2)`);
       // Chosen seeds, not a hash chain: a test fixture played with bustabit's salt.
       await tx.run(
@@ -83,7 +86,9 @@ describe('round engine driving Crash on a fake clock', () => {
 
   async function bet(operatorId: string, amount: number, autoCashout: number | null, player = 'p') {
     const op = await operators.get(operatorId);
-    return db.transaction((tx) => placeCrashBet(tx, noCompliance, op, { externalUserId: player, amount, autoCashout }, clock.now()));
+    return db.transaction((tx) =>
+      placeCrashBet(tx, noCompliance, op, { externalUserId: player, amount, autoCashout }, clock.now()),
+    );
   }
 
   it('opens, runs and closes a round, paying auto cash-outs at exactly their target', async () => {
@@ -91,7 +96,12 @@ describe('round engine driving Crash on a fake clock', () => {
     await engine.start();
     await settle();
     const round = (await roundRepository.latest(db, 'crash'))!;
-    expect(round).toMatchObject({ roundNumber: 1, status: 'open', seed: SEED_377, bettingClosesAt: clock.now() + WINDOW });
+    expect(round).toMatchObject({
+      roundNumber: 1,
+      status: 'open',
+      seed: SEED_377,
+      bettingClosesAt: clock.now() + WINDOW,
+    });
     expect(events.map((e) => e.type)).toEqual(['round.opened']);
 
     const atTarget = await bet(op.id, 1_000, 377); // exactly the crash point: wins
@@ -104,20 +114,39 @@ describe('round engine driving Crash on a fake clock', () => {
 
     // Half-way up the curve a manual cash-out pays floor(700 * m).
     await clock.advanceAsync(elapsedForMultiplier(200));
-    const cashed = await db.transaction((tx) =>
-      cashoutCrashBet(tx, noCompliance, RULES, op, manual.id, clock.now()),
-    );
-    expect(cashed).toMatchObject({ status: 'cashed_out', cashoutMultiplier: 200, payout: 1_400, cashoutKind: 'manual' });
-    expect(await betRepository.byId(db, low.id)).toMatchObject({ status: 'cashed_out', cashoutMultiplier: 150, payout: 499, cashoutKind: 'auto' });
+    const cashed = await db.transaction((tx) => cashoutCrashBet(tx, noCompliance, RULES, op, manual.id, clock.now()));
+    expect(cashed).toMatchObject({
+      status: 'cashed_out',
+      cashoutMultiplier: 200,
+      payout: 1_400,
+      cashoutKind: 'manual',
+    });
+    expect(await betRepository.byId(db, low.id)).toMatchObject({
+      status: 'cashed_out',
+      cashoutMultiplier: 150,
+      payout: 499,
+      cashoutKind: 'auto',
+    });
 
     await clock.advanceAsync(elapsedForMultiplier(377) - elapsedForMultiplier(200));
     const closed = (await roundRepository.byId(db, round.id))!;
     expect(closed).toMatchObject({ status: 'closed', outcome: { crash_point: 377 } });
-    expect(await betRepository.byId(db, atTarget.id)).toMatchObject({ status: 'cashed_out', payout: 3_770, cashoutMultiplier: 377 });
+    expect(await betRepository.byId(db, atTarget.id)).toMatchObject({
+      status: 'cashed_out',
+      payout: 3_770,
+      cashoutMultiplier: 377,
+    });
     expect(await betRepository.byId(db, above.id)).toMatchObject({ status: 'lost', payout: 0 });
 
     const outbox = await db.all<{ type: string }>('SELECT type FROM events ORDER BY seq');
-    expect(outbox.map((e) => e.type).sort()).toEqual(['bet.settled', 'bet.settled', 'bet.settled', 'bet.settled', 'round.closed', 'round.opened']);
+    expect(outbox.map((e) => e.type).sort()).toEqual([
+      'bet.settled',
+      'bet.settled',
+      'bet.settled',
+      'bet.settled',
+      'round.closed',
+      'round.opened',
+    ]);
 
     // After the pause the next round of the chain opens.
     await clock.advanceAsync(PAUSE);
@@ -237,17 +266,28 @@ describe('round engine driving Crash on a fake clock', () => {
   });
 
   it('force-cashes a bet at the per-bet payout cap', async () => {
-    const op = await operators.create({ name: 'o', settings: { crash: { max_payout_per_bet: 2_000, max_payout_per_round: 100_000_000 } } });
+    const op = await operators.create({
+      name: 'o',
+      settings: { crash: { max_payout_per_bet: 2_000, max_payout_per_round: 100_000_000 } },
+    });
     await engine.start();
     await settle();
     const b = await bet(op.id, 1_000, null);
     await clock.advanceAsync(WINDOW);
     await clock.advanceAsync(elapsedForMultiplier(377));
-    expect(await betRepository.byId(db, b.id)).toMatchObject({ status: 'cashed_out', cashoutMultiplier: 200, payout: 2_000, cashoutKind: 'forced' });
+    expect(await betRepository.byId(db, b.id)).toMatchObject({
+      status: 'cashed_out',
+      cashoutMultiplier: 200,
+      payout: 2_000,
+      cashoutKind: 'forced',
+    });
   });
 
   it('force-cashes every bet of an operator whose round exposure reaches its cap', async () => {
-    const op = await operators.create({ name: 'o', settings: { crash: { max_payout_per_bet: 10_000_000, max_payout_per_round: 3_000 } } });
+    const op = await operators.create({
+      name: 'o',
+      settings: { crash: { max_payout_per_bet: 10_000_000, max_payout_per_round: 3_000 } },
+    });
     await engine.start();
     await settle();
     const a = await bet(op.id, 1_000, null, 'a');
@@ -270,8 +310,12 @@ describe('round engine driving Crash on a fake clock', () => {
     await clock.advanceAsync(WINDOW + elapsedForMultiplier(377));
     const round = (await roundRepository.byNumber(db, 'crash', 1))!;
     expect(round.status).toBe('closed');
-    await expect(db.transaction((tx) => roundRepository.transition(tx, round, 'running', {}))).rejects.toMatchObject({ code: 'ILLEGAL_TRANSITION' });
-    await expect(db.transaction((tx) => roundRepository.transition(tx, round, 'void', {}))).rejects.toMatchObject({ code: 'ILLEGAL_TRANSITION' });
+    await expect(db.transaction((tx) => roundRepository.transition(tx, round, 'running', {}))).rejects.toMatchObject({
+      code: 'ILLEGAL_TRANSITION',
+    });
+    await expect(db.transaction((tx) => roundRepository.transition(tx, round, 'void', {}))).rejects.toMatchObject({
+      code: 'ILLEGAL_TRANSITION',
+    });
     // A stale view of the round (still "running") loses against the stored state.
     await expect(
       db.transaction((tx) => roundRepository.transition(tx, { id: round.id, status: 'running' }, 'closed', {})),

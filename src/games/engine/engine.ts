@@ -183,7 +183,9 @@ export class RoundEngine {
     if (this.stopped) return;
     try {
       const scope = this.o.operatorId ? `:${this.o.operatorId}` : '';
-      this.lease = await this.o.db.tryAcquireLease(`engine:${this.game}${scope}`, { silentForMs: 3 * this.leaseCheckMs });
+      this.lease = await this.o.db.tryAcquireLease(`engine:${this.game}${scope}`, {
+        silentForMs: 3 * this.leaseCheckMs,
+      });
     } catch (error) {
       this.o.logger.warn({ err: error, game: this.game }, 'could not reach the store to take the engine lease');
     }
@@ -230,12 +232,18 @@ export class RoundEngine {
       return;
     }
     if (this.o.driver.recoverRunning === 'void') {
-      this.o.logger.warn({ game: this.game, round: round.roundNumber }, 'voiding a round left running by a previous process');
+      this.o.logger.warn(
+        { game: this.game, round: round.roundNumber },
+        'voiding a round left running by a previous process',
+      );
       await this.doVoid(round, 'the service restarted or failed over while the round was running');
       this.later(this.o.driver.pauseMs, () => this.serial(() => this.openRound()));
       return;
     }
-    this.o.logger.info({ game: this.game, round: round.roundNumber }, 'finishing a round left running by a previous process');
+    this.o.logger.info(
+      { game: this.game, round: round.roundNumber },
+      'finishing a round left running by a previous process',
+    );
     await this.o.driver.onRunning(round);
     this.emit({ type: 'round.running', round });
     this.scheduleTicks(round);

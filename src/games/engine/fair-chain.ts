@@ -242,7 +242,10 @@ export class FairChainService {
       throw new DomainError('ILLEGAL_TRANSITION', `chain ${chainId} is a test fixture and takes no contribution`);
     }
     if (record.salt !== null) {
-      throw new DomainError('ILLEGAL_TRANSITION', `chain ${chainId} already has its salt (fixed at ${record.saltFixedAt})`);
+      throw new DomainError(
+        'ILLEGAL_TRANSITION',
+        `chain ${chainId} already has its salt (fixed at ${record.saltFixedAt})`,
+      );
     }
     // The salt hashes the commitment, so it cannot predate it whatever the clocks say; an instance
     // whose clock runs behind the one that published must not record an impossible order.

@@ -291,9 +291,17 @@ export const roundRepository = {
     assertTransition(round.status, to);
     const keys = Object.keys(fields) as (keyof typeof fields)[];
     const sets = ['status = ?', ...keys.map((k) => `${k} = ?`)].join(', ');
-    const r = await tx.run(`UPDATE rounds SET ${sets} WHERE id = ? AND status = ?`, [to, ...keys.map((k) => fields[k] ?? null), round.id, round.status]);
+    const r = await tx.run(`UPDATE rounds SET ${sets} WHERE id = ? AND status = ?`, [
+      to,
+      ...keys.map((k) => fields[k] ?? null),
+      round.id,
+      round.status,
+    ]);
     if (r.changes !== 1) {
-      throw new DomainError('ILLEGAL_TRANSITION', `round ${round.id} is no longer ${round.status}; cannot move it to ${to}`);
+      throw new DomainError(
+        'ILLEGAL_TRANSITION',
+        `round ${round.id} is no longer ${round.status}; cannot move it to ${to}`,
+      );
     }
   },
 };

@@ -171,7 +171,6 @@ export function stockRaceOutcomeOf(round: ClosedRound): StockRaceOutcome {
   return round.outcome;
 }
 
-
 /** Which world a round lives in: the live one (null) or one sandbox operator's. */
 export type RoundScope = string | null;
 

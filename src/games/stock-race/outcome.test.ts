@@ -79,9 +79,7 @@ describe('deriveStockRaceOutcome', () => {
 
   it('changes with the seed', () => {
     const other = createHash('sha256').update('another round').digest('hex');
-    expect(deriveStockRaceOutcome(other, SYMBOLS).moves).not.toEqual(
-      deriveStockRaceOutcome(SEED, SYMBOLS).moves,
-    );
+    expect(deriveStockRaceOutcome(other, SYMBOLS).moves).not.toEqual(deriveStockRaceOutcome(SEED, SYMBOLS).moves);
   });
 
   it('refuses malformed seeds and symbol lists', () => {
@@ -200,9 +198,7 @@ describe('stockRacePayoutMinor', () => {
   });
 
   it('refuses payouts beyond the safe integer range', () => {
-    expect(codeOf(() => stockRacePayoutMinor(Number.MAX_SAFE_INTEGER, 8, 1, 9500))).toBe(
-      'STAKE_OUT_OF_RANGE',
-    );
+    expect(codeOf(() => stockRacePayoutMinor(Number.MAX_SAFE_INTEGER, 8, 1, 9500))).toBe('STAKE_OUT_OF_RANGE');
   });
 
   it('refuses impossible selections and settings', () => {

@@ -119,11 +119,7 @@ export function drawStocks(seed: string, symbols: readonly string[]): StockDraw[
 export function selectWinner(draws: readonly StockDraw[]): StockDraw {
   let best: StockDraw | undefined;
   for (const d of draws) {
-    if (
-      best === undefined ||
-      d.pct_bp > best.pct_bp ||
-      (d.pct_bp === best.pct_bp && d.digest > best.digest)
-    ) {
+    if (best === undefined || d.pct_bp > best.pct_bp || (d.pct_bp === best.pct_bp && d.digest > best.digest)) {
       best = d;
     }
   }
@@ -150,7 +146,11 @@ export function pctFromBp(bp: number): number {
 }
 
 /** A closed race's outcome as presented (v1): the winner and every stock's move as `pct` numbers. */
-export function presentStockRaceOutcome(o: StockRaceOutcome): { winner: string; pct: number; stocks: { symbol: string; pct: number }[] } {
+export function presentStockRaceOutcome(o: StockRaceOutcome): {
+  winner: string;
+  pct: number;
+  stocks: { symbol: string; pct: number }[];
+} {
   return {
     winner: o.winner,
     pct: pctFromBp(o.winner_pct_bp),
@@ -176,17 +176,12 @@ export function stockRacePayoutMinor(
     throw new DomainError('VALIDATION_FAILED', 'a stock race needs at least two symbols');
   }
   if (!Number.isSafeInteger(selectedCount) || selectedCount < 1 || selectedCount > symbolCount) {
-    throw new DomainError(
-      'INVALID_SELECTION',
-      `select between 1 and ${symbolCount} stocks (got ${selectedCount})`,
-    );
+    throw new DomainError('INVALID_SELECTION', `select between 1 and ${symbolCount} stocks (got ${selectedCount})`);
   }
   if (!Number.isSafeInteger(rtpBp) || rtpBp < 1 || rtpBp > 10_000) {
     throw new DomainError('VALIDATION_FAILED', `rtp must be 1..10000 basis points (got ${rtpBp})`);
   }
-  const payout =
-    (BigInt(stakeMinor) * BigInt(symbolCount) * BigInt(rtpBp)) /
-    (BigInt(selectedCount) * 10_000n);
+  const payout = (BigInt(stakeMinor) * BigInt(symbolCount) * BigInt(rtpBp)) / (BigInt(selectedCount) * 10_000n);
   if (payout > BigInt(Number.MAX_SAFE_INTEGER)) {
     throw new DomainError('STAKE_OUT_OF_RANGE', 'payout would exceed the representable range');
   }
@@ -212,11 +207,7 @@ function idiv(a: number, b: number): number {
  *
  * The path converges on the result, so frames must only be published once betting has closed.
  */
-export function intermediateMoves(
-  seed: string,
-  symbols: readonly string[],
-  progressPermille: number,
-): StockMove[] {
+export function intermediateMoves(seed: string, symbols: readonly string[], progressPermille: number): StockMove[] {
   if (!Number.isInteger(progressPermille) || progressPermille < 0 || progressPermille > PROGRESS_END) {
     throw new DomainError('VALIDATION_FAILED', 'progress must be an integer permille 0..1000');
   }

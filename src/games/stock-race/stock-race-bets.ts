@@ -95,16 +95,30 @@ export function decideReserve(
   const scope = operator.mode === 'test' ? operator.id : null;
   if (!round || round.operatorId !== scope) throw new DomainError('ROUND_NOT_FOUND', `no round ${input.roundId}`);
   if (round.game !== 'stock_race') {
-    throw new DomainError('WRONG_GAME', `round ${input.roundId} is a ${round.game} round; Stock Race bets need a stock_race round`, { game: round.game });
+    throw new DomainError(
+      'WRONG_GAME',
+      `round ${input.roundId} is a ${round.game} round; Stock Race bets need a stock_race round`,
+      { game: round.game },
+    );
   }
   if (round.status !== 'open' || now >= round.bettingClosesAt) {
-    throw new DomainError('BETTING_CLOSED', `betting on round ${round.roundNumber} is closed (${round.status}); reserve in the next round`, {
-      status: round.status,
-    });
+    throw new DomainError(
+      'BETTING_CLOSED',
+      `betting on round ${round.roundNumber} is closed (${round.status}); reserve in the next round`,
+      {
+        status: round.status,
+      },
+    );
   }
   const symbols = Array.isArray(round.settings.symbols) ? (round.settings.symbols as string[]) : [];
   checkSelection(input.selectedStocks, symbols);
   const stake = stakeToMinor(operator.settings, session.currency, input.stake);
-  const potentialPayout = winningPayoutMinor(operator.settings, session.currency, stake, symbols.length, input.selectedStocks.length);
+  const potentialPayout = winningPayoutMinor(
+    operator.settings,
+    session.currency,
+    stake,
+    symbols.length,
+    input.selectedStocks.length,
+  );
   return { stake, potentialPayout, round };
 }

@@ -35,7 +35,11 @@ describe('StockRaceGame settling a round', () => {
     await migrate(db);
     // wallet.test never resolves here, and nothing in this file calls the wallet.
     operators = new OperatorService(db, new SecretBox(randomBytes(32)), clock, 1000, { allowPrivateTargets: true });
-    sessions = new SessionService(db, clock, { publicBaseUrl: 'https://game.test', ttlMs: 3_600_000, allowLoopbackHttp: false });
+    sessions = new SessionService(db, clock, {
+      publicBaseUrl: 'https://game.test',
+      ttlMs: 3_600_000,
+      allowLoopbackHttp: false,
+    });
     game = new StockRaceGame({
       logger: pino({ level: 'silent' }),
       compliance: noCompliance,
@@ -63,9 +67,19 @@ describe('StockRaceGame settling a round', () => {
   afterEach(async () => db.close());
 
   async function reserve(operator: Operator, currency: string, selected: string[], stake: number): Promise<string> {
-    const { session } = await sessions.launch(operator, { playerRef: 'p1', currency, returnUrl: 'https://op.test/back' });
+    const { session } = await sessions.launch(operator, {
+      playerRef: 'p1',
+      currency,
+      returnUrl: 'https://op.test/back',
+    });
     const r = await db.transaction((tx) =>
-      reserveStockRaceBet(tx, noCompliance, operator, { sessionId: session.id, roundId: round.id, selectedStocks: selected, stake }, clock.now()),
+      reserveStockRaceBet(
+        tx,
+        noCompliance,
+        operator,
+        { sessionId: session.id, roundId: round.id, selectedStocks: selected, stake },
+        clock.now(),
+      ),
     );
     return r.bet.id;
   }
@@ -86,7 +100,9 @@ describe('StockRaceGame settling a round', () => {
     const { outcome, events } = await db.transaction((tx) => game.close(tx, runningFrom(clock.now()), clock.now()));
     expect(outcome).toMatchObject({ winner: 'NVDA', winner_pct_bp: 885 });
 
-    const bets = Object.fromEntries(await Promise.all([pair, loser, capped, yen, noWallet].map(async (id) => [id, await betRepository.byId(db, id)])));
+    const bets = Object.fromEntries(
+      await Promise.all([pair, loser, capped, yen, noWallet].map(async (id) => [id, await betRepository.byId(db, id)])),
+    );
     // 1000 × 8 × 9500 / (2 × 10000) = 3800 cents; 1 of 8 → 7600.
     expect(bets[pair]).toMatchObject({ status: 'won', payout: 3800 });
     expect(bets[loser]).toMatchObject({ status: 'lost', payout: 0 });
@@ -103,8 +119,20 @@ describe('StockRaceGame settling a round', () => {
     const rows = await settlementRepository.list(db, { limit: 10 });
     expect(rows.map((r) => r.betId).sort()).toEqual([pair, loser, capped, yen].sort());
     const body = (id: string) => JSON.parse(rows.find((r) => r.betId === id)!.body);
-    expect(body(pair)).toEqual({ bet_id: pair, winner: 'NVDA', pct: 8.85, payout: 38, idempotency_key: `settle_${pair}` });
-    expect(body(loser)).toEqual({ bet_id: loser, winner: 'NVDA', pct: 8.85, payout: 0, idempotency_key: `settle_${loser}` });
+    expect(body(pair)).toEqual({
+      bet_id: pair,
+      winner: 'NVDA',
+      pct: 8.85,
+      payout: 38,
+      idempotency_key: `settle_${pair}`,
+    });
+    expect(body(loser)).toEqual({
+      bet_id: loser,
+      winner: 'NVDA',
+      pct: 8.85,
+      payout: 0,
+      idempotency_key: `settle_${loser}`,
+    });
     expect(body(capped).payout).toBe(5000);
     expect(body(yen).payout).toBe(2533);
     expect(rows.every((r) => r.status === 'pending' && r.nextAttemptAt === clock.now())).toBe(true);
@@ -122,7 +150,13 @@ describe('StockRaceGame settling a round', () => {
     expect(await betRepository.byId(db, id)).toMatchObject({ status: 'void', payout: 1234 });
     expect(events[0]!.data).toMatchObject({ status: 'void', payout: 12.34, winner: null, pct: null });
     const row = await settlementRepository.byBet(db, id);
-    expect(JSON.parse(row!.body)).toEqual({ bet_id: id, winner: null, pct: null, payout: 12.34, idempotency_key: `settle_${id}` });
+    expect(JSON.parse(row!.body)).toEqual({
+      bet_id: id,
+      winner: null,
+      pct: null,
+      payout: 12.34,
+      idempotency_key: `settle_${id}`,
+    });
   });
 
   it('publishes race frames only while running, ending exactly on the outcome', () => {

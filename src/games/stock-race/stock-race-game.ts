@@ -97,7 +97,11 @@ export class StockRaceGame implements GameDriver {
     const elapsed = Math.max(0, now - round.runningAt);
     const progress = Math.min(1000, Math.floor((elapsed * 1000) / this.runningDurationMs(round)));
     const moves = intermediateMoves(this.raceKeyOf(round), this.symbolsOf(round), progress);
-    return { progress_permille: progress, elapsed_ms: elapsed, stocks: moves.map((m) => ({ symbol: m.symbol, pct: pctFromBp(m.pct_bp) })) };
+    return {
+      progress_permille: progress,
+      elapsed_ms: elapsed,
+      stocks: moves.map((m) => ({ symbol: m.symbol, pct: pctFromBp(m.pct_bp) })),
+    };
   }
 
   outcomeOf(round: Round): StockRaceOutcome {
@@ -123,7 +127,9 @@ export class StockRaceGame implements GameDriver {
     for (const bet of await betRepository.reservedStockRaceBets(tx, round.id)) {
       const operator = await this.operator(tx, operators, bet.operatorId);
       const won = bet.selections.includes(outcome.winner);
-      const payout = won ? winningPayoutMinor(operator.settings, bet.currency, bet.amount, symbols.length, bet.selections.length) : 0;
+      const payout = won
+        ? winningPayoutMinor(operator.settings, bet.currency, bet.amount, symbols.length, bet.selections.length)
+        : 0;
       const settled = await this.finish(tx, bet, won ? 'won' : 'lost', payout, now);
       if (!settled) continue;
       events.push(betSettledEvent(settled, { winner: outcome.winner, pct }));
@@ -167,7 +173,14 @@ export class StockRaceGame implements GameDriver {
    * Operators without a wallet_url learn the result from the bet.settled webhook only; a sandbox
    * operator without one is settled by the simulated wallet, through the same outbox.
    */
-  private async enqueueSettle(tx: SqlExecutor, operator: Operator, bet: SettledStockRaceBet, winner: string | null, pct: number | null, now: number): Promise<void> {
+  private async enqueueSettle(
+    tx: SqlExecutor,
+    operator: Operator,
+    bet: SettledStockRaceBet,
+    winner: string | null,
+    pct: number | null,
+    now: number,
+  ): Promise<void> {
     if (!operator.walletUrl && operator.mode !== 'test') return;
     const body: SettleBody = {
       bet_id: bet.id,
@@ -176,7 +189,12 @@ export class StockRaceGame implements GameDriver {
       payout: minorToDecimal(bet.payout, currencyExponent(bet.currency)),
       idempotency_key: settleIdempotencyKey(bet.id),
     };
-    await settlementRepository.enqueue(tx, { operatorId: operator.id, body, now, firstDelayMs: this.o.firstSettleDelayMs });
+    await settlementRepository.enqueue(tx, {
+      operatorId: operator.id,
+      body,
+      now,
+      firstDelayMs: this.o.firstSettleDelayMs,
+    });
   }
 
   private async operator(tx: SqlExecutor, cache: Map<string, Operator>, id: string): Promise<Operator> {

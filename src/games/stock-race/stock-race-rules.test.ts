@@ -2,7 +2,13 @@ import { describe, expect, it } from 'vitest';
 import { DomainError } from '../../errors/codes';
 import { DEFAULT_OPERATOR_SETTINGS, mergeSettings } from '../../operators/operator';
 import { checkReturnUrl } from '../../sessions/session-service';
-import { checkSelection, defaultStakeLimits, payoutCapMinor, stakeToMinor, winningPayoutMinor } from './stock-race-rules';
+import {
+  checkSelection,
+  defaultStakeLimits,
+  payoutCapMinor,
+  stakeToMinor,
+  winningPayoutMinor,
+} from './stock-race-rules';
 
 const codeOf = (fn: () => unknown): string | undefined => {
   try {
@@ -44,7 +50,8 @@ describe('Stock Race stake rules', () => {
   it('refuses selections that are empty, repeated, unknown or everything', () => {
     const symbols = ['A', 'B', 'C'];
     expect(codeOf(() => checkSelection(['A', 'B'], symbols))).toBeUndefined();
-    for (const bad of [[], ['A', 'A'], ['D'], ['A', 'B', 'C']]) expect(codeOf(() => checkSelection(bad, symbols))).toBe('INVALID_SELECTION');
+    for (const bad of [[], ['A', 'A'], ['D'], ['A', 'B', 'C']])
+      expect(codeOf(() => checkSelection(bad, symbols))).toBe('INVALID_SELECTION');
   });
 });
 

@@ -29,11 +29,16 @@ export function stakeToMinor(settings: OperatorSettings, currency: string, stake
     minor = decimalToMinor(stake, exponent);
   } catch (error) {
     if (error instanceof DomainError && error.code === 'STAKE_PRECISION') {
-      throw new DomainError('STAKE_PRECISION', `stake ${stake} has more decimals than ${currency} allows (${exponent})`, { max_decimals: exponent });
+      throw new DomainError(
+        'STAKE_PRECISION',
+        `stake ${stake} has more decimals than ${currency} allows (${exponent})`,
+        { max_decimals: exponent },
+      );
     }
     throw new DomainError('STAKE_OUT_OF_RANGE', `stake ${stake} is out of range: ${range}`, { min, max });
   }
-  if (minor < min || minor > max) throw new DomainError('STAKE_OUT_OF_RANGE', `stake ${stake} ${currency} is out of range: ${range}`, { min, max });
+  if (minor < min || minor > max)
+    throw new DomainError('STAKE_OUT_OF_RANGE', `stake ${stake} ${currency} is out of range: ${range}`, { min, max });
   return minor;
 }
 
@@ -52,27 +57,43 @@ export function payoutCapMinor(settings: OperatorSettings, currency: string): nu
 }
 
 /** What a k-of-N bet pays when its stock wins: the RTP formula, floored, then capped. */
-export function winningPayoutMinor(settings: OperatorSettings, currency: string, stakeMinor: number, symbolCount: number, selectedCount: number): number {
+export function winningPayoutMinor(
+  settings: OperatorSettings,
+  currency: string,
+  stakeMinor: number,
+  symbolCount: number,
+  selectedCount: number,
+): number {
   const raw = stockRacePayoutMinor(stakeMinor, symbolCount, selectedCount, settings.stock_race.rtp_bp);
   return Math.min(raw, payoutCapMinor(settings, currency));
 }
 
 /** Selections must be distinct symbols of the round, at least one, and not every stock (a sure win). */
 export function checkSelection(selected: readonly string[], symbols: readonly string[]): void {
-  if (selected.length === 0) throw new DomainError('INVALID_SELECTION', 'selected_stocks is empty: pick at least one stock');
+  if (selected.length === 0)
+    throw new DomainError('INVALID_SELECTION', 'selected_stocks is empty: pick at least one stock');
   const seen = new Set<string>();
   for (const s of selected) {
-    if (seen.has(s)) throw new DomainError('INVALID_SELECTION', `selected_stocks lists ${s} more than once`, { symbol: s });
+    if (seen.has(s))
+      throw new DomainError('INVALID_SELECTION', `selected_stocks lists ${s} more than once`, { symbol: s });
     seen.add(s);
   }
   const unknown = selected.filter((s) => !symbols.includes(s));
   if (unknown.length > 0) {
-    throw new DomainError('INVALID_SELECTION', `unknown stock symbol(s) ${unknown.join(', ')}; this round races ${symbols.join(', ')}`, {
-      unknown,
-      symbols,
-    });
+    throw new DomainError(
+      'INVALID_SELECTION',
+      `unknown stock symbol(s) ${unknown.join(', ')}; this round races ${symbols.join(', ')}`,
+      {
+        unknown,
+        symbols,
+      },
+    );
   }
   if (selected.length >= symbols.length) {
-    throw new DomainError('INVALID_SELECTION', `selected_stocks names all ${symbols.length} stocks; leave at least one out`, { symbols });
+    throw new DomainError(
+      'INVALID_SELECTION',
+      `selected_stocks names all ${symbols.length} stocks; leave at least one out`,
+      { symbols },
+    );
   }
 }

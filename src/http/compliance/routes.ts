@@ -11,7 +11,9 @@ const FlagQuery = Type.Object(
   {
     rule: Type.Optional(RuleSchema),
     player: Type.Optional(Type.String({ minLength: 1, maxLength: 120, description: 'external_user_id or player_ref' })),
-    before: Type.Optional(Type.String({ pattern: '^\\d{1,15}$', description: 'must be milliseconds since epoch: flags raised before it' })),
+    before: Type.Optional(
+      Type.String({ pattern: '^\\d{1,15}$', description: 'must be milliseconds since epoch: flags raised before it' }),
+    ),
     limit: Type.Optional(Type.String({ pattern: '^\\d{1,4}$', description: 'must be an integer from 1 to 1000' })),
   },
   { additionalProperties: false },
@@ -42,7 +44,8 @@ export function complianceRoutes(surface: Surface) {
       async (req) => {
         const q = req.query;
         const limit = q.limit === undefined ? 100 : Number(q.limit);
-        if (limit < 1 || limit > 1000) throw new DomainError('VALIDATION_FAILED', 'querystring field "limit" must be an integer from 1 to 1000');
+        if (limit < 1 || limit > 1000)
+          throw new DomainError('VALIDATION_FAILED', 'querystring field "limit" must be an integer from 1 to 1000');
         const flags = await s.complianceFlags.list(req.operator!.id, {
           rule: q.rule,
           player: q.player,

@@ -30,10 +30,20 @@ export const surfaceA: Surface = {
   name: 'A',
   headers: { apiKey: 'x-api-key', signature: 'x-signature', timestamp: 'x-timestamp' },
   status: SURFACE_A_STATUS,
-  errorBody: (code, message, traceId) => (code === 'INTERNAL' ? { error: message, code, trace_id: traceId } : { error: message, code }),
+  errorBody: (code, message, traceId) =>
+    code === 'INTERNAL' ? { error: message, code, trace_id: traceId } : { error: message, code },
 };
 
-const errors = { 400: ErrorA, 401: ErrorA, 403: ErrorA, 404: ErrorA, 409: ErrorA, 413: ErrorA, 429: ErrorA, 500: ErrorA };
+const errors = {
+  400: ErrorA,
+  401: ErrorA,
+  403: ErrorA,
+  404: ErrorA,
+  409: ErrorA,
+  413: ErrorA,
+  429: ErrorA,
+  500: ErrorA,
+};
 
 export function presentCrashBet(bet: CrashBet, livemode: boolean): Static<typeof CrashBetView> {
   const result = resultOf(bet);
@@ -100,7 +110,8 @@ export async function surfaceARoutes(app: FastifyInstance, s: AppServices): Prom
       let autoCashout: number | null = null;
       if (body.auto_cashout !== undefined && body.auto_cashout !== null) {
         autoCashout = parseMultiplier(body.auto_cashout);
-        if (autoCashout === null) throw new DomainError('VALIDATION_FAILED', 'field "auto_cashout" must have at most 2 decimals');
+        if (autoCashout === null)
+          throw new DomainError('VALIDATION_FAILED', 'field "auto_cashout" must have at most 2 decimals');
       }
       const operator = req.operator!;
       const request = commandRequest(req);
@@ -154,14 +165,23 @@ export async function surfaceARoutes(app: FastifyInstance, s: AppServices): Prom
   const presentLive = (round: Round): Static<typeof RoundView> => {
     const view = s.engines.crash.present(round) as Static<typeof RoundView>;
     if (round.status === 'running' && round.runningAt !== null) {
-      view.multiplier = formatMultiplier(liveMultiplier(s.clock.now() - round.runningAt, s.crashGame.crashPoint(round)));
+      view.multiplier = formatMultiplier(
+        liveMultiplier(s.clock.now() - round.runningAt, s.crashGame.crashPoint(round)),
+      );
     }
     return view;
   };
 
   r.get(
     '/rounds/current',
-    { schema: { summary: 'The current Crash round', tags: ['Crash'], headers: AuthHeaders, response: { 200: RoundView, ...errors } } },
+    {
+      schema: {
+        summary: 'The current Crash round',
+        tags: ['Crash'],
+        headers: AuthHeaders,
+        response: { 200: RoundView, ...errors },
+      },
+    },
     async (req) => {
       if (isTest(req.operator!)) await s.sandbox.touch(req.operator!, 'crash');
       const round = await s.rounds.latest('crash', scopeOf(req.operator!));
@@ -173,7 +193,13 @@ export async function surfaceARoutes(app: FastifyInstance, s: AppServices): Prom
   r.get(
     '/rounds/:round_number',
     {
-      schema: { summary: 'A Crash round by number', tags: ['Crash'], headers: AuthHeaders, params: RoundNumberParams, response: { 200: RoundView, ...errors } },
+      schema: {
+        summary: 'A Crash round by number',
+        tags: ['Crash'],
+        headers: AuthHeaders,
+        params: RoundNumberParams,
+        response: { 200: RoundView, ...errors },
+      },
     },
     async (req) => {
       const number = Number(req.params.round_number);
@@ -185,7 +211,15 @@ export async function surfaceARoutes(app: FastifyInstance, s: AppServices): Prom
 
   r.get(
     '/bets/:bet_id',
-    { schema: { summary: 'One of your Crash bets', tags: ['Crash'], headers: AuthHeaders, params: BetIdParams, response: { 200: CrashBetView, ...errors } } },
+    {
+      schema: {
+        summary: 'One of your Crash bets',
+        tags: ['Crash'],
+        headers: AuthHeaders,
+        params: BetIdParams,
+        response: { 200: CrashBetView, ...errors },
+      },
+    },
     async (req) => {
       const bet = await s.bets.byId(req.params.bet_id);
       if (!bet || bet.operatorId !== req.operator!.id || bet.game !== 'crash') {
@@ -200,7 +234,8 @@ export async function surfaceARoutes(app: FastifyInstance, s: AppServices): Prom
     {
       schema: {
         summary: 'Live feed of Crash rounds and multiplier ticks (Server-Sent Events)',
-        description: 'Events: `round` (the round object on every transition) and `tick` ({round_number, multiplier, elapsed_ms}).',
+        description:
+          'Events: `round` (the round object on every transition) and `tick` ({round_number, multiplier, elapsed_ms}).',
         tags: ['Crash'],
         headers: AuthHeaders,
         response: { 200: Type.String({ description: 'text/event-stream' }), ...errors },

@@ -5,7 +5,9 @@ import { crashRoundFields, roundFields } from '../../webhooks/round-schema';
 export const AuthHeaders = Type.Object(
   {
     'x-api-key': Type.String({ description: 'the partner API key' }),
-    'x-signature': Type.String({ description: 'lowercase hex HMAC-SHA256 of METHOD\\nPATH\\nTIMESTAMP\\nBODY keyed with the API secret' }),
+    'x-signature': Type.String({
+      description: 'lowercase hex HMAC-SHA256 of METHOD\\nPATH\\nTIMESTAMP\\nBODY keyed with the API secret',
+    }),
     'x-timestamp': Type.String({ description: 'milliseconds since epoch; within 5 minutes of the server clock' }),
   },
   { additionalProperties: true },
@@ -23,7 +25,11 @@ export const IdempotentHeaders = Type.Object(
 
 export const PlaceBetBody = Type.Object(
   {
-    external_user_id: Type.String({ minLength: 1, maxLength: 120, description: 'must be a string of 1 to 120 characters' }),
+    external_user_id: Type.String({
+      minLength: 1,
+      maxLength: 120,
+      description: 'must be a string of 1 to 120 characters',
+    }),
     amount: Type.Integer({ minimum: 1, maximum: 1_000_000, description: 'must be an integer from 1 to 1000000' }),
     auto_cashout: Type.Optional(
       Type.Union([Type.Number({ minimum: 1.01, maximum: 1_000_000 }), Type.Null()], {
@@ -67,7 +73,9 @@ export const ErrorA = Type.Object({
 export const RoundView = Type.Object(
   {
     ...roundFields,
-    outcome: Type.Union([Type.Object({}, { additionalProperties: true }), Type.Null()], { description: 'closed: {crash_point}' }),
+    outcome: Type.Union([Type.Object({}, { additionalProperties: true }), Type.Null()], {
+      description: 'closed: {crash_point}',
+    }),
     ...crashRoundFields,
     multiplier: Type.Optional(Type.Number({ description: 'while running: the multiplier now' })),
   },
@@ -92,5 +100,10 @@ export const CrashBetView = Type.Object({
 
 // Path and query parameters arrive as text and the validator does not coerce (bodies must not be
 // coerced), so numbers in paths are validated as digit strings and converted by the route.
-export const RoundNumberParams = Type.Object({ round_number: Type.String({ pattern: '^[1-9][0-9]{0,14}$', description: 'must be a round number (a positive integer)' }) });
+export const RoundNumberParams = Type.Object({
+  round_number: Type.String({
+    pattern: '^[1-9][0-9]{0,14}$',
+    description: 'must be a round number (a positive integer)',
+  }),
+});
 export const BetIdParams = Type.Object({ bet_id: Type.String({ format: 'uuid', description: 'must be a bet UUID' }) });

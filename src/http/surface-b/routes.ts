@@ -31,10 +31,21 @@ export const surfaceB: Surface = {
   headers: { apiKey: 'x-operator-key', signature: 'x-signature', timestamp: 'x-timestamp' },
   status: SURFACE_B_STATUS,
   // 5xx bodies carry only the code and a trace id: nothing about the fault leaves the service.
-  errorBody: (code, message, traceId) => (code === 'INTERNAL' ? { error: 'INTERNAL', trace_id: traceId } : { error: code, message }),
+  errorBody: (code, message, traceId) =>
+    code === 'INTERNAL' ? { error: 'INTERNAL', trace_id: traceId } : { error: code, message },
 };
 
-const errors = { 400: ErrorB, 401: ErrorB, 403: ErrorB, 404: ErrorB, 409: ErrorB, 413: ErrorB, 415: ErrorB, 429: ErrorB, 500: ErrorB };
+const errors = {
+  400: ErrorB,
+  401: ErrorB,
+  403: ErrorB,
+  404: ErrorB,
+  409: ErrorB,
+  413: ErrorB,
+  415: ErrorB,
+  429: ErrorB,
+  500: ErrorB,
+};
 
 export function presentStockRaceBet(
   bet: StockRaceBet,
@@ -57,7 +68,12 @@ export function presentStockRaceBet(
     placed_at: bet.placedAt,
     settled_at: result.settledAt,
     settlement: settlement
-      ? { status: settlement.status, attempts: settlement.attempts, next_attempt_at: settlement.nextAttemptAt, delivered_at: settlement.deliveredAt }
+      ? {
+          status: settlement.status,
+          attempts: settlement.attempts,
+          next_attempt_at: settlement.nextAttemptAt,
+          delivered_at: settlement.deliveredAt,
+        }
       : null,
   };
 }
@@ -150,7 +166,14 @@ export async function surfaceBRoutes(app: FastifyInstance, s: AppServices): Prom
 
   r.get(
     '/rounds/current',
-    { schema: { summary: 'The current Stock Race round', tags: ['Stock Race'], headers: AuthHeadersB, response: { 200: StockRaceRoundView, ...errors } } },
+    {
+      schema: {
+        summary: 'The current Stock Race round',
+        tags: ['Stock Race'],
+        headers: AuthHeadersB,
+        response: { 200: StockRaceRoundView, ...errors },
+      },
+    },
     async (req) => {
       if (isTest(req.operator!)) await s.sandbox.touch(req.operator!, 'stock_race');
       const round = await s.rounds.latest('stock_race', scopeOf(req.operator!));
@@ -181,7 +204,13 @@ export async function surfaceBRoutes(app: FastifyInstance, s: AppServices): Prom
   r.get(
     '/rounds/:round_id',
     {
-      schema: { summary: 'A Stock Race round by id', tags: ['Stock Race'], headers: AuthHeadersB, params: RoundIdParams, response: { 200: StockRaceRoundView, ...errors } },
+      schema: {
+        summary: 'A Stock Race round by id',
+        tags: ['Stock Race'],
+        headers: AuthHeadersB,
+        params: RoundIdParams,
+        response: { 200: StockRaceRoundView, ...errors },
+      },
     },
     async (req) => {
       const round = await s.rounds.byId(req.params.round_id);
@@ -194,7 +223,15 @@ export async function surfaceBRoutes(app: FastifyInstance, s: AppServices): Prom
 
   r.get(
     '/bets/:bet_id',
-    { schema: { summary: 'One of your Stock Race bets', tags: ['Stock Race'], headers: AuthHeadersB, params: BetIdParamsB, response: { 200: StockRaceBetView, ...errors } } },
+    {
+      schema: {
+        summary: 'One of your Stock Race bets',
+        tags: ['Stock Race'],
+        headers: AuthHeadersB,
+        params: BetIdParamsB,
+        response: { 200: StockRaceBetView, ...errors },
+      },
+    },
     async (req) => {
       const bet = await s.bets.byId(req.params.bet_id);
       if (!bet || bet.operatorId !== req.operator!.id || bet.game !== 'stock_race') {
@@ -208,7 +245,7 @@ export async function surfaceBRoutes(app: FastifyInstance, s: AppServices): Prom
     '/settlements',
     {
       schema: {
-        summary: "Settle calls to your wallet, oldest first (e.g. ?status=pending: not yet confirmed by your wallet)",
+        summary: 'Settle calls to your wallet, oldest first (e.g. ?status=pending: not yet confirmed by your wallet)',
         tags: ['Stock Race'],
         headers: AuthHeadersB,
         querystring: SettlementQuery,
@@ -217,7 +254,8 @@ export async function surfaceBRoutes(app: FastifyInstance, s: AppServices): Prom
     },
     async (req) => {
       const limit = req.query.limit === undefined ? 100 : Number(req.query.limit);
-      if (limit < 1 || limit > 1000) throw new DomainError('VALIDATION_FAILED', 'querystring field "limit" must be an integer from 1 to 1000');
+      if (limit < 1 || limit > 1000)
+        throw new DomainError('VALIDATION_FAILED', 'querystring field "limit" must be an integer from 1 to 1000');
       const rows = await s.settlements.list({ operatorId: req.operator!.id, status: req.query.status, limit });
       return { settlements: rows.map((x) => presentSettlement(x) as Static<typeof SettlementView>) };
     },

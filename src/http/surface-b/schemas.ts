@@ -5,7 +5,9 @@ import { roundFields, stockRaceRoundFields } from '../../webhooks/round-schema';
 export const AuthHeadersB = Type.Object(
   {
     'x-operator-key': Type.String({ description: 'the operator API key' }),
-    'x-signature': Type.String({ description: 'lowercase hex HMAC-SHA256 of METHOD\\nPATH\\nTIMESTAMP\\nBODY keyed with the API secret' }),
+    'x-signature': Type.String({
+      description: 'lowercase hex HMAC-SHA256 of METHOD\\nPATH\\nTIMESTAMP\\nBODY keyed with the API secret',
+    }),
     'x-timestamp': Type.String({ description: 'milliseconds since epoch; within 5 minutes of the server clock' }),
   },
   { additionalProperties: true },
@@ -21,7 +23,11 @@ export const LaunchBody = Type.Object(
   {
     player_ref: Type.String({ minLength: 1, maxLength: 120, description: 'must be a string of 1 to 120 characters' }),
     currency: Type.String({ pattern: '^[A-Z]{3}$', description: 'must be an uppercase ISO 4217 code such as EUR' }),
-    return_url: Type.String({ minLength: 1, maxLength: 2048, description: 'must be an absolute https URL of at most 2048 characters' }),
+    return_url: Type.String({
+      minLength: 1,
+      maxLength: 2048,
+      description: 'must be an absolute https URL of at most 2048 characters',
+    }),
   },
   { additionalProperties: false },
 );
@@ -35,8 +41,16 @@ export const LaunchResult = Type.Object({
 
 export const ReserveBody = Type.Object(
   {
-    session_id: Type.String({ minLength: 1, maxLength: 100, description: 'must be a session_id from /v1/sessions/launch' }),
-    round_id: Type.String({ minLength: 1, maxLength: 100, description: 'must be the round_id of the open Stock Race round' }),
+    session_id: Type.String({
+      minLength: 1,
+      maxLength: 100,
+      description: 'must be a session_id from /v1/sessions/launch',
+    }),
+    round_id: Type.String({
+      minLength: 1,
+      maxLength: 100,
+      description: 'must be the round_id of the open Stock Race round',
+    }),
     selected_stocks: Type.Array(Type.String({ minLength: 1, maxLength: 32 }), {
       maxItems: 64,
       description: 'must be an array of stock symbols (strings)',
@@ -67,7 +81,9 @@ export const ReservedBetView = Type.Object({
   stake: Type.Number(),
   currency: Type.String(),
   selected_stocks: Type.Array(Type.String()),
-  potential_payout: Type.Number({ description: 'what the bet pays if one of its stocks wins (floored to the minor unit, capped)' }),
+  potential_payout: Type.Number({
+    description: 'what the bet pays if one of its stocks wins (floored to the minor unit, capped)',
+  }),
   placed_at: Type.Integer(),
 });
 
@@ -102,10 +118,16 @@ export const StockRaceBetView = Type.Object({
 export const StockRaceRoundView = Type.Object(
   {
     ...roundFields,
-    outcome: Type.Union([Type.Object({}, { additionalProperties: true }), Type.Null()], { description: 'closed: {winner, pct, stocks[{symbol, pct}]}' }),
+    outcome: Type.Union([Type.Object({}, { additionalProperties: true }), Type.Null()], {
+      description: 'closed: {winner, pct, stocks[{symbol, pct}]}',
+    }),
     ...stockRaceRoundFields,
     progress_permille: Type.Optional(Type.Integer({ description: 'while running: how far the race is, 0..1000' })),
-    stocks: Type.Optional(Type.Array(Type.Object({ symbol: Type.String(), pct: Type.Number() }), { description: 'while running: each stock now' })),
+    stocks: Type.Optional(
+      Type.Array(Type.Object({ symbol: Type.String(), pct: Type.Number() }), {
+        description: 'while running: each stock now',
+      }),
+    ),
   },
   { additionalProperties: true },
 );
@@ -135,11 +157,15 @@ export const SettlementView = Type.Object({
 
 export const SettlementQuery = Type.Object(
   {
-    status: Type.Optional(Type.Union([Type.Literal('pending'), Type.Literal('delivered')], { description: 'must be pending or delivered' })),
+    status: Type.Optional(
+      Type.Union([Type.Literal('pending'), Type.Literal('delivered')], { description: 'must be pending or delivered' }),
+    ),
     limit: Type.Optional(Type.String({ pattern: '^[0-9]{1,4}$', description: 'must be an integer from 1 to 1000' })),
   },
   { additionalProperties: false },
 );
 
-export const RoundIdParams = Type.Object({ round_id: Type.String({ minLength: 1, maxLength: 100, description: 'must be a round id' }) });
+export const RoundIdParams = Type.Object({
+  round_id: Type.String({ minLength: 1, maxLength: 100, description: 'must be a round id' }),
+});
 export const BetIdParamsB = Type.Object({ bet_id: Type.String({ format: 'uuid', description: 'must be a bet UUID' }) });

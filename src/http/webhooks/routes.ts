@@ -24,7 +24,17 @@ import {
   VerifyResult,
 } from './schemas';
 
-const errors = { 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody, 409: ErrorBody, 413: ErrorBody, 415: ErrorBody, 429: ErrorBody, 500: ErrorBody };
+const errors = {
+  400: ErrorBody,
+  401: ErrorBody,
+  403: ErrorBody,
+  404: ErrorBody,
+  409: ErrorBody,
+  413: ErrorBody,
+  415: ErrorBody,
+  429: ErrorBody,
+  500: ErrorBody,
+};
 
 /**
  * The webhook management API, mounted once per surface (`/api/public/v1` and `/v1`) with that
@@ -52,7 +62,10 @@ export function webhookRoutes(surface: Surface) {
         },
       },
       async (req, reply) => {
-        const created = await w.createEndpoint(req.operator!.id, { ...req.body, surface: req.body.surface ?? surface.name });
+        const created = await w.createEndpoint(req.operator!.id, {
+          ...req.body,
+          surface: req.body.surface ?? surface.name,
+        });
         return reply.status(201).send(created);
       },
     );
@@ -65,7 +78,15 @@ export function webhookRoutes(surface: Surface) {
 
     r.get(
       '/webhook-endpoints/:endpoint_id',
-      { schema: { summary: 'One webhook endpoint', tags, headers, params: EndpointIdParams, response: { 200: EndpointView, ...errors } } },
+      {
+        schema: {
+          summary: 'One webhook endpoint',
+          tags,
+          headers,
+          params: EndpointIdParams,
+          response: { 200: EndpointView, ...errors },
+        },
+      },
       async (req) => w.getEndpoint(req.operator!.id, req.params.endpoint_id),
     );
 
@@ -106,7 +127,8 @@ export function webhookRoutes(surface: Surface) {
       {
         schema: {
           summary: 'Issue a new endpoint secret; the previous one keeps signing alongside it for the overlap',
-          description: 'During the overlap every delivery carries one signature per secret, so receivers holding either accept it.',
+          description:
+            'During the overlap every delivery carries one signature per secret, so receivers holding either accept it.',
           tags,
           headers,
           params: EndpointIdParams,
@@ -157,7 +179,13 @@ export function webhookRoutes(surface: Surface) {
     r.get(
       '/webhook-deliveries/:delivery_id',
       {
-        schema: { summary: 'One delivery with every attempt', tags, headers, params: DeliveryIdParams, response: { 200: DeliveryDetail, ...errors } },
+        schema: {
+          summary: 'One delivery with every attempt',
+          tags,
+          headers,
+          params: DeliveryIdParams,
+          response: { 200: DeliveryDetail, ...errors },
+        },
       },
       async (req) => w.getDelivery(req.operator!.id, req.params.delivery_id),
     );
@@ -192,7 +220,12 @@ export function webhookRoutes(surface: Surface) {
           response: { 200: VerifyResult, ...errors },
         },
       },
-      async (req) => w.verifySignature({ endpointSecret: req.body.endpoint_secret, body: req.body.body, signature: req.body.signature }),
+      async (req) =>
+        w.verifySignature({
+          endpointSecret: req.body.endpoint_secret,
+          body: req.body.body,
+          signature: req.body.signature,
+        }),
     );
 
     r.get(

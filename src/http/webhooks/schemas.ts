@@ -11,7 +11,9 @@ export function authHeadersFor(surface: Surface) {
   return Type.Object(
     {
       [h.apiKey]: Type.String({ description: 'the operator API key' }),
-      [h.signature]: Type.String({ description: 'lowercase hex HMAC-SHA256 of METHOD\\nPATH\\nTIMESTAMP\\nBODY keyed with the API secret' }),
+      [h.signature]: Type.String({
+        description: 'lowercase hex HMAC-SHA256 of METHOD\\nPATH\\nTIMESTAMP\\nBODY keyed with the API secret',
+      }),
       [h.timestamp]: Type.String({ description: 'milliseconds since epoch' }),
     },
     { additionalProperties: true },
@@ -27,10 +29,19 @@ export const ErrorBody = Type.Object({
 });
 
 const EventKind = Type.Union(
-  [Type.Literal('round.opened'), Type.Literal('round.closed'), Type.Literal('bet.settled'), Type.Literal('compliance.flag')],
+  [
+    Type.Literal('round.opened'),
+    Type.Literal('round.closed'),
+    Type.Literal('bet.settled'),
+    Type.Literal('compliance.flag'),
+  ],
   { description: `one of ${EVENT_TYPES.join(', ')}` },
 );
-const Events = Type.Array(EventKind, { minItems: 1, maxItems: EVENT_TYPES.length * 2, description: `must be a non-empty array of: ${EVENT_TYPES.join(', ')}` });
+const Events = Type.Array(EventKind, {
+  minItems: 1,
+  maxItems: EVENT_TYPES.length * 2,
+  description: `must be a non-empty array of: ${EVENT_TYPES.join(', ')}`,
+});
 const Url = Type.String({
   minLength: 1,
   maxLength: MAX_URL_LENGTH,
@@ -65,7 +76,11 @@ export type EndpointPatchBody = Static<typeof EndpointPatchBody>;
 export const RotateBody = Type.Object(
   {
     overlap_ms: Type.Optional(
-      Type.Integer({ minimum: 0, maximum: 30 * 86_400_000, description: 'must be an integer of milliseconds from 0 to 30 days' }),
+      Type.Integer({
+        minimum: 0,
+        maximum: 30 * 86_400_000,
+        description: 'must be an integer of milliseconds from 0 to 30 days',
+      }),
     ),
   },
   { additionalProperties: false },
@@ -80,7 +95,9 @@ export const EndpointView = Type.Object({
   enabled: Type.Boolean(),
   created_at: Type.Integer(),
   updated_at: Type.Integer(),
-  previous_secret_expires_at: Type.Union([Type.Integer(), Type.Null()], { description: 'until then the previous secret still signs too' }),
+  previous_secret_expires_at: Type.Union([Type.Integer(), Type.Null()], {
+    description: 'until then the previous secret still signs too',
+  }),
 });
 
 export const EndpointWithSecret = Type.Object({
@@ -90,24 +107,42 @@ export const EndpointWithSecret = Type.Object({
 
 export const EndpointList = Type.Object({ endpoints: Type.Array(EndpointView) });
 
-export const EndpointIdParams = Type.Object({ endpoint_id: Type.String({ minLength: 1, maxLength: 100, description: 'must be an endpoint id (we_…)' }) });
-export const DeliveryIdParams = Type.Object({ delivery_id: Type.String({ minLength: 1, maxLength: 100, description: 'must be a delivery id (dlv_…)' }) });
+export const EndpointIdParams = Type.Object({
+  endpoint_id: Type.String({ minLength: 1, maxLength: 100, description: 'must be an endpoint id (we_…)' }),
+});
+export const DeliveryIdParams = Type.Object({
+  delivery_id: Type.String({ minLength: 1, maxLength: 100, description: 'must be a delivery id (dlv_…)' }),
+});
 
 export const DeliveryQuery = Type.Object(
   {
     status: Type.Optional(
-      Type.Union([Type.Literal('pending'), Type.Literal('delivered'), Type.Literal('dead'), Type.Literal('cancelled')], {
-        description: `one of ${DELIVERY_STATUSES.join(', ')}`,
-      }),
+      Type.Union(
+        [Type.Literal('pending'), Type.Literal('delivered'), Type.Literal('dead'), Type.Literal('cancelled')],
+        {
+          description: `one of ${DELIVERY_STATUSES.join(', ')}`,
+        },
+      ),
     ),
     endpoint_id: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
-    before: Type.Optional(Type.String({ pattern: '^\\d{1,15}$', description: 'must be milliseconds since epoch: deliveries created before it' })),
-    limit: Type.Optional(Type.String({ pattern: '^(?:[1-9]|[1-9][0-9]|[1-4][0-9]{2}|500)$', description: 'must be an integer from 1 to 500' })),
+    before: Type.Optional(
+      Type.String({
+        pattern: '^\\d{1,15}$',
+        description: 'must be milliseconds since epoch: deliveries created before it',
+      }),
+    ),
+    limit: Type.Optional(
+      Type.String({
+        pattern: '^(?:[1-9]|[1-9][0-9]|[1-4][0-9]{2}|500)$',
+        description: 'must be an integer from 1 to 500',
+      }),
+    ),
   },
   { additionalProperties: false },
 );
 
-const Nullable = <T extends ReturnType<typeof Type.Integer> | ReturnType<typeof Type.String>>(t: T) => Type.Union([t, Type.Null()]);
+const Nullable = <T extends ReturnType<typeof Type.Integer> | ReturnType<typeof Type.String>>(t: T) =>
+  Type.Union([t, Type.Null()]);
 
 export const DeliveryView = Type.Object({
   delivery_id: Type.String(),
@@ -139,9 +174,17 @@ export const DeliveryList = Type.Object({ deliveries: Type.Array(DeliveryView) }
 
 export const VerifyBody = Type.Object(
   {
-    endpoint_secret: Type.String({ minLength: 1, maxLength: 200, description: 'must be the endpoint secret (whsec_…)' }),
+    endpoint_secret: Type.String({
+      minLength: 1,
+      maxLength: 200,
+      description: 'must be the endpoint secret (whsec_…)',
+    }),
     body: Type.String({ maxLength: 1_000_000, description: 'must be the raw body exactly as delivered, as a string' }),
-    signature: Type.String({ minLength: 1, maxLength: 4000, description: 'must be the x-service-signature header value' }),
+    signature: Type.String({
+      minLength: 1,
+      maxLength: 4000,
+      description: 'must be the x-service-signature header value',
+    }),
   },
   { additionalProperties: false },
 );
@@ -150,9 +193,17 @@ export type VerifyBody = Static<typeof VerifyBody>;
 export const VerifyResult = Type.Object({
   valid: Type.Boolean(),
   reason: Type.Optional(
-    Type.Union([Type.Literal('MALFORMED_HEADER'), Type.Literal('SIGNATURE_MISMATCH'), Type.Literal('TIMESTAMP_OUTSIDE_TOLERANCE')], {
-      description: 'why not: the header is not t=<ms>,v1=<hex>; no v1 matches this secret and body; or the signature matches but t is too old or in the future',
-    }),
+    Type.Union(
+      [
+        Type.Literal('MALFORMED_HEADER'),
+        Type.Literal('SIGNATURE_MISMATCH'),
+        Type.Literal('TIMESTAMP_OUTSIDE_TOLERANCE'),
+      ],
+      {
+        description:
+          'why not: the header is not t=<ms>,v1=<hex>; no v1 matches this secret and body; or the signature matches but t is too old or in the future',
+      },
+    ),
   ),
   message: Type.String(),
   timestamp: Type.Optional(Type.Integer({ description: 'the t= of the header, when it could be read' })),

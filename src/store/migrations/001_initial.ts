@@ -95,7 +95,11 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn('settled_at', 'bigint')
     .execute();
   await db.schema.createIndex('bets_round_status').on('bets').columns(['round_id', 'status']).execute();
-  await db.schema.createIndex('bets_operator_player').on('bets').columns(['operator_id', 'player', 'placed_at']).execute();
+  await db.schema
+    .createIndex('bets_operator_player')
+    .on('bets')
+    .columns(['operator_id', 'player', 'placed_at'])
+    .execute();
 
   await db.schema
     .createTable('idempotency_keys')
@@ -119,7 +123,11 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn('created_at', 'bigint', (c) => c.notNull())
     .addColumn('data', 'text', (c) => c.notNull())
     .execute();
-  await db.schema.createIndex('events_operator_type').on('events').columns(['operator_id', 'type', 'created_at']).execute();
+  await db.schema
+    .createIndex('events_operator_type')
+    .on('events')
+    .columns(['operator_id', 'type', 'created_at'])
+    .execute();
 
   await db.schema
     .createTable('webhook_endpoints')
@@ -152,8 +160,16 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn('delivered_at', 'bigint')
     .addColumn('dead_at', 'bigint')
     .execute();
-  await db.schema.createIndex('webhook_deliveries_due').on('webhook_deliveries').columns(['status', 'next_attempt_at']).execute();
-  await db.schema.createIndex('webhook_deliveries_endpoint').on('webhook_deliveries').columns(['endpoint_id', 'created_at']).execute();
+  await db.schema
+    .createIndex('webhook_deliveries_due')
+    .on('webhook_deliveries')
+    .columns(['status', 'next_attempt_at'])
+    .execute();
+  await db.schema
+    .createIndex('webhook_deliveries_endpoint')
+    .on('webhook_deliveries')
+    .columns(['endpoint_id', 'created_at'])
+    .execute();
 
   await db.schema
     .createTable('webhook_attempts')
@@ -184,7 +200,11 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn('created_at', 'bigint', (c) => c.notNull())
     .addColumn('delivered_at', 'bigint')
     .execute();
-  await db.schema.createIndex('wallet_settlements_due').on('wallet_settlements').columns(['status', 'next_attempt_at']).execute();
+  await db.schema
+    .createIndex('wallet_settlements_due')
+    .on('wallet_settlements')
+    .columns(['status', 'next_attempt_at'])
+    .execute();
 
   await db.schema
     .createTable('wallet_attempts')
@@ -209,7 +229,11 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn('details', 'text', (c) => c.notNull())
     .addColumn('created_at', 'bigint', (c) => c.notNull())
     .execute();
-  await db.schema.createIndex('compliance_flags_operator').on('compliance_flags').columns(['operator_id', 'created_at']).execute();
+  await db.schema
+    .createIndex('compliance_flags_operator')
+    .on('compliance_flags')
+    .columns(['operator_id', 'created_at'])
+    .execute();
 
   await db.schema
     .createTable('dashboard_users')

@@ -59,9 +59,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     db,
   );
   await sql`CREATE UNIQUE INDEX rounds_sandbox_number ON rounds (operator_id, game, round_number)
-    WHERE operator_id IS NOT NULL`.execute(
-    db,
-  );
+    WHERE operator_id IS NOT NULL`.execute(db);
 
   // Outcomes a sandbox operator asked for, used in order by its next rounds that take a bet.
   await db.schema
