@@ -105,6 +105,40 @@ function failed(deps: AuthDeps, req: FastifyRequest, error: unknown, done: HookH
     .then(() => done(error));
 }
 
+type AuthStep = (
+  surface: Surface,
+  deps: AuthDeps,
+  req: FastifyRequest,
+  reply: FastifyReply,
+) => Promise<void> | undefined;
+
+/**
+ * Runs one authentication step as a hook: synchronously when the step needs nothing it has to wait
+ * for (no promise on the hot path), and an authentication failure is counted before it is answered.
+ */
+function runStep(
+  step: AuthStep,
+  surface: Surface,
+  deps: AuthDeps,
+  req: FastifyRequest,
+  reply: FastifyReply,
+  done: HookHandlerDoneFunction,
+): void {
+  let pending: Promise<void> | undefined;
+  try {
+    pending = step(surface, deps, req, reply);
+  } catch (error) {
+    failed(deps, req, error, done);
+    return;
+  }
+  if (pending === undefined) done();
+  else
+    pending.then(
+      () => done(),
+      (error: unknown) => failed(deps, req, error, done),
+    );
+}
+
 /**
  * First look at a request, from its headers alone (onRequest, before any body byte is read): an
  * address over its failed-authentication budget gets 429, a declared body over the limit gets 413,
@@ -116,19 +150,7 @@ function failed(deps: AuthDeps, req: FastifyRequest, error: unknown, done: HookH
  */
 export function screener(surface: Surface, deps: AuthDeps) {
   return function screen(req: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction): void {
-    let pending: Promise<void> | undefined;
-    try {
-      pending = screenHeaders(surface, deps, req, reply);
-    } catch (error) {
-      failed(deps, req, error, done);
-      return;
-    }
-    if (pending === undefined) done();
-    else
-      pending.then(
-        () => done(),
-        (error: unknown) => failed(deps, req, error, done),
-      );
+    runStep(screenHeaders, surface, deps, req, reply, done);
   };
 }
 
@@ -181,19 +203,7 @@ function admit(surface: Surface, deps: AuthDeps, req: FastifyRequest, operator: 
  */
 export function authenticator(surface: Surface, deps: AuthDeps) {
   return function authenticate(req: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction): void {
-    let pending: Promise<void> | undefined;
-    try {
-      pending = authenticateRequest(surface, deps, req, reply);
-    } catch (error) {
-      failed(deps, req, error, done);
-      return;
-    }
-    if (pending === undefined) done();
-    else
-      pending.then(
-        () => done(),
-        (error: unknown) => failed(deps, req, error, done),
-      );
+    runStep(authenticateRequest, surface, deps, req, reply, done);
   };
 }
 

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { crashPointOf } from '../../src/games/crash/crash-rules';
 import { withShortCommittedCrashChain } from '../support/fair-chains';
 import { client, eventually, startTestApp, type TestApp } from '../support/harness';
 import {
@@ -99,7 +100,17 @@ describe('the player verify view in Chromium', () => {
     await page.unroute(target);
 
     // A consistent lie (seed_hash altered to match the altered seed) still fails the commitment link.
-    const forged = 'ab'.repeat(32);
+    // The forged seed must give another crash point than the one played: with the same point (a
+    // 1.00x both times, say) that check would pass by chance and only the commitment would fail.
+    const published = (await (await fetch(`${t.baseUrl}/fairness/rounds/${crash.id}`)).json()) as {
+      salt: string;
+      house_edge_bp: number;
+      outcome: { crash_point: number };
+    };
+    const played = Math.round(published.outcome.crash_point * 100);
+    const forged = ['ab', 'cd', 'ef', '12', '34']
+      .map((pair) => pair.repeat(32))
+      .find((seed) => crashPointOf(seed, published.salt, published.house_edge_bp) !== played)!;
     await page.route(target, async (route) => {
       const response = await route.fetch();
       const json = { ...(await response.json()), seed: forged, seed_hash: sha(forged) };
