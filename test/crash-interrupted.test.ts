@@ -58,7 +58,11 @@ describe.each(STORES)('cash-out on a round whose engine is gone, on %s', (store)
 
     // The engine dies; the wall clock, and with it the multiplier the start time implies, goes on.
     await t.app.services.engines.crash.stop();
-    clock.advance(beat + STALE + 1 - clock.now());
+    // The last heartbeat is read once the engine has stopped (stop() waits for the writes it queued):
+    // the tick that recorded it may have landed after the one read above.
+    const lastBeat = (await latest()).heartbeatAt!;
+    expect(lastBeat).toBeGreaterThanOrEqual(beat);
+    clock.advance(lastBeat + STALE + 1 - clock.now());
     const refused = await post('/api/public/v1/cashout', { bet_id: late }, 'cash-late');
     expect(refused.status).toBe(409);
     expect(Object.keys(refused.body).sort()).toEqual(['code', 'error']);
