@@ -85,13 +85,8 @@ export class CrashBetService {
     const live = operator.mode !== 'test';
     // A test-mode operator plays only in its own sandbox rounds; everyone else only in live ones.
     if (!live) await this.d.sandbox.touch(operator, 'crash');
-    const scope = {
-      operatorId: operator.id,
-      key: request.key,
-      route: request.route,
-      body: request.body,
-      signature: request.signature,
-    };
+    // The idempotency scope: the request's key, route, body and signature, under this operator.
+    const scope = { operatorId: operator.id, ...request };
     let bet: PlacedCrashBet | null = null;
     const respond = (roundNumber: number): CommandResponse => ({
       statusCode: 200,
@@ -162,13 +157,8 @@ export class CrashBetService {
     present: { refused: PresentRefusal; cashedOut: (bet: CashedOutCrashBet) => unknown },
   ): Promise<IdempotentAnswer> {
     const live = operator.mode !== 'test';
-    const scope = {
-      operatorId: operator.id,
-      key: request.key,
-      route: request.route,
-      body: request.body,
-      signature: request.signature,
-    };
+    // The idempotency scope: the request's key, route, body and signature, under this operator.
+    const scope = { operatorId: operator.id, ...request };
     const result = await this.d.idempotency.command(
       scope,
       async (claim) => {

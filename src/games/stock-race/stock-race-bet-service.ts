@@ -61,13 +61,8 @@ export class StockRaceBetService {
   ): Promise<IdempotentAnswer> {
     const live = operator.mode !== 'test';
     if (!live) await this.d.sandbox.touch(operator, 'stock_race');
-    const scope = {
-      operatorId: operator.id,
-      key: request.key,
-      route: request.route,
-      body: request.body,
-      signature: request.signature,
-    };
+    // The idempotency scope: the request's key, route, body and signature, under this operator.
+    const scope = { operatorId: operator.id, ...request };
     return this.d.idempotency.command(
       scope,
       async (claim) => {
