@@ -3,6 +3,7 @@ import { createHash } from 'node:crypto';
 import { DomainError, isDomainError } from '../errors/codes';
 import type { CommandAnswer, KeyClaim } from '../bets/bet-commands';
 import type { Database, SqlExecutor } from '../store/database';
+import { type KeyClaimRow, type KeyRow, idempotencyRepository } from './idempotency-repository';
 
 export interface StoredResponse {
   statusCode: number;
@@ -52,12 +53,6 @@ const replayedUnderAnotherKey = () =>
     'REQUEST_REPLAYED',
     'this signed request was already received under another Idempotency-Key; sign each new request afresh',
   );
-
-export interface KeyRow {
-  request_hash: string;
-  status_code: number | null;
-  response: string | null;
-}
 
 /**
  * Exactly-once monetary writes. The key row is inserted first in the same transaction as the side
@@ -153,16 +148,9 @@ export class IdempotencyService {
     // a new key (the common case) then costs no extra read.
     try {
       return await this.db.transaction(async (tx) => {
-        const claimed = await tx.run(
-          `INSERT INTO idempotency_keys (operator_id, idem_key, request_hash, created_at, signature)
-           VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
-          [scope.operatorId, scope.key, hash, this.now(), scope.signature ?? null],
-        );
+        const claimed = await idempotencyRepository.claim(tx, this.claimRow(scope, hash));
         if (claimed.changes === 0) {
-          const row = await tx.get<KeyRow>(
-            'SELECT request_hash, status_code, response FROM idempotency_keys WHERE operator_id = ? AND idem_key = ?',
-            [scope.operatorId, scope.key],
-          );
+          const row = await idempotencyRepository.byKey(tx, scope.operatorId, scope.key);
           // No row under this key: the conflict was on the signature, already recorded under another key.
           if (!row) throw replayedUnderAnotherKey();
           return this.fromRow(row, hash);
@@ -179,19 +167,11 @@ export class IdempotencyService {
       await this.db.transaction(async (tx) => {
         // The signature is recorded with the refusal too: replayed under a new key, the same bytes
         // must not get a second chance (in a later round, say).
-        const r = await tx.run(
-          `INSERT INTO idempotency_keys
-             (operator_id, idem_key, request_hash, status_code, response, created_at, signature)
-           VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
-          [
-            scope.operatorId,
-            scope.key,
-            hash,
-            response.statusCode,
-            JSON.stringify(response.body),
-            this.now(),
-            scope.signature ?? null,
-          ],
+        const r = await idempotencyRepository.claimAnswered(
+          tx,
+          this.claimRow(scope, hash),
+          response.statusCode,
+          JSON.stringify(response.body),
         );
         return r.changes;
       });
@@ -227,10 +207,17 @@ export class IdempotencyService {
   }
 
   private lookup(scope: IdempotencyScope): Promise<KeyRow | undefined> {
-    return this.db.get<KeyRow>(
-      'SELECT request_hash, status_code, response FROM idempotency_keys WHERE operator_id = ? AND idem_key = ?',
-      [scope.operatorId, scope.key],
-    );
+    return idempotencyRepository.byKey(this.db, scope.operatorId, scope.key);
+  }
+
+  private claimRow(scope: IdempotencyScope, hash: string): KeyClaimRow {
+    return {
+      operatorId: scope.operatorId,
+      key: scope.key,
+      requestHash: hash,
+      signature: scope.signature ?? null,
+      createdAt: this.now(),
+    };
   }
 
   private fromRow(row: KeyRow, hash: string): IdempotentResult {
@@ -247,19 +234,18 @@ export class IdempotencyService {
   }
 
   private async complete(tx: SqlExecutor, scope: IdempotencyScope, response: StoredResponse): Promise<void> {
-    await tx.run('UPDATE idempotency_keys SET status_code = ?, response = ? WHERE operator_id = ? AND idem_key = ?', [
-      response.statusCode,
-      JSON.stringify(response.body),
+    await idempotencyRepository.complete(
+      tx,
       scope.operatorId,
       scope.key,
-    ]);
+      response.statusCode,
+      JSON.stringify(response.body),
+    );
   }
 
   /** Forgets keys older than the retention period (at least 24 h, see config). */
   async purge(olderThan: number): Promise<number> {
-    const r = await this.db.transaction((tx) =>
-      tx.run('DELETE FROM idempotency_keys WHERE created_at < ?', [olderThan]),
-    );
+    const r = await this.db.transaction((tx) => idempotencyRepository.purge(tx, olderThan));
     return r.changes;
   }
 }

@@ -1,0 +1,65 @@
+import type { RunResult, SqlExecutor } from '../store/database';
+
+/** A key's row as the interactive path reads it back: the request it was claimed for and its answer. */
+export interface KeyRow {
+  request_hash: string;
+  status_code: number | null;
+  response: string | null;
+}
+
+/** What a key row is claimed with. */
+export interface KeyClaimRow {
+  operatorId: string;
+  key: string;
+  requestHash: string;
+  /** The request's signature (null when it has none): the unique index refuses the same bytes under another key. */
+  signature: string | null;
+  createdAt: number;
+}
+
+/**
+ * The `idempotency_keys` table on the interactive path (IdempotencyService). The one-unit commands
+ * claim their key in their own SQL (bets/bet-commands.ts and migration 007). Every function returns
+ * the executor's promise as it is, so the path pays no extra hop for the move into a repository.
+ */
+export const idempotencyRepository = {
+  /** Claims the key with no answer yet; `changes` 0: the key, or the signature, is taken. */
+  claim(tx: SqlExecutor, c: KeyClaimRow): Promise<RunResult> {
+    return tx.run(
+      `INSERT INTO idempotency_keys (operator_id, idem_key, request_hash, created_at, signature)
+           VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
+      [c.operatorId, c.key, c.requestHash, c.createdAt, c.signature],
+    );
+  },
+
+  /** Claims the key with its final answer at once (a stored refusal); `changes` 0: something was there first. */
+  claimAnswered(tx: SqlExecutor, c: KeyClaimRow, statusCode: number, response: string): Promise<RunResult> {
+    return tx.run(
+      `INSERT INTO idempotency_keys
+             (operator_id, idem_key, request_hash, status_code, response, created_at, signature)
+           VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
+      [c.operatorId, c.key, c.requestHash, statusCode, response, c.createdAt, c.signature],
+    );
+  },
+
+  byKey(db: SqlExecutor, operatorId: string, key: string): Promise<KeyRow | undefined> {
+    return db.get<KeyRow>(
+      'SELECT request_hash, status_code, response FROM idempotency_keys WHERE operator_id = ? AND idem_key = ?',
+      [operatorId, key],
+    );
+  },
+
+  /** Stores the answer on a key claimed in this transaction. */
+  complete(tx: SqlExecutor, operatorId: string, key: string, statusCode: number, response: string): Promise<RunResult> {
+    return tx.run('UPDATE idempotency_keys SET status_code = ?, response = ? WHERE operator_id = ? AND idem_key = ?', [
+      statusCode,
+      response,
+      operatorId,
+      key,
+    ]);
+  },
+
+  purge(tx: SqlExecutor, olderThan: number): Promise<RunResult> {
+    return tx.run('DELETE FROM idempotency_keys WHERE created_at < ?', [olderThan]);
+  },
+};
