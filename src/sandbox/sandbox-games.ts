@@ -7,7 +7,8 @@ import { roundRepository } from '../games/engine/round-repository';
 import { deriveStockRaceOutcome } from '../games/stock-race/outcome';
 import { StockRaceGame, type StockRaceGameOptions } from '../games/stock-race/stock-race-game';
 import type { SqlExecutor } from '../store/database';
-import { sandboxStore, type SandboxTiming } from './sandbox-store';
+import { sandboxRepository } from './sandbox-repository';
+import type { SandboxTiming } from './sandbox-settings';
 
 /**
  * Seeds of sandbox rounds: fresh random ones, outside every hash chain. Sandbox rounds are test data
@@ -60,7 +61,7 @@ export class SandboxCrashGame extends CrashGame {
 
   async prepareRun(tx: SqlExecutor, round: OpenRound): Promise<OpenRound> {
     if (!(await roundHasBets(tx, round.id))) return round;
-    const script = await sandboxStore.takeScript(tx, this.operatorId, 'crash', round.id);
+    const script = await sandboxRepository.takeScript(tx, this.operatorId, 'crash', round.id);
     if (!script || !('crash_point' in script)) return round;
     const scripted: OpenRound = {
       ...round,
@@ -97,7 +98,7 @@ export class SandboxStockRaceGame extends StockRaceGame {
 
   async prepareRun(tx: SqlExecutor, round: OpenRound): Promise<OpenRound> {
     if (!(await roundHasBets(tx, round.id))) return round;
-    const script = await sandboxStore.takeScript(tx, this.operatorId, 'stock_race', round.id);
+    const script = await sandboxRepository.takeScript(tx, this.operatorId, 'stock_race', round.id);
     if (!script || !('winner' in script)) return round;
     const symbols = this.symbolsOf(round);
     if (!symbols.includes(script.winner)) return round;

@@ -2,44 +2,20 @@ import { randomUUID } from 'node:crypto';
 import type { Config } from '../config/config';
 import type { Game } from '../games/engine/round';
 import type { Database, SqlExecutor } from '../store/database';
-
-/** Round timing of one sandbox, per game (ms). A change applies from the next round. */
-export interface SandboxTiming {
-  crash: { betting_window_ms: number; pause_ms: number };
-  stock_race: { betting_window_ms: number; race_ms: number; pause_ms: number };
-}
-
-/**
- * The simulated wallet's failure switch: the next `remaining` settle calls (all of them while
- * `remaining` is null) time out (applied, but the answer is lost) or fail with a 500 (not applied).
- */
-export interface SandboxWalletSwitch {
-  failure: 'none' | 'timeout' | 'error_500';
-  remaining: number | null;
-}
-
-export type ScriptedOutcome = { crash_point: number } | { winner: string };
-
-export interface SandboxScript {
-  id: string;
-  game: Game;
-  outcome: ScriptedOutcome;
-  createdAt: number;
-}
-
-export const defaultTiming = (config: Config): SandboxTiming => ({
-  crash: { betting_window_ms: config.crash.bettingWindowMs, pause_ms: config.crash.pauseMs },
-  stock_race: {
-    betting_window_ms: config.stockRace.bettingWindowMs,
-    race_ms: config.stockRace.raceMs,
-    pause_ms: config.stockRace.pauseMs,
-  },
-});
+import type { Settlement } from '../wallet/settlements';
+import {
+  defaultTiming,
+  type SandboxBalance,
+  type SandboxScript,
+  type SandboxTiming,
+  type SandboxWalletSwitch,
+  type ScriptedOutcome,
+} from './sandbox-settings';
 
 const NO_FAILURE: SandboxWalletSwitch = { failure: 'none', remaining: null };
 
 /** Storage of everything a sandbox operator can set: scripts, timing, the simulated wallet. */
-export const sandboxStore = {
+export const sandboxRepository = {
   async settings(
     db: SqlExecutor,
     operatorId: string,
@@ -139,5 +115,72 @@ export const sandboxStore = {
       row.id,
     ]);
     return r.changes === 1 ? (JSON.parse(row.outcome) as ScriptedOutcome) : null;
+  },
+
+  /** Sets one player's simulated balance in one currency, whatever it was. */
+  async setBalance(tx: SqlExecutor, operatorId: string, b: SandboxBalance, now: number): Promise<void> {
+    await tx.run(
+      `INSERT INTO sandbox_wallet_balances (operator_id, player_ref, currency, balance, updated_at)
+         VALUES (?, ?, ?, ?, ?)
+         ON CONFLICT (operator_id, player_ref, currency)
+         DO UPDATE SET balance = excluded.balance, updated_at = excluded.updated_at`,
+      [operatorId, b.player_ref, b.currency, b.balance, now],
+    );
+  },
+
+  async balances(db: SqlExecutor, operatorId: string, playerRef: string): Promise<SandboxBalance[]> {
+    const rows = await db.all<{ player_ref: string; currency: string; balance: number }>(
+      `SELECT player_ref, currency, balance FROM sandbox_wallet_balances
+       WHERE operator_id = ? AND player_ref = ? ORDER BY currency`,
+      [operatorId, playerRef],
+    );
+    return rows.map((r) => ({ player_ref: r.player_ref, currency: r.currency, balance: Number(r.balance) }));
+  },
+
+  /** Takes `amount` from the balance if it covers it; false (nothing taken) if it does not. */
+  async debit(
+    tx: SqlExecutor,
+    operatorId: string,
+    playerRef: string,
+    currency: string,
+    amount: number,
+    now: number,
+  ): Promise<boolean> {
+    const r = await tx.run(
+      `UPDATE sandbox_wallet_balances SET balance = balance - ?, updated_at = ?
+       WHERE operator_id = ? AND player_ref = ? AND currency = ? AND balance >= ?`,
+      [amount, now, operatorId, playerRef, currency, amount],
+    );
+    return r.changes === 1;
+  },
+
+  /** Credits the bet's payout unless this idempotency key was applied before; returns the balance after. */
+  async applySettleOnce(tx: SqlExecutor, s: Settlement, now: number): Promise<number | null> {
+    const bet = await tx.get<{ player: string; currency: string; payout: number | null }>(
+      'SELECT player, currency, payout FROM bets WHERE id = ?',
+      [s.betId],
+    );
+    if (!bet) return null;
+    const credited = Number(bet.payout ?? 0);
+    const first = await tx.run(
+      `INSERT INTO sandbox_wallet_settles (operator_id, idempotency_key, bet_id, credited, applied_at)
+     VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
+      [s.operatorId, s.idempotencyKey, s.betId, credited, now],
+    );
+    if (first.changes === 1) {
+      await tx.run(
+        `INSERT INTO sandbox_wallet_balances (operator_id, player_ref, currency, balance, updated_at)
+       VALUES (?, ?, ?, ?, ?)
+       ON CONFLICT (operator_id, player_ref, currency)
+       DO UPDATE SET balance = sandbox_wallet_balances.balance + excluded.balance,
+         updated_at = excluded.updated_at`,
+        [s.operatorId, bet.player, bet.currency, credited, now],
+      );
+    }
+    const row = await tx.get<{ balance: number }>(
+      'SELECT balance FROM sandbox_wallet_balances WHERE operator_id = ? AND player_ref = ? AND currency = ?',
+      [s.operatorId, bet.player, bet.currency],
+    );
+    return row ? Number(row.balance) : null;
   },
 };

@@ -16,13 +16,8 @@ import type { CrashGameOptions } from '../games/crash/crash-game';
 import type { StockRaceGameOptions } from '../games/stock-race/stock-race-game';
 import { SandboxCrashGame, SandboxStockRaceGame, sandboxSeeds } from './sandbox-games';
 import { simulatedWallet, type SandboxBalance } from './simulated-wallet';
-import {
-  sandboxStore,
-  type SandboxTiming,
-  type SandboxWalletSwitch,
-  type ScriptedOutcome,
-  type SandboxScript,
-} from './sandbox-store';
+import type { SandboxTiming, SandboxWalletSwitch, ScriptedOutcome, SandboxScript } from './sandbox-settings';
+import { sandboxRepository } from './sandbox-repository';
 
 /** A game driver's options but its logger and compliance hooks, which each engine sets for itself. */
 export interface GameSettings {
@@ -134,19 +129,19 @@ export class SandboxService {
   }
 
   async timing(operatorId: string): Promise<SandboxTiming> {
-    return (await sandboxStore.settings(this.o.db, operatorId, this.o.config)).timing;
+    return (await sandboxRepository.settings(this.o.db, operatorId, this.o.config)).timing;
   }
 
   async setTiming(operator: Operator, patch: DeepPartialTiming): Promise<SandboxTiming> {
     assertTestMode(operator);
     const now = this.o.clock.now();
     const timing = await this.o.db.transaction(async (tx) => {
-      const current = await sandboxStore.settings(tx, operator.id, this.o.config);
+      const current = await sandboxRepository.settings(tx, operator.id, this.o.config);
       const next: SandboxTiming = {
         crash: { ...current.timing.crash, ...(patch.crash ?? {}) },
         stock_race: { ...current.timing.stock_race, ...(patch.stock_race ?? {}) },
       };
-      await sandboxStore.saveSettings(tx, operator.id, { ...current, timing: next }, now);
+      await sandboxRepository.saveSettings(tx, operator.id, { ...current, timing: next }, now);
       return next;
     });
     this.timings.set(operator.id, timing);
@@ -154,33 +149,33 @@ export class SandboxService {
   }
 
   async walletSwitch(operatorId: string): Promise<SandboxWalletSwitch> {
-    return (await sandboxStore.settings(this.o.db, operatorId, this.o.config)).wallet;
+    return (await sandboxRepository.settings(this.o.db, operatorId, this.o.config)).wallet;
   }
 
   async setWalletSwitch(operator: Operator, value: SandboxWalletSwitch): Promise<SandboxWalletSwitch> {
     assertTestMode(operator);
     const now = this.o.clock.now();
     await this.o.db.transaction(async (tx) => {
-      const current = await sandboxStore.settings(tx, operator.id, this.o.config);
-      await sandboxStore.saveSettings(tx, operator.id, { ...current, wallet: value }, now);
+      const current = await sandboxRepository.settings(tx, operator.id, this.o.config);
+      await sandboxRepository.saveSettings(tx, operator.id, { ...current, wallet: value }, now);
     });
     return value;
   }
 
   async script(operator: Operator, game: Game, outcomes: ScriptedOutcome[]): Promise<SandboxScript[]> {
     assertTestMode(operator);
-    await sandboxStore.enqueueScripts(this.o.db, operator.id, game, outcomes, this.o.clock.now());
-    return sandboxStore.pendingScripts(this.o.db, operator.id, game);
+    await sandboxRepository.enqueueScripts(this.o.db, operator.id, game, outcomes, this.o.clock.now());
+    return sandboxRepository.pendingScripts(this.o.db, operator.id, game);
   }
 
   async pendingScripts(operator: Operator, game: Game): Promise<SandboxScript[]> {
     assertTestMode(operator);
-    return sandboxStore.pendingScripts(this.o.db, operator.id, game);
+    return sandboxRepository.pendingScripts(this.o.db, operator.id, game);
   }
 
   async clearScripts(operator: Operator, game: Game): Promise<number> {
     assertTestMode(operator);
-    return sandboxStore.clearScripts(this.o.db, operator.id, game);
+    return sandboxRepository.clearScripts(this.o.db, operator.id, game);
   }
 
   /** Sets a player's balance in the simulated wallet (minor units). */

@@ -5,7 +5,7 @@ import { formatMultiplier, parseMultiplier } from '../../games/crash/multiplier'
 import { DomainError } from '../../errors/codes';
 import { currencyExponent, decimalToMinor, minorToDecimal } from '../../money/currency';
 import type { Game } from '../../games/engine/round';
-import type { SandboxScript } from '../../sandbox/sandbox-store';
+import type { SandboxScript } from '../../sandbox/sandbox-settings';
 import type { AppServices } from '../../services';
 import { guardSurface, type Surface } from '../surface';
 import { authHeadersFor, ErrorBody } from '../webhooks/schemas';
