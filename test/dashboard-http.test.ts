@@ -3,7 +3,8 @@ import { settlementCommands } from '../src/cli/commands/settlements';
 import { webhookCommands } from '../src/cli/commands/webhook';
 import { isDomainError } from '../src/errors/codes';
 import { SURFACE_B_STATUS } from '../src/http/error-maps';
-import { settleIdempotencyKey, settlementRepository } from '../src/wallet/settlements';
+import { settlementRepository } from '../src/wallet/settlement-repository';
+import { settleIdempotencyKey } from '../src/wallet/settlements';
 import { startTestApp, type TestApp, type TestOperator } from './support/harness';
 
 const PASSWORD = 'long enough password';

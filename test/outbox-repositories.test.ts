@@ -2,7 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LOST_ATTEMPT, type AttemptResult } from '../src/outbox/engine';
 import type { Database } from '../src/store/database';
 import { PostgresDatabase } from '../src/store/postgres';
-import { settleIdempotencyKey, settlementRepository, WalletSettlementOutbox } from '../src/wallet/settlements';
+import { settlementRepository, WalletSettlementOutbox } from '../src/wallet/settlement-repository';
+import { settleIdempotencyKey } from '../src/wallet/settlements';
 import { WebhookDeliveryOutbox } from '../src/webhooks/delivery-outbox';
 import { freshDatabase, STORES } from './support/harness';
 

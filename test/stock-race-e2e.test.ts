@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startOperatorWallet, type OperatorWallet } from '../examples/operator-wallet/server';
-import { settlementRepository } from '../src/wallet/settlements';
+import { settlementRepository } from '../src/wallet/settlement-repository';
 import { client, eventually, startTestApp, STORES, type TestApp, type TestOperator } from './support/harness';
 
 const ENV = {

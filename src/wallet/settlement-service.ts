@@ -1,7 +1,8 @@
 import type { Clock } from '../clock/clock';
 import { DomainError } from '../errors/codes';
 import type { Database } from '../store/database';
-import { settlementRepository, type AttemptRow, type Settlement, type SettlementStatus } from './settlements';
+import { settlementRepository } from './settlement-repository';
+import type { AttemptRow, Settlement, SettlementStatus } from './settlements';
 
 /** Whose settlements a caller may touch: one operator's (dashboard), or any (admin CLI: null). */
 export type SettlementScope = string | null;

@@ -7,7 +7,8 @@ import { DEFAULT_OPERATOR_SETTINGS } from '../operators/operator';
 import { verifyRequest } from '../signing/request-signature';
 import { migrate } from '../store/migrate';
 import { SqliteDatabase } from '../store/sqlite';
-import { retryDelayMs, settleIdempotencyKey, settlementRepository } from './settlements';
+import { settlementRepository } from './settlement-repository';
+import { retryDelayMs, settleIdempotencyKey } from './settlements';
 import { WalletSettlementWorker } from './wallet-worker';
 
 interface Received {

@@ -16,7 +16,8 @@ import { scheduleBackoff } from '../outbox/backoff';
 import { OutboxEngine, type AttemptResult as EngineAttemptResult, type OutboxSender } from '../outbox/engine';
 import type { Database } from '../store/database';
 import type { Resolver } from '../outbound/url-safety';
-import { WalletSettlementOutbox, type AttemptResult, type Settlement, type SettlementClaim } from './settlements';
+import { WalletSettlementOutbox } from './settlement-repository';
+import type { AttemptResult, Settlement, SettlementClaim } from './settlements';
 
 export interface WalletWorkerOptions {
   db: Database;

@@ -4,7 +4,8 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import { FakeClock } from '../../src/clock/clock';
 import { DEFAULT_OPERATOR_SETTINGS, type OperatorCredentials } from '../../src/operators/operator';
 import type { Database } from '../../src/store/database';
-import { settleIdempotencyKey, settlementRepository } from '../../src/wallet/settlements';
+import { settlementRepository } from '../../src/wallet/settlement-repository';
+import { settleIdempotencyKey } from '../../src/wallet/settlements';
 import { WalletSettlementWorker } from '../../src/wallet/wallet-worker';
 import { WebhookSender } from '../../src/webhooks/sender';
 import { eventually, freshDatabase } from '../support/harness';

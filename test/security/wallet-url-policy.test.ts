@@ -11,7 +11,8 @@ import { FakeClock } from '../../src/clock/clock';
 import { OperatorService } from '../../src/operators/operators';
 import { SecretBox } from '../../src/operators/secret-box';
 import type { Database } from '../../src/store/database';
-import { settleIdempotencyKey, settlementRepository } from '../../src/wallet/settlements';
+import { settlementRepository } from '../../src/wallet/settlement-repository';
+import { settleIdempotencyKey } from '../../src/wallet/settlements';
 import { WalletSettlementWorker } from '../../src/wallet/wallet-worker';
 import { freshDatabase } from '../support/harness';
 

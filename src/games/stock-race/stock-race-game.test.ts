@@ -14,7 +14,7 @@ import { roundRepository } from '../engine/round-repository';
 import { SessionService } from '../../sessions/session-service';
 import { migrate } from '../../store/migrate';
 import { SqliteDatabase } from '../../store/sqlite';
-import { settlementRepository } from '../../wallet/settlements';
+import { settlementRepository } from '../../wallet/settlement-repository';
 import { StockRaceGame } from './stock-race-game';
 
 // sha256("surface-b-test-0"): NVDA wins at +8.85% (AAPL +7.52, META +8.43, GOOG -3.73, …).

@@ -10,7 +10,8 @@ import type { Operator } from '../../operators/operator';
 import type { GameDriver } from '../engine/engine';
 import { type ClosedRound, type OpenRound, type Round, type RunningRound, stockRaceOutcomeOf } from '../engine/round';
 import type { SqlExecutor } from '../../store/database';
-import { settleIdempotencyKey, settlementRepository, type SettleBody } from '../../wallet/settlements';
+import { settlementRepository } from '../../wallet/settlement-repository';
+import { settleIdempotencyKey, type SettleBody } from '../../wallet/settlements';
 import type { DomainEvent } from '../../webhooks/events';
 import {
   deriveStockRaceOutcome,

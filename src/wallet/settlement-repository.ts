@@ -1,0 +1,228 @@
+import { randomUUID } from 'node:crypto';
+import { DomainError } from '../errors/codes';
+import { afterCommit } from '../observability/instrumented-db';
+import { LOST_ATTEMPT, type ClaimQuery, type Outcome, type OutboxRepository } from '../outbox/engine';
+import { skipLocked, type Database, type SqlExecutor, nullableNumber } from '../store/database';
+import type { AttemptRow, Settlement, SettlementClaim, SettlementStatus, SettleBody } from './settlements';
+
+interface SettlementRow {
+  bet_id: string;
+  operator_id: string;
+  idempotency_key: string;
+  body: string;
+  status: SettlementStatus;
+  attempts: number;
+  next_attempt_at: number | null;
+  claimed_until: number | null;
+  last_status_code: number | null;
+  last_error: string | null;
+  created_at: number;
+  delivered_at: number | null;
+}
+
+function toSettlement(r: SettlementRow): Settlement {
+  return {
+    betId: r.bet_id,
+    operatorId: r.operator_id,
+    idempotencyKey: r.idempotency_key,
+    body: r.body,
+    status: r.status,
+    attempts: Number(r.attempts),
+    nextAttemptAt: nullableNumber(r.next_attempt_at),
+    claimedUntil: nullableNumber(r.claimed_until),
+    lastStatusCode: nullableNumber(r.last_status_code),
+    lastError: r.last_error,
+    createdAt: Number(r.created_at),
+    deliveredAt: nullableNumber(r.delivered_at),
+  };
+}
+
+export const settlementRepository = {
+  /** Inside the settling transaction. A second call for the same bet changes nothing. */
+  async enqueue(
+    tx: SqlExecutor,
+    input: { operatorId: string; body: SettleBody; now: number; firstDelayMs: number },
+  ): Promise<void> {
+    await tx.run(
+      `INSERT INTO wallet_settlements (bet_id, operator_id, idempotency_key, body, status, attempts, next_attempt_at, created_at)
+       VALUES (?, ?, ?, ?, 'pending', 0, ?, ?) ON CONFLICT DO NOTHING`,
+      [
+        input.body.bet_id,
+        input.operatorId,
+        input.body.idempotency_key,
+        JSON.stringify(input.body),
+        input.now + input.firstDelayMs,
+        input.now,
+      ],
+    );
+  },
+
+  /** Claims due rows for one attempt each (see WalletSettlementOutbox.claim); tests and tools. */
+  async claimDue(db: Database, now: number, leaseMs: number, limit: number): Promise<Settlement[]> {
+    const q = { now, leaseUntil: now + leaseMs, leaseMs, limit, maxAttempts: Number.POSITIVE_INFINITY };
+    return (await new WalletSettlementOutbox(db).claim(q)).map((c) => c.settlement);
+  },
+
+  async byBet(db: SqlExecutor, betId: string): Promise<Settlement | undefined> {
+    const row = await db.get<SettlementRow>('SELECT * FROM wallet_settlements WHERE bet_id = ?', [betId]);
+    return row ? toSettlement(row) : undefined;
+  },
+
+  async list(
+    db: SqlExecutor,
+    filter: { operatorId?: string; status?: SettlementStatus; limit: number },
+  ): Promise<Settlement[]> {
+    const where: string[] = [];
+    const params: (string | number)[] = [];
+    if (filter.operatorId) where.push('operator_id = ?'), params.push(filter.operatorId);
+    if (filter.status) where.push('status = ?'), params.push(filter.status);
+    params.push(filter.limit);
+    const rows = await db.all<SettlementRow>(
+      `SELECT * FROM wallet_settlements${where.length ? ` WHERE ${where.join(' AND ')}` : ''} ORDER BY created_at, bet_id LIMIT ?`,
+      params,
+    );
+    return rows.map(toSettlement);
+  },
+
+  async attempts(db: SqlExecutor, betId: string): Promise<AttemptRow[]> {
+    const rows = await db.all<AttemptRow>('SELECT * FROM wallet_attempts WHERE bet_id = ? ORDER BY attempt', [betId]);
+    return rows.map((r) => ({
+      ...r,
+      attempt: Number(r.attempt),
+      started_at: Number(r.started_at),
+      latency_ms: Number(r.latency_ms),
+      status_code: nullableNumber(r.status_code),
+    }));
+  },
+
+  /**
+   * Makes a settlement due now, if its status is one of `statuses`. A delivered one goes back to
+   * pending and is sent again with its original idempotency_key, which the wallet answers without
+   * crediting twice. Returns whether it changed anything. Conditional in the UPDATE itself, so a
+   * settlement the worker confirms meanwhile is not re-sent unless `statuses` allows it.
+   */
+  async makeDue(tx: SqlExecutor, betId: string, now: number, statuses: readonly SettlementStatus[]): Promise<boolean> {
+    const r = await tx.run(
+      `UPDATE wallet_settlements SET status = 'pending', next_attempt_at = ?, delivered_at = NULL
+       WHERE bet_id = ? AND status IN (${statuses.map(() => '?').join(', ')})`,
+      [now, betId, ...statuses],
+    );
+    return r.changes === 1;
+  },
+
+  /** Makes a settlement due now whatever its status (see makeDue); the rule callers apply is retrySettlement's. */
+  async retryNow(db: Database, betId: string, now: number): Promise<Settlement> {
+    return db.transaction(async (tx) => {
+      if (!(await settlementRepository.makeDue(tx, betId, now, ['pending', 'delivered']))) {
+        throw new DomainError('NOT_FOUND', `no wallet settlement for bet ${betId}`);
+      }
+      return (await settlementRepository.byBet(tx, betId))!;
+    });
+  },
+};
+
+/**
+ * The wallet outbox's SQL for the shared outbox engine: `wallet_settlements` and its attempt log
+ * `wallet_attempts`. `attempts` counts the attempts recorded (what the API and the dashboard show);
+ * a claim fixes the next attempt's number under its lease. A worker that dies mid-call leaves a
+ * lease that runs out; the next claim logs that attempt as "outcome unknown", counts it, and makes
+ * the next one with the same idempotency_key. A settlement is never dead-lettered (the engine runs
+ * it on an unbounded backoff) and never cancelled.
+ */
+export class WalletSettlementOutbox implements OutboxRepository<SettlementClaim> {
+  constructor(private readonly db: Database) {}
+
+  async releaseLeases(now: number): Promise<void> {
+    await this.db.transaction((tx) =>
+      tx.run(`UPDATE wallet_settlements SET claimed_until = ? WHERE status = 'pending' AND claimed_until > ?`, [
+        now,
+        now,
+      ]),
+    );
+  }
+
+  /** Never dead-letters: `maxAttempts` is not consulted (the wallet outbox retries until a 2xx). */
+  async claim(q: ClaimQuery): Promise<SettlementClaim[]> {
+    const { now, leaseUntil, leaseMs, limit } = q;
+    return this.db.transaction(async (tx) => {
+      const rows = await tx.all<SettlementRow>(
+        `SELECT * FROM wallet_settlements
+         WHERE status = 'pending' AND next_attempt_at <= ? AND (claimed_until IS NULL OR claimed_until <= ?)
+         ORDER BY next_attempt_at, bet_id LIMIT ?${skipLocked(tx)}`,
+        [now, now, limit],
+      );
+      const claimed: SettlementClaim[] = [];
+      for (const row of rows) {
+        // A lease still on the row was never answered (a recorded attempt clears it): that attempt is lost.
+        const lost = row.claimed_until !== null;
+        const r = await tx.run(
+          `UPDATE wallet_settlements SET claimed_until = ?, attempts = attempts + ?
+           WHERE bet_id = ? AND status = 'pending' AND (claimed_until IS NULL OR claimed_until <= ?)`,
+          [leaseUntil, lost ? 1 : 0, row.bet_id, now],
+        );
+        if (r.changes !== 1) continue;
+        const recorded = Number(row.attempts) + (lost ? 1 : 0);
+        if (lost) {
+          await tx.run(
+            `INSERT INTO wallet_attempts
+               (id, bet_id, attempt, started_at, latency_ms, status_code, error, response_excerpt)
+             VALUES (?, ?, ?, ?, 0, NULL, ?, NULL)`,
+            [`wat_${randomUUID()}`, row.bet_id, recorded, Number(row.claimed_until) - leaseMs, LOST_ATTEMPT],
+          );
+        }
+        const settlement = { ...toSettlement(row), attempts: recorded, claimedUntil: leaseUntil };
+        claimed.push({ id: row.bet_id, attempt: recorded + 1, leaseUntil, settlement });
+      }
+      return claimed;
+    });
+  }
+
+  /** Logs each attempt and moves its row on: delivered, or due again (a manual retry's time wins). */
+  async record(outcomes: readonly Outcome<SettlementClaim>[], now: number): Promise<void> {
+    await this.db.transaction(async (tx) => {
+      for (const o of outcomes) {
+        if (o.kind === 'dead' || o.kind === 'cancelled') throw new Error(`a wallet settlement is never ${o.kind}`);
+        const { settlement: s, attempt, leaseUntil } = o.claim;
+        const current = await tx.get<{ next_attempt_at: number | null; claimed_until: number | null }>(
+          'SELECT next_attempt_at, claimed_until FROM wallet_settlements WHERE bet_id = ?',
+          [s.betId],
+        );
+        // Gone, or taken by another worker after this lease ran out: that worker logged this attempt as lost.
+        if (!current || nullableNumber(current.claimed_until) !== leaseUntil) continue;
+        const r = o.result;
+        afterCommit(tx, (m) => m.walletSettlements.inc({ outcome: o.kind === 'delivered' ? 'delivered' : 'failed' }));
+        await tx.run(
+          `INSERT INTO wallet_attempts
+             (id, bet_id, attempt, started_at, latency_ms, status_code, error, response_excerpt)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+          [`wat_${randomUUID()}`, s.betId, attempt, r.startedAt, r.latencyMs, r.statusCode, r.error, r.responseExcerpt],
+        );
+        if (o.kind === 'delivered') {
+          await tx.run(
+            `UPDATE wallet_settlements SET status = 'delivered', attempts = ?, claimed_until = NULL, next_attempt_at = NULL,
+               last_status_code = ?, last_error = NULL, delivered_at = ? WHERE bet_id = ?`,
+            [attempt, r.statusCode, now, s.betId],
+          );
+          continue;
+        }
+        // A manual retry requested while this attempt was in flight moved next_attempt_at: honour it.
+        const retried = nullableNumber(current.next_attempt_at) !== s.nextAttemptAt;
+        const next = retried ? (nullableNumber(current.next_attempt_at) ?? now) : o.at;
+        await tx.run(
+          `UPDATE wallet_settlements
+           SET attempts = ?, claimed_until = NULL, last_status_code = ?, last_error = ?, next_attempt_at = ?
+           WHERE bet_id = ? AND status = 'pending'`,
+          [attempt, r.statusCode, r.error, next, s.betId],
+        );
+      }
+    });
+  }
+}
+
+/** Settlements the wallet has not confirmed yet, and when the oldest was written (the outbox gauges). */
+export async function settlementBacklog(db: SqlExecutor): Promise<{ pending: number; oldestAt: number | null }> {
+  const row = await db.get<{ pending: number | string; oldest: number | string | null }>(
+    `SELECT COUNT(*) AS pending, MIN(created_at) AS oldest FROM wallet_settlements WHERE status = 'pending'`,
+  );
+  return { pending: Number(row?.pending ?? 0), oldestAt: nullableNumber(row?.oldest) };
+}
