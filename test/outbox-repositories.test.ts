@@ -4,7 +4,7 @@ import type { Database } from '../src/store/database';
 import { PostgresDatabase } from '../src/store/postgres';
 import { settlementRepository, WalletSettlementOutbox } from '../src/wallet/settlement-repository';
 import { settleIdempotencyKey } from '../src/wallet/settlements';
-import { WebhookDeliveryOutbox } from '../src/webhooks/delivery-outbox';
+import { WebhookDeliveryOutbox } from '../src/webhooks/delivery-repository';
 import { freshDatabase, STORES } from './support/harness';
 
 const failed = (startedAt: number): AttemptResult => ({

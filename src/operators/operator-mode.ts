@@ -1,4 +1,5 @@
 import type { SqlExecutor } from '../store/database';
+import { operatorRepository } from './operator-repository';
 
 // An operator's mode is fixed when it is created, so what this process once read stays true.
 const modeSeen = new Map<string, boolean>();
@@ -18,10 +19,7 @@ export async function testModeOperators(tx: SqlExecutor, operatorIds: Iterable<s
   const ids = [...new Set([...operatorIds].filter((id): id is string => id !== null))];
   const unknown = ids.filter((id) => !modeSeen.has(id));
   if (unknown.length > 0) {
-    const marks = unknown.map(() => '?').join(', ');
-    const sql = `SELECT id, mode FROM operators WHERE id IN (${marks})`;
-    const rows = await tx.all<{ id: string; mode: string }>(sql, unknown);
-    for (const r of rows) modeSeen.set(r.id, r.mode === 'test');
+    for (const r of await operatorRepository.testModes(tx, unknown)) modeSeen.set(r.id, r.test);
     if (modeSeen.size > 10_000) modeSeen.clear();
   }
   return new Set(ids.filter((id) => modeSeen.get(id) === true));

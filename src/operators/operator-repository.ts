@@ -44,6 +44,19 @@ export const operatorRepository = {
     return db.get<OperatorRow>('SELECT * FROM operators WHERE id = ?', [id]);
   },
 
+  /** Whether the operator exists, without reading its row (what a child row's owner check needs). */
+  async exists(db: SqlExecutor, id: string): Promise<boolean> {
+    return (await db.get<{ id: string }>('SELECT id FROM operators WHERE id = ?', [id])) !== undefined;
+  },
+
+  /** Each of these operators' mode, as `test` or not (an unknown id is left out). */
+  async testModes(db: SqlExecutor, ids: readonly string[]): Promise<{ id: string; test: boolean }[]> {
+    const marks = ids.map(() => '?').join(', ');
+    const sql = `SELECT id, mode FROM operators WHERE id IN (${marks})`;
+    const rows = await db.all<{ id: string; mode: string }>(sql, ids);
+    return rows.map((r) => ({ id: r.id, test: r.mode === 'test' }));
+  },
+
   async byApiKey(db: SqlExecutor, apiKey: string): Promise<OperatorRow | undefined> {
     return db.get<OperatorRow>('SELECT * FROM operators WHERE api_key = ?', [apiKey]);
   },

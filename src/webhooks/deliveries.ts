@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { Clock } from '../clock/clock';
 import { DomainError } from '../errors/codes';
-import { type Database, type SqlExecutor, type SqlParam, nullableNumber } from '../store/database';
-import { WebhookDeliveryOutbox } from './delivery-outbox';
+import { type Database, type SqlExecutor, nullableNumber } from '../store/database';
+import { type DeliveryRow, deliveryRepository } from './delivery-repository';
 import type { Scope, WebhookEndpointService } from './endpoints';
 
 export const DELIVERY_STATUSES = ['pending', 'delivered', 'dead', 'cancelled'] as const;
@@ -33,13 +33,6 @@ export interface AttemptView {
   response_excerpt: string | null;
 }
 
-/** The stored row: the view's fields under their column names, plus the owning operator. */
-interface DeliveryRow extends Omit<DeliveryView, 'delivery_id' | 'event_type'> {
-  id: string;
-  type: string;
-  operator_id: string;
-}
-
 function present(r: DeliveryRow): DeliveryView {
   return {
     delivery_id: r.id,
@@ -57,9 +50,6 @@ function present(r: DeliveryRow): DeliveryView {
     resend_of: r.resend_of,
   };
 }
-
-const SELECT = `SELECT d.id, d.event_id, e.type, d.endpoint_id, d.operator_id, d.status, d.attempts, d.next_attempt_at, d.last_status_code,
-  d.last_error, d.created_at, d.delivered_at, d.dead_at, d.resend_of FROM webhook_deliveries d JOIN events e ON e.id = d.event_id`;
 
 export interface DeliveryFilter {
   endpointId?: string;
@@ -80,37 +70,24 @@ export class WebhookDeliveryService {
   ) {}
 
   async list(scope: Scope, filter: DeliveryFilter = {}): Promise<DeliveryView[]> {
-    const where: string[] = [];
-    const params: SqlParam[] = [];
-    if (scope !== null) where.push('d.operator_id = ?'), params.push(scope);
-    if (filter.endpointId) {
-      await this.endpoints.row(scope, filter.endpointId);
-      where.push('d.endpoint_id = ?');
-      params.push(filter.endpointId);
+    if (filter.endpointId) await this.endpoints.row(scope, filter.endpointId);
+    if (filter.status && !(DELIVERY_STATUSES as readonly string[]).includes(filter.status)) {
+      throw new DomainError('VALIDATION_FAILED', `status must be one of ${DELIVERY_STATUSES.join(', ')}`);
     }
-    if (filter.status) {
-      if (!(DELIVERY_STATUSES as readonly string[]).includes(filter.status)) {
-        throw new DomainError('VALIDATION_FAILED', `status must be one of ${DELIVERY_STATUSES.join(', ')}`);
-      }
-      where.push('d.status = ?');
-      params.push(filter.status);
-    }
-    if (filter.before !== undefined) where.push('d.created_at < ?'), params.push(filter.before);
     const limit = Math.min(Math.max(filter.limit ?? 50, 1), 500);
-    params.push(limit);
-    const rows = await this.db.all<DeliveryRow>(
-      `${SELECT}${where.length ? ` WHERE ${where.join(' AND ')}` : ''} ORDER BY d.created_at DESC, d.id LIMIT ?`,
-      params,
-    );
+    const rows = await deliveryRepository.list(this.db, {
+      operatorId: scope,
+      endpointId: filter.endpointId,
+      status: filter.status,
+      before: filter.before,
+      limit,
+    });
     return rows.map(present);
   }
 
   async get(scope: Scope, id: string): Promise<DeliveryView & { attempt_log: AttemptView[] }> {
     const row = await this.row(scope, id);
-    const attempts = await this.db.all<AttemptView>(
-      'SELECT attempt, started_at, latency_ms, status_code, error, response_excerpt FROM webhook_attempts WHERE delivery_id = ? ORDER BY attempt',
-      [id],
-    );
+    const attempts = await deliveryRepository.attempts(this.db, id);
     return {
       ...present(row),
       attempt_log: attempts.map((a) => ({
@@ -146,7 +123,7 @@ export class WebhookDeliveryService {
     // already show the dispatcher's first attempt.
     const queued = await this.db.transaction(async (tx) => {
       const { event_id: eventId, endpoint_id: endpointId, operator_id: operatorId } = old;
-      await WebhookDeliveryOutbox.requeue(tx, { id: newId, resendOf: old.id, eventId, endpointId, operatorId, now });
+      await deliveryRepository.requeue(tx, { id: newId, resendOf: old.id, eventId, endpointId, operatorId, now });
       return this.row(scope, newId, tx);
     });
     return present(queued);
@@ -162,23 +139,12 @@ export class WebhookDeliveryService {
     const deliveryId = `dlv_${randomUUID()}`;
     const data = { endpoint_id: endpoint.id, message: 'test event: signatures and reachability check' };
     const queued = await this.db.transaction(async (tx) => {
-      await tx.run(
-        `INSERT INTO events (id, seq, operator_id, type, created_at, data, livemode)
-         VALUES (?, ?, ?, ?, ?, ?, (SELECT CASE mode WHEN 'test' THEN 0 ELSE 1 END FROM operators WHERE id = ?))`,
-        [
-          eventId,
-          now * 1000 + (testSeq++ % 1000),
-          endpoint.operatorId,
-          'webhook.test',
-          now,
-          JSON.stringify(data),
-          endpoint.operatorId,
-        ],
-      );
-      await tx.run(
-        `INSERT INTO webhook_deliveries (id, event_id, endpoint_id, operator_id, status, attempts, next_attempt_at, created_at)
-         VALUES (?, ?, ?, ?, 'pending', 0, ?, ?)`,
-        [deliveryId, eventId, endpoint.id, endpoint.operatorId, now, now],
+      const seq = now * 1000 + (testSeq++ % 1000);
+      const { id: endpointId, operatorId } = endpoint;
+      await deliveryRepository.insertTestEvent(
+        tx,
+        { eventId, seq, deliveryId, endpointId, operatorId, data: JSON.stringify(data) },
+        now,
       );
       return this.row(scope, deliveryId, tx);
     });
@@ -186,10 +152,7 @@ export class WebhookDeliveryService {
   }
 
   private async row(scope: Scope, id: string, db: SqlExecutor = this.db): Promise<DeliveryRow> {
-    const row =
-      scope === null
-        ? await db.get<DeliveryRow>(`${SELECT} WHERE d.id = ?`, [id])
-        : await db.get<DeliveryRow>(`${SELECT} WHERE d.id = ? AND d.operator_id = ?`, [id, scope]);
+    const row = await deliveryRepository.byId(db, scope, id);
     if (!row)
       throw new DomainError(
         'DELIVERY_NOT_FOUND',

@@ -4,7 +4,7 @@ import type { OperatorService } from '../operators/operators';
 import { scheduleBackoff, type Backoff } from '../outbox/backoff';
 import { OutboxEngine, type AttemptResult, type OutboxSender } from '../outbox/engine';
 import type { Database } from '../store/database';
-import { WebhookDeliveryOutbox, type WebhookClaim } from './delivery-outbox';
+import { WebhookDeliveryOutbox, type WebhookClaim } from './delivery-repository';
 import type { WebhookEndpointService } from './endpoints';
 import { WebhookSender, type SigningMaterial } from './sender';
 import type { Resolver } from '../outbound/url-safety';

@@ -3,6 +3,9 @@ import type { Clock } from '../clock/clock';
 import { DomainError } from '../errors/codes';
 import type { SecretBox } from '../operators/secret-box';
 import type { Database } from '../store/database';
+import { operatorRepository } from '../operators/operator-repository';
+import { type EndpointRow, endpointRepository } from './endpoint-repository';
+import { deliveryRepository } from './delivery-repository';
 import { generateEndpointSecret } from '../signing/webhook-signature';
 import { EVENT_TYPES, type EventType } from './events';
 import { checkTargetUrl, type Resolver } from '../outbound/url-safety';
@@ -22,19 +25,7 @@ export interface WebhookEndpoint {
   previousSecretExpiresAt: number | null;
 }
 
-export interface EndpointRow {
-  id: string;
-  operator_id: string;
-  url: string;
-  surface: string;
-  events: string;
-  enabled: number;
-  secret_enc: string;
-  previous_secret_enc: string | null;
-  previous_secret_expires_at: number | null;
-  created_at: number;
-  updated_at: number;
-}
+export type { EndpointRow } from './endpoint-repository';
 
 export interface EndpointInput {
   url: string;
@@ -113,41 +104,31 @@ export class WebhookEndpointService {
     const now = this.clock.now();
     const id = `we_${randomUUID().replace(/-/g, '').slice(0, 24)}`;
     await this.db.transaction(async (tx) => {
-      const operator = await tx.get<{ id: string }>('SELECT id FROM operators WHERE id = ?', [operatorId]);
-      if (!operator) throw new DomainError('NOT_FOUND', `no operator with id ${operatorId}`);
-      const count = await tx.get<{ n: number }>('SELECT COUNT(*) AS n FROM webhook_endpoints WHERE operator_id = ?', [
-        operatorId,
-      ]);
-      if (Number(count?.n ?? 0) >= MAX_ENDPOINTS_PER_OPERATOR) {
+      if (!(await operatorRepository.exists(tx, operatorId)))
+        throw new DomainError('NOT_FOUND', `no operator with id ${operatorId}`);
+      if ((await endpointRepository.countForOperator(tx, operatorId)) >= MAX_ENDPOINTS_PER_OPERATOR) {
         throw new DomainError(
           'VALIDATION_FAILED',
           `an operator may have at most ${MAX_ENDPOINTS_PER_OPERATOR} webhook endpoints`,
         );
       }
-      await tx.run(
-        `INSERT INTO webhook_endpoints (id, operator_id, url, surface, events, enabled, secret_enc, created_at, updated_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-        [
-          id,
-          operatorId,
-          url,
-          surface,
-          JSON.stringify(events),
-          input.enabled === false ? 0 : 1,
-          this.box.seal(secret),
-          now,
-          now,
-        ],
-      );
+      await endpointRepository.insert(tx, {
+        id,
+        operator_id: operatorId,
+        url,
+        surface,
+        events: JSON.stringify(events),
+        enabled: input.enabled === false ? 0 : 1,
+        secret_enc: this.box.seal(secret),
+        created_at: now,
+        updated_at: now,
+      });
     });
     return { endpoint: await this.get(operatorId, id), secret };
   }
 
   async list(operatorId: string): Promise<WebhookEndpoint[]> {
-    const rows = await this.db.all<EndpointRow>(
-      'SELECT * FROM webhook_endpoints WHERE operator_id = ? ORDER BY created_at, id',
-      [operatorId],
-    );
+    const rows = await endpointRepository.listForOperator(this.db, operatorId);
     return rows.map(toEndpoint);
   }
 
@@ -162,15 +143,9 @@ export class WebhookEndpointService {
     const enabled = patch.enabled === undefined ? Number(current.enabled) === 1 : patch.enabled;
     const now = this.clock.now();
     await this.db.transaction(async (tx) => {
-      await tx.run('UPDATE webhook_endpoints SET url = ?, events = ?, enabled = ?, updated_at = ? WHERE id = ?', [
-        url,
-        JSON.stringify(events),
-        enabled ? 1 : 0,
-        now,
-        id,
-      ]);
+      await endpointRepository.update(tx, id, { url, events: JSON.stringify(events), enabled: enabled ? 1 : 0 }, now);
       // A disabled endpoint receives nothing, including what was queued for it before.
-      if (!enabled) await this.cancelPending(tx, id, 'the endpoint was disabled', now);
+      if (!enabled) await deliveryRepository.cancelPendingOf(tx, id, 'the endpoint was disabled', now);
     });
     return this.get(scope, id);
   }
@@ -179,8 +154,8 @@ export class WebhookEndpointService {
     await this.row(scope, id);
     const now = this.clock.now();
     await this.db.transaction(async (tx) => {
-      await this.cancelPending(tx, id, 'the endpoint was deleted', now);
-      await tx.run('DELETE FROM webhook_endpoints WHERE id = ?', [id]);
+      await deliveryRepository.cancelPendingOf(tx, id, 'the endpoint was deleted', now);
+      await endpointRepository.delete(tx, id);
     });
   }
 
@@ -196,18 +171,13 @@ export class WebhookEndpointService {
     const secret = generateEndpointSecret();
     const now = this.clock.now();
     const changed = await this.db.transaction((tx) =>
-      tx.run(
-        `UPDATE webhook_endpoints SET secret_enc = ?, previous_secret_enc = ?, previous_secret_expires_at = ?, updated_at = ?
-         WHERE id = ? AND secret_enc = ?`,
-        [
-          this.box.seal(secret),
-          overlapMs > 0 ? current.secret_enc : null,
-          overlapMs > 0 ? now + overlapMs : null,
-          now,
-          id,
-          current.secret_enc,
-        ],
-      ),
+      endpointRepository.rotateSecret(tx, id, {
+        secretEnc: this.box.seal(secret),
+        previousSecretEnc: overlapMs > 0 ? current.secret_enc : null,
+        previousExpiresAt: overlapMs > 0 ? now + overlapMs : null,
+        currentSecretEnc: current.secret_enc,
+        now,
+      }),
     );
     if (changed.changes === 0)
       throw new DomainError('ILLEGAL_TRANSITION', 'the secret was rotated concurrently; list the endpoint and retry');
@@ -229,35 +199,16 @@ export class WebhookEndpointService {
 
   /** Any operator's endpoint, or undefined: what the dispatcher signs a delivery with. */
   find(id: string): Promise<EndpointRow | undefined> {
-    return this.db.get<EndpointRow>('SELECT * FROM webhook_endpoints WHERE id = ?', [id]);
+    return endpointRepository.byId(this.db, null, id);
   }
 
   async row(scope: Scope, id: string): Promise<EndpointRow> {
-    const row =
-      scope === null
-        ? await this.db.get<EndpointRow>('SELECT * FROM webhook_endpoints WHERE id = ?', [id])
-        : await this.db.get<EndpointRow>('SELECT * FROM webhook_endpoints WHERE id = ? AND operator_id = ?', [
-            id,
-            scope,
-          ]);
+    const row = await endpointRepository.byId(this.db, scope, id);
     if (!row)
       throw new DomainError(
         'WEBHOOK_ENDPOINT_NOT_FOUND',
         `no webhook endpoint ${id}${scope === null ? '' : ' for this operator'}`,
       );
     return row;
-  }
-
-  private async cancelPending(
-    tx: Parameters<Parameters<Database['transaction']>[0]>[0],
-    id: string,
-    why: string,
-    now: number,
-  ): Promise<void> {
-    await tx.run(
-      `UPDATE webhook_deliveries SET status = 'cancelled', last_error = ?, next_attempt_at = NULL, claimed_until = NULL, dead_at = ?
-       WHERE endpoint_id = ? AND status = 'pending'`,
-      [why, now, id],
-    );
   }
 }

@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import type { SyncExecutor } from '../store/database';
 import { checkEvent } from './event-check';
 import { type DomainEvent, type EventEnvelope, nextEventSeq } from './events';
 
@@ -26,34 +25,4 @@ export function operatorEventRow(event: DomainEvent, now: number, livemode: bool
     data: JSON.stringify(event.data),
     livemode,
   };
-}
-
-/**
- * recordEvents for one operator's event inside a synchronous unit (SQLite): the event row and one
- * delivery per enabled endpoint of that operator subscribed to its type. The PostgreSQL commands
- * write the same rows in SQL (migration 007).
- */
-export function recordOperatorEventSync(tx: SyncExecutor, row: OperatorEventRow, now: number): void {
-  tx.run('INSERT INTO events (id, seq, operator_id, type, created_at, data, livemode) VALUES (?, ?, ?, ?, ?, ?, ?)', [
-    row.id,
-    row.seq,
-    row.operatorId,
-    row.type,
-    now,
-    row.data,
-    row.livemode ? 1 : 0,
-  ]);
-  const endpoints = tx.all<{ id: string; events: string }>(
-    'SELECT id, events FROM webhook_endpoints WHERE enabled = 1 AND operator_id = ?',
-    [row.operatorId],
-  );
-  for (const endpoint of endpoints) {
-    if (!(JSON.parse(endpoint.events) as string[]).includes(row.type)) continue;
-    tx.run(
-      `INSERT INTO webhook_deliveries
-         (id, event_id, endpoint_id, operator_id, status, attempts, next_attempt_at, created_at)
-       VALUES (?, ?, ?, ?, 'pending', 0, ?, ?)`,
-      [`dlv_${randomUUID()}`, row.id, endpoint.id, row.operatorId, now, now],
-    );
-  }
 }

@@ -1,6 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { testModeOperators } from '../operators/operator-mode';
 import type { SqlExecutor, SqlParam } from '../store/database';
+import { deliveryRepository } from './delivery-repository';
+import { endpointRepository } from './endpoint-repository';
 import { checkEvent } from './event-check';
 import type { WebhookEventData, WebhookEventOf } from './payloads';
 
@@ -66,29 +68,8 @@ export async function recordEvents(
     }
     envelopes.push(envelope);
   }
-  // Multi-row inserts: a round that settles thousands of bets costs a few statements, not thousands.
-  await insertRows(
-    tx,
-    'INSERT INTO events (id, seq, operator_id, type, created_at, data, livemode) VALUES',
-    '(?, ?, ?, ?, ?, ?, ?)',
-    eventRows,
-  );
-  await insertRows(
-    tx,
-    `INSERT INTO webhook_deliveries (id, event_id, endpoint_id, operator_id, status, attempts, next_attempt_at, created_at) VALUES`,
-    "(?, ?, ?, ?, 'pending', 0, ?, ?)",
-    deliveryRows,
-  );
+  await deliveryRepository.insertEvents(tx, eventRows, deliveryRows);
   return envelopes;
-}
-
-const ROWS_PER_STATEMENT = 250;
-
-async function insertRows(tx: SqlExecutor, head: string, tuple: string, rows: SqlParam[][]): Promise<void> {
-  for (let i = 0; i < rows.length; i += ROWS_PER_STATEMENT) {
-    const part = rows.slice(i, i + ROWS_PER_STATEMENT);
-    await tx.run(`${head} ${part.map(() => tuple).join(', ')}`, part.flat());
-  }
 }
 
 interface EndpointRow {
@@ -110,22 +91,12 @@ async function subscribedEndpoints(tx: SqlExecutor, events: readonly DomainEvent
   const operatorIds = new Set(events.map((e) => e.operatorId));
   // A live round's events (operator null) reach live operators only: a sandbox hears of its own rounds.
   const rows = operatorIds.has(null)
-    ? (
-        await tx.all<Omit<EndpointRow, 'types' | 'activeOperator'> & { mode: string; active: number }>(
-          `SELECT e.id, e.operator_id, e.events, o.mode, CASE WHEN o.status = 'active' THEN 1 ELSE 0 END AS active
-           FROM webhook_endpoints e JOIN operators o ON o.id = e.operator_id WHERE e.enabled = 1`,
-        )
-      ).filter((r) => r.mode !== 'test' || operatorIds.has(r.operator_id))
+    ? (await endpointRepository.enabledWithOperator(tx)).filter(
+        (r) => r.mode !== 'test' || operatorIds.has(r.operator_id),
+      )
     : operatorIds.size === 1
-      ? await tx.all<Omit<EndpointRow, 'types'>>(
-          'SELECT id, operator_id, events FROM webhook_endpoints WHERE enabled = 1 AND operator_id = ?',
-          [[...operatorIds][0] as string],
-        )
-      : (
-          await tx.all<Omit<EndpointRow, 'types'>>(
-            'SELECT id, operator_id, events FROM webhook_endpoints WHERE enabled = 1',
-          )
-        ).filter((r) => operatorIds.has(r.operator_id));
+      ? await endpointRepository.enabledForOperator(tx, [...operatorIds][0] as string)
+      : (await endpointRepository.enabled(tx)).filter((r) => operatorIds.has(r.operator_id));
   return rows.map((r) => ({
     id: r.id,
     operator_id: r.operator_id,

@@ -9,7 +9,8 @@ import {
   type StoredText,
 } from '../../bets/bet-commands';
 import type { Database, SyncExecutor } from '../../store/database';
-import { type OperatorEventRow, recordOperatorEventSync } from '../../webhooks/event-rows';
+import { recordOperatorEventSync } from '../../webhooks/delivery-repository';
+import type { OperatorEventRow } from '../../webhooks/event-rows';
 import type { Round } from '../engine/round';
 import { type RoundRow, toRound } from '../engine/round-repository';
 

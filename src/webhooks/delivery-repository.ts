@@ -1,7 +1,16 @@
 import { randomUUID } from 'node:crypto';
 import { afterCommit } from '../observability/instrumented-db';
 import { LOST_ATTEMPT, type ClaimQuery, type Outcome, type OutboxClaim, type OutboxRepository } from '../outbox/engine';
-import { skipLocked, type Database, type SqlExecutor, type SqlParam } from '../store/database';
+import {
+  nullableNumber,
+  skipLocked,
+  type Database,
+  type RunResult,
+  type SqlExecutor,
+  type SqlParam,
+  type SyncExecutor,
+} from '../store/database';
+import type { OperatorEventRow } from './event-rows';
 
 /** The event a delivery carries, as stored. */
 export interface EventRow {
@@ -27,7 +36,7 @@ interface ClaimRow {
   claimed_until: number | null;
 }
 
-export const marks = (items: readonly unknown[]): string => items.map(() => '?').join(', ');
+const marks = (items: readonly unknown[]): string => items.map(() => '?').join(', ');
 
 const ATTEMPT_COLUMNS = 8;
 const ROWS_PER_INSERT = 200;
@@ -40,22 +49,6 @@ const CANCELLED = 'the endpoint or event no longer exists, or the endpoint is di
  */
 export class WebhookDeliveryOutbox implements OutboxRepository<WebhookClaim> {
   constructor(private readonly db: Database) {}
-
-  /**
-   * The manual re-send of a delivery (dead, delivered or cancelled): a new row for the same event and
-   * endpoint with a fresh budget of attempts, due now; the old row stays as it was, for the record.
-   */
-  static async requeue(
-    tx: SqlExecutor,
-    d: { id: string; resendOf: string; eventId: string; endpointId: string; operatorId: string; now: number },
-  ): Promise<void> {
-    await tx.run(
-      `INSERT INTO webhook_deliveries
-         (id, event_id, endpoint_id, operator_id, status, attempts, next_attempt_at, created_at, resend_of)
-       VALUES (?, ?, ?, ?, 'pending', 0, ?, ?, ?)`,
-      [d.id, d.eventId, d.endpointId, d.operatorId, d.now, d.now, d.resendOf],
-    );
-  }
 
   async releaseLeases(now: number): Promise<void> {
     await this.db.transaction((tx) =>
@@ -215,6 +208,190 @@ async function writeAttemptLog(tx: SqlExecutor, outcomes: readonly Outcome<Webho
        VALUES ${Array.from({ length: part.length / ATTEMPT_COLUMNS }, () => '(?, ?, ?, ?, ?, ?, ?, ?)').join(', ')}
        ON CONFLICT DO NOTHING`,
       part,
+    );
+  }
+}
+
+/** A delivery as the log shows it: its row, its event's type, and the owning operator. */
+export interface DeliveryRow {
+  id: string;
+  event_id: string;
+  type: string;
+  endpoint_id: string;
+  operator_id: string;
+  status: 'pending' | 'delivered' | 'dead' | 'cancelled';
+  attempts: number;
+  next_attempt_at: number | null;
+  last_status_code: number | null;
+  last_error: string | null;
+  created_at: number;
+  delivered_at: number | null;
+  dead_at: number | null;
+  resend_of: string | null;
+}
+
+export interface AttemptLogRow {
+  attempt: number;
+  started_at: number;
+  latency_ms: number;
+  status_code: number | null;
+  error: string | null;
+  response_excerpt: string | null;
+}
+
+const SELECT = `SELECT d.id, d.event_id, e.type, d.endpoint_id, d.operator_id, d.status, d.attempts, d.next_attempt_at, d.last_status_code,
+  d.last_error, d.created_at, d.delivered_at, d.dead_at, d.resend_of FROM webhook_deliveries d JOIN events e ON e.id = d.event_id`;
+
+const ROWS_PER_STATEMENT = 250;
+
+async function insertRows(tx: SqlExecutor, head: string, tuple: string, rows: SqlParam[][]): Promise<void> {
+  for (let i = 0; i < rows.length; i += ROWS_PER_STATEMENT) {
+    const part = rows.slice(i, i + ROWS_PER_STATEMENT);
+    await tx.run(`${head} ${part.map(() => tuple).join(', ')}`, part.flat());
+  }
+}
+
+/**
+ * The event outbox outside the engine's claim loop: writing events and their deliveries, reading the
+ * delivery log, re-sending, cancelling an endpoint's pending deliveries.
+ */
+export const deliveryRepository = {
+  /**
+   * Event rows `[id, seq, operator_id, type, created_at, data, livemode]` and delivery rows
+   * `[id, event_id, endpoint_id, operator_id, next_attempt_at, created_at]`, in multi-row inserts: a
+   * round that settles thousands of bets costs a few statements, not thousands.
+   */
+  async insertEvents(tx: SqlExecutor, eventRows: SqlParam[][], deliveryRows: SqlParam[][]): Promise<void> {
+    await insertRows(
+      tx,
+      'INSERT INTO events (id, seq, operator_id, type, created_at, data, livemode) VALUES',
+      '(?, ?, ?, ?, ?, ?, ?)',
+      eventRows,
+    );
+    await insertRows(
+      tx,
+      `INSERT INTO webhook_deliveries (id, event_id, endpoint_id, operator_id, status, attempts, next_attempt_at, created_at) VALUES`,
+      "(?, ?, ?, ?, 'pending', 0, ?, ?)",
+      deliveryRows,
+    );
+  },
+
+  /** A `webhook.test` event of this operator and its one delivery, due now. */
+  async insertTestEvent(
+    tx: SqlExecutor,
+    t: { eventId: string; seq: number; deliveryId: string; endpointId: string; operatorId: string; data: string },
+    now: number,
+  ): Promise<void> {
+    await tx.run(
+      `INSERT INTO events (id, seq, operator_id, type, created_at, data, livemode)
+         VALUES (?, ?, ?, ?, ?, ?, (SELECT CASE mode WHEN 'test' THEN 0 ELSE 1 END FROM operators WHERE id = ?))`,
+      [t.eventId, t.seq, t.operatorId, 'webhook.test', now, t.data, t.operatorId],
+    );
+    await tx.run(
+      `INSERT INTO webhook_deliveries (id, event_id, endpoint_id, operator_id, status, attempts, next_attempt_at, created_at)
+         VALUES (?, ?, ?, ?, 'pending', 0, ?, ?)`,
+      [t.deliveryId, t.eventId, t.endpointId, t.operatorId, now, now],
+    );
+  },
+
+  /**
+   * The manual re-send of a delivery (dead, delivered or cancelled): a new row for the same event and
+   * endpoint with a fresh budget of attempts, due now; the old row stays as it was, for the record.
+   */
+  async requeue(
+    tx: SqlExecutor,
+    d: { id: string; resendOf: string; eventId: string; endpointId: string; operatorId: string; now: number },
+  ): Promise<void> {
+    await tx.run(
+      `INSERT INTO webhook_deliveries
+         (id, event_id, endpoint_id, operator_id, status, attempts, next_attempt_at, created_at, resend_of)
+       VALUES (?, ?, ?, ?, 'pending', 0, ?, ?, ?)`,
+      [d.id, d.eventId, d.endpointId, d.operatorId, d.now, d.now, d.resendOf],
+    );
+  },
+
+  /** An endpoint disabled or deleted receives nothing, including what was queued for it before. */
+  cancelPendingOf(tx: SqlExecutor, endpointId: string, why: string, now: number): Promise<RunResult> {
+    return tx.run(
+      `UPDATE webhook_deliveries SET status = 'cancelled', last_error = ?, next_attempt_at = NULL, claimed_until = NULL, dead_at = ?
+       WHERE endpoint_id = ? AND status = 'pending'`,
+      [why, now, endpointId],
+    );
+  },
+
+  /** Newest first; `operatorId` null: every operator's. `before` is the page cursor (created_at, exclusive). */
+  list(
+    db: SqlExecutor,
+    filter: {
+      operatorId: string | null;
+      endpointId?: string;
+      status?: DeliveryRow['status'];
+      before?: number;
+      limit: number;
+    },
+  ): Promise<DeliveryRow[]> {
+    const where: string[] = [];
+    const params: SqlParam[] = [];
+    if (filter.operatorId !== null) where.push('d.operator_id = ?'), params.push(filter.operatorId);
+    if (filter.endpointId) where.push('d.endpoint_id = ?'), params.push(filter.endpointId);
+    if (filter.status) where.push('d.status = ?'), params.push(filter.status);
+    if (filter.before !== undefined) where.push('d.created_at < ?'), params.push(filter.before);
+    params.push(filter.limit);
+    return db.all<DeliveryRow>(
+      `${SELECT}${where.length ? ` WHERE ${where.join(' AND ')}` : ''} ORDER BY d.created_at DESC, d.id LIMIT ?`,
+      params,
+    );
+  },
+
+  /** Any operator's delivery (scope null), or only this operator's. */
+  byId(db: SqlExecutor, scope: string | null, id: string): Promise<DeliveryRow | undefined> {
+    return scope === null
+      ? db.get<DeliveryRow>(`${SELECT} WHERE d.id = ?`, [id])
+      : db.get<DeliveryRow>(`${SELECT} WHERE d.id = ? AND d.operator_id = ?`, [id, scope]);
+  },
+
+  attempts(db: SqlExecutor, deliveryId: string): Promise<AttemptLogRow[]> {
+    return db.all<AttemptLogRow>(
+      'SELECT attempt, started_at, latency_ms, status_code, error, response_excerpt FROM webhook_attempts WHERE delivery_id = ? ORDER BY attempt',
+      [deliveryId],
+    );
+  },
+};
+
+/** Deliveries not yet made, and when the oldest was queued (the outbox gauges). */
+export async function deliveryBacklog(db: SqlExecutor): Promise<{ pending: number; oldestAt: number | null }> {
+  const row = await db.get<{ pending: number | string; oldest: number | string | null }>(
+    `SELECT COUNT(*) AS pending, MIN(created_at) AS oldest FROM webhook_deliveries WHERE status = 'pending'`,
+  );
+  return { pending: Number(row?.pending ?? 0), oldestAt: nullableNumber(row?.oldest) };
+}
+
+/**
+ * recordEvents for one operator's event inside a synchronous unit (SQLite): the event row and one
+ * delivery per enabled endpoint of that operator subscribed to its type. The PostgreSQL commands
+ * write the same rows in SQL (migration 007).
+ */
+export function recordOperatorEventSync(tx: SyncExecutor, row: OperatorEventRow, now: number): void {
+  tx.run('INSERT INTO events (id, seq, operator_id, type, created_at, data, livemode) VALUES (?, ?, ?, ?, ?, ?, ?)', [
+    row.id,
+    row.seq,
+    row.operatorId,
+    row.type,
+    now,
+    row.data,
+    row.livemode ? 1 : 0,
+  ]);
+  const endpoints = tx.all<{ id: string; events: string }>(
+    'SELECT id, events FROM webhook_endpoints WHERE enabled = 1 AND operator_id = ?',
+    [row.operatorId],
+  );
+  for (const endpoint of endpoints) {
+    if (!(JSON.parse(endpoint.events) as string[]).includes(row.type)) continue;
+    tx.run(
+      `INSERT INTO webhook_deliveries
+       (id, event_id, endpoint_id, operator_id, status, attempts, next_attempt_at, created_at)
+     VALUES (?, ?, ?, ?, 'pending', 0, ?, ?)`,
+      [`dlv_${randomUUID()}`, row.id, endpoint.id, row.operatorId, now, now],
     );
   }
 }
