@@ -20,6 +20,8 @@ import { ComplianceService } from '../src/compliance/compliance-service';
 import { IdempotencyService } from '../src/idempotency/idempotency';
 import { InstrumentedDatabase } from '../src/observability/instrumented-db';
 import { ServiceMetrics } from '../src/observability/metrics';
+import { settlementBacklog } from '../src/wallet/settlement-repository';
+import { deliveryBacklog } from '../src/webhooks/delivery-repository';
 import { OperatorService } from '../src/operators/operators';
 import { SecretBox } from '../src/operators/secret-box';
 import { roundRepository } from '../src/games/engine/round-repository';
@@ -46,7 +48,11 @@ function mainThreadCpuUs(): number {
 const dataDir = mkdtempSync(join(tmpdir(), 'rbs-metrics-cost-'));
 const store = await openDatabase({ databaseUrl: null, dataDir });
 try {
-  const metrics = new ServiceMetrics({ db: store, now: () => Date.now(), leaders: () => [] });
+  const metrics = new ServiceMetrics({
+    outboxBacklog: (queue) => (queue === 'webhooks' ? deliveryBacklog(store) : settlementBacklog(store)),
+    now: () => Date.now(),
+    leaders: () => [],
+  });
   const instrumented = new InstrumentedDatabase(store, metrics, null);
   const operators = new OperatorService(store, new SecretBox(randomBytes(32)), systemClock, 0);
   const created = await operators.create({ name: 'metrics-cost' });

@@ -32,6 +32,8 @@ import type { BetCounters } from './bets/bet-commands';
 import { CrashBetService } from './games/crash/crash-bet-service';
 import { StockRaceBetService } from './games/stock-race/stock-race-bet-service';
 import { ServiceMetrics } from './observability/metrics';
+import { settlementBacklog } from './wallet/settlement-repository';
+import { deliveryBacklog } from './webhooks/delivery-repository';
 import { installOutboundTracer } from './observability/outbound';
 import type { Tracing } from './observability/tracing';
 import { OperatorService } from './operators/operators';
@@ -126,7 +128,7 @@ export async function createApp(config: Config, overrides: AppOverrides = {}): P
     : null;
   if (tracing) installOutboundTracer(tracing);
   const metrics = new ServiceMetrics({
-    db: store,
+    outboxBacklog: (queue) => (queue === 'webhooks' ? deliveryBacklog(store) : settlementBacklog(store)),
     now: () => clock.now(),
     // Read at scrape time, when both engines exist.
     leaders: () => [crashEngine, stockRaceEngine].map((e) => ({ game: e.game, leader: e.isLeader })),

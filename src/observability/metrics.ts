@@ -1,5 +1,4 @@
 import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
-import type { SqlExecutor } from '../store/database';
 import { RequestDurationHistogram } from './request-durations';
 
 /** Every metric name starts with this, so dashboards and alerts can find the service's own series. */
@@ -20,8 +19,11 @@ export type OutboxQueue = 'webhooks' | 'wallet';
 const OUTBOX_QUEUES: readonly OutboxQueue[] = ['webhooks', 'wallet'];
 
 export interface MetricSources {
-  /** Read at scrape time, so the gauges show the store as it is, whichever instance wrote to it. */
-  db: SqlExecutor;
+  /**
+   * An outbox's undelivered rows and when the oldest was written, read from the store at scrape time
+   * (so the gauges show the store as it is, whichever instance wrote to it) by the outbox's repository.
+   */
+  outboxBacklog: (queue: OutboxQueue) => Promise<{ pending: number; oldestAt: number | null }>;
   now: () => number;
   /** Whether this process holds each game's engine lease. */
   leaders: () => { game: GameLabel; leader: boolean }[];
@@ -96,7 +98,7 @@ export class ServiceMetrics {
       labelNames: ['queue'],
       registers,
       async collect() {
-        for (const queue of OUTBOX_QUEUES) this.set({ queue }, (await outboxBacklog(sources.db, queue)).pending);
+        for (const queue of OUTBOX_QUEUES) this.set({ queue }, (await sources.outboxBacklog(queue)).pending);
       },
     });
     new Gauge({
@@ -106,7 +108,7 @@ export class ServiceMetrics {
       registers,
       async collect() {
         for (const queue of OUTBOX_QUEUES) {
-          const { oldestAt } = await outboxBacklog(sources.db, queue);
+          const { oldestAt } = await sources.outboxBacklog(queue);
           this.set({ queue }, oldestAt === null ? 0 : Math.max(0, (sources.now() - oldestAt) / 1000));
         }
       },
@@ -139,20 +141,4 @@ export class ServiceMetrics {
     if (url.startsWith('/v1/')) return 'b';
     return 'other';
   }
-}
-
-const BACKLOG_SQL: Record<OutboxQueue, string> = {
-  webhooks: `SELECT COUNT(*) AS pending, MIN(created_at) AS oldest FROM webhook_deliveries WHERE status = 'pending'`,
-  wallet: `SELECT COUNT(*) AS pending, MIN(created_at) AS oldest FROM wallet_settlements WHERE status = 'pending'`,
-};
-
-async function outboxBacklog(
-  db: SqlExecutor,
-  queue: OutboxQueue,
-): Promise<{ pending: number; oldestAt: number | null }> {
-  const row = await db.get<{ pending: number | string; oldest: number | string | null }>(BACKLOG_SQL[queue]);
-  return {
-    pending: Number(row?.pending ?? 0),
-    oldestAt: row?.oldest === null || row?.oldest === undefined ? null : Number(row.oldest),
-  };
 }
