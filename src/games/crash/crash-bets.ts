@@ -4,7 +4,7 @@ import { formatMultiplier, multiplierAt } from './multiplier';
 import { DomainError } from '../../errors/codes';
 import type { Operator } from '../../operators/operator';
 import { roundRepository } from '../engine/round-repository';
-import { forShare, type SqlExecutor } from '../../store/database';
+import type { SqlExecutor } from '../../store/database';
 import { recordEvents } from '../../webhooks/events';
 import type { ActiveCrashBet, Bet, CashedOutCrashBet, CashoutKind } from '../../bets/bet';
 import type { Round } from '../engine/round';
@@ -18,12 +18,6 @@ export interface CrashRules {
   houseEdgeBp: number;
   /** How old the round's last engine heartbeat may be for a cash-out to be paid (config.crash.engineStaleMs). */
   engineStaleMs: number;
-}
-
-interface OpenRoundRow {
-  id: string;
-  round_number: number;
-  betting_closes_at: number;
 }
 
 /**
@@ -45,11 +39,7 @@ export async function placeCrashBet(
   }
   // A test-mode operator plays only in its own sandbox rounds; everyone else only in live ones.
   const sandbox = operator.mode === 'test';
-  const round = await tx.get<OpenRoundRow>(
-    `SELECT id, round_number, betting_closes_at FROM rounds WHERE game = 'crash' AND status = 'open'
-     AND ${sandbox ? 'operator_id = ?' : 'operator_id IS NULL'} ORDER BY round_number DESC LIMIT 1${forShare(tx)}`,
-    sandbox ? [operator.id] : [],
-  );
+  const round = await roundRepository.openCrashRoundForBet(tx, sandbox ? operator.id : null);
   if (!round || now >= Number(round.betting_closes_at)) {
     throw new DomainError(
       'BETTING_CLOSED',

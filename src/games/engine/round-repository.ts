@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { DomainError } from '../../errors/codes';
-import { forUpdate, type Lease, type SqlExecutor, nullableNumber } from '../../store/database';
+import { forShare, forUpdate, type Lease, type SqlExecutor, nullableNumber } from '../../store/database';
 import {
   assertTransition,
   type ClosedRound,
@@ -175,6 +175,30 @@ export const roundRepository = {
   async byIdForUpdate(tx: SqlExecutor, id: string): Promise<Round | undefined> {
     const row = await tx.get<RoundRow>(`SELECT * FROM rounds WHERE id = ?${forUpdate(tx)}`, [id]);
     return row ? toRound(row) : undefined;
+  },
+
+  /**
+   * Holds a shared lock on the round row (PostgreSQL) so the engine's move to `running` waits for the
+   * caller's transaction; SQLite has one writer and needs none.
+   */
+  lockShared(tx: SqlExecutor, id: string): Promise<unknown> {
+    return tx.get(`SELECT id FROM rounds WHERE id = ?${forShare(tx)}`, [id]);
+  },
+
+  /**
+   * The open Crash round of this scope (a sandbox operator's own, or the live one when null), read
+   * with a shared lock (see lockShared) by the bet placed in it.
+   */
+  openCrashRoundForBet(
+    tx: SqlExecutor,
+    sandboxOperatorId: string | null,
+  ): Promise<{ id: string; round_number: number; betting_closes_at: number } | undefined> {
+    const sandbox = sandboxOperatorId !== null;
+    return tx.get<{ id: string; round_number: number; betting_closes_at: number }>(
+      `SELECT id, round_number, betting_closes_at FROM rounds WHERE game = 'crash' AND status = 'open'
+     AND ${sandbox ? 'operator_id = ?' : 'operator_id IS NULL'} ORDER BY round_number DESC LIMIT 1${forShare(tx)}`,
+      sandbox ? [sandboxOperatorId] : [],
+    );
   },
 
   async byNumber(

@@ -5,7 +5,7 @@ import { roundRepository } from '../engine/round-repository';
 import { assertLive, checkCurrency, type PlayerSession, sessionById } from '../../sessions/session-service';
 import type { Round } from '../engine/round';
 import { checkSelection, stakeToMinor, winningPayoutMinor } from './stock-race-rules';
-import { forShare, type SqlExecutor } from '../../store/database';
+import type { SqlExecutor } from '../../store/database';
 import type { ReservedStockRaceBet } from '../../bets/bet';
 import { recordPlacedBet } from '../../bets/place-bet';
 
@@ -38,7 +38,7 @@ export async function reserveStockRaceBet(
 ): Promise<ReservedBet> {
   const session = await sessionById(tx, input.sessionId);
   const sessionOk = decideSession(operator, input, session, now);
-  await tx.get(`SELECT id FROM rounds WHERE id = ?${forShare(tx)}`, [input.roundId]);
+  await roundRepository.lockShared(tx, input.roundId);
   const round = await roundRepository.byId(tx, input.roundId);
   const { stake, potentialPayout } = decideReserve(operator, input, sessionOk, round, now);
 
