@@ -6,7 +6,7 @@
 // edge on it was already part of a recorded cycle: a cycle made only of old edges existed before, while a new
 // cycle needs at least one new edge. Import-rule violations are known by (rule, from, to).
 import { spawnSync } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
@@ -78,7 +78,41 @@ for (const v of fresh) {
     : `${v.from} -> ${v.to}`;
   console.error(`import boundary broken (${v.rule.name}): ${detail}`);
 }
+
+// Where SQL is written ("Engineering decisions" in docs/decisions.md): repositories (`*-repository.ts`), the
+// one-unit command files (`*-commands.ts`), the store, and the infrastructure exceptions listed there. Imports
+// cannot tell this (every service imports the store's `Database` type to open a transaction and pass `tx`),
+// so the statements themselves are looked for: a string or template literal that starts with one.
+const SQL_HOMES = [/-repository\.ts$/, /-commands\.ts$/, /^src\/store\//];
+const SQL_EXCEPTIONS = new Set([
+  'src/ops/readiness.ts', // the store health probe (SELECT 1)
+  'src/cluster/change-bus.ts', // LISTEN/NOTIFY plumbing (pg_notify, current_schema)
+]);
+const SQL_STATEMENT = /[`'"]\s*(?:SELECT\s|INSERT\s+INTO\s|UPDATE\s+\w+\s+SET\s|DELETE\s+FROM\s|WITH\s+\w+\s+AS\s*\()/g;
+const sourceFiles = (dir) =>
+  readdirSync(`${root}${dir}`, { withFileTypes: true }).flatMap((entry) => {
+    const path = `${dir}/${entry.name}`;
+    if (entry.isDirectory()) return sourceFiles(path);
+    return path.endsWith('.ts') && !path.endsWith('.test.ts') && !path.endsWith('.d.ts') ? [path] : [];
+  });
+const misplacedSql = [];
+for (const file of sourceFiles('src')) {
+  if (SQL_HOMES.some((home) => home.test(file)) || SQL_EXCEPTIONS.has(file)) continue;
+  const text = readFileSync(`${root}${file}`, 'utf8');
+  for (const match of text.matchAll(SQL_STATEMENT)) {
+    const line = text.slice(0, match.index).split('\n').length;
+    misplacedSql.push(`${file}:${line}: ${match[0].trim()}…`);
+  }
+}
+for (const where of misplacedSql) console.error(`SQL outside a repository: ${where}`);
+
 if (fresh.length > 0) {
   console.error(`${fresh.length} new import-boundary violation(s); see "Import direction" in docs/architecture.md`);
-  process.exit(1);
 }
+if (misplacedSql.length > 0) {
+  console.error(
+    `${misplacedSql.length} SQL statement(s) outside a repository; move them into the aggregate's *-repository.ts ` +
+      '(docs/decisions.md, "Engineering decisions")',
+  );
+}
+if (fresh.length > 0 || misplacedSql.length > 0) process.exit(1);
