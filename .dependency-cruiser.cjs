@@ -36,19 +36,19 @@ module.exports = {
     {
       name: 'foundation-imports-service-code',
       comment:
-        'config, clock, errors, money, signing and redis are the bottom layer that every folder may use: they import ' +
+        'config, clock, errors, money, signing, redis and ids are the bottom layer that every folder may use: they import ' +
         'nothing else of the service. A default or type they need from a domain folder moves down here instead ' +
         '(config/game-defaults.ts).',
       severity: 'error',
-      from: { path: '^src/(config|clock|errors|money|signing|redis)/' },
-      to: { path: '^src/', pathNot: '^src/(config|clock|errors|money|signing|redis)/' },
+      from: { path: '^src/(config|clock|errors|money|signing|redis|ids)/' },
+      to: { path: '^src/', pathNot: '^src/(config|clock|errors|money|signing|redis|ids)/' },
     },
     {
       name: 'store-imports-domain',
       comment: 'The store is below every repository: it knows SQL and its adapters, not what the rows mean.',
       severity: 'error',
       from: { path: '^src/store/' },
-      to: { path: '^src/', pathNot: '^src/(store|config|clock|errors|money)/' },
+      to: { path: '^src/', pathNot: '^src/(store|config|clock|errors|money|ids)/' },
     },
     {
       name: 'outbox-imports-domain',
@@ -57,7 +57,7 @@ module.exports = {
         'sender it is given, so what it sends or stores never reaches into it.',
       severity: 'error',
       from: { path: '^src/outbox/' },
-      to: { path: '^src/', pathNot: '^src/(outbox|store|observability|config|clock|errors|money)/' },
+      to: { path: '^src/', pathNot: '^src/(outbox|store|observability|config|clock|errors|money|ids)/' },
     },
     {
       name: 'engine-imports-a-game',

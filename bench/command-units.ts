@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { placeBetCommand } from '../src/bets/bet-commands';
-import { newBetId } from '../src/bets/bet-id';
+import { timeOrderedId } from '../src/ids/time-ordered-id';
 import { ComplianceService } from '../src/compliance/compliance-service';
 import { placeCrashBet } from '../src/games/crash/crash-bets';
 import { roundRepository } from '../src/games/engine/round-repository';
@@ -133,7 +133,7 @@ async function placeOne(n: number): Promise<void> {
     closed: { statusCode: 409, response: '{"error":"closed","code":"BETTING_CLOSED"}' },
     placed: { prefix: '{"bet_id":"b","round_number":', suffix: ',"amount":100}' },
     bet: {
-      id: newBetId(now),
+      id: timeOrderedId(now),
       player: player(n),
       sessionId: null,
       currency: null,

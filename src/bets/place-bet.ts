@@ -3,7 +3,7 @@ import { afterCommit } from '../observability/instrumented-db';
 import { isTestOperator } from '../operators/operator-mode';
 import type { SqlExecutor } from '../store/database';
 import type { ActiveCrashBet, OpenBet, ReservedStockRaceBet } from './bet';
-import { newBetId } from './bet-id';
+import { timeOrderedId } from '../ids/time-ordered-id';
 import { betRepository } from './bet-repository';
 
 /** What a game decides about a new bet; the rest (id, placement time) is the same for all. */
@@ -30,7 +30,7 @@ export async function recordPlacedBet(
   fields: NewBet,
   now: number,
 ): Promise<OpenBet> {
-  const bet: OpenBet = { ...fields, id: newBetId(now), placedAt: now };
+  const bet: OpenBet = { ...fields, id: timeOrderedId(now), placedAt: now };
   await betRepository.insert(tx, bet);
   await compliance.betPlaced(tx, bet, now);
   // Sandbox bets are test data: live metrics never count them.

@@ -7,6 +7,7 @@ import * as m004sandbox from './migrations/004_sandbox';
 import * as m005heartbeat from './migrations/005_round_heartbeat';
 import * as m006seen from './migrations/006_seen_signatures';
 import * as m007commands from './migrations/007_bet_commands';
+import * as m008timing from './migrations/008_cash_out_timing_precheck';
 import type { PostgresDatabase } from './postgres';
 import type { SqliteDatabase } from './sqlite';
 
@@ -23,6 +24,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '005_round_heartbeat': m005heartbeat,
   '006_seen_signatures': m006seen,
   '007_bet_commands': m007commands,
+  '008_cash_out_timing_precheck': m008timing,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };

@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { timeOrderedId } from '../ids/time-ordered-id';
 import type { Clock } from '../clock/clock';
 import { DomainError } from '../errors/codes';
 import { type Database, type SqlExecutor, nullableNumber } from '../store/database';
@@ -118,7 +118,7 @@ export class WebhookDeliveryService {
     if (!endpoint.enabled)
       throw new DomainError('ILLEGAL_TRANSITION', `endpoint ${endpoint.id} is disabled; enable it before re-sending`);
     const now = this.clock.now();
-    const newId = `dlv_${randomUUID()}`;
+    const newId = `dlv_${timeOrderedId(now)}`;
     // Answered with the delivery as queued, read in its own transaction: a read after it could
     // already show the dispatcher's first attempt.
     const queued = await this.db.transaction(async (tx) => {
@@ -135,8 +135,8 @@ export class WebhookDeliveryService {
     if (!endpoint.enabled)
       throw new DomainError('ILLEGAL_TRANSITION', `endpoint ${endpoint.id} is disabled; enable it first`);
     const now = this.clock.now();
-    const eventId = `evt_${randomUUID()}`;
-    const deliveryId = `dlv_${randomUUID()}`;
+    const eventId = `evt_${timeOrderedId(now)}`;
+    const deliveryId = `dlv_${timeOrderedId(now)}`;
     const data = { endpoint_id: endpoint.id, message: 'test event: signatures and reachability check' };
     const queued = await this.db.transaction(async (tx) => {
       const seq = now * 1000 + (testSeq++ % 1000);

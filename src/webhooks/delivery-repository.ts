@@ -1,3 +1,4 @@
+import { timeOrderedId } from '../ids/time-ordered-id';
 import { randomUUID } from 'node:crypto';
 import { afterCommit } from '../observability/instrumented-db';
 import { LOST_ATTEMPT, type ClaimQuery, type Outcome, type OutboxClaim, type OutboxRepository } from '../outbox/engine';
@@ -391,7 +392,7 @@ export function recordOperatorEventSync(tx: SyncExecutor, row: OperatorEventRow,
       `INSERT INTO webhook_deliveries
        (id, event_id, endpoint_id, operator_id, status, attempts, next_attempt_at, created_at)
      VALUES (?, ?, ?, ?, 'pending', 0, ?, ?)`,
-      [`dlv_${randomUUID()}`, row.id, endpoint.id, row.operatorId, now, now],
+      [`dlv_${timeOrderedId(now)}`, row.id, endpoint.id, row.operatorId, now, now],
     );
   }
 }

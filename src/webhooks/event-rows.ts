@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { timeOrderedId } from '../ids/time-ordered-id';
 import { checkEvent } from './event-check';
 import { type DomainEvent, type EventEnvelope, nextEventSeq } from './events';
 
@@ -14,7 +14,7 @@ export interface OperatorEventRow {
 
 export function operatorEventRow(event: DomainEvent, now: number, livemode: boolean): OperatorEventRow {
   if (event.operatorId === null) throw new Error(`a ${event.type} event of the whole world is not an operator's event`);
-  const id = `evt_${randomUUID()}`;
+  const id = `evt_${timeOrderedId(now)}`;
   // The same check recordEvents makes: an event written by a one-unit command passes its schema too.
   checkEvent({ id, type: event.type, created_at: now, livemode, data: event.data } as EventEnvelope);
   return {

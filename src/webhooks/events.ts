@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { timeOrderedId } from '../ids/time-ordered-id';
 import { testModeOperators } from '../operators/operator-mode';
 import type { SqlExecutor, SqlParam } from '../store/database';
 import { deliveryRepository } from './delivery-repository';
@@ -52,7 +52,7 @@ export async function recordEvents(
   const eventRows: SqlParam[][] = [];
   const deliveryRows: SqlParam[][] = [];
   for (const event of events) {
-    const id = `evt_${randomUUID()}`;
+    const id = `evt_${timeOrderedId(now)}`;
     const seq = nextEventSeq(now);
     const livemode = event.operatorId === null || !testOperators.has(event.operatorId);
     // TypeScript cannot pair each event's `type` with its `data` through the spread of a union; the
@@ -64,7 +64,7 @@ export async function recordEvents(
       if (event.operatorId !== null && endpoint.operator_id !== event.operatorId) continue;
       if (event.operatorId === null && !endpoint.activeOperator) continue;
       if (!endpoint.types.has(event.type)) continue;
-      deliveryRows.push([`dlv_${randomUUID()}`, id, endpoint.id, endpoint.operator_id, now, now]);
+      deliveryRows.push([`dlv_${timeOrderedId(now)}`, id, endpoint.id, endpoint.operator_id, now, now]);
     }
     envelopes.push(envelope);
   }

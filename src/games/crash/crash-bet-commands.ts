@@ -98,6 +98,24 @@ export async function cashoutCommand(
   });
 }
 
+/**
+ * Whether the player placed at least `streak` bets since `since`: a necessary condition for a streak
+ * of that many manual cash-outs, answered from the covering (operator, player, placed_at) index. Most
+ * players have fewer, and then the dearer read of their cash-outs joined to their rounds is skipped.
+ */
+function hasStreakCandidates(
+  tx: SyncExecutor,
+  operatorId: string,
+  player: string,
+  timing: { streak: number; since: number },
+): boolean {
+  const row = tx.get<{ n: number }>(
+    'SELECT COUNT(*) AS n FROM (SELECT 1 FROM bets WHERE operator_id = ? AND player = ? AND placed_at > ? LIMIT ?)',
+    [operatorId, player, timing.since, timing.streak],
+  );
+  return Number(row?.n ?? 0) >= timing.streak;
+}
+
 /** rbs_cash_out, with the read and the decision inside the same synchronous unit (SQLite). */
 function cashoutSync(
   tx: SyncExecutor,
@@ -119,7 +137,7 @@ function cashoutSync(
     'UPDATE bets SET status = ?, payout = ?, cashout_multiplier = ?, cashout_kind = ?, settled_at = ? WHERE id = ?',
     ['cashed_out', s.payout, s.multiplier, s.kind, claim.now, betId],
   );
-  if (plan.timing) {
+  if (plan.timing && hasStreakCandidates(tx, claim.operatorId, betRow!.player, plan.timing)) {
     const recent = tx.all<TimedRow>(
       `SELECT b.id, b.settled_at, r.running_at FROM bets b JOIN rounds r ON r.id = b.round_id
        WHERE b.operator_id = ? AND b.player = ? AND b.game = 'crash' AND b.status = 'cashed_out'

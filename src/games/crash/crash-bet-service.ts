@@ -1,6 +1,6 @@
 import type { Bet, CashedOutCrashBet } from '../../bets/bet';
 import { betSettledEvent } from '../../bets/bet-events';
-import { newBetId } from '../../bets/bet-id';
+import { timeOrderedId } from '../../ids/time-ordered-id';
 import {
   type BetCounters,
   type CommandRequest,
@@ -106,7 +106,12 @@ export class CrashBetService {
         const rules = live ? await this.d.compliance.settingsFor(this.d.db, operator.id, now) : null;
         // A bet that raises a flag is rare: the full path writes it with its flag and event.
         if (!refusal && rules && largeStake(input.amount, rules)) return { outcome: 'full_path' };
-        bet = { id: newBetId(now), player: input.externalUserId, roundNumber: ROUND_NUMBER_MARK, amount: input.amount };
+        bet = {
+          id: timeOrderedId(now),
+          player: input.externalUserId,
+          roundNumber: ROUND_NUMBER_MARK,
+          amount: input.amount,
+        };
         const [prefix, suffix, extra] = JSON.stringify(present.placed(bet)).split(String(ROUND_NUMBER_MARK));
         if (suffix === undefined || extra !== undefined) return { outcome: 'full_path' };
         const closed = refusal ? null : present.refused(BETS_CLOSED);

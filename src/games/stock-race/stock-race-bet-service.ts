@@ -1,5 +1,5 @@
 import type { ReservedStockRaceBet } from '../../bets/bet';
-import { newBetId } from '../../bets/bet-id';
+import { timeOrderedId } from '../../ids/time-ordered-id';
 import {
   type BetCounters,
   type CommandRequest,
@@ -89,7 +89,7 @@ export class StockRaceBetService {
             if (rules && largeStake(decided.stake, rules)) return { fullPath: 'large stake' };
             potentialPayout = decided.potentialPayout;
             bet = {
-              id: newBetId(now),
+              id: timeOrderedId(now),
               operatorId: operator.id,
               game: 'stock_race',
               roundId: decided.round.id,

@@ -1,11 +1,12 @@
 import { randomFillSync } from 'node:crypto';
 
 /**
- * Bet ids are UUIDv7 (RFC 9562): 48 bits of milliseconds, then 74 random bits. Ids created close in
- * time sort close together, so inserting a bet appends to the right edge of the primary-key index
- * instead of dirtying a random page of it; with WAL and synchronous=FULL every dirtied page is
- * written and fsync'd at COMMIT, so this halves the bytes a placed bet costs the disk. The random
- * part keeps ids unguessable; the time part is no secret (the bet's placed_at is public anyway).
+ * Ids of rows written on the hot paths (bets, events, webhook deliveries) are UUIDv7 (RFC 9562): 48
+ * bits of milliseconds, then 74 random bits. Ids created close in time sort close together, so an
+ * insert appends to the right edge of the primary-key index instead of dirtying a random page of
+ * it; every page a COMMIT dirtied is written to the log and fsync'd before the answer, so a random
+ * key costs the disk a page per row. The random part keeps ids unguessable; the time part is no
+ * secret (a bet's placed_at and an event's created_at are public anyway).
  */
 
 const POOL_IDS = 256;
@@ -15,9 +16,9 @@ let offset = pool.length;
 
 const MAX_MS = 2 ** 48;
 
-export function newBetId(nowMs: number): string {
+export function timeOrderedId(nowMs: number): string {
   if (!Number.isSafeInteger(nowMs) || nowMs < 0 || nowMs >= MAX_MS)
-    throw new RangeError(`bet id timestamp out of range: ${nowMs}`);
+    throw new RangeError(`id timestamp out of range: ${nowMs}`);
   // One randomFillSync per 256 ids: the per-call cost of asking the CSPRNG dominates small reads.
   if (offset === pool.length) {
     randomFillSync(pool);
