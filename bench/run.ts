@@ -2,16 +2,22 @@
  * `npm run bench`: measures the service against a bare Fastify route in the same run, on the same
  * machine, with signed traffic. See docs/benchmarks.md for what each case means and a recorded run.
  *
- *   npm run bench -- [--duration 10] [--connections 50] [--warmup 2] [--pg] [--only bare,signed,place,…]
- *                    [--profile] [--cashout-bets N] [--cashout-window-ms MS] [--webhook-deliveries N]
- *                    [--json out.json] [--instances N]
+ *   npm run bench -- [--duration 10] [--connections 50] [--warmup 2] [--store both|sqlite|postgresql] [--pg]
+ *                    [--only bare,signed,place,…] [--profile] [--cashout-bets N] [--cashout-window-ms MS]
+ *                    [--webhook-deliveries N] [--json out.json] [--instances N] [--no-docs]
+ *
+ * By default every case runs on both stores in one run (SQLite, then PostgreSQL at BENCH_DATABASE_URL
+ * or postgres://postgres@127.0.0.1:5432/test), against one bare baseline; the table says which of the
+ * speed floors hold, a short profiled place-bet per store follows, and the whole report replaces the
+ * "Latest `npm run bench`" section of docs/benchmarks.md (--no-docs: print only). A partial run
+ * (--only, --store, --pg, other durations) is printed, never written.
  *
  * --instances N (with --pg) runs the place-bet case against N service processes on one database,
  * the load split between them, and checks every acknowledged bet exists once (bench/instances.ts).
  * BENCH_DATABASE_URL (or --pg for postgres://postgres@127.0.0.1:5432/test) runs every case on PostgreSQL,
  * each in a database created for the run and dropped after it.
  */
-import { mkdtempSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -39,6 +45,8 @@ const { values: flags } = parseArgs({
     'webhook-deliveries': { type: 'string', default: '2000' },
     json: { type: 'string' },
     instances: { type: 'string', default: '1' },
+    store: { type: 'string' },
+    'no-docs': { type: 'boolean', default: false },
   },
 });
 
@@ -51,10 +59,28 @@ const durationS = Math.max(1, positive('duration', flags.duration!));
 const connections = Math.max(1, positive('connections', flags.connections!));
 const warmupS = positive('warmup', flags.warmup!);
 const only = new Set(flags.only!.split(',').map((s) => s.trim()));
-const pgUrl = flags.pg || process.env.BENCH_DATABASE_URL ? (process.env.BENCH_DATABASE_URL ?? DEFAULT_PG_URL) : null;
-const storeName = pgUrl ? 'postgresql' : 'sqlite';
+const storeChoice = flags.store ?? (flags.pg ? 'postgresql' : 'both');
+if (!['both', 'sqlite', 'postgresql'].includes(storeChoice))
+  throw new Error(`--store must be both, sqlite or postgresql, got ${storeChoice}`);
+const PG_URL = process.env.BENCH_DATABASE_URL ?? DEFAULT_PG_URL;
+const stores: (string | null)[] =
+  storeChoice === 'both' ? [null, PG_URL] : storeChoice === 'postgresql' ? [PG_URL] : [null];
+// The store the cases run on at the moment: null is SQLite (set per pass in main).
+let pgUrl: string | null = null;
+let storeName: 'sqlite' | 'postgresql' = 'sqlite';
 const instances = Math.max(1, positive('instances', flags.instances!));
-if (instances > 1 && !pgUrl) throw new Error('--instances above 1 needs --pg: several instances share one PostgreSQL');
+if (instances > 1 && storeChoice !== 'postgresql')
+  throw new Error('--instances above 1 needs --pg: several instances share one PostgreSQL');
+/** Only a full default run is written to docs/benchmarks.md: partial runs are not comparable with it. */
+const writesDocs =
+  !flags['no-docs'] &&
+  storeChoice === 'both' &&
+  flags.only === 'bare,signed,place,cashout,reserve,webhooks' &&
+  flags.duration === '10' &&
+  flags.connections === '50' &&
+  flags.warmup === '2' &&
+  instances === 1 &&
+  !flags.profile;
 
 const SURFACE_A = { key: 'x-api-key', signature: 'x-signature', timestamp: 'x-timestamp' };
 // Fixed-width player ids keep every body the same size, in every case.
@@ -93,8 +119,8 @@ async function bareCase(): Promise<void> {
 }
 
 /** With --profile, the service child of a case writes a V8 CPU profile, summarised after the table. */
-function profiler(caseName: string): { nodeArgs: string[]; report(lastMs?: number): void } {
-  if (!flags.profile) return { nodeArgs: [], report: () => {} };
+function profiler(caseName: string, force = false): { nodeArgs: string[]; report(lastMs?: number): void } {
+  if (!flags.profile && !force) return { nodeArgs: [], report: () => {} };
   const dir = mkdtempSync(join(tmpdir(), 'rbs-prof-'));
   return {
     nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${dir}`],
@@ -105,7 +131,7 @@ function profiler(caseName: string): { nodeArgs: string[]; report(lastMs?: numbe
         .map((f) => join(dir, f))
         .sort((a, b) => statSync(b).size - statSync(a).size);
       if (files.length === 0) extraLines.push(`${caseName}: no CPU profile was written to ${dir}`);
-      else extraLines.push('', `${caseName}:`, ...summarizeProfile(files[0]!, 15, lastMs));
+      else extraLines.push('', `${caseName}:`, ...summarizeProfile(files[0]!, force ? 10 : 15, lastMs));
     },
   };
 }
@@ -225,7 +251,7 @@ async function cashoutCase(placeRps: number): Promise<void> {
         : 4_000,
     log,
   });
-  rows.push(result);
+  rows.push({ ...result, name: `cashout (Surface A, ${storeName})` });
   notes.push(...n);
   // The service stops about a second after its measured run (the seeding before it is setup).
   profile.report(result.durationS * 1000 + 1000);
@@ -237,7 +263,7 @@ async function reserveCase(): Promise<void> {
   const outcome = await runReserveCase({ pgUrl, connections, durationS, warmupS, log, nodeArgs: profile.nodeArgs });
   if ('skipped' in outcome) notes.push(`reserve (Surface B): not measured: ${outcome.skipped}`);
   else {
-    rows.push(outcome.result);
+    rows.push({ ...outcome.result, name: `reserve (Surface B, ${storeName})` });
     notes.push(...outcome.notes);
     profile.report();
   }
@@ -253,7 +279,7 @@ async function webhooksCase(): Promise<void> {
   });
   // Not an HTTP case: its rate is deliveries drained per second and its latencies are per attempt.
   rows.push({
-    name: `webhook drain (deliveries/s)`,
+    name: `webhook drain (deliveries/s, ${storeName})`,
     rps: r.deliveriesPerSecond,
     p50: r.attemptLatencyMs.p50,
     p99: r.attemptLatencyMs.p99,
@@ -293,29 +319,116 @@ function table(): string[] {
   ];
 }
 
+/**
+ * The speed floors of the restructure (docs/benchmarks.md): a case's share of the bare baseline's
+ * req/s in the same run. Checked in every run that measures the case.
+ */
+const FLOORS: { match: (name: string) => boolean; label: string; floor: number }[] = [
+  { match: (n) => n.startsWith('signed, no store'), label: 'signed, no store', floor: 0.75 },
+  { match: (n) => n === 'place-bet (Surface A, sqlite)', label: 'place-bet, SQLite', floor: 0.5 },
+  { match: (n) => n === 'place-bet (Surface A, postgresql)', label: 'place-bet, PostgreSQL', floor: 0.25 },
+  { match: (n) => n === 'cashout (Surface A, sqlite)', label: 'cash-out, SQLite', floor: 0.4 },
+  { match: (n) => n === 'cashout (Surface A, postgresql)', label: 'cash-out, PostgreSQL', floor: 0.4 },
+];
+
+function floorLines(): string[] {
+  const bare = rows.find((r) => r.name.startsWith('bare'));
+  if (!bare) return [];
+  const lines: string[] = [];
+  for (const f of FLOORS) {
+    const row = rows.find((r) => f.match(r.name));
+    if (!row) continue;
+    const ratio = row.rps / bare.rps;
+    const verdict = ratio >= f.floor ? 'met' : 'NOT MET';
+    lines.push(`- ${f.label}: ${(100 * ratio).toFixed(1)}% of bare (floor ${100 * f.floor}%): ${verdict}`);
+  }
+  return lines;
+}
+
+/** A short place-bet run per store under the V8 profiler, after the measured runs: where the time goes. */
+async function profiledPlaceBet(): Promise<void> {
+  log(`place-bet under the profiler (${storeName}, 5 s)…`);
+  const profile = profiler(`place-bet profile (${storeName}, separate 5 s run, not the measured one)`, true);
+  const service = await startService({ pgUrl, env: { CRASH_BETTING_WINDOW_MS: '600000' }, nodeArgs: profile.nodeArgs });
+  try {
+    const spec = {
+      baseUrl: service.child.baseUrl,
+      path: '/api/public/v1/place-bet',
+      body: betBody,
+      identity: {
+        apiKey: service.operator.apiKey,
+        apiSecret: service.operator.apiSecret,
+        headers: SURFACE_A,
+        idempotencyHeader: true,
+      },
+      connections,
+      serverPid: service.child.proc.pid,
+      serverEnded: service.child.ended,
+    };
+    await runLoad({ ...spec, name: 'warm-up', durationS: 1 });
+    await runLoad({ ...spec, name: 'profiled', durationS: 5 });
+  } finally {
+    await service.stop();
+  }
+  profile.report(6000);
+}
+
+const DOCS = join(import.meta.dirname, '..', 'docs', 'benchmarks.md');
+const DOCS_START = '<!-- npm run bench: latest run, start (written by bench/run.ts; edits here are overwritten) -->';
+const DOCS_END = '<!-- npm run bench: latest run, end -->';
+
+/** Replaces the generated section of docs/benchmarks.md with this run's report. */
+function writeDocs(report: string[]): void {
+  const text = readFileSync(DOCS, 'utf8');
+  const start = text.indexOf(DOCS_START);
+  const end = text.indexOf(DOCS_END);
+  if (start < 0 || end < start) {
+    log(`docs/benchmarks.md has no generated section (${DOCS_START}); not written`);
+    return;
+  }
+  const section = [DOCS_START, '', '```text', ...report, '```', '', DOCS_END].join('\n');
+  writeFileSync(DOCS, text.slice(0, start) + section + text.slice(end + DOCS_END.length));
+  log('docs/benchmarks.md: the latest-run section was rewritten');
+}
+
 async function main(): Promise<void> {
   const started = new Date();
   const loadBefore = loadavg()[0]!;
+  const storeList = stores.map((u) => (u ? 'postgresql' : 'sqlite')).join(' then ');
   log(
-    `bench: ${cpus().length} CPUs, node ${process.version}, store ${storeName}, -c ${connections}, ${durationS} s per case (+${warmupS} s warm-up)`,
+    `bench: ${cpus().length} CPUs, node ${process.version}, stores ${storeList}, -c ${connections}, ${durationS} s per case (+${warmupS} s warm-up)`,
   );
-  if (only.has('bare')) await bareCase();
-  if (only.has('signed')) await signedCase();
-  let placeRps = 0;
-  if (only.has('place')) placeRps = await placeBetCase();
-  if (only.has('cashout')) await cashoutCase(placeRps);
-  if (only.has('reserve')) await reserveCase();
-  if (only.has('webhooks')) await webhooksCase();
+  // One baseline for both stores; the store-independent signed case runs once, on the first store.
+  for (const [i, url] of stores.entries()) {
+    pgUrl = url;
+    storeName = url ? 'postgresql' : 'sqlite';
+    if (i === 0 && only.has('bare')) await bareCase();
+    if (i === 0 && only.has('signed')) await signedCase();
+    let placeRps = 0;
+    if (only.has('place')) placeRps = await placeBetCase();
+    if (only.has('cashout')) await cashoutCase(placeRps);
+    if (only.has('reserve')) await reserveCase();
+    if (only.has('webhooks')) await webhooksCase();
+  }
+  if (writesDocs) {
+    for (const url of stores) {
+      pgUrl = url;
+      storeName = url ? 'postgresql' : 'sqlite';
+      await profiledPlaceBet();
+    }
+  }
 
   const out = [
     '',
-    `machine: ${cpus().length} x ${cpus()[0]?.model ?? 'unknown CPU'}; node ${process.version}; store ${storeName}; ${started.toISOString()}`,
+    `machine: ${cpus().length} x ${cpus()[0]?.model ?? 'unknown CPU'}; node ${process.version}; stores ${storeList}; ${started.toISOString()}`,
+    `command: npm run bench${process.argv.length > 2 ? ` -- ${process.argv.slice(2).join(' ')}` : ''}`,
     `load: autocannon, ${connections} connections, ${durationS} s per case after ${warmupS} s warm-up; load generator and server share the machine`,
     // Other work on the machine shows up here first: compare runs only when these are low.
     `1-minute load average: ${loadBefore.toFixed(2)} before, ${loadavg()[0]!.toFixed(2)} after`,
     '',
     ...table(),
     '',
+    ...(floorLines().length > 0 ? ['floors (share of the bare baseline in this run):', ...floorLines(), ''] : []),
     ...rows.flatMap((r) => {
       const codes = Object.entries(r.statusCodes)
         .map(([c, n]) => `${c}: ${n}`)
@@ -332,18 +445,13 @@ async function main(): Promise<void> {
     }),
     ...notes,
   ];
-  const bare = rows.find((r) => r.name.startsWith('bare'));
-  const place = rows.find((r) => r.name.startsWith('place-bet'));
-  if (bare && place) {
-    const ratio = place.rps / bare.rps;
-    out.push(`place-bet / bare = ${(100 * ratio).toFixed(1)}% (target >= 60%): ${ratio >= 0.6 ? 'MET' : 'NOT MET'}`);
-  }
   if (extraLines.length > 0) out.push('', ...extraLines);
   process.stdout.write(`${out.join('\n')}\n`);
+  if (writesDocs) writeDocs(out.slice(1));
   if (flags.json)
     writeFileSync(
       flags.json,
-      JSON.stringify({ started, connections, durationS, warmupS, store: storeName, rows, notes }, null, 2),
+      JSON.stringify({ started, connections, durationS, warmupS, stores: storeList, rows, notes }, null, 2),
     );
 }
 
