@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { FakeClock } from '../clock/clock';
-import type { SqlExecutor } from '../store/database';
+import type { SqlExecutor, SqlParam } from '../store/database';
 import { migrate } from '../store/migrate';
 import { SqliteDatabase } from '../store/sqlite';
 import { OperatorModes } from './operator-mode';
@@ -64,5 +64,26 @@ describe('OperatorModes: which operators play in test mode, cached per instance'
     expect(await first.isTest(exec, sandbox)).toBe(true);
     expect(await second.isTest(exec, sandbox)).toBe(true);
     expect(await new OperatorModes().isTest(exec, sandbox)).toBe(false);
+  });
+
+  it('stays bounded, and the read that overflows it still answers with what it read', async () => {
+    // A store that knows every id: those starting with "sbx" play in test mode.
+    let reads = 0;
+    const all = async <T>(_sql: string, params?: readonly SqlParam[]): Promise<T[]> => {
+      reads++;
+      return (params ?? []).map((id) => ({ id, mode: String(id).startsWith('sbx') ? 'test' : 'live' })) as T[];
+    };
+    const store = { dialect: 'sqlite', all } as unknown as SqlExecutor;
+    const modes = new OperatorModes();
+    const many = Array.from({ length: 9_999 }, (_, i) => `op_${i}`);
+    expect(await modes.testModeOperators(store, many)).toEqual(new Set());
+    expect(reads).toBe(1);
+    // This read takes the cache past its bound: it starts over, and the sandbox it just read is still one.
+    expect(await modes.testModeOperators(store, ['sbx_1', 'op_a', 'op_b'])).toEqual(new Set(['sbx_1']));
+    expect(await modes.isTest(store, 'sbx_1')).toBe(true);
+    expect(reads).toBe(2);
+    // What it held before starting over is read again.
+    expect(await modes.isTest(store, 'op_0')).toBe(false);
+    expect(reads).toBe(3);
   });
 });

@@ -24,11 +24,18 @@ export class OperatorModes {
   /** The test-mode operators among these (null, a live round's owner, is never one). */
   async testModeOperators(tx: SqlExecutor, operatorIds: Iterable<string | null>): Promise<Set<string>> {
     const ids = [...new Set([...operatorIds].filter((id): id is string => id !== null))];
+    const test = new Set(ids.filter((id) => this.seen.get(id) === true));
     const unknown = ids.filter((id) => !this.seen.has(id));
     if (unknown.length > 0) {
-      for (const r of await operatorRepository.testModes(tx, unknown)) this.seen.set(r.id, r.test);
-      if (this.seen.size > MAX_CACHED) this.seen.clear();
+      const rows = await operatorRepository.testModes(tx, unknown);
+      // Cleared before the new rows go in, and the answer built from the rows themselves: a clear
+      // after filling (as the module-level cache did) answered "live" for the sandbox it had just read.
+      if (this.seen.size + rows.length > MAX_CACHED) this.seen.clear();
+      for (const r of rows) {
+        this.seen.set(r.id, r.test);
+        if (r.test) test.add(r.id);
+      }
     }
-    return new Set(ids.filter((id) => this.seen.get(id) === true));
+    return test;
   }
 }
