@@ -13,6 +13,7 @@ import { noCompliance } from '../src/bets/compliance-hooks';
 import { placeCrashBet } from '../src/games/crash/crash-bets';
 import { crashPointOf } from '../src/games/crash/crash-rules';
 import { crashElapsedMs, formatMultiplier } from '../src/games/crash/multiplier';
+import { OperatorModes } from '../src/operators/operator-mode';
 import { OperatorService } from '../src/operators/operators';
 import { SecretBox } from '../src/operators/secret-box';
 import { roundRepository } from '../src/games/engine/round-repository';
@@ -169,6 +170,8 @@ async function seedBets(
 ): Promise<string[]> {
   const ids: string[] = [];
   let next = 0;
+  // Seeded without compliance rules, as the bench always has; the bench's own cache of operator modes.
+  const seeding = { compliance: noCompliance, modes: new OperatorModes() };
   const worker = async (): Promise<void> => {
     while (next < n && Date.now() < closesAt - 500) {
       const start = next;
@@ -179,7 +182,7 @@ async function seedBets(
         for (let i = 0; i < count; i++) {
           const bet = await placeCrashBet(
             tx,
-            noCompliance,
+            seeding,
             operator,
             { externalUserId: `p${start + i}`, amount: 10, autoCashout: null },
             Date.now(),

@@ -17,6 +17,7 @@ import pg from 'pg';
 import { placeBetCommand } from '../src/bets/bet-commands';
 import { timeOrderedId } from '../src/ids/time-ordered-id';
 import { ComplianceService } from '../src/compliance/compliance-service';
+import { OperatorModes } from '../src/operators/operator-mode';
 import { placeCrashBet } from '../src/games/crash/crash-bets';
 import { roundRepository } from '../src/games/engine/round-repository';
 import { IdempotencyService } from '../src/idempotency/idempotency';
@@ -100,7 +101,8 @@ await db.transaction((tx) =>
   }),
 );
 const idempotency = new IdempotencyService(db, () => Date.now());
-const compliance = new ComplianceService();
+const modes = new OperatorModes();
+const writes = { compliance: new ComplianceService({ modes }), modes };
 const operator = { id: 'op', mode: 'live', settings: mergeSettings({}) } as Operator;
 const player = (n: number): string => `p${String(n % 10_000).padStart(5, '0')}`;
 
@@ -114,7 +116,7 @@ async function placeOne(n: number): Promise<void> {
       async (tx) => {
         const bet = await placeCrashBet(
           tx,
-          compliance,
+          writes,
           operator,
           { externalUserId: player(n), amount: 100, autoCashout: null },
           Date.now(),

@@ -13,6 +13,7 @@ import { parseArgs } from 'node:util';
 import type { CashedOutCrashBet, SettledStockRaceBet } from '../src/bets/bet';
 import { betSettledEvent } from '../src/bets/bet-events';
 import { systemClock } from '../src/clock/clock';
+import { OperatorModes } from '../src/operators/operator-mode';
 import { OperatorService } from '../src/operators/operators';
 import { SecretBox } from '../src/operators/secret-box';
 import { migrate } from '../src/store/migrate';
@@ -82,11 +83,12 @@ try {
   await migrate(db);
   const op = await new OperatorService(db, new SecretBox(randomBytes(32)), systemClock, 0).create({ name: 'bench' });
   let seq = 0;
+  const modes = new OperatorModes();
   for (const size of [1, 1000]) {
     const rounds = size === 1 ? 2000 : 20;
     const write = async () => {
       const events = Array.from({ length: size }, () => betSettledEvent(bet(op.id, seq++)));
-      await db.transaction((tx) => recordEvents(tx, events, Date.now()));
+      await db.transaction((tx) => recordEvents(tx, modes, events, Date.now()));
     };
     for (let i = 0; i < 5; i++) await write();
     const cpu = process.cpuUsage();

@@ -17,6 +17,7 @@ import { parseArgs } from 'node:util';
 import { placeCrashBet } from '../src/games/crash/crash-bets';
 import { systemClock } from '../src/clock/clock';
 import { ComplianceService } from '../src/compliance/compliance-service';
+import { OperatorModes } from '../src/operators/operator-mode';
 import { IdempotencyService } from '../src/idempotency/idempotency';
 import { InstrumentedDatabase } from '../src/observability/instrumented-db';
 import { ServiceMetrics } from '../src/observability/metrics';
@@ -70,7 +71,8 @@ try {
       settings: {},
     }),
   );
-  const compliance = new ComplianceService();
+  const modes = new OperatorModes();
+  const writes = { compliance: new ComplianceService({ modes }), modes };
 
   const run = async (db: Database, count: number): Promise<number> => {
     const idempotency = new IdempotencyService(db, () => Date.now());
@@ -87,7 +89,7 @@ try {
             async (tx) => {
               const bet = await placeCrashBet(
                 tx,
-                compliance,
+                writes,
                 operator,
                 { externalUserId: body.external_user_id, amount: body.amount, autoCashout: null },
                 Date.now(),

@@ -19,6 +19,7 @@ import { parseArgs } from 'node:util';
 import { placeCrashBet } from '../src/games/crash/crash-bets';
 import { systemClock } from '../src/clock/clock';
 import { ComplianceService } from '../src/compliance/compliance-service';
+import { OperatorModes } from '../src/operators/operator-mode';
 import { IdempotencyService } from '../src/idempotency/idempotency';
 import { OperatorService } from '../src/operators/operators';
 import { SecretBox } from '../src/operators/secret-box';
@@ -101,7 +102,8 @@ try {
   );
   const measured = timedDatabase(db);
   const idempotency = new IdempotencyService(measured, () => Date.now());
-  const compliance = new ComplianceService();
+  const modes = new OperatorModes();
+  const writes = { compliance: new ComplianceService({ modes }), modes };
 
   const placeBatch = (): Promise<unknown> =>
     Promise.all(
@@ -116,7 +118,7 @@ try {
           async (tx) => {
             const bet = await placeCrashBet(
               tx,
-              compliance,
+              writes,
               operator,
               { externalUserId: body.external_user_id, amount: body.amount, autoCashout: null },
               Date.now(),

@@ -16,6 +16,7 @@ import { pathToFileURL } from 'node:url';
 import pino from 'pino';
 import { systemClock } from '../src/clock/clock';
 import { loadConfig } from '../src/config/config';
+import { OperatorModes } from '../src/operators/operator-mode';
 import { OperatorService } from '../src/operators/operators';
 import { SecretBox } from '../src/operators/secret-box';
 import type { Database } from '../src/store/database';
@@ -73,6 +74,7 @@ async function startReceiver(): Promise<{ child: ChildProcess; port: number; cou
 
 async function enqueue(db: Database, operatorId: string, n: number): Promise<void> {
   const now = Date.now();
+  const modes = new OperatorModes();
   const chunk = 500;
   const pending: Promise<unknown>[] = [];
   for (let i = 0; i < n; i += chunk) {
@@ -98,7 +100,7 @@ async function enqueue(db: Database, operatorId: string, n: number): Promise<voi
         },
       });
     }
-    pending.push(db.transaction((tx) => recordEvents(tx, events, now)));
+    pending.push(db.transaction((tx) => recordEvents(tx, modes, events, now)));
   }
   await Promise.all(pending);
 }

@@ -36,6 +36,7 @@ import { settlementBacklog } from './wallet/settlement-repository';
 import { deliveryBacklog } from './webhooks/delivery-repository';
 import { installOutboundTracer } from './observability/outbound';
 import type { Tracing } from './observability/tracing';
+import { OperatorModes } from './operators/operator-mode';
 import { OperatorService } from './operators/operators';
 import { SecretBox } from './operators/secret-box';
 import { Readiness } from './ops/readiness';
@@ -150,7 +151,10 @@ export async function createApp(config: Config, overrides: AppOverrides = {}): P
     { allowPrivateTargets: config.wallet.allowPrivateTargets },
     bus,
   );
-  const complianceRules = new ComplianceService(logger.child({ part: 'compliance' }));
+  // Which operators play in test mode: a cache of the store owned by this app, read by everything
+  // that writes bets or events, so sandbox bets stay out of live metrics and their events say livemode: false.
+  const modes = new OperatorModes();
+  const complianceRules = new ComplianceService({ modes, logger: logger.child({ part: 'compliance' }) });
   const compliance: ComplianceHooks = complianceRules;
   const webhooks = new WebhookService({ db, box: secretBoxFor(config), clock, logger, operators, config });
   const chainLengthOf = (game: 'crash' | 'stock_race') =>
@@ -183,7 +187,7 @@ export async function createApp(config: Config, overrides: AppOverrides = {}): P
       firstSettleDelayMs: config.wallet.retryScheduleMs[0] ?? 0,
     },
   };
-  const crashGame = new CrashGame({ ...games.crash, logger: logger.child({ game: 'crash' }), compliance });
+  const crashGame = new CrashGame({ ...games.crash, logger: logger.child({ game: 'crash' }), compliance, modes });
   const leaseCheckMs = config.engineLeaseCheckMs;
   const crashEngine = new RoundEngine({
     db,
@@ -191,12 +195,14 @@ export async function createApp(config: Config, overrides: AppOverrides = {}): P
     chain,
     driver: crashGame,
     logger: logger.child({ engine: 'crash' }),
+    modes,
     leaseCheckMs,
   });
   const stockRaceGame = new StockRaceGame({
     ...games.stockRace,
     logger: logger.child({ game: 'stock_race' }),
     compliance,
+    modes,
   });
   const stockRaceEngine = new RoundEngine({
     db,
@@ -204,6 +210,7 @@ export async function createApp(config: Config, overrides: AppOverrides = {}): P
     chain,
     driver: stockRaceGame,
     logger: logger.child({ engine: 'stock_race' }),
+    modes,
     leaseCheckMs,
   });
   const walletWorker = new WalletSettlementWorker({
@@ -236,6 +243,7 @@ export async function createApp(config: Config, overrides: AppOverrides = {}): P
     logger: logger.child({ part: 'sandbox' }),
     config,
     operators,
+    modes,
     games,
     idleMs: config.sandbox.idleMs,
     runEngines: config.runEngines,
@@ -265,6 +273,7 @@ export async function createApp(config: Config, overrides: AppOverrides = {}): P
       clock,
       idempotency,
       compliance: complianceRules,
+      modes,
       rules: crashRules,
       sandbox,
       crashGame,
@@ -275,6 +284,7 @@ export async function createApp(config: Config, overrides: AppOverrides = {}): P
       clock,
       idempotency,
       compliance: complianceRules,
+      modes,
       sandbox: { touch: (o, g) => sandbox.touch(o, g), debitSimulatedWallet: (...a) => simulatedWallet.debit(...a) },
       counters,
     }),

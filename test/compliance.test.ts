@@ -5,6 +5,7 @@ import { betRepository } from '../src/bets/bet-repository';
 import { FakeClock } from '../src/clock/clock';
 import { ComplianceService } from '../src/compliance/compliance-service';
 import { DEFAULT_OPERATOR_SETTINGS } from '../src/operators/operator';
+import { OperatorModes } from '../src/operators/operator-mode';
 import { OperatorService } from '../src/operators/operators';
 import { SecretBox } from '../src/operators/secret-box';
 import type { Database } from '../src/store/database';
@@ -15,7 +16,7 @@ describe.each(STORES)('compliance flags on %s', (store) => {
   let dispose: () => Promise<void>;
   const clock = new FakeClock(1_800_000_000_000);
   let operators: OperatorService;
-  const compliance = new ComplianceService();
+  const compliance = new ComplianceService({ modes: new OperatorModes() });
 
   beforeAll(async () => {
     const fresh = await freshDatabase(store);

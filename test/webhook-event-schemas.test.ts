@@ -3,6 +3,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { betSettledEvent } from '../src/bets/bet-events';
 import type { ActiveCrashBet } from '../src/bets/bet';
 import { systemClock } from '../src/clock/clock';
+import { OperatorModes } from '../src/operators/operator-mode';
 import { OperatorService } from '../src/operators/operators';
 import { SecretBox } from '../src/operators/secret-box';
 import type { Database } from '../src/store/database';
@@ -17,6 +18,7 @@ import { betSettled, settledCrashBet } from './support/webhook-events';
  * below fail `tsc` if they ever compile); these tests cover what reaches recordEvents past the types.
  */
 describe('webhook events are checked against their schemas before they enter the outbox', () => {
+  const modes = new OperatorModes();
   let db: Database;
   let dispose: () => Promise<void>;
   let operatorId: string;
@@ -35,7 +37,7 @@ describe('webhook events are checked against their schemas before they enter the
 
   it('writes an event its builder made', async () => {
     const before = await eventCount();
-    const [envelope] = await db.transaction((tx) => recordEvents(tx, [betSettled(operatorId)], Date.now()));
+    const [envelope] = await db.transaction((tx) => recordEvents(tx, modes, [betSettled(operatorId)], Date.now()));
     expect(eventProblems(envelope!)).toEqual([]);
     expect(await eventCount()).toBe(before + 1);
   });
@@ -84,7 +86,7 @@ describe('webhook events are checked against their schemas before they enter the
     const before = await eventCount();
     const write = db.transaction(async (tx) => {
       await tx.run("UPDATE operators SET name = 'changed' WHERE id = ?", [operatorId]);
-      return recordEvents(tx, [betSettled(operatorId), spoilt], Date.now());
+      return recordEvents(tx, modes, [betSettled(operatorId), spoilt], Date.now());
     });
     const error = await write.catch((e: unknown) => e);
     expect(error).toBeInstanceOf(InvalidEventError);
@@ -96,7 +98,7 @@ describe('webhook events are checked against their schemas before they enter the
 
   it('refuses an event of a type no schema describes', async () => {
     const unknown = { operatorId, type: 'bet.placed', data: {} } as unknown as DomainEvent;
-    await expect(db.transaction((tx) => recordEvents(tx, [unknown], Date.now()))).rejects.toThrow(
+    await expect(db.transaction((tx) => recordEvents(tx, modes, [unknown], Date.now()))).rejects.toThrow(
       'unknown event type "bet.placed"',
     );
   });
@@ -106,7 +108,7 @@ describe('webhook events are checked against their schemas before they enter the
     configureEventCheck({ mode: 'log', logger: { error: (...args: unknown[]) => void logged.push(args) } });
     const spoilt = { ...betSettled(operatorId), data: { bet_id: 'b' } } as DomainEvent;
     const before = await eventCount();
-    await db.transaction((tx) => recordEvents(tx, [spoilt], Date.now()));
+    await db.transaction((tx) => recordEvents(tx, modes, [spoilt], Date.now()));
     expect(await eventCount()).toBe(before + 1);
     expect(logged).toHaveLength(1);
     expect(JSON.stringify(logged[0])).toContain('does not match its schema');

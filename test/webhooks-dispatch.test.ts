@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { systemClock } from '../src/clock/clock';
+import { OperatorModes } from '../src/operators/operator-mode';
 import { OperatorService } from '../src/operators/operators';
 import { SecretBox } from '../src/operators/secret-box';
 import type { Database } from '../src/store/database';
@@ -14,6 +15,7 @@ import { TestReceiver } from './support/webhook-receiver';
 
 /** Two workers (on PostgreSQL: two connection pools, as two processes would have) share one outbox. */
 describe.each(STORES)('concurrent dispatchers on %s', (store) => {
+  const modes = new OperatorModes();
   const receiver = new TestReceiver();
   let base = '';
   let db: Database;
@@ -62,6 +64,7 @@ describe.each(STORES)('concurrent dispatchers on %s', (store) => {
     await db.transaction((tx) =>
       recordEvents(
         tx,
+        modes,
         Array.from({ length: n }, (_, i) => betSettled(op.id, { id: `bet_${i}` })),
         now,
       ),

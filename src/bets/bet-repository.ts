@@ -1,5 +1,3 @@
-import { afterCommit } from '../observability/instrumented-db';
-import { isTestOperator } from '../operators/operator-mode';
 import { forUpdate, type SqlExecutor, nullableNumber } from '../store/database';
 import type { Game } from '../games/engine/round';
 import {
@@ -293,20 +291,13 @@ export const betRepository = {
    */
   async settle(
     tx: SqlExecutor,
-    bet: Pick<Bet, 'id' | 'status' | 'game' | 'currency' | 'operatorId'>,
+    bet: Pick<Bet, 'id' | 'status'>,
     result: { status: BetStatus; payout: number; multiplier: number | null; kind: CashoutKind | null; at: number },
   ): Promise<boolean> {
     const r = await tx.run(
       `UPDATE bets SET status = ?, payout = ?, cashout_multiplier = ?, cashout_kind = ?, settled_at = ? WHERE id = ? AND status = ?`,
       [result.status, result.payout, result.multiplier, result.kind, result.at, bet.id, bet.status],
     );
-    if (r.changes !== 1) return false;
-    // Sandbox bets are test data: live metrics never count them.
-    if (await isTestOperator(tx, bet.operatorId)) return true;
-    afterCommit(tx, (m) => {
-      m.betsSettled.inc({ game: bet.game, outcome: result.status });
-      if (result.payout > 0) m.payouts.inc({ game: bet.game, currency: bet.currency ?? 'none' }, result.payout);
-    });
-    return true;
+    return r.changes === 1;
   },
 };

@@ -1,9 +1,8 @@
-import type { ComplianceHooks } from './compliance-hooks';
 import { afterCommit } from '../observability/instrumented-db';
-import { isTestOperator } from '../operators/operator-mode';
 import type { SqlExecutor } from '../store/database';
 import type { ActiveCrashBet, OpenBet, ReservedStockRaceBet } from './bet';
 import { timeOrderedId } from '../ids/time-ordered-id';
+import type { BetContext } from './bet-context';
 import { betRepository } from './bet-repository';
 
 /** What a game decides about a new bet; the rest (id, placement time) is the same for all. */
@@ -14,26 +13,21 @@ export type NewBet = NewCrashBet | NewStockRaceBet;
 /** Writes a bet accepted by its game, with the compliance rules, inside the caller's transaction. */
 export async function recordPlacedBet(
   tx: SqlExecutor,
-  compliance: ComplianceHooks,
+  ctx: BetContext,
   fields: NewCrashBet,
   now: number,
 ): Promise<ActiveCrashBet>;
 export async function recordPlacedBet(
   tx: SqlExecutor,
-  compliance: ComplianceHooks,
+  ctx: BetContext,
   fields: NewStockRaceBet,
   now: number,
 ): Promise<ReservedStockRaceBet>;
-export async function recordPlacedBet(
-  tx: SqlExecutor,
-  compliance: ComplianceHooks,
-  fields: NewBet,
-  now: number,
-): Promise<OpenBet> {
+export async function recordPlacedBet(tx: SqlExecutor, ctx: BetContext, fields: NewBet, now: number): Promise<OpenBet> {
   const bet: OpenBet = { ...fields, id: timeOrderedId(now), placedAt: now };
   await betRepository.insert(tx, bet);
-  await compliance.betPlaced(tx, bet, now);
+  await ctx.compliance.betPlaced(tx, bet, now);
   // Sandbox bets are test data: live metrics never count them.
-  if (!(await isTestOperator(tx, bet.operatorId))) afterCommit(tx, (m) => m.betPlaced(bet.game));
+  if (!(await ctx.modes.isTest(tx, bet.operatorId))) afterCommit(tx, (m) => m.betPlaced(bet.game));
   return bet;
 }

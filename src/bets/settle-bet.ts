@@ -1,7 +1,8 @@
+import { afterCommit } from '../observability/instrumented-db';
 import type { SqlExecutor } from '../store/database';
 import type { OpenBet, SettledBet } from './bet';
+import type { BetContext } from './bet-context';
 import { betRepository } from './bet-repository';
-import type { ComplianceHooks } from './compliance-hooks';
 
 /** The status a bet of each game is in while it is still in play. */
 const OPEN_STATUS: Record<SettledBet['game'], OpenBet['status']> = { crash: 'active', stock_race: 'reserved' };
@@ -9,13 +10,15 @@ const OPEN_STATUS: Record<SettledBet['game'], OpenBet['status']> = { crash: 'act
 /**
  * The one way a bet leaves play, whoever settles it (a manual cash-out, the engine's auto and forced
  * cash-outs, a crash, a race's result, a void): the row changes only if the bet is still in play
- * (a conditional UPDATE, so a cash-out racing the crash settles the bet once), and the compliance
- * rules see the settled bet in the same transaction. Resolves null when something else settled the
+ * (a conditional UPDATE, so a cash-out racing the crash settles the bet once), the live metrics
+ * count it once that transaction commits (here, as recordPlacedBet counts a placed bet: the
+ * repository only runs the statement), and the compliance rules see the settled bet in the same
+ * transaction. Resolves null when something else settled the
  * bet first; the caller decides what that means (a refusal for a player, nothing for the engine).
  */
 export async function settleBet<S extends SettledBet>(
   tx: SqlExecutor,
-  compliance: ComplianceHooks,
+  ctx: BetContext,
   settled: S,
   now: number,
   /** What the settler records with the change, before the compliance rules run (its bet.settled event). */
@@ -33,7 +36,15 @@ export async function settleBet<S extends SettledBet>(
     },
   );
   if (!won) return null;
+  // Sandbox bets are test data: live metrics never count them.
+  if (!(await ctx.modes.isTest(tx, settled.operatorId))) {
+    afterCommit(tx, (m) => {
+      m.betsSettled.inc({ game: settled.game, outcome: settled.status });
+      if (settled.payout > 0)
+        m.payouts.inc({ game: settled.game, currency: settled.currency ?? 'none' }, settled.payout);
+    });
+  }
   await alongside?.();
-  await compliance.betSettled(tx, settled, now);
+  await ctx.compliance.betSettled(tx, settled, now);
   return settled;
 }

@@ -4,6 +4,7 @@ import type { Bet, SettledBet } from '../bets/bet';
 import { betRepository } from '../bets/bet-repository';
 import { DomainError } from '../errors/codes';
 import { mergeSettings, type OperatorSettings } from '../operators/operator';
+import type { OperatorModes } from '../operators/operator-mode';
 import { operatorRepository } from '../operators/operator-repository';
 import type { Database, SqlExecutor } from '../store/database';
 import { recordEvents, type DomainEvent } from '../webhooks/events';
@@ -69,7 +70,13 @@ function fromBet(bet: Bet, rule: ComplianceRule, details: Record<string, unknown
 export class ComplianceService implements ComplianceHooks {
   private readonly settingsCache = new Map<string, { at: number; value: ComplianceSettings }>();
 
-  constructor(private readonly logger?: Logger) {}
+  constructor(
+    private readonly d: {
+      /** The app's cache of which operators play in test mode: a flag's event carries livemode from it. */
+      modes: OperatorModes;
+      logger?: Logger;
+    },
+  ) {}
 
   async betPlaced(tx: SqlExecutor, bet: Bet, now: number): Promise<void> {
     await this.guard(bet, 'betPlaced', async () => {
@@ -220,7 +227,7 @@ export class ComplianceService implements ComplianceHooks {
       const { operator_id: _operator, ...data } = presentFlag(row);
       events.push({ operatorId: f.operatorId, type: 'compliance.flag', data });
     }
-    await recordEvents(tx, events, now);
+    await recordEvents(tx, this.d.modes, events, now);
   }
 
   /**
@@ -253,7 +260,7 @@ export class ComplianceService implements ComplianceHooks {
       await fn();
     } catch (error) {
       if (isStoreError(error)) throw error;
-      this.logger?.error({ err: error, bet: bet.id, hook }, 'compliance rule failed; the bet is unaffected');
+      this.d.logger?.error({ err: error, bet: bet.id, hook }, 'compliance rule failed; the bet is unaffected');
     }
   }
 }

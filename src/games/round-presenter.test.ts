@@ -2,6 +2,7 @@ import pino from 'pino';
 import { afterAll, describe, expect, it } from 'vitest';
 import { noCompliance } from '../bets/compliance-hooks';
 import { DEFAULT_BUSTABIT_SALT } from '../config/game-defaults';
+import { OperatorModes } from '../operators/operator-mode';
 import { SqliteDatabase } from '../store/sqlite';
 import { CrashGame } from './crash/crash-game';
 import type { ClosedRound, CrashOutcome, RunningRound, StockRaceOutcome } from './engine/round';
@@ -12,11 +13,13 @@ import { StockRaceGame } from './stock-race/stock-race-game';
 const logger = pino({ level: 'silent' });
 const db = new SqliteDatabase({ filename: ':memory:' });
 afterAll(() => db.close());
+const modes = new OperatorModes();
 
 const crash = new CrashGame({
   db,
   logger,
   compliance: noCompliance,
+  modes,
   settingsOf: async () => {
     throw new Error('presenting a round reads no operator');
   },
@@ -29,6 +32,7 @@ const crash = new CrashGame({
 const stockRace = new StockRaceGame({
   logger,
   compliance: noCompliance,
+  modes,
   operatorOf: async () => {
     throw new Error('presenting a round reads no operator');
   },

@@ -6,6 +6,7 @@ import { noCompliance } from '../bets/compliance-hooks';
 import { CrashGame, type CrashGameOptions } from '../games/crash/crash-game';
 import { crashPointFromHash } from '../games/crash/fairness';
 import { DEFAULT_BUSTABIT_SALT } from '../config/game-defaults';
+import { OperatorModes } from '../operators/operator-mode';
 import { OperatorService } from '../operators/operators';
 import { SecretBox } from '../operators/secret-box';
 import { RoundEngine } from '../games/engine/engine';
@@ -21,6 +22,7 @@ describe('sandbox rounds next to live ones', () => {
   let db: SqliteDatabase;
   let clock: FakeClock;
   let operators: OperatorService;
+  let modes: OperatorModes;
   const engines: RoundEngine[] = [];
   const logger = pino({ level: 'silent' });
 
@@ -28,6 +30,7 @@ describe('sandbox rounds next to live ones', () => {
     db,
     logger,
     compliance: noCompliance,
+    modes,
     settingsOf: async (id) => (await operators.get(id)).settings,
     bettingWindowMs: 5_000,
     pauseMs: 1_000,
@@ -41,6 +44,7 @@ describe('sandbox rounds next to live ones', () => {
     db = new SqliteDatabase({ filename: ':memory:' });
     await migrate(db);
     operators = new OperatorService(db, new SecretBox(randomBytes(32)), clock, 1000);
+    modes = new OperatorModes();
   });
   afterEach(async () => {
     for (const e of engines.splice(0)) await e.stop();
@@ -69,6 +73,7 @@ describe('sandbox rounds next to live ones', () => {
       logger,
       chain: sandboxSeeds,
       driver: new SandboxCrashGame(options(), op.id, timing),
+      modes,
       operatorId: op.id,
     });
     engines.push(sandbox);
@@ -85,6 +90,7 @@ describe('sandbox rounds next to live ones', () => {
         logger,
         chain: new FairChainService(db, () => 10, { clock, logger, autoContribute: true, allowFixtures: true }),
         driver: new CrashGame(options()),
+        modes,
       });
       engines.push(live);
       await live.start();

@@ -5,6 +5,7 @@ import { noCompliance } from '../bets/compliance-hooks';
 import type { Config } from '../config/config';
 import { DomainError } from '../errors/codes';
 import type { Operator } from '../operators/operator';
+import type { OperatorModes } from '../operators/operator-mode';
 import type { OperatorService } from '../operators/operators';
 import { RoundEngine } from '../games/engine/engine';
 import type { FeedMessage, LiveFeed } from '../games/engine/live-feed';
@@ -19,10 +20,13 @@ import { simulatedWallet, type SandboxBalance } from './simulated-wallet';
 import type { SandboxTiming, SandboxWalletSwitch, ScriptedOutcome, SandboxScript } from './sandbox-settings';
 import { sandboxRepository } from './sandbox-repository';
 
-/** A game driver's options but its logger and compliance hooks, which each engine sets for itself. */
+/**
+ * A game driver's options but its logger and compliance hooks, which each engine sets for itself, and
+ * the app's OperatorModes, which the sandbox hands on with its own.
+ */
 export interface GameSettings {
-  crash: Omit<CrashGameOptions, 'logger' | 'compliance'>;
-  stockRace: Omit<StockRaceGameOptions, 'logger' | 'compliance'>;
+  crash: Omit<CrashGameOptions, 'logger' | 'compliance' | 'modes'>;
+  stockRace: Omit<StockRaceGameOptions, 'logger' | 'compliance' | 'modes'>;
 }
 
 export interface SandboxServiceOptions {
@@ -31,6 +35,8 @@ export interface SandboxServiceOptions {
   logger: Logger;
   config: Config;
   operators: OperatorService;
+  /** The app's cache of which operators play in test mode, for the sandbox's drivers and engines. */
+  modes: OperatorModes;
   /** The games' settings from configuration, as the live engines get them. */
   games: GameSettings;
   /** A sandbox engine nobody has used for this long is stopped; the next request starts it again. */
@@ -203,18 +209,20 @@ export class SandboxService {
     this.timings.set(operatorId, await this.timing(operatorId));
     const timing = (): SandboxTiming => this.timings.get(operatorId) ?? this.fallbackTiming();
     const logger = this.o.logger.child({ sandbox: operatorId, game });
-    const { games } = this.o;
+    const { games, modes } = this.o;
+    const own = { logger, compliance: noCompliance, modes };
     let crash: SandboxCrashGame | null = null;
     const driver =
       game === 'crash'
-        ? (crash = new SandboxCrashGame({ ...games.crash, logger, compliance: noCompliance }, operatorId, timing))
-        : new SandboxStockRaceGame({ ...games.stockRace, logger, compliance: noCompliance }, operatorId, timing);
+        ? (crash = new SandboxCrashGame({ ...games.crash, ...own }, operatorId, timing))
+        : new SandboxStockRaceGame({ ...games.stockRace, ...own }, operatorId, timing);
     const engine = new RoundEngine({
       db: this.o.db,
       clock: this.o.clock,
       chain: sandboxSeeds,
       driver,
       logger,
+      modes,
       operatorId,
     });
     const opened = new Promise<void>((resolve) => {

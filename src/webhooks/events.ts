@@ -1,5 +1,5 @@
 import { timeOrderedId } from '../ids/time-ordered-id';
-import { testModeOperators } from '../operators/operator-mode';
+import type { OperatorModes } from '../operators/operator-mode';
 import type { SqlExecutor, SqlParam } from '../store/database';
 import { deliveryRepository } from './delivery-repository';
 import { endpointRepository } from './endpoint-repository';
@@ -26,6 +26,12 @@ export type DomainEvent = {
 /** A delivery body; `livemode` is false for everything a test-mode (sandbox) operator caused. */
 export type EventEnvelope = WebhookEventOf<EventType>;
 
+/**
+ * What recordEvents asks of the app's OperatorModes: which operators play in test mode. Named here
+ * so the round engine, which records events but sits below operators/, can be handed it.
+ */
+export type EventModes = Pick<OperatorModes, 'testModeOperators'>;
+
 let seqCounter = 0;
 
 /** seq orders events that share a millisecond; it only needs to grow within this process. */
@@ -39,12 +45,13 @@ export function nextEventSeq(now: number): number {
  */
 export async function recordEvents(
   tx: SqlExecutor,
+  modes: EventModes,
   events: readonly DomainEvent[],
   now: number,
 ): Promise<EventEnvelope[]> {
   if (events.length === 0) return [];
   const endpoints = await subscribedEndpoints(tx, events);
-  const testOperators = await testModeOperators(
+  const testOperators = await modes.testModeOperators(
     tx,
     events.map((e) => e.operatorId),
   );

@@ -4,6 +4,7 @@ import pino from 'pino';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { FakeClock } from '../../src/clock/clock';
 import { loadConfig } from '../../src/config/config';
+import { OperatorModes } from '../../src/operators/operator-mode';
 import { OperatorService } from '../../src/operators/operators';
 import { SecretBox } from '../../src/operators/secret-box';
 import type { Database } from '../../src/store/database';
@@ -27,6 +28,7 @@ import { betSettled } from '../support/webhook-events';
  * answer that is not loopback, so nothing leaves the machine whatever the code under test does.
  */
 describe('SSRF: DNS rebinding is caught at connect time', () => {
+  const modes = new OperatorModes();
   let db: Database;
   let dispose: () => Promise<void>;
   let server: Server;
@@ -92,7 +94,7 @@ describe('SSRF: DNS rebinding is caught at connect time', () => {
       answers.set(host, [inward]);
       lookups.length = 0;
       const event = betSettled(op.id, { id: 'b1' });
-      await db.transaction((tx) => recordEvents(tx, [event], clock.now()));
+      await db.transaction((tx) => recordEvents(tx, modes, [event], clock.now()));
       try {
         await webhooks.dispatcher.drain();
       } finally {

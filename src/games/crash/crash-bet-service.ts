@@ -13,6 +13,7 @@ import {
 } from '../../bets/bet-commands';
 import type { Clock } from '../../clock/clock';
 import type { ComplianceService } from '../../compliance/compliance-service';
+import type { BetContext } from '../../bets/bet-context';
 import { noCompliance } from '../../bets/compliance-hooks';
 import {
   largePayout,
@@ -24,6 +25,7 @@ import {
 } from '../../compliance/rules';
 import { DomainError, isDomainError } from '../../errors/codes';
 import type { Operator } from '../../operators/operator';
+import type { OperatorModes } from '../../operators/operator-mode';
 import type { Database } from '../../store/database';
 import { operatorEventRow } from '../../webhooks/event-rows';
 import type { Game } from '../engine/round';
@@ -43,6 +45,8 @@ export interface CrashBetServiceDeps {
   clock: Clock;
   idempotency: CommandRunner;
   compliance: ComplianceService;
+  /** The app's cache of which operators play in test mode, for the bets the interactive path writes. */
+  modes: OperatorModes;
   rules: CrashRules;
   sandbox: {
     touch(operator: Operator, game: Game): Promise<void>;
@@ -74,7 +78,14 @@ const asText = (r: CommandResponse): StoredText => ({ statusCode: r.statusCode, 
  * interactive path of crash-bets.ts, with the same results.
  */
 export class CrashBetService {
-  constructor(private readonly d: CrashBetServiceDeps) {}
+  /** What the interactive path writes a bet with: a live operator's bets run the compliance rules, a sandbox's none. */
+  private readonly liveWrites: BetContext;
+  private readonly sandboxWrites: BetContext;
+
+  constructor(private readonly d: CrashBetServiceDeps) {
+    this.liveWrites = { compliance: d.compliance, modes: d.modes };
+    this.sandboxWrites = { compliance: noCompliance, modes: d.modes };
+  }
 
   async placeBet(
     operator: Operator,
@@ -143,7 +154,7 @@ export class CrashBetService {
       async (tx) => {
         const placed = await placeCrashBet(
           tx,
-          live ? this.d.compliance : noCompliance,
+          live ? this.liveWrites : this.sandboxWrites,
           operator,
           input,
           this.d.clock.now(),
@@ -186,7 +197,7 @@ export class CrashBetService {
       async (tx) => {
         const bet = await cashoutCrashBet(
           tx,
-          live ? this.d.compliance : noCompliance,
+          live ? this.liveWrites : this.sandboxWrites,
           this.d.rules,
           operator,
           betId,

@@ -1,4 +1,4 @@
-import type { ComplianceHooks } from '../../bets/compliance-hooks';
+import type { BetContext } from '../../bets/bet-context';
 import { crashPointOf, cappedPayout, effectiveTarget, scriptedCrashPoint } from './crash-rules';
 import { formatMultiplier, multiplierAt } from './multiplier';
 import { DomainError } from '../../errors/codes';
@@ -26,7 +26,7 @@ export interface CrashRules {
  */
 export async function placeCrashBet(
   tx: SqlExecutor,
-  compliance: ComplianceHooks,
+  ctx: BetContext,
   operator: Operator,
   input: { externalUserId: string; amount: number; autoCashout: number | null },
   now: number,
@@ -48,7 +48,7 @@ export async function placeCrashBet(
   }
   return recordPlacedBet(
     tx,
-    compliance,
+    ctx,
     {
       operatorId: operator.id,
       game: 'crash',
@@ -82,7 +82,7 @@ export async function placeCrashBet(
  */
 export async function cashoutCrashBet(
   tx: SqlExecutor,
-  compliance: ComplianceHooks,
+  ctx: BetContext,
   rules: CrashRules,
   operator: Operator,
   betId: string,
@@ -93,7 +93,7 @@ export async function cashoutCrashBet(
   const round = ours ? await roundRepository.byId(tx, bet.roundId) : undefined;
   const decision = decideCashout(rules, operator, betId, bet, round, now);
   const maxPayout = operator.settings.crash.max_payout_per_bet;
-  return settleCashout(tx, compliance, decision.bet, decision.multiplier, decision.kind, maxPayout, now);
+  return settleCashout(tx, ctx, decision.bet, decision.multiplier, decision.kind, maxPayout, now);
 }
 
 export interface CashoutDecision {
@@ -165,7 +165,7 @@ export function decideCashout(
 
 export async function settleCashout(
   tx: SqlExecutor,
-  compliance: ComplianceHooks,
+  ctx: BetContext,
   bet: ActiveCrashBet,
   multiplier: number,
   kind: CashoutKind,
@@ -182,8 +182,8 @@ export async function settleCashout(
     settledAt: now,
   };
   // The event first: the compliance rules that settleBet runs may add their own after it.
-  const settled = await settleBet(tx, compliance, cashedOut, now, async () => {
-    await recordEvents(tx, [betSettledEvent(cashedOut)], now);
+  const settled = await settleBet(tx, ctx, cashedOut, now, async () => {
+    await recordEvents(tx, ctx.modes, [betSettledEvent(cashedOut)], now);
   });
   if (!settled) {
     const fresh = await betRepository.byId(tx, bet.id);

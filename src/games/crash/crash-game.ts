@@ -6,6 +6,7 @@ import { betRepository } from '../../bets/bet-repository';
 import type { ComplianceHooks } from '../../bets/compliance-hooks';
 import { settleBet } from '../../bets/settle-bet';
 import type { OperatorSettings } from '../../operators/operator';
+import type { OperatorModes } from '../../operators/operator-mode';
 import type { GameDriver } from '../engine/engine';
 import {
   type ClosedRound,
@@ -25,6 +26,8 @@ export interface CrashGameOptions {
   db: Database;
   logger: Logger;
   compliance: ComplianceHooks;
+  /** The app's cache of which operators play in test mode (their bets stay out of live metrics). */
+  modes: OperatorModes;
   settingsOf: (operatorId: string) => Promise<OperatorSettings>;
   bettingWindowMs: number;
   pauseMs: number;
@@ -151,7 +154,7 @@ export class CrashGame implements GameDriver {
             count++;
           }
         }
-        await recordEvents(tx, events, now);
+        await recordEvents(tx, this.o.modes, events, now);
         return count;
       });
       for (const exit of due) this.forget(exit.bet);
@@ -220,7 +223,7 @@ export class CrashGame implements GameDriver {
       cashoutKind: kind,
       settledAt: now,
     };
-    return settleBet(tx, this.o.compliance, settled, now);
+    return settleBet(tx, this.o, settled, now);
   }
 
   private async finish(
@@ -230,7 +233,7 @@ export class CrashGame implements GameDriver {
     now: number,
   ): Promise<EndedCrashBet | null> {
     const settled: EndedCrashBet = { ...bet, ...result, cashoutMultiplier: null, cashoutKind: null, settledAt: now };
-    return settleBet(tx, this.o.compliance, settled, now);
+    return settleBet(tx, this.o, settled, now);
   }
 
   /** Forgets the operator's bets that were settled elsewhere (a cash-out taken by another instance). */

@@ -4,10 +4,12 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { betRepository } from '../../bets/bet-repository';
 import { cashoutCrashBet, placeCrashBet } from '../crash/crash-bets';
 import { FakeClock } from '../../clock/clock';
+import type { BetContext } from '../../bets/bet-context';
 import { noCompliance } from '../../bets/compliance-hooks';
 import { CrashGame } from '../crash/crash-game';
 import { defaultEngineStaleMs, engineHeartbeatMs, DEFAULT_BUSTABIT_SALT } from '../../config/game-defaults';
 import { elapsedForMultiplier } from '../crash/multiplier';
+import { OperatorModes } from '../../operators/operator-mode';
 import { OperatorService } from '../../operators/operators';
 import { SecretBox } from '../../operators/secret-box';
 import { migrate } from '../../store/migrate';
@@ -35,16 +37,21 @@ describe('round engine driving Crash on a fake clock', () => {
   let game: CrashGame;
   let operators: OperatorService;
   let events: EngineEvent[];
+  /** How the test's own bets and cash-outs are written: no compliance rules, this test's modes. */
+  let writes: BetContext;
 
   const settle = () => clock.advanceAsync(0);
 
   async function build(): Promise<void> {
     const logger = pino({ level: 'silent' });
     operators = new OperatorService(db, new SecretBox(randomBytes(32)), clock, 1000);
+    const modes = new OperatorModes();
+    writes = { compliance: noCompliance, modes };
     game = new CrashGame({
       db,
       logger,
       compliance: noCompliance,
+      modes,
       settingsOf: async (id) => (await operators.get(id)).settings,
       bettingWindowMs: WINDOW,
       pauseMs: PAUSE,
@@ -53,7 +60,7 @@ describe('round engine driving Crash on a fake clock', () => {
       houseEdgeBp: 100,
     });
     const chain = new FairChainService(db, () => 10, { clock, logger, autoContribute: true, allowFixtures: true });
-    engine = new RoundEngine({ db, clock, driver: game, logger, chain, leaseCheckMs: 60_000 });
+    engine = new RoundEngine({ db, clock, driver: game, logger, modes, chain, leaseCheckMs: 60_000 });
     events = [];
     engine.on((e) => events.push(e));
   }
@@ -87,7 +94,7 @@ describe('round engine driving Crash on a fake clock', () => {
   async function bet(operatorId: string, amount: number, autoCashout: number | null, player = 'p') {
     const op = await operators.get(operatorId);
     return db.transaction((tx) =>
-      placeCrashBet(tx, noCompliance, op, { externalUserId: player, amount, autoCashout }, clock.now()),
+      placeCrashBet(tx, writes, op, { externalUserId: player, amount, autoCashout }, clock.now()),
     );
   }
 
@@ -114,7 +121,7 @@ describe('round engine driving Crash on a fake clock', () => {
 
     // Half-way up the curve a manual cash-out pays floor(700 * m).
     await clock.advanceAsync(elapsedForMultiplier(200));
-    const cashed = await db.transaction((tx) => cashoutCrashBet(tx, noCompliance, RULES, op, manual.id, clock.now()));
+    const cashed = await db.transaction((tx) => cashoutCrashBet(tx, writes, RULES, op, manual.id, clock.now()));
     expect(cashed).toMatchObject({
       status: 'cashed_out',
       cashoutMultiplier: 200,
@@ -154,7 +161,7 @@ describe('round engine driving Crash on a fake clock', () => {
   });
 
   const cashout = (op: Awaited<ReturnType<OperatorService['get']>>, betId: string) =>
-    db.transaction((tx) => cashoutCrashBet(tx, noCompliance, RULES, op, betId, clock.now()));
+    db.transaction((tx) => cashoutCrashBet(tx, writes, RULES, op, betId, clock.now()));
 
   it('refuses bets once the betting window has closed', async () => {
     const op = await operators.create({ name: 'o' });

@@ -2,7 +2,7 @@ import { EventEmitter } from 'node:events';
 import type { Logger } from 'pino';
 import type { Clock, TimerHandle } from '../../clock/clock';
 import type { Database, Lease, SqlExecutor } from '../../store/database';
-import { recordEvents, type DomainEvent } from '../../webhooks/events';
+import { recordEvents, type DomainEvent, type EventModes } from '../../webhooks/events';
 import type { RoundEventData } from '../../webhooks/payloads';
 import type { FairChainService } from './fair-chain';
 import {
@@ -78,6 +78,8 @@ export interface RoundEngineOptions {
   chain: SeedSource;
   driver: GameDriver;
   logger: Logger;
+  /** Which operators play in test mode (the app's OperatorModes): their rounds' events carry livemode: false. */
+  modes: EventModes;
   /** Set for a sandbox engine: the test-mode operator whose own rounds it runs (and alone hears of). */
   operatorId?: string;
   /**
@@ -277,7 +279,7 @@ export class RoundEngine {
         operatorId: this.o.operatorId ?? null,
       });
       const opened = { operatorId: this.eventOwner, type: 'round.opened' as const, data: this.present(created) };
-      await recordEvents(tx, [opened], now);
+      await recordEvents(tx, this.o.modes, [opened], now);
       return created;
     });
     this.current = round;
@@ -361,7 +363,7 @@ export class RoundEngine {
         type: 'round.closed',
         data: this.present(final),
       };
-      await recordEvents(tx, [roundClosed, ...events], now);
+      await recordEvents(tx, this.o.modes, [roundClosed, ...events], now);
       return final;
     });
     if (closed) {
@@ -384,7 +386,7 @@ export class RoundEngine {
         type: 'round.closed',
         data: this.present(final),
       };
-      await recordEvents(tx, [roundClosed, ...events], now);
+      await recordEvents(tx, this.o.modes, [roundClosed, ...events], now);
       return final;
     });
     if (voided) {

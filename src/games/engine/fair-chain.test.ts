@@ -7,6 +7,7 @@ import { CrashGame } from '../crash/crash-game';
 import { crashPointFromHash } from '../crash/fairness';
 import { generateChain, previousHash } from './hash-chain';
 import { DEFAULT_BUSTABIT_SALT } from '../../config/game-defaults';
+import { OperatorModes } from '../../operators/operator-mode';
 import { OperatorService } from '../../operators/operators';
 import { SecretBox } from '../../operators/secret-box';
 import { migrate } from '../../store/migrate';
@@ -53,10 +54,12 @@ describe('hash chain commitments', () => {
 
   function crashEngine(chain: FairChainService): RoundEngine {
     const logger = capturingLogger(logs);
+    const modes = new OperatorModes();
     const game = new CrashGame({
       db,
       logger,
       compliance: noCompliance,
+      modes,
       settingsOf: async (id) =>
         (await new OperatorService(db, new SecretBox(randomBytes(32)), clock, 1000).get(id)).settings,
       bettingWindowMs: 1_000,
@@ -65,7 +68,16 @@ describe('hash chain commitments', () => {
       salt: DEFAULT_BUSTABIT_SALT,
       houseEdgeBp: 100,
     });
-    engine = new RoundEngine({ db, clock, chain, driver: game, logger, leaseCheckMs: 3_600_000, retryMs: 1_000 });
+    engine = new RoundEngine({
+      db,
+      clock,
+      chain,
+      driver: game,
+      logger,
+      modes,
+      leaseCheckMs: 3_600_000,
+      retryMs: 1_000,
+    });
     return engine;
   }
 

@@ -11,10 +11,12 @@ import {
 } from '../../bets/bet-commands';
 import type { Clock } from '../../clock/clock';
 import type { ComplianceService } from '../../compliance/compliance-service';
+import type { BetContext } from '../../bets/bet-context';
 import { noCompliance } from '../../bets/compliance-hooks';
 import { largeStake, velocityRule } from '../../compliance/rules';
 import { isDomainError } from '../../errors/codes';
 import type { Operator } from '../../operators/operator';
+import type { OperatorModes } from '../../operators/operator-mode';
 import type { Database, SqlExecutor } from '../../store/database';
 import type { Game } from '../engine/round';
 import { reserveCommand, type ReservePlan } from './stock-race-bet-commands';
@@ -25,6 +27,8 @@ export interface StockRaceBetServiceDeps {
   clock: Clock;
   idempotency: CommandRunner;
   compliance: ComplianceService;
+  /** The app's cache of which operators play in test mode, for the bets the interactive path writes. */
+  modes: OperatorModes;
   sandbox: {
     touch(operator: Operator, game: Game): Promise<void>;
     /** A sandbox without a wallet server pays stakes from its simulated wallet, in the bet's transaction. */
@@ -51,7 +55,14 @@ const asText = (r: CommandResponse): StoredText => ({ statusCode: r.statusCode, 
  * wallet server pays from its simulated wallet: that runs through the full interactive path.
  */
 export class StockRaceBetService {
-  constructor(private readonly d: StockRaceBetServiceDeps) {}
+  /** What the interactive path writes a bet with: a live operator's bets run the compliance rules, a sandbox's none. */
+  private readonly liveWrites: BetContext;
+  private readonly sandboxWrites: BetContext;
+
+  constructor(private readonly d: StockRaceBetServiceDeps) {
+    this.liveWrites = { compliance: d.compliance, modes: d.modes };
+    this.sandboxWrites = { compliance: noCompliance, modes: d.modes };
+  }
 
   async reserve(
     operator: Operator,
@@ -141,7 +152,7 @@ export class StockRaceBetService {
       async (tx) => {
         const { bet, potentialPayout } = await reserveStockRaceBet(
           tx,
-          live ? this.d.compliance : noCompliance,
+          live ? this.liveWrites : this.sandboxWrites,
           operator,
           input,
           this.d.clock.now(),

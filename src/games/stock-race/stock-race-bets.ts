@@ -1,4 +1,4 @@
-import type { ComplianceHooks } from '../../bets/compliance-hooks';
+import type { BetContext } from '../../bets/bet-context';
 import { DomainError } from '../../errors/codes';
 import type { Operator } from '../../operators/operator';
 import { roundRepository } from '../engine/round-repository';
@@ -31,7 +31,7 @@ export interface ReservedBet {
  */
 export async function reserveStockRaceBet(
   tx: SqlExecutor,
-  compliance: ComplianceHooks,
+  ctx: BetContext,
   operator: Operator,
   input: ReserveInput,
   now: number,
@@ -44,7 +44,7 @@ export async function reserveStockRaceBet(
 
   const bet = await recordPlacedBet(
     tx,
-    compliance,
+    ctx,
     {
       operatorId: operator.id,
       game: 'stock_race',

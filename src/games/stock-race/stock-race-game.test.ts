@@ -4,9 +4,11 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { betRepository } from '../../bets/bet-repository';
 import { reserveStockRaceBet } from './stock-race-bets';
 import { FakeClock } from '../../clock/clock';
+import type { BetContext } from '../../bets/bet-context';
 import { noCompliance } from '../../bets/compliance-hooks';
 import { DEFAULT_SYMBOLS } from '../../config/config';
 import type { Operator } from '../../operators/operator';
+import { OperatorModes } from '../../operators/operator-mode';
 import { OperatorService } from '../../operators/operators';
 import { SecretBox } from '../../operators/secret-box';
 import type { OpenRound, RunningRound } from '../engine/round';
@@ -26,6 +28,8 @@ describe('StockRaceGame settling a round', () => {
   let operators: OperatorService;
   let sessions: SessionService;
   let game: StockRaceGame;
+  /** How the test's own reservations are written: no compliance rules, this test's modes. */
+  let writes: BetContext;
   let round: OpenRound;
   const runningFrom = (at: number): RunningRound => ({ ...round, status: 'running', runningAt: at, endsAt: at + 2000 });
 
@@ -40,9 +44,10 @@ describe('StockRaceGame settling a round', () => {
       ttlMs: 3_600_000,
       allowLoopbackHttp: false,
     });
+    writes = { compliance: noCompliance, modes: new OperatorModes() };
     game = new StockRaceGame({
       logger: pino({ level: 'silent' }),
-      compliance: noCompliance,
+      ...writes,
       operatorOf: (tx, id) => operators.get(id, tx),
       symbols: DEFAULT_SYMBOLS,
       bettingWindowMs: 1000,
@@ -75,7 +80,7 @@ describe('StockRaceGame settling a round', () => {
     const r = await db.transaction((tx) =>
       reserveStockRaceBet(
         tx,
-        noCompliance,
+        writes,
         operator,
         { sessionId: session.id, roundId: round.id, selectedStocks: selected, stake },
         clock.now(),

@@ -7,6 +7,7 @@ import type { ComplianceHooks } from '../../bets/compliance-hooks';
 import { settleBet } from '../../bets/settle-bet';
 import { currencyExponent, minorToDecimal } from '../../money/currency';
 import type { Operator } from '../../operators/operator';
+import type { OperatorModes } from '../../operators/operator-mode';
 import type { GameDriver } from '../engine/engine';
 import { type ClosedRound, type OpenRound, type Round, type RunningRound, stockRaceOutcomeOf } from '../engine/round';
 import type { SqlExecutor } from '../../store/database';
@@ -26,6 +27,8 @@ import { winningPayoutMinor } from './stock-race-rules';
 export interface StockRaceGameOptions {
   logger: Logger;
   compliance: ComplianceHooks;
+  /** The app's cache of which operators play in test mode (their bets stay out of live metrics). */
+  modes: OperatorModes;
   /** Reads an operator inside the settling transaction (settings and wallet_url as committed). */
   operatorOf: (tx: SqlExecutor, operatorId: string) => Promise<Operator>;
   symbols: readonly string[];
@@ -167,7 +170,7 @@ export class StockRaceGame implements GameDriver {
       cashoutKind: null,
       settledAt: now,
     };
-    return settleBet(tx, this.o.compliance, settled, now);
+    return settleBet(tx, this.o, settled, now);
   }
 
   /**
