@@ -171,6 +171,24 @@ async function signedCase(): Promise<void> {
   profile.report(durationS * 1000 + 1000);
 }
 
+/** The place-bet load against a started service: signed Surface A requests, one key each. */
+function placeBetSpec(service: Awaited<ReturnType<typeof startService>>) {
+  return {
+    baseUrl: service.child.baseUrl,
+    path: '/api/public/v1/place-bet',
+    body: betBody,
+    identity: {
+      apiKey: service.operator.apiKey,
+      apiSecret: service.operator.apiSecret,
+      headers: SURFACE_A,
+      idempotencyHeader: true,
+    },
+    connections,
+    serverPid: service.child.proc.pid,
+    serverEnded: service.child.ended,
+  };
+}
+
 async function placeBetCase(): Promise<number> {
   if (instances > 1) {
     log(`place-bet (Surface A, ${storeName}, ${instances} instances)…`);
@@ -185,20 +203,7 @@ async function placeBetCase(): Promise<number> {
   const db = openStore(service.store);
   let rps = 0;
   try {
-    const spec = {
-      baseUrl: service.child.baseUrl,
-      path: '/api/public/v1/place-bet',
-      body: betBody,
-      identity: {
-        apiKey: service.operator.apiKey,
-        apiSecret: service.operator.apiSecret,
-        headers: SURFACE_A,
-        idempotencyHeader: true,
-      },
-      connections,
-      serverPid: service.child.proc.pid,
-      serverEnded: service.child.ended,
-    };
+    const spec = placeBetSpec(service);
     await warm((d) => runLoad({ ...spec, name: 'warm-up', durationS: d }));
     await sleep(300);
     const before = await countBets(db, service.operator.id);
@@ -351,20 +356,7 @@ async function profiledPlaceBet(): Promise<void> {
   const profile = profiler(`place-bet profile (${storeName}, separate 5 s run, not the measured one)`, true);
   const service = await startService({ pgUrl, env: { CRASH_BETTING_WINDOW_MS: '600000' }, nodeArgs: profile.nodeArgs });
   try {
-    const spec = {
-      baseUrl: service.child.baseUrl,
-      path: '/api/public/v1/place-bet',
-      body: betBody,
-      identity: {
-        apiKey: service.operator.apiKey,
-        apiSecret: service.operator.apiSecret,
-        headers: SURFACE_A,
-        idempotencyHeader: true,
-      },
-      connections,
-      serverPid: service.child.proc.pid,
-      serverEnded: service.child.ended,
-    };
+    const spec = placeBetSpec(service);
     await runLoad({ ...spec, name: 'warm-up', durationS: 1 });
     await runLoad({ ...spec, name: 'profiled', durationS: 5 });
   } finally {

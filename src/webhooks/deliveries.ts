@@ -2,7 +2,7 @@ import { timeOrderedId } from '../ids/time-ordered-id';
 import type { Clock } from '../clock/clock';
 import { DomainError } from '../errors/codes';
 import { type Database, type SqlExecutor, nullableNumber } from '../store/database';
-import { type DeliveryRow, deliveryRepository } from './delivery-repository';
+import { type AttemptLogRow, type DeliveryRow, deliveryRepository } from './delivery-repository';
 import type { Scope, WebhookEndpointService } from './endpoints';
 
 export const DELIVERY_STATUSES = ['pending', 'delivered', 'dead', 'cancelled'] as const;
@@ -24,14 +24,8 @@ export interface DeliveryView {
   resend_of: string | null;
 }
 
-export interface AttemptView {
-  attempt: number;
-  started_at: number;
-  latency_ms: number;
-  status_code: number | null;
-  error: string | null;
-  response_excerpt: string | null;
-}
+/** One attempt of a delivery as the API shows it: the attempt log's row, field for field. */
+export type AttemptView = AttemptLogRow;
 
 function present(r: DeliveryRow): DeliveryView {
   return {
