@@ -58,8 +58,6 @@ export class InstrumentedDatabase implements Database {
     sql: string,
     params: readonly SqlParam[],
   ) => Promise<T[]>;
-  readonly writeConnections?: number;
-
   constructor(
     private readonly inner: Database,
     private readonly metrics: ServiceMetrics,
@@ -71,7 +69,6 @@ export class InstrumentedDatabase implements Database {
       const unit = inner.unit.bind(inner);
       this.unit = spans_ ? (fn) => spans_.transaction('command', () => unit(fn)) : unit;
     }
-    this.writeConnections = inner.writeConnections;
     if (inner.prepared) {
       const prepared = inner.prepared.bind(inner);
       this.prepared = spans_

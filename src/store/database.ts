@@ -59,8 +59,6 @@ export interface Database extends SqlExecutor {
    * (synchronous_commit as configured: on).
    */
   prepared?<T = Record<string, unknown>>(name: string, sql: string, params: readonly SqlParam[]): Promise<T[]>;
-  /** PostgreSQL: connections in the write pool (how many `prepared` calls can run at once). */
-  readonly writeConnections?: number;
   /**
    * Takes a named lease that only one process holds at a time (PostgreSQL advisory lock on a
    * dedicated connection). Resolves to the lease, or null when another process holds it.

@@ -54,13 +54,11 @@ export class PostgresDatabase implements Database {
   /** A few read-only sessions of their own, so page reads never wait for a writer's pooled connection. */
   private readonly readPool: pg.Pool;
   readonly reads: SqlExecutor;
-  readonly writeConnections: number;
 
   constructor(readonly options: PostgresOptions) {
-    this.writeConnections = options.poolSize ?? 10;
     this.pool = new pg.Pool({
       connectionString: options.connectionString,
-      max: this.writeConnections,
+      max: options.poolSize ?? 10,
       options: options.schema ? `-c search_path=${options.schema}` : undefined,
       // Transactions here never wait on anything but their own statements (see Database.transaction),
       // so one idle this long belongs to a frozen or vanished process: the server ends it and frees its
