@@ -93,6 +93,7 @@ describe.each(STORES)('migration 004_sandbox over existing data on %s', (store) 
       '006_seen_signatures',
       '007_bet_commands',
       '008_cash_out_timing_precheck',
+      '009_cash_out_batches',
     ]);
 
     expect(await db.get('SELECT id, round_number, operator_id, scripted FROM rounds')).toEqual({

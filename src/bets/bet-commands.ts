@@ -1,6 +1,7 @@
 import type { DomainError } from '../errors/codes';
 import type { Game } from '../games/engine/round';
 import type { Database, SqlExecutor, SqlParam, SyncExecutor } from '../store/database';
+import { type BatchCalls, batcherPerDatabase } from './call-batcher';
 
 /** An idempotency key's row: the request it was first used for and the response stored under it. */
 interface KeyRow {
@@ -179,12 +180,7 @@ const MAX_BETS_PER_CALL = 64;
 
 export function placeBetCommand(db: Database, c: PlaceBetCommand): Promise<PlaceBetAnswer> {
   if (db.unit) return runCommand<PlaceBetAnswer>(db, (tx) => placeBetSync(tx, c), { name: '', sql: '', params: [] });
-  let batcher = batchers.get(db);
-  if (!batcher) {
-    batcher = new PlaceBetBatcher(db);
-    batchers.set(db, batcher);
-  }
-  return batcher.place(placeBetParams(c));
+  return placeBetBatcher(db).submit(placeBetParams(c));
 }
 
 function placeBetParams(c: PlaceBetCommand): SqlParam[] {
@@ -216,84 +212,29 @@ function placeBetParams(c: PlaceBetCommand): SqlParam[] {
   ];
 }
 
-const batchers = new WeakMap<Database, PlaceBetBatcher>();
-
-interface QueuedBet {
-  params: SqlParam[];
-  resolve: (answer: PlaceBetAnswer) => void;
-  reject: (error: unknown) => void;
-}
-
 /**
- * PostgreSQL group commit for bets. A bet goes out at once (one rbs_place_bet call) while fewer than
- * `maxInFlight` calls are running; beyond that, bets queue and the next call to finish hands all
- * of them (up to MAX_BETS_PER_CALL) in one rbs_place_bets call: one transaction, one commit and
- * one round lock for the lot, each bet still answered on its own. Under no load nothing waits;
- * under load a queued bet waits for a call in flight to finish. A failed call of several (a
- * deadlock with another instance on two keys, say) is retried one bet per call.
+ * PostgreSQL group commit for bets (CallBatcher): alone, a bet is one rbs_place_bet call; bets that
+ * arrive while a call runs go out together in one rbs_place_bets call (one transaction, one commit
+ * and one round lock for the lot). rbs_place_bet writes nothing before it can answer full_path, so
+ * one bet of a call never aborts another.
  */
-class PlaceBetBatcher {
-  private readonly queue: QueuedBet[] = [];
-  private inFlight = 0;
-  private readonly maxInFlight: number;
-
-  constructor(private readonly db: Database) {
-    // One call at a time per instance: every bet that arrives while it runs goes out in the next call.
-    // Under HTTP load on two cores this placed 1.8x the bets of three calls in flight (4 206 against
-    // 2 389 req/s, docs/benchmarks.md): PostgreSQL shares the cores with the service, and each extra
-    // call only splits the queue into smaller, dearer transactions. Several instances still write
-    // side by side, one call each. The rest of the pool stays free for cash-outs, reads and the engines.
-    this.maxInFlight = 1;
-  }
-
-  place(params: SqlParam[]): Promise<PlaceBetAnswer> {
-    return new Promise((resolve, reject) => {
-      this.queue.push({ params, resolve, reject });
-      this.pump();
-    });
-  }
-
-  private pump(): void {
-    while (this.inFlight < this.maxInFlight && this.queue.length > 0) {
-      const batch = this.queue.splice(0, MAX_BETS_PER_CALL);
-      this.inFlight++;
-      void this.send(batch).finally(() => {
-        this.inFlight--;
-        this.pump();
-      });
-    }
-  }
-
-  private async send(batch: QueuedBet[]): Promise<void> {
-    if (batch.length === 1) return this.one(batch[0]!);
-    let answers: PlaceBetAnswer[];
-    try {
-      const rows = await this.db.prepared!<{ r: PlaceBetAnswer[] }>('rbs_place_bets', PLACE_BETS_SQL, [
-        JSON.stringify(batch.map((b) => b.params)),
+const placeBetBatcher = batcherPerDatabase(
+  (db: Database): BatchCalls<SqlParam[], PlaceBetAnswer> => ({
+    maxPerCall: MAX_BETS_PER_CALL,
+    one: (params) =>
+      runCommand<PlaceBetAnswer>(db, () => ({ outcome: 'full_path' }), {
+        name: 'rbs_place_bet',
+        sql: PLACE_BET_SQL,
+        params,
+      }),
+    many: async (batch) => {
+      const rows = await db.prepared!<{ r: PlaceBetAnswer[] }>('rbs_place_bets', PLACE_BETS_SQL, [
+        JSON.stringify(batch),
       ]);
-      answers = rows[0]!.r;
-    } catch {
-      // Nothing of the batch committed: each bet gets its own call (and its own error, if any).
-      await Promise.all(batch.map((b) => this.one(b)));
-      return;
-    }
-    batch.forEach((b, i) => b.resolve(answers[i]!));
-  }
-
-  private async one(b: QueuedBet): Promise<void> {
-    try {
-      b.resolve(
-        await runCommand<PlaceBetAnswer>(this.db, () => ({ outcome: 'full_path' }), {
-          name: 'rbs_place_bet',
-          sql: PLACE_BET_SQL,
-          params: b.params,
-        }),
-      );
-    } catch (error) {
-      b.reject(error);
-    }
-  }
-}
+      return rows[0]!.r.map((answer) => ({ answer }));
+    },
+  }),
+);
 
 interface RoundRow {
   id: string;

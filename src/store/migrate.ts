@@ -8,6 +8,7 @@ import * as m005heartbeat from './migrations/005_round_heartbeat';
 import * as m006seen from './migrations/006_seen_signatures';
 import * as m007commands from './migrations/007_bet_commands';
 import * as m008timing from './migrations/008_cash_out_timing_precheck';
+import * as m009cashouts from './migrations/009_cash_out_batches';
 import type { PostgresDatabase } from './postgres';
 import type { SqliteDatabase } from './sqlite';
 
@@ -25,6 +26,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '006_seen_signatures': m006seen,
   '007_bet_commands': m007commands,
   '008_cash_out_timing_precheck': m008timing,
+  '009_cash_out_batches': m009cashouts,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };

@@ -1,9 +1,9 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { freshDatabase, STORES } from '../../../test/support/harness';
 import type { Bet, CashedOutCrashBet } from '../../bets/bet';
 import { betSettledEvent } from '../../bets/bet-events';
 import type { KeyClaim } from '../../bets/bet-commands';
-import type { Database } from '../../store/database';
+import type { Database, SqlParam } from '../../store/database';
 import { operatorEventRow } from '../../webhooks/event-rows';
 import type { Round } from '../engine/round';
 import { roundRepository } from '../engine/round-repository';
@@ -66,7 +66,10 @@ describe.each(STORES)('cash-out command unit on %s', (kind) => {
       return running;
     });
   });
-  afterEach(async () => dispose());
+  afterEach(async () => {
+    vi.restoreAllMocks();
+    await dispose();
+  });
 
   const claim = (key: string): KeyClaim => ({
     operatorId: 'op',
@@ -199,5 +202,245 @@ describe.each(STORES)('cash-out command unit on %s', (kind) => {
     );
     expect(answer).toEqual({ outcome: 'full_path' });
     expect(await count("SELECT COUNT(*) AS n FROM bets WHERE status = 'active'")).toBe(1);
+  });
+  /** Active bets of alice's round, one per player, `amount` 100 + i: the ids. */
+  const insertBets = async (prefix: string, n: number): Promise<string[]> => {
+    const ids = Array.from({ length: n }, (_, i) => `${prefix}${i}`);
+    await db.transaction(async (tx) => {
+      for (const [i, id] of ids.entries()) {
+        await tx.run(
+          `INSERT INTO bets (id, operator_id, game, round_id, round_number, player, amount, status, placed_at)
+           VALUES (?, 'op', 'crash', ?, 1, ?, ?, 'active', ?)`,
+          [id, round.id, `player-${id}`, 100 + i, now - 6_000],
+        );
+      }
+    });
+    return ids;
+  };
+  // As the service decides: a bet no longer active is refused (stored under the key); an active one
+  // is settled at 1.37x, its payout rounded down to the unit.
+  const decideAt137 = (bet: Bet | undefined): CashoutPlan => {
+    if (!bet || bet.status !== 'active') return { refusal: { statusCode: 409, response: '{"code":"BET_NOT_ACTIVE"}' } };
+    const payout = Math.floor((bet.amount * 137) / 100);
+    const settled: CashedOutCrashBet = {
+      ...cashedOut(bet),
+      player: bet.player,
+      amount: bet.amount,
+      payout,
+      cashoutMultiplier: 137,
+    };
+    return {
+      settle: { payout, multiplier: 137, kind: 'manual' },
+      response: { statusCode: 200, response: JSON.stringify({ bet_id: bet.id, payout, multiplier: '1.37' }) },
+      aliveSince: now - 1_000,
+      event: operatorEventRow(betSettledEvent(settled), now, true),
+      timing: null,
+    };
+  };
+  /** The statements the PostgreSQL store ran, by prepared-statement name, with their parameters. */
+  const recordStatements = (): { name: string; params: readonly SqlParam[] }[] => {
+    const calls: { name: string; params: readonly SqlParam[] }[] = [];
+    const prepared = db.prepared!.bind(db);
+    vi.spyOn(db, 'prepared').mockImplementation((name, sql, params) => {
+      calls.push({ name, params });
+      return prepared(name, sql, params);
+    });
+    return calls;
+  };
+  /** The keys each rbs_cash_outs call carried, call by call. */
+  const keysPerCall = (calls: { name: string; params: readonly SqlParam[] }[]): string[][] =>
+    calls
+      .filter((c) => c.name === 'rbs_cash_outs')
+      .map((c) => (JSON.parse(String(c.params[0])) as SqlParam[][]).map((args) => String(args[1])));
+
+  it.runIf(kind === 'postgres')(
+    'settles many concurrent cash-outs of one round in shared calls, each with its payout, key and event',
+    async () => {
+      const calls = recordStatements();
+      const ids = await insertBets('bet_c', 30);
+      const answers = await Promise.all(ids.map((id) => cashoutCommand(db, claim(`key-${id}`), id, decideAt137)));
+      expect(answers).toEqual(ids.map(() => ({ outcome: 'settled' })));
+      // The first went out alone; the rest queued behind it and shared calls (one commit each).
+      expect(calls.filter((c) => c.name === 'rbs_cash_out')).toHaveLength(1);
+      expect(keysPerCall(calls).flat()).toHaveLength(29);
+      expect(calls.filter((c) => c.name === 'rbs_bets_and_rounds').length).toBe(keysPerCall(calls).length);
+
+      const bets = await db.all<{ id: string; amount: number; payout: number; status: string; multiplier: number }>(
+        "SELECT id, amount, payout, status, cashout_multiplier AS multiplier FROM bets WHERE id LIKE 'bet_c%' ORDER BY id",
+      );
+      expect(bets).toHaveLength(30);
+      for (const b of bets) {
+        expect({ status: b.status, payout: Number(b.payout), multiplier: Number(b.multiplier) }).toEqual({
+          status: 'cashed_out',
+          payout: Math.floor((Number(b.amount) * 137) / 100),
+          multiplier: 137,
+        });
+      }
+      const keys = await db.all<{ idem_key: string; status_code: number; response: string }>(
+        "SELECT idem_key, status_code, response FROM idempotency_keys WHERE idem_key LIKE 'key-bet_c%'",
+      );
+      expect(keys).toHaveLength(30);
+      for (const k of keys) {
+        const betId = k.idem_key.slice('key-'.length);
+        const amount = 100 + Number(betId.slice('bet_c'.length));
+        expect(Number(k.status_code)).toBe(200);
+        expect(JSON.parse(k.response)).toEqual({
+          bet_id: betId,
+          payout: Math.floor((amount * 137) / 100),
+          multiplier: '1.37',
+        });
+      }
+      const events = await db.all<{ data: string }>("SELECT data FROM events WHERE type = 'bet.settled'");
+      expect(events.map((e) => JSON.parse(e.data).bet_id).sort()).toEqual([...ids].sort());
+      expect(await count("SELECT COUNT(*) AS n FROM webhook_deliveries WHERE endpoint_id = 'we_1'")).toBe(30);
+      expect(await count('SELECT COUNT(*) AS n FROM webhook_deliveries')).toBe(30);
+
+      // A key used in a call of several replays what that call stored.
+      const replay = await cashoutCommand(db, claim('key-bet_c7'), 'bet_c7', decideAt137);
+      expect(replay).toEqual({
+        outcome: 'existing',
+        request_hash: 'hash-key-bet_c7',
+        status_code: 200,
+        response: JSON.stringify({ bet_id: 'bet_c7', payout: Math.floor((107 * 137) / 100), multiplier: '1.37' }),
+      });
+      expect(await count("SELECT COUNT(*) AS n FROM events WHERE type = 'bet.settled'")).toBe(30);
+    },
+  );
+
+  it.runIf(kind === 'postgres')('runs two cash-outs of one bet in one call as one after the other', async () => {
+    const calls = recordStatements();
+    const [dup] = await insertBets('bet_d', 1);
+    // bet_1 goes out alone; both cash-outs of bet_d0 queue behind it and share the next call.
+    const [first, a, b] = await Promise.all([
+      cashoutCommand(db, claim('k-1'), 'bet_1', decideAt137),
+      cashoutCommand(db, claim('dup-a'), dup!, decideAt137),
+      cashoutCommand(db, claim('dup-b'), dup!, decideAt137),
+    ]);
+    expect(keysPerCall(calls)).toEqual([['dup-a', 'dup-b']]);
+    expect(first).toEqual({ outcome: 'settled' });
+    expect(a).toEqual({ outcome: 'settled' });
+    // The second found the bet cashed out: it wrote nothing and leaves the answer to the full path.
+    expect(b).toEqual({ outcome: 'full_path' });
+    expect(await db.get("SELECT status, payout FROM bets WHERE id = 'bet_d0'")).toMatchObject({
+      status: 'cashed_out',
+    });
+    expect(Number((await db.get<{ payout: number }>("SELECT payout FROM bets WHERE id = 'bet_d0'"))!.payout)).toBe(
+      Math.floor((100 * 137) / 100),
+    );
+    expect(await count("SELECT COUNT(*) AS n FROM idempotency_keys WHERE idem_key = 'dup-b'")).toBe(0);
+    expect(await count("SELECT COUNT(*) AS n FROM events WHERE data LIKE '%bet_d0%'")).toBe(1);
+    // Sent alone after the first, dup-b is refused as not active, the answer the full path also gives.
+    expect(await cashoutCommand(db, claim('dup-b'), dup!, decideAt137)).toEqual({ outcome: 'refused' });
+    expect(await db.get("SELECT status_code, response FROM idempotency_keys WHERE idem_key = 'dup-b'")).toEqual({
+      status_code: 409,
+      response: '{"code":"BET_NOT_ACTIVE"}',
+    });
+  });
+
+  it.runIf(kind === 'postgres')(
+    'leaves one cash-out of a call to the full path, or to its error, while the others still commit',
+    async () => {
+      const calls = recordStatements();
+      const ids = await insertBets('bet_m', 5);
+      // Engine silent since the read for bet_m1: rbs_cash_out claims its key and settles the bet, then
+      // raises RB001 on the round; its block rolls back alone.
+      const silentRound = (bet: Bet | undefined): CashoutPlan => ({
+        ...(decideAt137(bet) as Extract<CashoutPlan, { settle: unknown }>),
+        aliveSince: now,
+      });
+      const boom = new Error('decide failed');
+      const answers = await Promise.allSettled([
+        cashoutCommand(db, claim('m-first'), 'bet_1', decideAt137),
+        cashoutCommand(db, claim('m0'), ids[0]!, decideAt137),
+        cashoutCommand(db, claim('m1'), ids[1]!, silentRound),
+        cashoutCommand(db, claim('m2'), ids[2]!, () => ({ fullPath: 'large payout' })),
+        cashoutCommand(db, claim('m3'), 'bet_404', decideAt137),
+        cashoutCommand(db, claim('m4'), ids[3]!, () => {
+          throw boom;
+        }),
+        cashoutCommand(db, claim('m5'), ids[4]!, decideAt137),
+      ]);
+      expect(answers).toEqual([
+        { status: 'fulfilled', value: { outcome: 'settled' } },
+        { status: 'fulfilled', value: { outcome: 'settled' } },
+        { status: 'fulfilled', value: { outcome: 'full_path' } },
+        { status: 'fulfilled', value: { outcome: 'full_path' } },
+        { status: 'fulfilled', value: { outcome: 'refused' } },
+        { status: 'rejected', reason: boom },
+        { status: 'fulfilled', value: { outcome: 'settled' } },
+      ]);
+      // One call for the six queued: those with something to write, in order.
+      expect(keysPerCall(calls)).toEqual([['m0', 'm1', 'm3', 'm5']]);
+      const statuses = await db.all<{ id: string; status: string }>(
+        "SELECT id, status FROM bets WHERE id LIKE 'bet_m%' ORDER BY id",
+      );
+      expect(statuses).toEqual([
+        { id: 'bet_m0', status: 'cashed_out' },
+        { id: 'bet_m1', status: 'active' },
+        { id: 'bet_m2', status: 'active' },
+        { id: 'bet_m3', status: 'active' },
+        { id: 'bet_m4', status: 'cashed_out' },
+      ]);
+      const stored = await db.all<{ idem_key: string }>(
+        "SELECT idem_key FROM idempotency_keys WHERE idem_key LIKE 'm%' ORDER BY idem_key",
+      );
+      expect(stored.map((k) => k.idem_key)).toEqual(['m-first', 'm0', 'm3', 'm5']);
+      expect(await count("SELECT COUNT(*) AS n FROM events WHERE type = 'bet.settled'")).toBe(3);
+      expect(await count("SELECT COUNT(*) AS n FROM events WHERE data LIKE '%bet_m1%'")).toBe(0);
+    },
+  );
+
+  it.runIf(kind === 'postgres')('skips a bet another transaction holds rather than wait for it', async () => {
+    const calls = recordStatements();
+    const ids = await insertBets('bet_l', 2);
+    let release = (): void => {};
+    const released = new Promise<void>((r) => (release = r));
+    let locked = (): void => {};
+    const lockTaken = new Promise<void>((r) => (locked = r));
+    // Another transaction (the engine settling bets of the round, say) holds bet_l0 meanwhile.
+    const holder = db.transaction(async (tx) => {
+      await tx.get("SELECT id FROM bets WHERE id = 'bet_l0' FOR UPDATE");
+      locked();
+      await Promise.race([released, new Promise((r) => setTimeout(r, 5_000))]);
+    });
+    await lockTaken;
+    const answers = await Promise.all([
+      cashoutCommand(db, claim('l-first'), 'bet_1', decideAt137),
+      cashoutCommand(db, claim('l0'), ids[0]!, decideAt137),
+      cashoutCommand(db, claim('l1'), ids[1]!, decideAt137),
+    ]);
+    release();
+    await holder;
+    expect(keysPerCall(calls)).toEqual([['l0', 'l1']]);
+    // Answered before the holder let go: the full path waits for the bet on its own.
+    expect(answers).toEqual([{ outcome: 'settled' }, { outcome: 'full_path' }, { outcome: 'settled' }]);
+    expect(await db.get("SELECT status FROM bets WHERE id = 'bet_l0'")).toEqual({ status: 'active' });
+    expect(await count("SELECT COUNT(*) AS n FROM idempotency_keys WHERE idem_key = 'l0'")).toBe(0);
+  });
+
+  it.runIf(kind === 'postgres')('sends each cash-out of a failed call again on its own', async () => {
+    const calls = recordStatements();
+    const ids = await insertBets('bet_r', 4);
+    const prepared = vi.mocked(db.prepared!).getMockImplementation()!;
+    let failed = false;
+    vi.mocked(db.prepared!).mockImplementation((name, sql, params) => {
+      if (name === 'rbs_cash_outs' && !failed) {
+        failed = true;
+        calls.push({ name, params });
+        // Nothing of the call committed, as after a deadlock or a serialization failure.
+        return Promise.reject(Object.assign(new Error('deadlock detected'), { code: '40P01' }));
+      }
+      return prepared(name, sql, params);
+    });
+    const answers = await Promise.all([
+      cashoutCommand(db, claim('r-first'), 'bet_1', decideAt137),
+      ...ids.map((id) => cashoutCommand(db, claim(`r-${id}`), id, decideAt137)),
+    ]);
+    expect(failed).toBe(true);
+    expect(answers).toEqual([...ids, 'bet_1'].map(() => ({ outcome: 'settled' })));
+    // bet_1 alone, then the four again one per call after their call failed.
+    expect(calls.filter((c) => c.name === 'rbs_cash_out')).toHaveLength(5);
+    expect(await count("SELECT COUNT(*) AS n FROM bets WHERE status = 'cashed_out'")).toBe(5);
+    expect(await count("SELECT COUNT(*) AS n FROM events WHERE type = 'bet.settled'")).toBe(5);
   });
 });

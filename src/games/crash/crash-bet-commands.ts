@@ -8,7 +8,8 @@ import {
   runCommand,
   type StoredText,
 } from '../../bets/bet-commands';
-import type { Database, SyncExecutor } from '../../store/database';
+import { type BatchCalls, type BatchOutcome, batcherPerDatabase } from '../../bets/call-batcher';
+import type { Database, SqlParam, SyncExecutor } from '../../store/database';
 import { recordOperatorEventSync } from '../../webhooks/delivery-repository';
 import type { OperatorEventRow } from '../../webhooks/event-rows';
 import type { Round } from '../engine/round';
@@ -41,21 +42,41 @@ export interface TimedRow {
 export type CashoutAnswer = CommandAnswer | { outcome: 'refused' } | { outcome: 'settled' };
 
 const CASH_OUT_SQL = `SELECT rbs_cash_out(${Array.from({ length: 21 }, () => '?').join(', ')}) AS r`;
+const CASH_OUTS_SQL = 'SELECT rbs_cash_outs(?::jsonb) AS r';
 // One statement for both rows: on PostgreSQL the decision's inputs cost one round trip.
 const BET_AND_ROUND_SQL =
   'SELECT row_to_json(b) AS bet, row_to_json(r) AS round FROM bets b JOIN rounds r ON r.id = b.round_id WHERE b.id = ?';
+// The same for every bet of a call of several (a JSON array of bet ids): still one round trip.
+const BETS_AND_ROUNDS_SQL = `SELECT row_to_json(b) AS bet, row_to_json(r) AS round
+  FROM bets b JOIN rounds r ON r.id = b.round_id WHERE b.id IN (SELECT jsonb_array_elements_text(?::jsonb))`;
+/**
+ * Upper bound on cash-outs in one rbs_cash_outs call. Each runs in a block of its own, a
+ * subtransaction that takes an id of its own once it writes; PostgreSQL keeps up to 64 of them per
+ * session in shared memory, and beyond that every other session's visibility checks must look them up.
+ */
+const MAX_CASH_OUTS_PER_CALL = 64;
+
+type Decide = (bet: Bet | undefined, round: Round | undefined) => CashoutPlan;
+
+/** A cash-out as it waits for its PostgreSQL call. */
+interface CashoutRequest {
+  claim: KeyClaim;
+  betId: string;
+  decide: Decide;
+}
 
 /**
  * A Crash cash-out as one unit of work. SQLite: the rows are read, `decide` runs and the plan is
  * written, all in one synchronous unit of the group commit. PostgreSQL: the rows are read in one
- * statement, `decide` runs, and rbs_cash_out (migration 007) claims the key and writes the plan in
- * one more, checking that the bet is still active and its round still alive (else the full path).
+ * statement, `decide` runs, and rbs_cash_out (migration 008) claims the key and writes the plan in
+ * one more, checking that the bet is still active and its round still alive (else the full path);
+ * cash-outs that arrive together share both statements and one commit (cashoutBatcher).
  */
 export async function cashoutCommand(
   db: Database,
   claim: KeyClaim,
   betId: string,
-  decide: (bet: Bet | undefined, round: Round | undefined) => CashoutPlan,
+  decide: Decide,
 ): Promise<CashoutAnswer> {
   if (db.unit) {
     return runCommand<CashoutAnswer>(db, (tx) => cashoutSync(tx, claim, betId, decide), {
@@ -64,38 +85,102 @@ export async function cashoutCommand(
       params: [],
     });
   }
+  return cashoutBatcher(db).submit({ claim, betId, decide });
+}
+
+/**
+ * PostgreSQL group commit for cash-outs (CallBatcher, as for bets). Alone, a cash-out is one read and
+ * one rbs_cash_out call. Cash-outs that arrive while a call runs go out together: one read of all
+ * their bets and rounds, each decided on its own rows, then one rbs_cash_outs call (migration 009)
+ * for those that have something to write: one transaction, one commit. A cash-out the function sends
+ * to the full path rolls back alone; two of one bet in a call behave as one after the other (the
+ * second finds the bet cashed out and goes to the full path, which answers it as it would alone).
+ */
+const cashoutBatcher = batcherPerDatabase(
+  (db: Database): BatchCalls<CashoutRequest, CashoutAnswer> => ({
+    maxPerCall: MAX_CASH_OUTS_PER_CALL,
+    one: (request) => cashoutAlone(db, request),
+    many: (requests) => cashoutTogether(db, requests),
+  }),
+);
+
+async function cashoutAlone(db: Database, { claim, betId, decide }: CashoutRequest): Promise<CashoutAnswer> {
   const rows = await db.prepared!<{ bet: BetRow; round: RoundRow }>('rbs_bet_and_round', BET_AND_ROUND_SQL, [betId]);
   const row = rows[0];
   const plan = decide(row ? toBet(row.bet) : undefined, row ? toRound(row.round) : undefined);
   if ('fullPath' in plan) return { outcome: 'full_path' };
-  const settle = 'settle' in plan ? plan : null;
   return runCommand<CashoutAnswer>(db, () => ({ outcome: 'full_path' }), {
     name: 'rbs_cash_out',
     sql: CASH_OUT_SQL,
-    params: [
-      claim.operatorId,
-      claim.key,
-      claim.requestHash,
-      claim.signature,
-      claim.now,
-      'refusal' in plan ? plan.refusal.statusCode : null,
-      'refusal' in plan ? plan.refusal.response : null,
-      betId,
-      row?.bet.round_id ?? null,
-      settle?.settle.payout ?? null,
-      settle?.settle.multiplier ?? null,
-      settle?.settle.kind ?? null,
-      settle?.aliveSince ?? null,
-      settle?.response.response ?? null,
-      settle?.event.id ?? null,
-      settle?.event.seq ?? null,
-      settle?.event.data ?? null,
-      settle ? (settle.event.livemode ? 1 : 0) : null,
-      settle?.timing?.streak ?? 0,
-      settle?.timing?.windowMs ?? 0,
-      settle?.timing?.since ?? 0,
-    ],
+    params: cashOutParams(claim, betId, row?.bet.round_id ?? null, plan),
   });
+}
+
+async function cashoutTogether(db: Database, requests: CashoutRequest[]): Promise<BatchOutcome<CashoutAnswer>[]> {
+  const ids = [...new Set(requests.map((r) => r.betId))];
+  const rows = await db.prepared!<{ bet: BetRow; round: RoundRow }>('rbs_bets_and_rounds', BETS_AND_ROUNDS_SQL, [
+    JSON.stringify(ids),
+  ]);
+  const rowOf = new Map(rows.map((row) => [row.bet.id, row]));
+  const outcomes: BatchOutcome<CashoutAnswer>[] = [];
+  const writes: { index: number; params: SqlParam[] }[] = [];
+  requests.forEach(({ claim, betId, decide }, index) => {
+    const row = rowOf.get(betId);
+    let plan: CashoutPlan;
+    try {
+      plan = decide(row ? toBet(row.bet) : undefined, row ? toRound(row.round) : undefined);
+    } catch (error) {
+      // What this cash-out alone would have thrown, to its caller alone.
+      outcomes[index] = { error };
+      return;
+    }
+    if ('fullPath' in plan) outcomes[index] = { answer: { outcome: 'full_path' } };
+    else writes.push({ index, params: cashOutParams(claim, betId, row?.bet.round_id ?? null, plan) });
+  });
+  if (writes.length > 0) {
+    const result = await db.prepared!<{ r: CashoutAnswer[] }>('rbs_cash_outs', CASH_OUTS_SQL, [
+      JSON.stringify(writes.map((w) => w.params)),
+    ]);
+    const answers = result[0]!.r;
+    writes.forEach((w, k) => {
+      outcomes[w.index] = { answer: answers[k]! };
+    });
+  }
+  return outcomes;
+}
+
+/** rbs_cash_out's 21 arguments, in order (rbs_cash_outs takes an array of them). */
+function cashOutParams(
+  claim: KeyClaim,
+  betId: string,
+  roundId: string | null,
+  plan: Exclude<CashoutPlan, { fullPath: string }>,
+): SqlParam[] {
+  const refusal = 'refusal' in plan ? plan.refusal : null;
+  const settle = 'settle' in plan ? plan : null;
+  return [
+    claim.operatorId,
+    claim.key,
+    claim.requestHash,
+    claim.signature,
+    claim.now,
+    refusal?.statusCode ?? null,
+    refusal?.response ?? null,
+    betId,
+    roundId,
+    settle?.settle.payout ?? null,
+    settle?.settle.multiplier ?? null,
+    settle?.settle.kind ?? null,
+    settle?.aliveSince ?? null,
+    settle?.response.response ?? null,
+    settle?.event.id ?? null,
+    settle?.event.seq ?? null,
+    settle?.event.data ?? null,
+    settle ? (settle.event.livemode ? 1 : 0) : null,
+    settle?.timing?.streak ?? 0,
+    settle?.timing?.windowMs ?? 0,
+    settle?.timing?.since ?? 0,
+  ];
 }
 
 /**
@@ -117,12 +202,7 @@ function hasStreakCandidates(
 }
 
 /** rbs_cash_out, with the read and the decision inside the same synchronous unit (SQLite). */
-function cashoutSync(
-  tx: SyncExecutor,
-  claim: KeyClaim,
-  betId: string,
-  decide: (bet: Bet | undefined, round: Round | undefined) => CashoutPlan,
-): CashoutAnswer {
+function cashoutSync(tx: SyncExecutor, claim: KeyClaim, betId: string, decide: Decide): CashoutAnswer {
   const betRow = tx.get<BetRow>('SELECT * FROM bets WHERE id = ?', [betId]);
   const roundRow = betRow ? tx.get<RoundRow>('SELECT * FROM rounds WHERE id = ?', [betRow.round_id]) : undefined;
   const plan = decide(betRow ? toBet(betRow) : undefined, roundRow ? toRound(roundRow) : undefined);
