@@ -239,7 +239,8 @@ async function placeBetCase(): Promise<number> {
 async function cashoutCase(placeRps: number): Promise<void> {
   log(`cashout (Surface A, ${storeName})…`);
   // Enough distinct active bets that no cash-out repeats one, with headroom over the place-bet rate.
-  const auto = Math.max(20_000, Math.ceil(placeRps * (warmupS + durationS) * 1.5));
+  // The floor covers runs without the place-bet case: batched PostgreSQL cash-outs outrun 20 000 in 12 s.
+  const auto = Math.max(60_000, Math.ceil(placeRps * (warmupS + durationS) * 1.5));
   const bets = flags['cashout-bets'] ? positive('cashout-bets', flags['cashout-bets']) : auto;
   const profile = profiler('cashout');
   const { result, notes: n } = await runCashoutCase({
@@ -252,7 +253,7 @@ async function cashoutCase(placeRps: number): Promise<void> {
     bettingWindowMs: flags['cashout-window-ms']
       ? positive('cashout-window-ms', flags['cashout-window-ms'])
       : pgUrl
-        ? 20_000
+        ? 45_000
         : 4_000,
     log,
   });
