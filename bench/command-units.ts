@@ -1,5 +1,5 @@
 /**
- * The store half of a place-bet without HTTP, as a command unit (`placeBetCommand`: a synchronous
+ * The store half of a place-bet without HTTP, as a command unit (`BetCommands.place`: a synchronous
  * SQLite unit, or rbs_place_bet(s) on PostgreSQL) against the interactive path it replaces
  * (`IdempotencyService.execute` + `placeCrashBet`), `--concurrency` bets in flight like the bench's
  * connections. Prints bets/s, the service process's CPU per bet and, on PostgreSQL, the CPU per bet
@@ -14,7 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
-import { placeBetCommand } from '../src/bets/bet-commands';
+import { BetCommands } from '../src/bets/bet-commands';
 import { timeOrderedId } from '../src/ids/time-ordered-id';
 import { ComplianceService } from '../src/compliance/compliance-service';
 import { OperatorModes } from '../src/operators/operator-mode';
@@ -101,6 +101,7 @@ await db.transaction((tx) =>
   }),
 );
 const idempotency = new IdempotencyService(db, () => Date.now());
+const betCommands = new BetCommands(db);
 const modes = new OperatorModes();
 const writes = { compliance: new ComplianceService({ modes }), modes };
 const operator = { id: 'op', mode: 'live', settings: mergeSettings({}) } as Operator;
@@ -126,7 +127,7 @@ async function placeOne(n: number): Promise<void> {
     );
     return;
   }
-  const answer = await placeBetCommand(db, {
+  const answer = await betCommands.place({
     claim: { operatorId: 'op', key, requestHash: randomUUID(), signature: key, now },
     refusal: null,
     game: 'crash',

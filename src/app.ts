@@ -28,8 +28,10 @@ import { surfaceB, surfaceBRoutes } from './http/surface-b/routes';
 import { webhookRoutes } from './http/webhooks/routes';
 import { IdempotencyService } from './idempotency/idempotency';
 import { InstrumentedDatabase } from './observability/instrumented-db';
-import type { BetCounters } from './bets/bet-commands';
+import { type BetCounters, BetCommands } from './bets/bet-commands';
+import { CrashCommands } from './games/crash/crash-bet-commands';
 import { CrashBetService } from './games/crash/crash-bet-service';
+import { StockRaceCommands } from './games/stock-race/stock-race-bet-commands';
 import { StockRaceBetService } from './games/stock-race/stock-race-bet-service';
 import { ServiceMetrics } from './observability/metrics';
 import { settlementBacklog } from './wallet/settlement-repository';
@@ -262,6 +264,9 @@ export async function createApp(config: Config, overrides: AppOverrides = {}): P
         if (payout > 0) m.payouts.inc({ game, currency: currency ?? 'none' }, payout);
       }),
   };
+  // The one-unit commands on this store, built once: on PostgreSQL they own its batchers, and both
+  // games share one BetCommands so that their place-bets keep one call in flight (CallBatcher).
+  const betCommands = new BetCommands(db);
   const services: AppServices = {
     config,
     clock,
@@ -270,6 +275,7 @@ export async function createApp(config: Config, overrides: AppOverrides = {}): P
     idempotency,
     crashBets: new CrashBetService({
       db,
+      commands: new CrashCommands(db, betCommands),
       clock,
       idempotency,
       compliance: complianceRules,
@@ -281,6 +287,7 @@ export async function createApp(config: Config, overrides: AppOverrides = {}): P
     }),
     stockRaceBets: new StockRaceBetService({
       db,
+      commands: new StockRaceCommands(db, betCommands),
       clock,
       idempotency,
       compliance: complianceRules,

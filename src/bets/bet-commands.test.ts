@@ -3,7 +3,7 @@ import { freshDatabase, STORES } from '../../test/support/harness';
 import { roundRepository } from '../games/engine/round-repository';
 import { IdempotencyService } from '../idempotency/idempotency';
 import type { Database } from '../store/database';
-import { type PlaceBetCommand, placeBetCommand, type PresentRefusal } from './bet-commands';
+import { BetCommands, type PlaceBetCommand, type PresentRefusal } from './bet-commands';
 
 /**
  * The place-bet command unit on each store (SQLite: a synchronous unit; PostgreSQL: rbs_place_bet of
@@ -16,6 +16,7 @@ describe.each(STORES)('place-bet command unit on %s', (kind) => {
   let dispose: () => Promise<void>;
   let now = 1_000_000;
   let idempotency: IdempotencyService;
+  let commands: BetCommands;
   let roundId: string;
 
   beforeEach(async () => {
@@ -23,6 +24,7 @@ describe.each(STORES)('place-bet command unit on %s', (kind) => {
     db = fresh.db;
     dispose = fresh.dispose;
     idempotency = new IdempotencyService(db, () => now);
+    commands = new BetCommands(db);
     await db.transaction((tx) =>
       tx.run(
         `INSERT INTO operators (id, name, api_key, secret_enc, status, settings, created_at, updated_at) VALUES ('op', 'n', 'k', 'x', 'active', '{}', 1, 1)`,
@@ -76,7 +78,7 @@ describe.each(STORES)('place-bet command unit on %s', (kind) => {
           },
           velocity: options.velocityLimit ? { limit: options.velocityLimit, since: now - 60_000 } : null,
         };
-        const answer = await placeBetCommand(db, command);
+        const answer = await commands.place(command);
         if (!('outcome' in answer)) return answer;
         if (answer.outcome === 'placed') return { statusCode: 200, body: { round_number: answer.round_number, key } };
         if (answer.outcome === 'refused') return { statusCode: 409, body: { error: 'closed', code: 'BETTING_CLOSED' } };
@@ -138,7 +140,7 @@ describe.each(STORES)('place-bet command unit on %s', (kind) => {
   it('checks a round read earlier again under its lock, and leaves a changed one to the full path', async () => {
     fullPathRuns = 0;
     await db.transaction((tx) => tx.run(`UPDATE rounds SET status = 'running' WHERE id = ?`, [roundId]));
-    const answer = await placeBetCommand(db, {
+    const answer = await commands.place({
       claim: { operatorId: 'op', key: 'k9', requestHash: 'h', signature: null, now },
       refusal: null,
       game: 'crash',
@@ -183,8 +185,8 @@ describe.each(STORES)('place-bet command unit on %s', (kind) => {
       },
       velocity: null,
     };
-    expect(await placeBetCommand(db, { ...base, claim, refusal })).toEqual({ outcome: 'refused' });
-    expect(await placeBetCommand(db, { ...base, claim, refusal })).toMatchObject({
+    expect(await commands.place({ ...base, claim, refusal })).toEqual({ outcome: 'refused' });
+    expect(await commands.place({ ...base, claim, refusal })).toMatchObject({
       outcome: 'existing',
       request_hash: 'h5',
       response: refusal.response,
@@ -194,7 +196,7 @@ describe.each(STORES)('place-bet command unit on %s', (kind) => {
 
   it('answers each of many concurrent bets on its own, however they are grouped into calls', async () => {
     const bets = Array.from({ length: 40 }, (_, i) =>
-      placeBetCommand(db, {
+      commands.place({
         claim: {
           operatorId: 'op',
           key: `c${i}`,

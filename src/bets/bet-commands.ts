@@ -1,7 +1,7 @@
 import type { DomainError } from '../errors/codes';
 import type { Game } from '../games/engine/round';
 import type { Database, SqlExecutor, SqlParam, SyncExecutor } from '../store/database';
-import { type BatchCalls, batcherPerDatabase } from './call-batcher';
+import { CallBatcher } from './call-batcher';
 
 /** An idempotency key's row: the request it was first used for and the response stored under it. */
 interface KeyRow {
@@ -178,11 +178,6 @@ const PLACE_BETS_SQL = 'SELECT rbs_place_bets(?::jsonb) AS r';
 /** Upper bound on bets sent in one rbs_place_bets call. */
 const MAX_BETS_PER_CALL = 64;
 
-export function placeBetCommand(db: Database, c: PlaceBetCommand): Promise<PlaceBetAnswer> {
-  if (db.unit) return runCommand<PlaceBetAnswer>(db, (tx) => placeBetSync(tx, c), { name: '', sql: '', params: [] });
-  return placeBetBatcher(db).submit(placeBetParams(c));
-}
-
 function placeBetParams(c: PlaceBetCommand): SqlParam[] {
   return [
     c.claim.operatorId,
@@ -213,28 +208,42 @@ function placeBetParams(c: PlaceBetCommand): SqlParam[] {
 }
 
 /**
- * PostgreSQL group commit for bets (CallBatcher): alone, a bet is one rbs_place_bet call; bets that
- * arrive while a call runs go out together in one rbs_place_bets call (one transaction, one commit
- * and one round lock for the lot). rbs_place_bet writes nothing before it can answer full_path, so
- * one bet of a call never aborts another.
+ * Places bets on one store, for every game: SQLite runs each bet as a synchronous unit of its group
+ * commit; PostgreSQL sends bets through this object's CallBatcher. Alone, a bet is one rbs_place_bet
+ * call; bets that arrive while a call runs go out together in one rbs_place_bets call (one
+ * transaction, one commit and one round lock for the lot). rbs_place_bet writes nothing before it
+ * can answer full_path, so one bet of a call never aborts another.
+ *
+ * The app builds one per store (app.ts) and hands it to both games' commands: "one call in flight"
+ * (CallBatcher) holds for all the place-bets of an instance only if they share this one object.
  */
-const placeBetBatcher = batcherPerDatabase(
-  (db: Database): BatchCalls<SqlParam[], PlaceBetAnswer> => ({
-    maxPerCall: MAX_BETS_PER_CALL,
-    one: (params) =>
-      runCommand<PlaceBetAnswer>(db, () => ({ outcome: 'full_path' }), {
-        name: 'rbs_place_bet',
-        sql: PLACE_BET_SQL,
-        params,
-      }),
-    many: async (batch) => {
-      const rows = await db.prepared!<{ r: PlaceBetAnswer[] }>('rbs_place_bets', PLACE_BETS_SQL, [
-        JSON.stringify(batch),
-      ]);
-      return rows[0]!.r.map((answer) => ({ answer }));
-    },
-  }),
-);
+export class BetCommands {
+  private readonly batcher: CallBatcher<SqlParam[], PlaceBetAnswer>;
+
+  constructor(private readonly db: Database) {
+    this.batcher = new CallBatcher({
+      maxPerCall: MAX_BETS_PER_CALL,
+      one: (params) =>
+        runCommand<PlaceBetAnswer>(db, () => ({ outcome: 'full_path' }), {
+          name: 'rbs_place_bet',
+          sql: PLACE_BET_SQL,
+          params,
+        }),
+      many: async (batch) => {
+        const rows = await db.prepared!<{ r: PlaceBetAnswer[] }>('rbs_place_bets', PLACE_BETS_SQL, [
+          JSON.stringify(batch),
+        ]);
+        return rows[0]!.r.map((answer) => ({ answer }));
+      },
+    });
+  }
+
+  place(c: PlaceBetCommand): Promise<PlaceBetAnswer> {
+    if (this.db.unit)
+      return runCommand<PlaceBetAnswer>(this.db, (tx) => placeBetSync(tx, c), { name: '', sql: '', params: [] });
+    return this.batcher.submit(placeBetParams(c));
+  }
+}
 
 interface RoundRow {
   id: string;

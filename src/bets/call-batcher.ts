@@ -21,7 +21,7 @@ interface Queued<C, A> {
 }
 
 /**
- * PostgreSQL group commit for one kind of command, per Database. One call is in flight at a time;
+ * PostgreSQL group commit for one kind of command on one store. One call is in flight at a time;
  * every command that arrives meanwhile waits, and the next call takes all of them (up to
  * `maxPerCall`): one transaction and one commit (one WAL flush) for the lot, each command still
  * answered on its own. Under no load a command goes out alone at once, so an idle service waits for
@@ -33,6 +33,10 @@ interface Queued<C, A> {
  * flight (4 206 against 2 389 req/s, docs/benchmarks.md). PostgreSQL shares the cores with the
  * service, and each extra call only splits the queue into smaller, dearer transactions. Several
  * instances still write side by side, one call each per kind of command.
+ *
+ * So each batcher belongs to an object the app builds once per store and passes on (BetCommands;
+ * a game's own commands, such as Crash's cash-outs): one kind of command in a process goes through
+ * one batcher, and a second app in the same process (tests) has batchers of its own.
  */
 export class CallBatcher<C, A> {
   private readonly queue: Queued<C, A>[] = [];
@@ -81,22 +85,4 @@ export class CallBatcher<C, A> {
       q.reject(error);
     }
   }
-}
-
-/**
- * The batcher of one kind of command for one Database, made on first use: "one call in flight" holds
- * per store (per pool), and a store that is closed and dropped takes its batcher with it.
- */
-export function batcherPerDatabase<D extends object, C, A>(
-  makeCalls: (db: D) => BatchCalls<C, A>,
-): (db: D) => CallBatcher<C, A> {
-  const batchers = new WeakMap<D, CallBatcher<C, A>>();
-  return (db) => {
-    let batcher = batchers.get(db);
-    if (!batcher) {
-      batcher = new CallBatcher(makeCalls(db));
-      batchers.set(db, batcher);
-    }
-    return batcher;
-  };
 }

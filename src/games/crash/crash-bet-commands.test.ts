@@ -2,12 +2,12 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { freshDatabase, STORES } from '../../../test/support/harness';
 import type { Bet, CashedOutCrashBet } from '../../bets/bet';
 import { betSettledEvent } from '../../bets/bet-events';
-import type { KeyClaim } from '../../bets/bet-commands';
+import { BetCommands, type KeyClaim } from '../../bets/bet-commands';
 import type { Database, SqlParam } from '../../store/database';
 import { operatorEventRow } from '../../webhooks/event-rows';
 import type { Round } from '../engine/round';
 import { roundRepository } from '../engine/round-repository';
-import { type CashoutPlan, cashoutCommand } from './crash-bet-commands';
+import { type CashoutPlan, CrashCommands } from './crash-bet-commands';
 
 /**
  * The cash-out command unit on each store (SQLite: read, decide and write in one synchronous unit;
@@ -16,6 +16,7 @@ import { type CashoutPlan, cashoutCommand } from './crash-bet-commands';
  */
 describe.each(STORES)('cash-out command unit on %s', (kind) => {
   let db: Database;
+  let commands: CrashCommands;
   let dispose: () => Promise<void>;
   const now = 2_000_000;
   let round: Round;
@@ -23,6 +24,7 @@ describe.each(STORES)('cash-out command unit on %s', (kind) => {
   beforeEach(async () => {
     const fresh = await freshDatabase(kind);
     db = fresh.db;
+    commands = new CrashCommands(db, new BetCommands(db));
     dispose = fresh.dispose;
     await db.transaction(async (tx) => {
       await tx.run(
@@ -109,7 +111,7 @@ describe.each(STORES)('cash-out command unit on %s', (kind) => {
 
   it('settles the bet, stores the response and writes the event with its deliveries, in one unit', async () => {
     const seen: { bet?: Bet; round?: Round } = {};
-    const answer = await cashoutCommand(db, claim('k1'), 'bet_1', (bet, r) => {
+    const answer = await commands.cashout(claim('k1'), 'bet_1', (bet, r) => {
       Object.assign(seen, { bet, round: r });
       return settlePlan(bet!);
     });
@@ -128,7 +130,7 @@ describe.each(STORES)('cash-out command unit on %s', (kind) => {
     expect(await db.all('SELECT endpoint_id FROM webhook_deliveries')).toEqual([{ endpoint_id: 'we_1' }]);
 
     // The same key again: the stored row comes back for the caller to replay; nothing more is written.
-    const again = await cashoutCommand(db, claim('k1'), 'bet_1', () => ({
+    const again = await commands.cashout(claim('k1'), 'bet_1', () => ({
       refusal: { statusCode: 409, response: '{"x":1}' },
     }));
     expect(again).toMatchObject({
@@ -140,7 +142,7 @@ describe.each(STORES)('cash-out command unit on %s', (kind) => {
   });
 
   it('stores a refusal under its key and writes nothing else', async () => {
-    const answer = await cashoutCommand(db, claim('k2'), 'bet_404', (bet) => {
+    const answer = await commands.cashout(claim('k2'), 'bet_404', (bet) => {
       expect(bet).toBeUndefined();
       return { refusal: { statusCode: 404, response: '{"code":"BET_NOT_FOUND"}' } };
     });
@@ -175,11 +177,11 @@ describe.each(STORES)('cash-out command unit on %s', (kind) => {
       ...(settlePlan(bet) as Extract<CashoutPlan, { settle: unknown }>),
       timing: timing(windowMs),
     });
-    expect(await cashoutCommand(db, claim('k3'), 'bet_1', (bet) => plan(bet!, 10))).toEqual({ outcome: 'full_path' });
+    expect(await commands.cashout(claim('k3'), 'bet_1', (bet) => plan(bet!, 10))).toEqual({ outcome: 'full_path' });
     expect(await count("SELECT COUNT(*) AS n FROM bets WHERE status = 'active'")).toBe(1);
     expect(await count('SELECT COUNT(*) AS n FROM idempotency_keys')).toBe(0);
     // Five milliseconds apart is no streak within a 4 ms window.
-    expect(await cashoutCommand(db, claim('k3'), 'bet_1', (bet) => plan(bet!, 4))).toEqual({ outcome: 'settled' });
+    expect(await commands.cashout(claim('k3'), 'bet_1', (bet) => plan(bet!, 4))).toEqual({ outcome: 'settled' });
   });
 
   it.runIf(kind === 'postgres')('leaves a bet settled between its read and the unit to the full path', async () => {
@@ -187,15 +189,14 @@ describe.each(STORES)('cash-out command unit on %s', (kind) => {
       tx.run("UPDATE bets SET status = 'lost', payout = 0, settled_at = 1 WHERE id = 'bet_1'"),
     );
     // The decision was made on the row as it was read before (active).
-    const answer = await cashoutCommand(db, claim('k4'), 'bet_1', (bet) => settlePlan(bet!));
+    const answer = await commands.cashout(claim('k4'), 'bet_1', (bet) => settlePlan(bet!));
     expect(answer).toEqual({ outcome: 'full_path' });
     expect(await count('SELECT COUNT(*) AS n FROM idempotency_keys')).toBe(0);
     expect(await count('SELECT COUNT(*) AS n FROM events')).toBe(0);
   });
 
   it.runIf(kind === 'postgres')('leaves a round whose engine fell silent after the read to the full path', async () => {
-    const answer = await cashoutCommand(
-      db,
+    const answer = await commands.cashout(
       claim('k5'),
       'bet_1',
       (bet) => ({ ...(settlePlan(bet!) as object), aliveSince: now }) as CashoutPlan,
@@ -258,7 +259,7 @@ describe.each(STORES)('cash-out command unit on %s', (kind) => {
     async () => {
       const calls = recordStatements();
       const ids = await insertBets('bet_c', 30);
-      const answers = await Promise.all(ids.map((id) => cashoutCommand(db, claim(`key-${id}`), id, decideAt137)));
+      const answers = await Promise.all(ids.map((id) => commands.cashout(claim(`key-${id}`), id, decideAt137)));
       expect(answers).toEqual(ids.map(() => ({ outcome: 'settled' })));
       // The first went out alone; the rest queued behind it and shared calls (one commit each).
       expect(calls.filter((c) => c.name === 'rbs_cash_out')).toHaveLength(1);
@@ -296,7 +297,7 @@ describe.each(STORES)('cash-out command unit on %s', (kind) => {
       expect(await count('SELECT COUNT(*) AS n FROM webhook_deliveries')).toBe(30);
 
       // A key used in a call of several replays what that call stored.
-      const replay = await cashoutCommand(db, claim('key-bet_c7'), 'bet_c7', decideAt137);
+      const replay = await commands.cashout(claim('key-bet_c7'), 'bet_c7', decideAt137);
       expect(replay).toEqual({
         outcome: 'existing',
         request_hash: 'hash-key-bet_c7',
@@ -312,9 +313,9 @@ describe.each(STORES)('cash-out command unit on %s', (kind) => {
     const [dup] = await insertBets('bet_d', 1);
     // bet_1 goes out alone; both cash-outs of bet_d0 queue behind it and share the next call.
     const [first, a, b] = await Promise.all([
-      cashoutCommand(db, claim('k-1'), 'bet_1', decideAt137),
-      cashoutCommand(db, claim('dup-a'), dup!, decideAt137),
-      cashoutCommand(db, claim('dup-b'), dup!, decideAt137),
+      commands.cashout(claim('k-1'), 'bet_1', decideAt137),
+      commands.cashout(claim('dup-a'), dup!, decideAt137),
+      commands.cashout(claim('dup-b'), dup!, decideAt137),
     ]);
     expect(keysPerCall(calls)).toEqual([['dup-a', 'dup-b']]);
     expect(first).toEqual({ outcome: 'settled' });
@@ -330,7 +331,7 @@ describe.each(STORES)('cash-out command unit on %s', (kind) => {
     expect(await count("SELECT COUNT(*) AS n FROM idempotency_keys WHERE idem_key = 'dup-b'")).toBe(0);
     expect(await count("SELECT COUNT(*) AS n FROM events WHERE data LIKE '%bet_d0%'")).toBe(1);
     // Sent alone after the first, dup-b is refused as not active, the answer the full path also gives.
-    expect(await cashoutCommand(db, claim('dup-b'), dup!, decideAt137)).toEqual({ outcome: 'refused' });
+    expect(await commands.cashout(claim('dup-b'), dup!, decideAt137)).toEqual({ outcome: 'refused' });
     expect(await db.get("SELECT status_code, response FROM idempotency_keys WHERE idem_key = 'dup-b'")).toEqual({
       status_code: 409,
       response: '{"code":"BET_NOT_ACTIVE"}',
@@ -350,15 +351,15 @@ describe.each(STORES)('cash-out command unit on %s', (kind) => {
       });
       const boom = new Error('decide failed');
       const answers = await Promise.allSettled([
-        cashoutCommand(db, claim('m-first'), 'bet_1', decideAt137),
-        cashoutCommand(db, claim('m0'), ids[0]!, decideAt137),
-        cashoutCommand(db, claim('m1'), ids[1]!, silentRound),
-        cashoutCommand(db, claim('m2'), ids[2]!, () => ({ fullPath: 'large payout' })),
-        cashoutCommand(db, claim('m3'), 'bet_404', decideAt137),
-        cashoutCommand(db, claim('m4'), ids[3]!, () => {
+        commands.cashout(claim('m-first'), 'bet_1', decideAt137),
+        commands.cashout(claim('m0'), ids[0]!, decideAt137),
+        commands.cashout(claim('m1'), ids[1]!, silentRound),
+        commands.cashout(claim('m2'), ids[2]!, () => ({ fullPath: 'large payout' })),
+        commands.cashout(claim('m3'), 'bet_404', decideAt137),
+        commands.cashout(claim('m4'), ids[3]!, () => {
           throw boom;
         }),
-        cashoutCommand(db, claim('m5'), ids[4]!, decideAt137),
+        commands.cashout(claim('m5'), ids[4]!, decideAt137),
       ]);
       expect(answers).toEqual([
         { status: 'fulfilled', value: { outcome: 'settled' } },
@@ -405,9 +406,9 @@ describe.each(STORES)('cash-out command unit on %s', (kind) => {
     });
     await lockTaken;
     const answers = await Promise.all([
-      cashoutCommand(db, claim('l-first'), 'bet_1', decideAt137),
-      cashoutCommand(db, claim('l0'), ids[0]!, decideAt137),
-      cashoutCommand(db, claim('l1'), ids[1]!, decideAt137),
+      commands.cashout(claim('l-first'), 'bet_1', decideAt137),
+      commands.cashout(claim('l0'), ids[0]!, decideAt137),
+      commands.cashout(claim('l1'), ids[1]!, decideAt137),
     ]);
     release();
     await holder;
@@ -433,8 +434,8 @@ describe.each(STORES)('cash-out command unit on %s', (kind) => {
       return prepared(name, sql, params);
     });
     const answers = await Promise.all([
-      cashoutCommand(db, claim('r-first'), 'bet_1', decideAt137),
-      ...ids.map((id) => cashoutCommand(db, claim(`r-${id}`), id, decideAt137)),
+      commands.cashout(claim('r-first'), 'bet_1', decideAt137),
+      ...ids.map((id) => commands.cashout(claim(`r-${id}`), id, decideAt137)),
     ]);
     expect(failed).toBe(true);
     expect(answers).toEqual([...ids, 'bet_1'].map(() => ({ outcome: 'settled' })));

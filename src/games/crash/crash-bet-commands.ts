@@ -1,14 +1,17 @@
 import type { Bet, CashoutKind } from '../../bets/bet';
 import { type BetRow, toBet } from '../../bets/bet-repository';
 import {
+  type BetCommands,
   claimKeySync,
   type CommandAnswer,
   FullPathNeeded,
   type KeyClaim,
+  type PlaceBetAnswer,
+  type PlaceBetCommand,
   runCommand,
   type StoredText,
 } from '../../bets/bet-commands';
-import { type BatchCalls, type BatchOutcome, batcherPerDatabase } from '../../bets/call-batcher';
+import { type BatchOutcome, CallBatcher } from '../../bets/call-batcher';
 import type { Database, SqlParam, SyncExecutor } from '../../store/database';
 import { recordOperatorEventSync } from '../../webhooks/delivery-repository';
 import type { OperatorEventRow } from '../../webhooks/event-rows';
@@ -66,43 +69,55 @@ interface CashoutRequest {
 }
 
 /**
- * A Crash cash-out as one unit of work. SQLite: the rows are read, `decide` runs and the plan is
- * written, all in one synchronous unit of the group commit. PostgreSQL: the rows are read in one
- * statement, `decide` runs, and rbs_cash_out (migration 008) claims the key and writes the plan in
- * one more, checking that the bet is still active and its round still alive (else the full path);
- * cash-outs that arrive together share both statements and one commit (cashoutBatcher).
+ * Crash's command units on one store: its bets go through the BetCommands it shares with Stock Race
+ * (one call of place-bets in flight per instance, whichever game placed them), and its cash-outs
+ * through a CallBatcher of its own. The app builds one per store (app.ts).
  */
-export async function cashoutCommand(
-  db: Database,
-  claim: KeyClaim,
-  betId: string,
-  decide: Decide,
-): Promise<CashoutAnswer> {
-  if (db.unit) {
-    return runCommand<CashoutAnswer>(db, (tx) => cashoutSync(tx, claim, betId, decide), {
-      name: '',
-      sql: '',
-      params: [],
+export class CrashCommands {
+  /**
+   * PostgreSQL group commit for cash-outs (CallBatcher, as for bets). Alone, a cash-out is one read
+   * and one rbs_cash_out call. Cash-outs that arrive while a call runs go out together: one read of
+   * all their bets and rounds, each decided on its own rows, then one rbs_cash_outs call (migration
+   * 009) for those that have something to write: one transaction, one commit. A cash-out the function
+   * sends to the full path rolls back alone; two of one bet in a call behave as one after the other
+   * (the second finds the bet cashed out and goes to the full path, which answers it as it would alone).
+   */
+  private readonly cashouts: CallBatcher<CashoutRequest, CashoutAnswer>;
+
+  constructor(
+    private readonly db: Database,
+    private readonly bets: BetCommands,
+  ) {
+    this.cashouts = new CallBatcher({
+      maxPerCall: MAX_CASH_OUTS_PER_CALL,
+      one: (request) => cashoutAlone(db, request),
+      many: (requests) => cashoutTogether(db, requests),
     });
   }
-  return cashoutBatcher(db).submit({ claim, betId, decide });
-}
 
-/**
- * PostgreSQL group commit for cash-outs (CallBatcher, as for bets). Alone, a cash-out is one read and
- * one rbs_cash_out call. Cash-outs that arrive while a call runs go out together: one read of all
- * their bets and rounds, each decided on its own rows, then one rbs_cash_outs call (migration 009)
- * for those that have something to write: one transaction, one commit. A cash-out the function sends
- * to the full path rolls back alone; two of one bet in a call behave as one after the other (the
- * second finds the bet cashed out and goes to the full path, which answers it as it would alone).
- */
-const cashoutBatcher = batcherPerDatabase(
-  (db: Database): BatchCalls<CashoutRequest, CashoutAnswer> => ({
-    maxPerCall: MAX_CASH_OUTS_PER_CALL,
-    one: (request) => cashoutAlone(db, request),
-    many: (requests) => cashoutTogether(db, requests),
-  }),
-);
+  /** A Crash bet, through the place-bet command both games share (BetCommands.place). */
+  placeBet(c: PlaceBetCommand): Promise<PlaceBetAnswer> {
+    return this.bets.place(c);
+  }
+
+  /**
+   * A Crash cash-out as one unit of work. SQLite: the rows are read, `decide` runs and the plan is
+   * written, all in one synchronous unit of the group commit. PostgreSQL: the rows are read in one
+   * statement, `decide` runs, and rbs_cash_out (migration 008) claims the key and writes the plan in
+   * one more, checking that the bet is still active and its round still alive (else the full path);
+   * cash-outs that arrive together share both statements and one commit (this object's batcher).
+   */
+  async cashout(claim: KeyClaim, betId: string, decide: Decide): Promise<CashoutAnswer> {
+    if (this.db.unit) {
+      return runCommand<CashoutAnswer>(this.db, (tx) => cashoutSync(tx, claim, betId, decide), {
+        name: '',
+        sql: '',
+        params: [],
+      });
+    }
+    return this.cashouts.submit({ claim, betId, decide });
+  }
+}
 
 async function cashoutAlone(db: Database, { claim, betId, decide }: CashoutRequest): Promise<CashoutAnswer> {
   const rows = await db.prepared!<{ bet: BetRow; round: RoundRow }>('rbs_bet_and_round', BET_AND_ROUND_SQL, [betId]);

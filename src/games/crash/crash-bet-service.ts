@@ -7,7 +7,6 @@ import {
   type CommandResponse,
   type CommandRunner,
   type IdempotentAnswer,
-  placeBetCommand,
   type PresentRefusal,
   type StoredText,
 } from '../../bets/bet-commands';
@@ -29,7 +28,7 @@ import type { OperatorModes } from '../../operators/operator-mode';
 import type { Database } from '../../store/database';
 import { operatorEventRow } from '../../webhooks/event-rows';
 import type { Game } from '../engine/round';
-import { cashoutCommand, type CashoutPlan } from './crash-bet-commands';
+import type { CashoutPlan, CrashCommands } from './crash-bet-commands';
 import { cashoutCrashBet, type CrashRules, decideCashout, placeCrashBet } from './crash-bets';
 import { cappedPayout } from './crash-rules';
 
@@ -42,6 +41,8 @@ export interface PlacedCrashBet {
 
 export interface CrashBetServiceDeps {
   db: Database;
+  /** The one-unit commands on `db` (app.ts builds them once per store: they own its batchers). */
+  commands: CrashCommands;
   clock: Clock;
   idempotency: CommandRunner;
   compliance: ComplianceService;
@@ -126,7 +127,7 @@ export class CrashBetService {
         const [prefix, suffix, extra] = JSON.stringify(present.placed(bet)).split(String(ROUND_NUMBER_MARK));
         if (suffix === undefined || extra !== undefined) return { outcome: 'full_path' };
         const closed = refusal ? null : present.refused(BETS_CLOSED);
-        const answer = await placeBetCommand(this.d.db, {
+        const answer = await this.d.commands.placeBet({
           claim,
           refusal: refusal && asText(refusal),
           game: 'crash',
@@ -183,7 +184,7 @@ export class CrashBetService {
         let settled: CashedOutCrashBet | null = null;
         let refusal: CommandResponse | null = null;
         let body: unknown = null;
-        const answer = await cashoutCommand(this.d.db, claim, betId, (bet, round) => {
+        const answer = await this.d.commands.cashout(claim, betId, (bet, round) => {
           ({ plan, settled, refusal, body } = this.planCashout(operator, betId, bet, round, claim.now, rules, present));
           return plan;
         });

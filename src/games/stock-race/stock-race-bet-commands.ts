@@ -1,10 +1,10 @@
 import {
+  type BetCommands,
   claimKeySync,
   FullPathNeeded,
   type KeyClaim,
   type PlaceBetAnswer,
   type PlaceBetCommand,
-  placeBetCommand,
   placeBetSync,
   runCommand,
   type StoredText,
@@ -24,62 +24,73 @@ const SESSION_AND_ROUND_SQL =
   '(SELECT row_to_json(r) FROM rounds r WHERE r.id = ?) AS round';
 
 /**
- * A Stock Race reservation as one unit of work. SQLite: the session and round are read, `decide`
- * runs and the bet is written in one synchronous unit. PostgreSQL: both rows are read in one
- * statement, `decide` runs, and rbs_place_bet claims the key, locks the round FOR SHARE (still open,
- * or the full path) and writes the bet in one more.
+ * Stock Race's command units on one store. Its bets go through the BetCommands it shares with Crash,
+ * so the place-bets of both games keep one call in flight per instance (CallBatcher). The app builds
+ * one per store (app.ts).
  */
-export async function reserveCommand(
-  db: Database,
-  claim: KeyClaim,
-  sessionId: string,
-  roundId: string,
-  decide: (session: PlayerSession | undefined, round: Round | undefined) => ReservePlan,
-): Promise<PlaceBetAnswer> {
-  if (db.unit) {
-    return runCommand<PlaceBetAnswer>(
-      db,
-      (tx) => {
-        const session = tx.get<SessionRow>('SELECT * FROM sessions WHERE id = ?', [sessionId]);
-        const round = tx.get<RoundRow>('SELECT * FROM rounds WHERE id = ?', [roundId]);
-        const plan = decide(session && toSession(session), round && toRound(round));
-        if ('fullPath' in plan) throw new FullPathNeeded(plan.fullPath);
-        if ('refusal' in plan)
-          return claimKeySync(tx, claim, plan.refusal.statusCode, plan.refusal.response) ?? { outcome: 'refused' };
-        return placeBetSync(tx, { ...plan.command, claim });
-      },
-      { name: '', sql: '', params: [] },
+export class StockRaceCommands {
+  constructor(
+    private readonly db: Database,
+    private readonly bets: BetCommands,
+  ) {}
+
+  /**
+   * A Stock Race reservation as one unit of work. SQLite: the session and round are read, `decide`
+   * runs and the bet is written in one synchronous unit. PostgreSQL: both rows are read in one
+   * statement, `decide` runs, and rbs_place_bet claims the key, locks the round FOR SHARE (still
+   * open, or the full path) and writes the bet in one more.
+   */
+  async reserve(
+    claim: KeyClaim,
+    sessionId: string,
+    roundId: string,
+    decide: (session: PlayerSession | undefined, round: Round | undefined) => ReservePlan,
+  ): Promise<PlaceBetAnswer> {
+    if (this.db.unit) {
+      return runCommand<PlaceBetAnswer>(
+        this.db,
+        (tx) => {
+          const session = tx.get<SessionRow>('SELECT * FROM sessions WHERE id = ?', [sessionId]);
+          const round = tx.get<RoundRow>('SELECT * FROM rounds WHERE id = ?', [roundId]);
+          const plan = decide(session && toSession(session), round && toRound(round));
+          if ('fullPath' in plan) throw new FullPathNeeded(plan.fullPath);
+          if ('refusal' in plan)
+            return claimKeySync(tx, claim, plan.refusal.statusCode, plan.refusal.response) ?? { outcome: 'refused' };
+          return placeBetSync(tx, { ...plan.command, claim });
+        },
+        { name: '', sql: '', params: [] },
+      );
+    }
+    const rows = await this.db.prepared!<{ session: SessionRow | null; round: RoundRow | null }>(
+      'rbs_session_and_round',
+      SESSION_AND_ROUND_SQL,
+      [sessionId, roundId],
     );
+    const row = rows[0];
+    const plan = decide(row?.session ? toSession(row.session) : undefined, row?.round ? toRound(row.round) : undefined);
+    if ('fullPath' in plan) return { outcome: 'full_path' };
+    if ('refusal' in plan) {
+      return this.bets.place({
+        claim,
+        refusal: plan.refusal,
+        game: 'stock_race',
+        world: null,
+        roundId: null,
+        closed: null,
+        placed: { prefix: '', suffix: '' },
+        bet: {
+          id: '',
+          player: '',
+          sessionId: null,
+          currency: null,
+          amount: 0,
+          autoCashout: null,
+          selections: null,
+          status: 'reserved',
+        },
+        velocity: null,
+      });
+    }
+    return this.bets.place({ ...plan.command, claim });
   }
-  const rows = await db.prepared!<{ session: SessionRow | null; round: RoundRow | null }>(
-    'rbs_session_and_round',
-    SESSION_AND_ROUND_SQL,
-    [sessionId, roundId],
-  );
-  const row = rows[0];
-  const plan = decide(row?.session ? toSession(row.session) : undefined, row?.round ? toRound(row.round) : undefined);
-  if ('fullPath' in plan) return { outcome: 'full_path' };
-  if ('refusal' in plan) {
-    return placeBetCommand(db, {
-      claim,
-      refusal: plan.refusal,
-      game: 'stock_race',
-      world: null,
-      roundId: null,
-      closed: null,
-      placed: { prefix: '', suffix: '' },
-      bet: {
-        id: '',
-        player: '',
-        sessionId: null,
-        currency: null,
-        amount: 0,
-        autoCashout: null,
-        selections: null,
-        status: 'reserved',
-      },
-      velocity: null,
-    });
-  }
-  return placeBetCommand(db, { ...plan.command, claim });
 }

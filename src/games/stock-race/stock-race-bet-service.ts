@@ -19,11 +19,13 @@ import type { Operator } from '../../operators/operator';
 import type { OperatorModes } from '../../operators/operator-mode';
 import type { Database, SqlExecutor } from '../../store/database';
 import type { Game } from '../engine/round';
-import { reserveCommand, type ReservePlan } from './stock-race-bet-commands';
+import type { ReservePlan, StockRaceCommands } from './stock-race-bet-commands';
 import { decideReserve, decideSession, type ReserveInput, reserveStockRaceBet } from './stock-race-bets';
 
 export interface StockRaceBetServiceDeps {
   db: Database;
+  /** The one-unit commands on `db` (app.ts builds them once per store: they own its batchers). */
+  commands: StockRaceCommands;
   clock: Clock;
   idempotency: CommandRunner;
   compliance: ComplianceService;
@@ -83,8 +85,7 @@ export class StockRaceBetService {
         let refusal: CommandResponse | null = null;
         let bet: ReservedStockRaceBet | null = null;
         let potentialPayout = 0;
-        const answer = await reserveCommand(
-          this.d.db,
+        const answer = await this.d.commands.reserve(
           claim,
           input.sessionId,
           input.roundId,
