@@ -2,7 +2,15 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { roundRepository } from '../src/games/engine/round-repository';
 import type { SqlParam } from '../src/store/database';
-import { client, eventually, startTestApp, STORES, type TestApp, type TestOperator } from './support/harness';
+import {
+  aroundPrepared,
+  client,
+  eventually,
+  startTestApp,
+  STORES,
+  type TestApp,
+  type TestOperator,
+} from './support/harness';
 
 const PLACE_CALLS = new Set(['rbs_place_bet', 'rbs_place_bets']);
 
@@ -29,14 +37,9 @@ describe.runIf(STORES.includes('postgres'))('bet calls of both games on postgres
         CRASH_BETTING_WINDOW_MS: '60000',
         STOCK_RACE_BETTING_WINDOW_MS: '60000',
       },
-      beforeStart: async (store) => {
-        const prepared = store.prepared!.bind(store);
-        (store as { prepared: typeof prepared }).prepared = async <T>(
-          name: string,
-          sql: string,
-          params: readonly SqlParam[],
-        ): Promise<T[]> => {
-          if (!PLACE_CALLS.has(name)) return prepared<T>(name, sql, params);
+      beforeStart: async (store) =>
+        aroundPrepared(store, async (name, params, proceed) => {
+          if (!PLACE_CALLS.has(name)) return proceed();
           if (name === 'rbs_place_bets')
             batchedGames.push((JSON.parse(String(params[0])) as SqlParam[][]).map((args) => String(args[7])));
           inFlight++;
@@ -47,12 +50,11 @@ describe.runIf(STORES.includes('postgres'))('bet calls of both games on postgres
               holdNextMs = 0;
               await new Promise((r) => setTimeout(r, ms));
             }
-            return await prepared<T>(name, sql, params);
+            return await proceed();
           } finally {
             inFlight--;
           }
-        };
-      },
+        }),
     });
     op = await t.createOperator();
   });

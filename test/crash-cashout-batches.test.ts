@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Database, SqlParam } from '../src/store/database';
 import {
+  aroundPrepared,
   client,
   eventually,
   KNOWN_CRASH_SEEDS,
@@ -32,12 +33,7 @@ describe.runIf(STORES.includes('postgres'))('concurrent Crash cash-outs on postg
       env: { CRASH_BETTING_WINDOW_MS: '2000', CRASH_PAUSE_MS: '60000', CRASH_TICK_MS: '50' },
       beforeStart: async (store) => {
         await withSeeds('crash', [KNOWN_CRASH_SEEDS.x377])(store);
-        const prepared = store.prepared!.bind(store);
-        (store as { prepared: typeof prepared }).prepared = async <T>(
-          name: string,
-          sql: string,
-          params: readonly SqlParam[],
-        ): Promise<T[]> => {
+        aroundPrepared(store, async (name, params, proceed) => {
           if (name === 'rbs_cash_outs')
             batches.push((JSON.parse(String(params[0])) as SqlParam[][]).map((args) => String(args[1])));
           if (name === 'rbs_bet_and_round' && holdNextReadMs > 0) {
@@ -45,8 +41,8 @@ describe.runIf(STORES.includes('postgres'))('concurrent Crash cash-outs on postg
             holdNextReadMs = 0;
             await new Promise((r) => setTimeout(r, ms));
           }
-          return prepared<T>(name, sql, params);
-        };
+          return proceed();
+        });
       },
     });
     db = t.app.db;

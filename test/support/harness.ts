@@ -8,7 +8,7 @@ import type { Clock } from '../../src/clock/clock';
 import { loadConfig, type Config } from '../../src/config/config';
 import type { OperatorSettings } from '../../src/operators/operator';
 import { signRequest } from '../../src/signing/request-signature';
-import type { Database } from '../../src/store/database';
+import type { Database, SqlParam } from '../../src/store/database';
 import { migrate } from '../../src/store/migrate';
 import { PostgresDatabase } from '../../src/store/postgres';
 import { SqliteDatabase } from '../../src/store/sqlite';
@@ -199,7 +199,7 @@ export function client(baseUrl: string, operator: TestOperator, surface: Surface
     };
     const res = await request(`${baseUrl}${path}`, { method: method as 'GET', headers, body: raw || undefined });
     const text = await res.body.text();
-    let parsed: unknown = undefined;
+    let parsed: unknown;
     try {
       parsed = text ? JSON.parse(text) : undefined;
     } catch {
@@ -270,3 +270,20 @@ export const KNOWN_CRASH_SEEDS = {
   x118: '82886b71b3b26e4b162bbdf4e7024f50f6a7250c207fb9ce497ad56a3e7e700a',
   x377: 'b459e199bac1342bf22d7aa6d19180aff35ab69f453d809949aab3e8d5e545aa',
 };
+
+/**
+ * Puts `around` between a PostgreSQL store and every one of its prepared calls (the one-unit bet
+ * commands), before the app starts: a test can count, inspect or hold them. `around` runs the call
+ * with `proceed`.
+ */
+export function aroundPrepared(
+  store: Database,
+  around: (name: string, params: readonly SqlParam[], proceed: () => Promise<unknown[]>) => Promise<unknown[]>,
+): void {
+  const prepared = store.prepared!.bind(store);
+  (store as { prepared: typeof prepared }).prepared = async <T>(
+    name: string,
+    sql: string,
+    params: readonly SqlParam[],
+  ): Promise<T[]> => (await around(name, params, () => prepared(name, sql, params))) as T[];
+}
