@@ -4,6 +4,7 @@ import { FakeClock } from '../src/clock/clock';
 import { roundRepository } from '../src/games/engine/round-repository';
 import type { Database, SqlParam } from '../src/store/database';
 import {
+  aroundPrepared,
   client,
   eventually,
   startTestApp,
@@ -40,12 +41,7 @@ describe.runIf(STORES.includes('postgres'))('concurrent Stock Race reservations 
       env: { STOCK_RACE_BETTING_WINDOW_MS: '60000', STOCK_RACE_DURATION_MS: '2000', STOCK_RACE_PAUSE_MS: '1000' },
       beforeStart: async (store) => {
         await withSeeds('stock_race', [SEED_NVDA])(store);
-        const prepared = store.prepared!.bind(store);
-        (store as { prepared: typeof prepared }).prepared = async <T>(
-          name: string,
-          sql: string,
-          params: readonly SqlParam[],
-        ): Promise<T[]> => {
+        aroundPrepared(store, async (name, params, proceed) => {
           if (name === 'rbs_sessions_and_rounds')
             reads.push({ sessions: JSON.parse(String(params[0])), rounds: JSON.parse(String(params[1])) });
           if (name === 'rbs_session_and_round' && holdNextReadMs > 0) {
@@ -53,8 +49,8 @@ describe.runIf(STORES.includes('postgres'))('concurrent Stock Race reservations 
             holdNextReadMs = 0;
             await new Promise((r) => setTimeout(r, ms));
           }
-          return prepared<T>(name, sql, params);
-        };
+          return proceed();
+        });
       },
     });
     db = t.app.db;
