@@ -1,5 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { freshDatabase, STORES } from '../../../test/support/harness';
+import { type PreparedCall, PreparedCalls } from '../../../test/support/prepared-calls';
 import type { Bet, CashedOutCrashBet } from '../../bets/bet';
 import { betSettledEvent } from '../../bets/bet-events';
 import { BetCommands, type KeyClaim } from '../../bets/bet-commands';
@@ -239,17 +240,9 @@ describe.each(STORES)('cash-out command unit on %s', (kind) => {
     };
   };
   /** The statements the PostgreSQL store ran, by prepared-statement name, with their parameters. */
-  const recordStatements = (): { name: string; params: readonly SqlParam[] }[] => {
-    const calls: { name: string; params: readonly SqlParam[] }[] = [];
-    const prepared = db.prepared!.bind(db);
-    vi.spyOn(db, 'prepared').mockImplementation((name, sql, params) => {
-      calls.push({ name, params });
-      return prepared(name, sql, params);
-    });
-    return calls;
-  };
+  const recordStatements = (): PreparedCall[] => new PreparedCalls(db).calls;
   /** The keys each rbs_cash_outs call carried, call by call. */
-  const keysPerCall = (calls: { name: string; params: readonly SqlParam[] }[]): string[][] =>
+  const keysPerCall = (calls: PreparedCall[]): string[][] =>
     calls
       .filter((c) => c.name === 'rbs_cash_outs')
       .map((c) => (JSON.parse(String(c.params[0])) as SqlParam[][]).map((args) => String(args[1])));
@@ -420,24 +413,18 @@ describe.each(STORES)('cash-out command unit on %s', (kind) => {
   });
 
   it.runIf(kind === 'postgres')('sends each cash-out of a failed call again on its own', async () => {
-    const calls = recordStatements();
-    const ids = await insertBets('bet_r', 4);
-    const prepared = vi.mocked(db.prepared!).getMockImplementation()!;
-    let failed = false;
-    vi.mocked(db.prepared!).mockImplementation((name, sql, params) => {
-      if (name === 'rbs_cash_outs' && !failed) {
-        failed = true;
-        calls.push({ name, params });
-        // Nothing of the call committed, as after a deadlock or a serialization failure.
-        return Promise.reject(Object.assign(new Error('deadlock detected'), { code: '40P01' }));
-      }
-      return prepared(name, sql, params);
+    // Nothing of the call committed, as after a deadlock or a serialization failure.
+    const recorded = new PreparedCalls(db, {
+      name: 'rbs_cash_outs',
+      error: Object.assign(new Error('deadlock detected'), { code: '40P01' }),
     });
+    const calls = recorded.calls;
+    const ids = await insertBets('bet_r', 4);
     const answers = await Promise.all([
       commands.cashout(claim('r-first'), 'bet_1', decideAt137),
       ...ids.map((id) => commands.cashout(claim(`r-${id}`), id, decideAt137)),
     ]);
-    expect(failed).toBe(true);
+    expect(recorded.failed).toBe(true);
     expect(answers).toEqual([...ids, 'bet_1'].map(() => ({ outcome: 'settled' })));
     // bet_1 alone, then the four again one per call after their call failed.
     expect(calls.filter((c) => c.name === 'rbs_cash_out')).toHaveLength(5);

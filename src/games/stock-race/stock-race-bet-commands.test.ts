@@ -1,5 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { freshDatabase, STORES } from '../../../test/support/harness';
+import { type PreparedCall, PreparedCalls } from '../../../test/support/prepared-calls';
 import { BetCommands, type KeyClaim, type PlaceBetAnswer } from '../../bets/bet-commands';
 import type { PlayerSession } from '../../sessions/session-service';
 import type { Database, SqlExecutor, SqlParam } from '../../store/database';
@@ -136,17 +137,9 @@ describe.each(STORES)('reservation command unit on %s', (kind) => {
     );
 
   /** The statements the PostgreSQL store ran, by prepared-statement name, with their parameters. */
-  const recordStatements = (): { name: string; params: readonly SqlParam[] }[] => {
-    const calls: { name: string; params: readonly SqlParam[] }[] = [];
-    const prepared = db.prepared!.bind(db);
-    vi.spyOn(db, 'prepared').mockImplementation((name, sql, params) => {
-      calls.push({ name, params });
-      return prepared(name, sql, params);
-    });
-    return calls;
-  };
+  const recordStatements = (): PreparedCall[] => new PreparedCalls(db).calls;
   /** The session ids and round ids each batched read asked for, read by read. */
-  const batchedReads = (calls: { name: string; params: readonly SqlParam[] }[]) =>
+  const batchedReads = (calls: PreparedCall[]) =>
     calls
       .filter((c) => c.name === 'rbs_sessions_and_rounds')
       .map((c) => ({
@@ -275,20 +268,14 @@ describe.each(STORES)('reservation command unit on %s', (kind) => {
   );
 
   it.runIf(kind === 'postgres')('reads each reservation of a failed batched read again on its own', async () => {
-    const calls = recordStatements();
-    const sessions = await insertSessions(5);
-    const prepared = vi.mocked(db.prepared!).getMockImplementation()!;
-    let failed = false;
-    vi.mocked(db.prepared!).mockImplementation((name, sql, params) => {
-      if (name === 'rbs_sessions_and_rounds' && !failed) {
-        failed = true;
-        calls.push({ name, params });
-        return Promise.reject(Object.assign(new Error('connection terminated'), { code: '57P01' }));
-      }
-      return prepared(name, sql, params);
+    const recorded = new PreparedCalls(db, {
+      name: 'rbs_sessions_and_rounds',
+      error: Object.assign(new Error('connection terminated'), { code: '57P01' }),
     });
+    const calls = recorded.calls;
+    const sessions = await insertSessions(5);
     const answers = await Promise.all(sessions.map((s, i) => reserve(`r-${i}`, s, openRoundId, 200 + i)));
-    expect(failed).toBe(true);
+    expect(recorded.failed).toBe(true);
     expect(answers).toEqual(sessions.map(() => ({ outcome: 'placed', round_id: openRoundId, round_number: 2 })));
     // The first alone, then the four of the failed read one by one.
     expect(calls.filter((c) => c.name === 'rbs_session_and_round')).toHaveLength(5);
