@@ -94,6 +94,7 @@ describe.each(STORES)('migration 004_sandbox over existing data on %s', (store) 
       '007_bet_commands',
       '008_cash_out_timing_precheck',
       '009_cash_out_batches',
+      '010_set_based_place_bets',
     ]);
 
     expect(await db.get('SELECT id, round_number, operator_id, scripted FROM rounds')).toEqual({

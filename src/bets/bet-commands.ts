@@ -72,7 +72,8 @@ export type CommandAnswer = CommandResponse | ClaimConflict | { outcome: 'full_p
 
 /**
  * Claims a key with its final response inside a synchronous unit (SQLite); the PostgreSQL commands
- * do the same in rbs_claim_key (migration 007). Null: claimed.
+ * do the same in rbs_claim_key (migration 007), or for a whole call of bets in rbs_place_bets
+ * (migration 010). Null: claimed.
  */
 export function claimKeySync(
   tx: SyncExecutor,
@@ -178,7 +179,8 @@ const PLACE_BETS_SQL = 'SELECT rbs_place_bets(?::jsonb) AS r';
 /** Upper bound on bets sent in one rbs_place_bets call. */
 const MAX_BETS_PER_CALL = 64;
 
-function placeBetParams(c: PlaceBetCommand): SqlParam[] {
+/** rbs_place_bet's 24 arguments in order; rbs_place_bets takes a JSON array of these. */
+export function placeBetParams(c: PlaceBetCommand): SqlParam[] {
   return [
     c.claim.operatorId,
     c.claim.key,
@@ -211,8 +213,11 @@ function placeBetParams(c: PlaceBetCommand): SqlParam[] {
  * Places bets on one store, for every game: SQLite runs each bet as a synchronous unit of its group
  * commit; PostgreSQL sends bets through this object's CallBatcher. Alone, a bet is one rbs_place_bet
  * call; bets that arrive while a call runs go out together in one rbs_place_bets call (one
- * transaction, one commit and one round lock for the lot). rbs_place_bet writes nothing before it
- * can answer full_path, so one bet of a call never aborts another.
+ * transaction, one commit and one round lock for the lot). A bet that answers full_path writes
+ * nothing, so one bet of a call never aborts another. rbs_place_bets (migration 010) decides the
+ * call's bets with a few statements for all of them, answering each as rbs_place_bet would one after
+ * the other; a call whose bets could see each other's writes (a key, a signature or a velocity-limited
+ * player twice) runs rbs_place_bet for each in turn.
  *
  * The app builds one per store (app.ts) and hands it to both games' commands: "one call in flight"
  * (CallBatcher) holds for all the place-bets of an instance only if they share this one object.

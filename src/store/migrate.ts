@@ -9,6 +9,7 @@ import * as m006seen from './migrations/006_seen_signatures';
 import * as m007commands from './migrations/007_bet_commands';
 import * as m008timing from './migrations/008_cash_out_timing_precheck';
 import * as m009cashouts from './migrations/009_cash_out_batches';
+import * as m010setbets from './migrations/010_set_based_place_bets';
 import type { PostgresDatabase } from './postgres';
 import type { SqliteDatabase } from './sqlite';
 
@@ -27,6 +28,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '007_bet_commands': m007commands,
   '008_cash_out_timing_precheck': m008timing,
   '009_cash_out_batches': m009cashouts,
+  '010_set_based_place_bets': m010setbets,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };
