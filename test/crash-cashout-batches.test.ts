@@ -11,11 +11,13 @@ import {
   type TestApp,
   type TestOperator,
 } from './support/harness';
+import { CallHold } from './support/prepared-calls';
 
 /**
  * Cash-outs on PostgreSQL that arrive together share one read and one rbs_cash_outs call (one
- * commit). Over real HTTP: what the operator gets back (status, body, replays) and what the store
- * holds must be what the same cash-outs sent one after the other would give.
+ * commit), and the read of the next ones runs while a write is in flight. Over real HTTP: what the
+ * operator gets back (status, body, replays) and what the store holds must be what the same
+ * cash-outs sent one after the other would give.
  */
 describe.runIf(STORES.includes('postgres'))('concurrent Crash cash-outs on postgres', () => {
   let t: TestApp;
@@ -145,5 +147,106 @@ describe.runIf(STORES.includes('postgres'))('concurrent Crash cash-outs on postg
     expect(refusedAgain.headers['idempotent-replay']).toBe('true');
     expect({ status: refusedAgain.status, body: refusedAgain.body }).toEqual({ status: lost.status, body: lost.body });
     expect(await count("SELECT COUNT(*) AS n FROM events WHERE type = 'bet.settled'")).toBe(31);
+  }, 30_000);
+});
+
+describe.runIf(STORES.includes('postgres'))('a Crash cash-out read while a write of its bet is in flight', () => {
+  let t: TestApp;
+  let call: ReturnType<typeof client>;
+  let db: Database;
+  const hold = new CallHold();
+  /** The key of each cash-out sent to a write call, in order. */
+  const written: string[] = [];
+
+  beforeAll(async () => {
+    t = await startTestApp({
+      store: 'postgres',
+      env: { CRASH_BETTING_WINDOW_MS: '2000', CRASH_PAUSE_MS: '60000', CRASH_TICK_MS: '50' },
+      beforeStart: async (store) => {
+        await withSeeds('crash', [KNOWN_CRASH_SEEDS.x377])(store);
+        aroundPrepared(store, (name, params, proceed) => {
+          if (name === 'rbs_cash_out') written.push(String(params[1]));
+          if (name === 'rbs_cash_outs')
+            written.push(...(JSON.parse(String(params[0])) as SqlParam[][]).map((args) => String(args[1])));
+          return hold.around(name, params, proceed);
+        });
+      },
+    });
+    db = t.app.db;
+    call = client(t.baseUrl, await t.createOperator());
+  });
+  afterAll(async () => t?.close());
+
+  let signedAt = Date.now();
+  const cashout = (betId: string, key: string) =>
+    call('POST', '/api/public/v1/cashout', { bet_id: betId }, { idempotencyKey: key, timestamp: ++signedAt });
+  const count = async (sql: string, params: SqlParam[] = []): Promise<number> =>
+    Number((await db.get<{ n: number }>(sql, params))!.n);
+
+  it('gets what it would get sent after that write: a 409, its payout written once', async () => {
+    await eventually(async () => (await call('GET', '/api/public/v1/rounds/current')).body?.status === 'open');
+    const placed = await call(
+      'POST',
+      '/api/public/v1/place-bet',
+      { external_user_id: 'player-twice', amount: 1_000 },
+      { idempotencyKey: 'bet-twice' },
+    );
+    expect(placed.status).toBe(200);
+    const betId = placed.body.bet_id as string;
+    await eventually(
+      async () => (await call('GET', '/api/public/v1/rounds/current')).body?.multiplier >= 1.05,
+      10_000,
+      20,
+    );
+
+    // The first cash-out's write is held; the second's read runs meanwhile and finds the bet active.
+    const holding = hold.arm(['rbs_cash_out', 'rbs_cash_outs']);
+    const first = cashout(betId, 'twice-a');
+    await holding;
+    let second: ReturnType<typeof cashout> | undefined;
+    try {
+      second = cashout(betId, 'twice-b');
+      await eventually(
+        async () => hold.duringHold.some((c) => c.name === 'rbs_bet_and_round' && c.returned),
+        5_000,
+        5,
+        'the second read, while the first write is in flight',
+      );
+    } finally {
+      hold.release();
+    }
+    const [won, lost] = await Promise.all([first, second!]);
+    // It decided to settle the bet and went to a write, which found the bet cashed out.
+    expect(written).toEqual(['twice-a', 'twice-b']);
+
+    expect(won.status).toBe(200);
+    expect(won.body.bet_id).toBe(betId);
+    const after = await cashout(betId, 'twice-c');
+    expect({ status: after.status, code: after.body.code }).toEqual({ status: 409, code: 'BET_NOT_ACTIVE' });
+    expect({ status: lost.status, body: lost.body }).toEqual({ status: after.status, body: after.body });
+    expect(lost.headers['idempotent-replay']).toBeUndefined();
+
+    const row = await db.get<{ status: string; payout: number }>('SELECT status, payout FROM bets WHERE id = ?', [
+      betId,
+    ]);
+    expect({ status: row!.status, payout: Number(row!.payout) }).toEqual({
+      status: 'cashed_out',
+      payout: won.body.payout,
+    });
+    expect(
+      await count("SELECT COUNT(*) AS n FROM events WHERE type = 'bet.settled' AND data LIKE ?", [`%${betId}%`]),
+    ).toBe(1);
+    expect(await count("SELECT COUNT(*) AS n FROM idempotency_keys WHERE idem_key LIKE 'twice-%'")).toBe(3);
+
+    // Each key replays what it got.
+    for (const [key, answer] of [
+      ['twice-a', won],
+      ['twice-b', lost],
+    ] as const) {
+      const replayed = await cashout(betId, key);
+      expect(replayed.headers['idempotent-replay']).toBe('true');
+      expect({ status: replayed.status, body: replayed.body }).toEqual({ status: answer.status, body: answer.body });
+    }
+    expect(await count("SELECT COUNT(*) AS n FROM events WHERE type = 'bet.settled'")).toBe(1);
   }, 30_000);
 });

@@ -37,6 +37,10 @@ interface Queued<C, A> {
  * So each batcher belongs to an object the app builds once per store and passes on (BetCommands;
  * a game's own commands, such as Crash's cash-outs): one kind of command in a process goes through
  * one batcher, and a second app in the same process (tests) has batchers of its own.
+ *
+ * One call in flight is per batcher, not per store: a command that takes two stages (Crash's
+ * cash-outs: a read, then a write) goes through two batchers, so that the read of one batch runs
+ * while the write of the one before it is in flight, each stage still one call at a time.
  */
 export class CallBatcher<C, A> {
   private readonly queue: Queued<C, A>[] = [];
@@ -49,6 +53,19 @@ export class CallBatcher<C, A> {
       this.queue.push({ command, resolve, reject });
       this.pump();
     });
+  }
+
+  /**
+   * Several commands at once, as one batch would carry them: all are queued before the next call is
+   * sent, so when nothing is in flight they go out together rather than the first alone (a stage
+   * that hands on what a batch of the stage before it decided). One answer per command, in order.
+   */
+  submitAll(commands: readonly C[]): Promise<A>[] {
+    const answers = commands.map(
+      (command) => new Promise<A>((resolve, reject) => this.queue.push({ command, resolve, reject })),
+    );
+    this.pump();
+    return answers;
   }
 
   private pump(): void {

@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { freshDatabase, STORES } from '../../../test/support/harness';
-import { type PreparedCall, PreparedCalls } from '../../../test/support/prepared-calls';
+import { aroundPrepared, eventually, freshDatabase, STORES } from '../../../test/support/harness';
+import { CallHold, type PreparedCall, PreparedCalls } from '../../../test/support/prepared-calls';
 import type { Bet, CashedOutCrashBet } from '../../bets/bet';
 import { betSettledEvent } from '../../bets/bet-events';
 import { BetCommands, type KeyClaim } from '../../bets/bet-commands';
@@ -14,6 +14,8 @@ import { type CashoutPlan, CrashCommands } from './crash-bet-commands';
  * The cash-out command unit on each store (SQLite: read, decide and write in one synchronous unit;
  * PostgreSQL: one read, then rbs_cash_out of migration 007): what it writes, what it answers for a
  * key already used, and that a bet or round that changed after the read leaves it to the full path.
+ * On PostgreSQL, also how cash-outs share calls: reads and writes are two stages, and the read of
+ * the next cash-outs runs while a write is in flight.
  */
 describe.each(STORES)('cash-out command unit on %s', (kind) => {
   let db: Database;
@@ -431,4 +433,156 @@ describe.each(STORES)('cash-out command unit on %s', (kind) => {
     expect(await count("SELECT COUNT(*) AS n FROM bets WHERE status = 'cashed_out'")).toBe(5);
     expect(await count("SELECT COUNT(*) AS n FROM events WHERE type = 'bet.settled'")).toBe(5);
   });
+
+  it.runIf(kind === 'postgres')('reads each cash-out of a failed read again on its own', async () => {
+    const recorded = new PreparedCalls(db, {
+      name: 'rbs_bets_and_rounds',
+      error: Object.assign(new Error('terminating connection'), { code: '57P01' }),
+    });
+    const ids = await insertBets('bet_f', 3);
+    const boom = new Error('decide failed');
+    const answers = await Promise.allSettled([
+      commands.cashout(claim('f-first'), 'bet_1', decideAt137),
+      ...ids.map((id) => commands.cashout(claim(`f-${id}`), id, decideAt137)),
+      commands.cashout(claim('f-boom'), 'bet_1', () => {
+        throw boom;
+      }),
+    ]);
+    expect(recorded.failed).toBe(true);
+    expect(answers).toEqual([
+      ...[1, ...ids].map(() => ({ status: 'fulfilled', value: { outcome: 'settled' } })),
+      { status: 'rejected', reason: boom },
+    ]);
+    // bet_1 read alone, then the four again one per read after theirs failed.
+    expect(recorded.calls.filter((c) => c.name === 'rbs_bet_and_round')).toHaveLength(5);
+    expect(await count("SELECT COUNT(*) AS n FROM bets WHERE status = 'cashed_out'")).toBe(4);
+    expect(await count("SELECT COUNT(*) AS n FROM events WHERE type = 'bet.settled'")).toBe(4);
+  });
+
+  const WRITES = ['rbs_cash_out', 'rbs_cash_outs'];
+  const READS = new Set(['rbs_bet_and_round', 'rbs_bets_and_rounds']);
+  /**
+   * Holds the next write call before it reaches the store. `during` runs while it is held; the write
+   * is let go once `during` has seen a read made meanwhile come back (or has failed waiting for one).
+   */
+  const whileWriteHeld = async (
+    hold: CallHold,
+    start: () => void,
+    during: () => void,
+  ): Promise<{ held: PreparedCall; reads: PreparedCall[] }> => {
+    const holding = hold.arm(WRITES);
+    start();
+    const held = await holding;
+    try {
+      during();
+      await eventually(
+        async () => hold.duringHold.some((c) => READS.has(c.name) && c.returned),
+        3_000,
+        5,
+        'a read made while the write was in flight',
+      );
+      // Time for a second write to go out, were the write stage not one call at a time.
+      await new Promise((r) => setTimeout(r, 20));
+      return { held, reads: hold.duringHold.filter((c) => READS.has(c.name)) };
+    } finally {
+      hold.release();
+    }
+  };
+
+  it.runIf(kind === 'postgres')('reads the next cash-outs while the write before them is in flight', async () => {
+    const hold = new CallHold();
+    aroundPrepared(db, hold.around);
+    const calls = recordStatements();
+    const ids = await insertBets('bet_p', 3);
+    let first: Promise<unknown> = Promise.resolve();
+    let rest: Promise<unknown[]> = Promise.resolve([]);
+    const { held, reads } = await whileWriteHeld(
+      hold,
+      () => {
+        first = commands.cashout(claim('p-first'), 'bet_1', decideAt137);
+      },
+      () => {
+        rest = Promise.all(ids.map((id) => commands.cashout(claim(`p-${id}`), id, decideAt137)));
+      },
+    );
+    // bet_1's write alone; the three others read together while it was held, and no write went out
+    // beside it (the write stage keeps one call in flight).
+    expect(held.name).toBe('rbs_cash_out');
+    expect(reads.map((c) => c.name)).toEqual(['rbs_bets_and_rounds']);
+    expect(JSON.parse(String(reads[0]!.params[0]))).toEqual(ids);
+    expect(hold.duringHold.map((c) => c.name)).toEqual(['rbs_bets_and_rounds']);
+
+    expect(await first).toEqual({ outcome: 'settled' });
+    expect(await rest).toEqual(ids.map(() => ({ outcome: 'settled' })));
+    // Their writes waited for the held one, then went out together.
+    expect(keysPerCall(calls)).toEqual([ids.map((id) => `p-${id}`)]);
+    const bets = await db.all<{ id: string; amount: number; payout: number; status: string }>(
+      "SELECT id, amount, payout, status FROM bets WHERE id LIKE 'bet_p%' OR id = 'bet_1' ORDER BY id",
+    );
+    expect(bets.map((b) => ({ id: b.id, status: b.status, payout: Number(b.payout) }))).toEqual(
+      bets.map((b) => ({ id: b.id, status: 'cashed_out', payout: Math.floor((Number(b.amount) * 137) / 100) })),
+    );
+    expect(await count("SELECT COUNT(*) AS n FROM idempotency_keys WHERE idem_key LIKE 'p-%'")).toBe(4);
+    expect(await count("SELECT COUNT(*) AS n FROM events WHERE type = 'bet.settled'")).toBe(4);
+  });
+
+  it.runIf(kind === 'postgres')(
+    'answers a cash-out read while a write of the same bet is in flight as if it came after that write',
+    async () => {
+      const hold = new CallHold();
+      aroundPrepared(db, hold.around);
+      const calls = recordStatements();
+      /** What each cash-out's decide saw of bet_1, by key. */
+      const seen = new Map<string, string | undefined>();
+      const decideSeen = (key: string) => (bet: Bet | undefined) => {
+        seen.set(key, bet?.status);
+        return decideAt137(bet);
+      };
+      let first: Promise<unknown> = Promise.resolve();
+      let others: Promise<unknown[]> = Promise.resolve([]);
+      await whileWriteHeld(
+        hold,
+        () => {
+          first = commands.cashout(claim('twice-a'), 'bet_1', decideSeen('twice-a'));
+        },
+        () => {
+          others = Promise.all([
+            // Another key for the same bet, and the same key again (a retry, say, from another process).
+            commands.cashout(claim('twice-b'), 'bet_1', decideSeen('twice-b')),
+            commands.cashout(claim('twice-a'), 'bet_1', decideSeen('twice-a again')),
+          ]);
+        },
+      );
+      // Both read bet_1 before the held write committed: still active, so both decided to settle it.
+      expect(Object.fromEntries(seen)).toEqual({ 'twice-a': 'active', 'twice-b': 'active', 'twice-a again': 'active' });
+      const settled = { outcome: 'settled' };
+      expect(await first).toEqual(settled);
+      const [other, again] = await others;
+      // The write found the bet cashed out: that cash-out rolled back and is left to the full path.
+      expect(other).toEqual({ outcome: 'full_path' });
+      // The key was taken meanwhile: what it stored comes back, as for a repeat sent after.
+      const stored = {
+        outcome: 'existing',
+        request_hash: 'hash-twice-a',
+        status_code: 200,
+        response: JSON.stringify({ bet_id: 'bet_1', payout: 137, multiplier: '1.37' }),
+      };
+      expect(again).toEqual(stored);
+      expect(keysPerCall(calls)).toEqual([['twice-b', 'twice-a']]);
+      // Paid once: one payout, one key, one event.
+      const bet = await db.get<{ status: string; payout: number }>(
+        "SELECT status, payout FROM bets WHERE id = 'bet_1'",
+      );
+      expect({ status: bet!.status, payout: Number(bet!.payout) }).toEqual({ status: 'cashed_out', payout: 137 });
+      expect(await count("SELECT COUNT(*) AS n FROM idempotency_keys WHERE idem_key LIKE 'twice-%'")).toBe(1);
+      expect(await count("SELECT COUNT(*) AS n FROM events WHERE type = 'bet.settled'")).toBe(1);
+      expect(await count('SELECT COUNT(*) AS n FROM webhook_deliveries')).toBe(1);
+
+      // One at a time, after the first: the other key is refused as not active (the full path's
+      // answer too), and the first key replays what it stored.
+      expect(await commands.cashout(claim('twice-b'), 'bet_1', decideAt137)).toEqual({ outcome: 'refused' });
+      expect(await commands.cashout(claim('twice-a'), 'bet_1', decideAt137)).toEqual(stored);
+      expect(await count("SELECT COUNT(*) AS n FROM events WHERE type = 'bet.settled'")).toBe(1);
+    },
+  );
 });

@@ -61,7 +61,7 @@ const MAX_CASH_OUTS_PER_CALL = 64;
 
 type Decide = (bet: Bet | undefined, round: Round | undefined) => CashoutPlan;
 
-/** A cash-out as it waits for its PostgreSQL call. */
+/** A cash-out as it waits for its PostgreSQL read. */
 interface CashoutRequest {
   claim: KeyClaim;
   betId: string;
@@ -69,29 +69,49 @@ interface CashoutRequest {
 }
 
 /**
+ * A cash-out once its read is done and `decide` has run: its answer already (the full path), or the
+ * answer of the write it was handed on to. The write's promise sits inside an object so that the read
+ * stage answers as soon as it has handed the write on, rather than when the write commits.
+ */
+type Decided = { done: CashoutAnswer } | { written: Promise<CashoutAnswer> };
+
+/**
  * Crash's command units on one store: its bets go through the BetCommands it shares with Stock Race
  * (one call of place-bets in flight per instance, whichever game placed them), and its cash-outs
- * through a CallBatcher of its own. The app builds one per store (app.ts).
+ * through two CallBatchers of its own, one per stage. The app builds one per store (app.ts).
  */
 export class CrashCommands {
   /**
-   * PostgreSQL group commit for cash-outs (CallBatcher, as for bets). Alone, a cash-out is one read
-   * and one rbs_cash_out call. Cash-outs that arrive while a call runs go out together: one read of
-   * all their bets and rounds, each decided on its own rows, then one rbs_cash_outs call (migration
-   * 009) for those that have something to write: one transaction, one commit. A cash-out the function
-   * sends to the full path rolls back alone; two of one bet in a call behave as one after the other
-   * (the second finds the bet cashed out and goes to the full path, which answers it as it would alone).
+   * PostgreSQL cash-outs, stage one: the read of the bet and its round, then `decide`. Alone, one
+   * rbs_bet_and_round read; cash-outs that arrive while a read is in flight are read together in the
+   * next one (rbs_bets_and_rounds), and each is decided on its own rows. Those with something to
+   * write are handed on to `writes` all at once, and this stage takes its next batch at once: the
+   * read of one batch runs while the write of the one before it is in flight.
    */
-  private readonly cashouts: CallBatcher<CashoutRequest, CashoutAnswer>;
+  private readonly reads: CallBatcher<CashoutRequest, Decided>;
+  /**
+   * Stage two: rbs_cash_out alone, or rbs_cash_outs (migration 009) for several, one transaction and
+   * one commit. The write re-checks under the bet's lock what the read saw (the bet still active, its
+   * round still alive) and sends the cash-out to the full path otherwise, which answers it as it would
+   * alone. So a cash-out read while a write in flight settles the same bet (or claims the same key)
+   * ends as if it had come after that write: the full path's 409, or the replay of the stored answer.
+   * Two cash-outs of one bet in a call behave as one after the other in the same way.
+   */
+  private readonly writes: CallBatcher<SqlParam[], CashoutAnswer>;
 
   constructor(
     private readonly db: Database,
     private readonly bets: BetCommands,
   ) {
-    this.cashouts = new CallBatcher({
+    this.reads = new CallBatcher({
       maxPerCall: MAX_CASH_OUTS_PER_CALL,
-      one: (request) => cashoutAlone(db, request),
-      many: (requests) => cashoutTogether(db, requests),
+      one: (request) => this.readAlone(request),
+      many: (requests) => this.readTogether(requests),
+    });
+    this.writes = new CallBatcher({
+      maxPerCall: MAX_CASH_OUTS_PER_CALL,
+      one: (params) => writeAlone(db, params),
+      many: (commands) => writeTogether(db, commands),
     });
   }
 
@@ -105,7 +125,7 @@ export class CrashCommands {
    * written, all in one synchronous unit of the group commit. PostgreSQL: the rows are read in one
    * statement, `decide` runs, and rbs_cash_out (migration 008) claims the key and writes the plan in
    * one more, checking that the bet is still active and its round still alive (else the full path);
-   * cash-outs that arrive together share both statements and one commit (this object's batcher).
+   * cash-outs that arrive together share each statement, the write one commit (`reads`, `writes`).
    */
   async cashout(claim: KeyClaim, betId: string, decide: Decide): Promise<CashoutAnswer> {
     if (this.db.unit) {
@@ -115,53 +135,62 @@ export class CrashCommands {
         params: [],
       });
     }
-    return this.cashouts.submit({ claim, betId, decide });
+    const decided = await this.reads.submit({ claim, betId, decide });
+    return 'done' in decided ? decided.done : decided.written;
+  }
+
+  private async readAlone({ claim, betId, decide }: CashoutRequest): Promise<Decided> {
+    const rows = await this.db.prepared!<{ bet: BetRow; round: RoundRow }>('rbs_bet_and_round', BET_AND_ROUND_SQL, [
+      betId,
+    ]);
+    const row = rows[0];
+    const plan = decide(row ? toBet(row.bet) : undefined, row ? toRound(row.round) : undefined);
+    if ('fullPath' in plan) return { done: { outcome: 'full_path' } };
+    return { written: this.writes.submit(cashOutParams(claim, betId, row?.bet.round_id ?? null, plan)) };
+  }
+
+  private async readTogether(requests: CashoutRequest[]): Promise<BatchOutcome<Decided>[]> {
+    const ids = [...new Set(requests.map((r) => r.betId))];
+    const rows = await this.db.prepared!<{ bet: BetRow; round: RoundRow }>('rbs_bets_and_rounds', BETS_AND_ROUNDS_SQL, [
+      JSON.stringify(ids),
+    ]);
+    const rowOf = new Map(rows.map((row) => [row.bet.id, row]));
+    const outcomes: BatchOutcome<Decided>[] = [];
+    const toWrite: { index: number; params: SqlParam[] }[] = [];
+    requests.forEach(({ claim, betId, decide }, index) => {
+      const row = rowOf.get(betId);
+      let plan: CashoutPlan;
+      try {
+        plan = decide(row ? toBet(row.bet) : undefined, row ? toRound(row.round) : undefined);
+      } catch (error) {
+        // What this cash-out alone would have thrown, to its caller alone.
+        outcomes[index] = { error };
+        return;
+      }
+      if ('fullPath' in plan) outcomes[index] = { answer: { done: { outcome: 'full_path' } } };
+      else toWrite.push({ index, params: cashOutParams(claim, betId, row?.bet.round_id ?? null, plan) });
+    });
+    // All at once, after the last decision: they go out in one write, not the first alone. Nothing
+    // here throws after this, so a read retried alone never hands on a write twice.
+    const written = this.writes.submitAll(toWrite.map((w) => w.params));
+    toWrite.forEach((w, k) => {
+      outcomes[w.index] = { answer: { written: written[k]! } };
+    });
+    return outcomes;
   }
 }
 
-async function cashoutAlone(db: Database, { claim, betId, decide }: CashoutRequest): Promise<CashoutAnswer> {
-  const rows = await db.prepared!<{ bet: BetRow; round: RoundRow }>('rbs_bet_and_round', BET_AND_ROUND_SQL, [betId]);
-  const row = rows[0];
-  const plan = decide(row ? toBet(row.bet) : undefined, row ? toRound(row.round) : undefined);
-  if ('fullPath' in plan) return { outcome: 'full_path' };
+function writeAlone(db: Database, params: SqlParam[]): Promise<CashoutAnswer> {
   return runCommand<CashoutAnswer>(db, () => ({ outcome: 'full_path' }), {
     name: 'rbs_cash_out',
     sql: CASH_OUT_SQL,
-    params: cashOutParams(claim, betId, row?.bet.round_id ?? null, plan),
+    params,
   });
 }
 
-async function cashoutTogether(db: Database, requests: CashoutRequest[]): Promise<BatchOutcome<CashoutAnswer>[]> {
-  const ids = [...new Set(requests.map((r) => r.betId))];
-  const rows = await db.prepared!<{ bet: BetRow; round: RoundRow }>('rbs_bets_and_rounds', BETS_AND_ROUNDS_SQL, [
-    JSON.stringify(ids),
-  ]);
-  const rowOf = new Map(rows.map((row) => [row.bet.id, row]));
-  const outcomes: BatchOutcome<CashoutAnswer>[] = [];
-  const writes: { index: number; params: SqlParam[] }[] = [];
-  requests.forEach(({ claim, betId, decide }, index) => {
-    const row = rowOf.get(betId);
-    let plan: CashoutPlan;
-    try {
-      plan = decide(row ? toBet(row.bet) : undefined, row ? toRound(row.round) : undefined);
-    } catch (error) {
-      // What this cash-out alone would have thrown, to its caller alone.
-      outcomes[index] = { error };
-      return;
-    }
-    if ('fullPath' in plan) outcomes[index] = { answer: { outcome: 'full_path' } };
-    else writes.push({ index, params: cashOutParams(claim, betId, row?.bet.round_id ?? null, plan) });
-  });
-  if (writes.length > 0) {
-    const result = await db.prepared!<{ r: CashoutAnswer[] }>('rbs_cash_outs', CASH_OUTS_SQL, [
-      JSON.stringify(writes.map((w) => w.params)),
-    ]);
-    const answers = result[0]!.r;
-    writes.forEach((w, k) => {
-      outcomes[w.index] = { answer: answers[k]! };
-    });
-  }
-  return outcomes;
+async function writeTogether(db: Database, commands: SqlParam[][]): Promise<BatchOutcome<CashoutAnswer>[]> {
+  const result = await db.prepared!<{ r: CashoutAnswer[] }>('rbs_cash_outs', CASH_OUTS_SQL, [JSON.stringify(commands)]);
+  return result[0]!.r.map((answer) => ({ answer }));
 }
 
 /** rbs_cash_out's 21 arguments, in order (rbs_cash_outs takes an array of them). */
