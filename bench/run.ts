@@ -7,9 +7,10 @@
  *                    [--webhook-deliveries N] [--json out.json] [--instances N] [--no-docs]
  *
  * By default every case runs on both stores in one run (SQLite, then PostgreSQL at BENCH_DATABASE_URL
- * or postgres://postgres@127.0.0.1:5432/test), against one bare baseline; the table says which of the
- * speed floors hold, a short profiled place-bet per store follows, and the whole report replaces the
- * "Latest `npm run bench`" section of docs/benchmarks.md (--no-docs: print only). A partial run
+ * or postgres://postgres@127.0.0.1:5432/test). Bare Fastify runs first and again after every HTTP case,
+ * and each case is compared with the bare runs just before and after it (see besideBare); the table
+ * says which of the speed floors hold, a short profiled place-bet per store follows, and the whole
+ * report replaces the "Latest `npm run bench`" section of docs/benchmarks.md (--no-docs: print only). A partial run
  * (--only, --store, --pg, other durations) is printed, never written.
  *
  * --instances N (with --pg) runs the place-bet case against N service processes on one database,
@@ -25,7 +26,7 @@ import { runCashoutCase } from './cashout';
 import { runLoad, type CaseResult } from './load';
 import { runInstancesCase } from './instances';
 import { summarizeProfile } from './profile';
-import { DEFAULT_PG_URL, sleep, startChild } from './processes';
+import { type Child, DEFAULT_PG_URL, sleep, startChild } from './processes';
 import { runReserveCase } from './reserve';
 import { startService } from './service';
 import { countBets, countIdempotencyKeys, openStore } from './store-peek';
@@ -111,11 +112,65 @@ async function bareCase(): Promise<void> {
       serverEnded: child.ended,
     };
     await warm((d) => runLoad({ ...spec, name: 'warm-up', durationS: d }));
-    rows.push(await runLoad({ ...spec, name: 'bare Fastify POST (baseline)', durationS }));
+    const first = await runLoad({ ...spec, name: 'bare Fastify POST (baseline)', durationS });
+    rows.push(first);
+    lastBare = first.rps;
   } finally {
     await child.stop();
   }
   profile.report(durationS * 1000 + 1000);
+}
+
+/**
+ * The machine's speed drifts (another tenant on the host): bare Fastify has moved by a third within
+ * ten minutes of one run. So each HTTP case is compared with bare measured right next to it: a bare
+ * slice as long as the case follows every case, and a case's reference is the mean of the bare
+ * measurement before it and the one after it. The slices run on a second bare server, started once
+ * and kept up (idle between slices), so the first bare row keeps its own profile under --profile.
+ */
+let sliceChild: Child | null = null;
+/** req/s of the latest bare measurement: the first bare row, then each slice. */
+let lastBare: number | null = null;
+/** Per case row (by object): the bare req/s measured just before and just after it. */
+const bareAround = new Map<CaseResult, { before: number; after: number }>();
+const bareSlices: number[] = [];
+
+async function bareSlice(): Promise<number> {
+  sliceChild ??= await startChild('bench/bare-fastify.ts', { ...process.env });
+  const child = sliceChild;
+  const spec = {
+    baseUrl: child.baseUrl,
+    path: '/bare',
+    body: betBody,
+    mimicHeaders: true,
+    connections,
+    serverPid: child.proc.pid,
+    serverEnded: child.ended,
+  };
+  // The first slice warms its server up; the later ones find it warm.
+  if (bareSlices.length === 0) await warm((d) => runLoad({ ...spec, name: 'warm-up', durationS: d }));
+  const r = await runLoad({ ...spec, name: 'bare slice', durationS });
+  bareSlices.push(r.rps);
+  return r.rps;
+}
+
+/** Runs one HTTP case, then a bare slice, and records the bare measured around each row it added. */
+async function besideBare<T>(run: () => Promise<T>): Promise<T> {
+  const from = rows.length;
+  const out = await run();
+  if (lastBare === null || rows.length === from) return out;
+  const before = lastBare;
+  const after = await bareSlice();
+  lastBare = after;
+  for (const row of rows.slice(from)) bareAround.set(row, { before, after });
+  return out;
+}
+
+/** The bare req/s a case row is compared with: the mean of the bare runs around it, else the first. */
+function bareFor(row: CaseResult): number | null {
+  const around = bareAround.get(row);
+  if (around) return (around.before + around.after) / 2;
+  return rows.find((r) => r.name.startsWith('bare'))?.rps ?? null;
 }
 
 /** With --profile, the service child of a case writes a V8 CPU profile, summarised after the table. */
@@ -303,18 +358,31 @@ async function webhooksCase(): Promise<void> {
 }
 
 function table(): string[] {
-  const bare = rows.find((r) => r.name.startsWith('bare'));
-  const head = ['case', 'req/s (mean)', 'p50 ms', 'p99 ms', '2xx', 'non-2xx', 'vs bare', 'server CPU µs/req'];
-  const body = rows.map((r) => [
-    r.name,
-    r.rps.toFixed(0),
-    String(r.p50),
-    String(r.p99),
-    String(r.ok2xx),
-    String(r.non2xx + r.errors),
-    bare && !r.name.startsWith('webhook') ? `${((100 * r.rps) / bare.rps).toFixed(1)}%` : 'n/a',
-    r.cpuUsPerReq === null ? 'n/a' : r.cpuUsPerReq.toFixed(0),
-  ]);
+  const head = [
+    'case',
+    'req/s (mean)',
+    'p50 ms',
+    'p99 ms',
+    '2xx',
+    'non-2xx',
+    'bare around',
+    'vs bare',
+    'server CPU µs/req',
+  ];
+  const body = rows.map((r) => {
+    const bare = r.name.startsWith('webhook') ? null : bareFor(r);
+    return [
+      r.name,
+      r.rps.toFixed(0),
+      String(r.p50),
+      String(r.p99),
+      String(r.ok2xx),
+      String(r.non2xx + r.errors),
+      bare === null ? 'n/a' : bare.toFixed(0),
+      bare === null ? 'n/a' : `${((100 * r.rps) / bare).toFixed(1)}%`,
+      r.cpuUsPerReq === null ? 'n/a' : r.cpuUsPerReq.toFixed(0),
+    ];
+  });
   const widths = head.map((h, i) => Math.max(h.length, ...body.map((row) => row[i]!.length)));
   const line = (cells: string[]): string =>
     `| ${cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join(' | ')} |`;
@@ -338,13 +406,12 @@ const FLOORS: { match: (name: string) => boolean; label: string; floor: number }
 ];
 
 function floorLines(): string[] {
-  const bare = rows.find((r) => r.name.startsWith('bare'));
-  if (!bare) return [];
   const lines: string[] = [];
   for (const f of FLOORS) {
     const row = rows.find((r) => f.match(r.name));
-    if (!row) continue;
-    const ratio = row.rps / bare.rps;
+    const bare = row ? bareFor(row) : null;
+    if (!row || bare === null) continue;
+    const ratio = row.rps / bare;
     const verdict = ratio >= f.floor ? 'met' : 'NOT MET';
     lines.push(`- ${f.label}: ${(100 * ratio).toFixed(1)}% of bare (floor ${100 * f.floor}%): ${verdict}`);
   }
@@ -396,13 +463,14 @@ async function main(): Promise<void> {
     pgUrl = url;
     storeName = url ? 'postgresql' : 'sqlite';
     if (i === 0 && only.has('bare')) await bareCase();
-    if (i === 0 && only.has('signed')) await signedCase();
+    if (i === 0 && only.has('signed')) await besideBare(signedCase);
     let placeRps = 0;
-    if (only.has('place')) placeRps = await placeBetCase();
-    if (only.has('cashout')) await cashoutCase(placeRps);
-    if (only.has('reserve')) await reserveCase();
+    if (only.has('place')) placeRps = await besideBare(placeBetCase);
+    if (only.has('cashout')) await besideBare(() => cashoutCase(placeRps));
+    if (only.has('reserve')) await besideBare(reserveCase);
     if (only.has('webhooks')) await webhooksCase();
   }
+  await sliceChild?.stop();
   if (writesDocs) {
     for (const url of stores) {
       pgUrl = url;
@@ -421,7 +489,14 @@ async function main(): Promise<void> {
     '',
     ...table(),
     '',
-    ...(floorLines().length > 0 ? ['floors (share of the bare baseline in this run):', ...floorLines(), ''] : []),
+    ...(bareSlices.length > 0
+      ? [
+          `bare around: the mean of bare measured just before and just after the case; "vs bare" is the case's share of it. ` +
+            `Bare runs in this run: ${[rows.find((r) => r.name.startsWith('bare'))?.rps ?? 0, ...bareSlices].map((n) => n.toFixed(0)).join(', ')} req/s`,
+          '',
+        ]
+      : []),
+    ...(floorLines().length > 0 ? ['floors (share of the bare runs around each case):', ...floorLines(), ''] : []),
     ...rows.flatMap((r) => {
       const codes = Object.entries(r.statusCodes)
         .map(([c, n]) => `${c}: ${n}`)

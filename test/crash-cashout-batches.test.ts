@@ -13,6 +13,14 @@ import {
 } from './support/harness';
 import { CallHold } from './support/prepared-calls';
 
+// Each request signed at its own instant: the same bytes under another key would be refused as a
+// replayed signature, which is not what these tests are about.
+let signedAt = Date.now();
+const cashoutOf = (call: ReturnType<typeof client>, betId: string, key: string) =>
+  call('POST', '/api/public/v1/cashout', { bet_id: betId }, { idempotencyKey: key, timestamp: ++signedAt });
+const countRows = async (db: Database, sql: string, params: SqlParam[]): Promise<number> =>
+  Number((await db.get<{ n: number }>(sql, params))!.n);
+
 /**
  * Cash-outs on PostgreSQL that arrive together share one read and one rbs_cash_outs call (one
  * commit), and the read of the next ones runs while a write is in flight. Over real HTTP: what the
@@ -53,13 +61,8 @@ describe.runIf(STORES.includes('postgres'))('concurrent Crash cash-outs on postg
   });
   afterAll(async () => t?.close());
 
-  // Each request signed at its own instant: the same bytes under another key would be refused as a
-  // replayed signature, which is not what this test is about.
-  let signedAt = Date.now();
-  const cashout = (betId: string, key: string) =>
-    call('POST', '/api/public/v1/cashout', { bet_id: betId }, { idempotencyKey: key, timestamp: ++signedAt });
-  const count = async (sql: string, params: SqlParam[] = []): Promise<number> =>
-    Number((await db.get<{ n: number }>(sql, params))!.n);
+  const cashout = (betId: string, key: string) => cashoutOf(call, betId, key);
+  const count = (sql: string, params: SqlParam[] = []) => countRows(db, sql, params);
   const settledEventsOf = (betId: string): Promise<number> =>
     count("SELECT COUNT(*) AS n FROM events WHERE type = 'bet.settled' AND data LIKE ?", [`%${betId}%`]);
 
@@ -177,11 +180,8 @@ describe.runIf(STORES.includes('postgres'))('a Crash cash-out read while a write
   });
   afterAll(async () => t?.close());
 
-  let signedAt = Date.now();
-  const cashout = (betId: string, key: string) =>
-    call('POST', '/api/public/v1/cashout', { bet_id: betId }, { idempotencyKey: key, timestamp: ++signedAt });
-  const count = async (sql: string, params: SqlParam[] = []): Promise<number> =>
-    Number((await db.get<{ n: number }>(sql, params))!.n);
+  const cashout = (betId: string, key: string) => cashoutOf(call, betId, key);
+  const count = (sql: string, params: SqlParam[] = []) => countRows(db, sql, params);
 
   it('gets what it would get sent after that write: a 409, its payout written once', async () => {
     await eventually(async () => (await call('GET', '/api/public/v1/rounds/current')).body?.status === 'open');
