@@ -96,21 +96,26 @@ async function warm<T>(fn: (durationS: number) => Promise<T>): Promise<void> {
   if (warmupS > 0) await fn(warmupS);
 }
 
+/** The bare route's load: the same body, header set and client-side work as a signed request. */
+function bareSpec(child: Child) {
+  return {
+    baseUrl: child.baseUrl,
+    path: '/bare',
+    body: betBody,
+    mimicHeaders: true,
+    connections,
+    serverPid: child.proc.pid,
+    serverEnded: child.ended,
+  };
+}
+
 async function bareCase(): Promise<void> {
   log('bare Fastify baseline…');
   // Profiled too with --profile: its socket and parser time is the floor every other case pays.
   const profile = profiler('bare');
   const child = await startChild('bench/bare-fastify.ts', { ...process.env }, profile.nodeArgs);
   try {
-    const spec = {
-      baseUrl: child.baseUrl,
-      path: '/bare',
-      body: betBody,
-      mimicHeaders: true,
-      connections,
-      serverPid: child.proc.pid,
-      serverEnded: child.ended,
-    };
+    const spec = bareSpec(child);
     await warm((d) => runLoad({ ...spec, name: 'warm-up', durationS: d }));
     const first = await runLoad({ ...spec, name: 'bare Fastify POST (baseline)', durationS });
     rows.push(first);
@@ -137,16 +142,7 @@ const bareSlices: number[] = [];
 
 async function bareSlice(): Promise<number> {
   sliceChild ??= await startChild('bench/bare-fastify.ts', { ...process.env });
-  const child = sliceChild;
-  const spec = {
-    baseUrl: child.baseUrl,
-    path: '/bare',
-    body: betBody,
-    mimicHeaders: true,
-    connections,
-    serverPid: child.proc.pid,
-    serverEnded: child.ended,
-  };
+  const spec = bareSpec(sliceChild);
   // The first slice warms its server up; the later ones find it warm.
   if (bareSlices.length === 0) await warm((d) => runLoad({ ...spec, name: 'warm-up', durationS: d }));
   const r = await runLoad({ ...spec, name: 'bare slice', durationS });
