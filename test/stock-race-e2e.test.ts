@@ -57,44 +57,66 @@ describe.each(STORES)('Stock Race end to end with the reference operator wallet 
     return session.body.session_id;
   }
 
-  /** Places bets through the wallet (hold, then reserve) until they land together in one open round. */
-  async function betBoth(
-    ref: string,
-    sessionId: string,
+  /**
+   * Opens a wallet account for each name and places a LOW and a HIGH bet for each (hold, then reserve)
+   * in one open round. An attempt that meets the end of the betting window may have some of its bets
+   * placed and others refused; its players are then left to that round and the next attempt starts
+   * with fresh ones (`name-2`, …), so the balances a test checks never hold a stray bet.
+   */
+  async function betTogether(
+    names: string[],
+    deposit: number,
     stake: number,
-  ): Promise<{ roundId: string; betIds: string[] }> {
+  ): Promise<{ refs: string[]; roundId: string; betIds: string[] }> {
+    let attempt = 0;
+    let players: { ref: string; session: string }[] | null = null;
     return eventually(async () => {
+      const ref = (name: string): string => (attempt === 0 ? name : `${name}-${attempt + 1}`);
+      players ??= await Promise.all(
+        names.map(async (name) => ({ ref: ref(name), session: await player(ref(name), deposit) })),
+      );
       const current = await client(t.baseUrl, op, 'B')('GET', '/v1/rounds/current');
       if (current.status !== 200 || current.body.status !== 'open' || current.body.betting_closes_at - Date.now() < 400)
         return undefined;
+      const used = players;
+      players = null;
+      attempt++;
       const roundId = current.body.round_id;
       const placed = await Promise.all(
-        [LOW, HIGH].map((selected) =>
-          post(`${wallet.url}/players/${ref}/bets`, {
-            session_id: sessionId,
-            round_id: roundId,
-            selected_stocks: selected,
-            stake,
-          }),
+        used.flatMap((p) =>
+          [LOW, HIGH].map((selected) =>
+            post(`${wallet.url}/players/${p.ref}/bets`, {
+              session_id: p.session,
+              round_id: roundId,
+              selected_stocks: selected,
+              stake,
+            }),
+          ),
         ),
       );
-      expect(placed.map((p) => p.status)).toEqual([200, 200]);
-      return { roundId, betIds: placed.map((p) => p.body.bet.bet_id as string) };
+      expect(placed.map((p) => p.status)).toEqual(placed.map(() => 200));
+      return { refs: used.map((p) => p.ref), roundId, betIds: placed.map((p) => p.body.bet.bet_id as string) };
     }, 15_000);
   }
 
   it('launch → reserve → close → signed settle → balance exact to the minor unit', async () => {
-    const sessionId = await player('alice', 100);
-    const { roundId, betIds } = await betBoth('alice', sessionId, 10);
-    expect(wallet.store.player('alice')).toEqual({ currency: 'EUR', balance: 8000, reserved: 2000 });
+    const {
+      refs: [alice],
+      roundId,
+      betIds,
+    } = await betTogether(['alice'], 100, 10);
+    expect(wallet.store.player(alice!)).toEqual({ currency: 'EUR', balance: 8000, reserved: 2000 });
 
-    await eventually(async () => wallet.settleLog().filter((e) => e.result === 'credited').length === 2, 15_000);
+    await eventually(
+      async () => wallet.settleLog().filter((e) => e.result === 'credited' && betIds.includes(e.bet_id!)).length === 2,
+      15_000,
+    );
     const call = client(t.baseUrl, op, 'B');
     const round = (await call('GET', `/v1/rounds/${roundId}`)).body;
     expect(round.status).toBe('closed');
     const winner: string = round.outcome.winner;
     // Exactly one of the two 4-of-8 bets wins: 10.00 × 8 × 0.95 / 4 = 19.00 EUR.
-    expect(wallet.store.player('alice')).toEqual({ currency: 'EUR', balance: 10_000 - 2000 + 1900, reserved: 0 });
+    expect(wallet.store.player(alice!)).toEqual({ currency: 'EUR', balance: 10_000 - 2000 + 1900, reserved: 0 });
     const winning = betIds[LOW.includes(winner) ? 0 : 1]!;
     const losing = betIds[LOW.includes(winner) ? 1 : 0]!;
     expect(wallet.store.bet(winning)).toMatchObject({ status: 'settled', payout: 1900 });
@@ -123,27 +145,7 @@ describe.each(STORES)('Stock Race end to end with the reference operator wallet 
   });
 
   it('wallet down for a while: every settlement is delivered once it is back, none credited twice', async () => {
-    const refs = ['carol', 'dave', 'erin'];
-    const sessions = await Promise.all(refs.map((ref) => player(ref, 20)));
-    const placed = await eventually(async () => {
-      const current = await client(t.baseUrl, op, 'B')('GET', '/v1/rounds/current');
-      if (current.status !== 200 || current.body.status !== 'open' || current.body.betting_closes_at - Date.now() < 400)
-        return undefined;
-      const results = await Promise.all(
-        refs.flatMap((ref, i) =>
-          [LOW, HIGH].map((selected) =>
-            post(`${wallet.url}/players/${ref}/bets`, {
-              session_id: sessions[i],
-              round_id: current.body.round_id,
-              selected_stocks: selected,
-              stake: 2.5,
-            }),
-          ),
-        ),
-      );
-      expect(results.map((r) => r.status)).toEqual([200, 200, 200, 200, 200, 200]);
-      return results.map((r) => r.body.bet.bet_id as string);
-    }, 15_000);
+    const { refs, betIds: placed } = await betTogether(['carol', 'dave', 'erin'], 20, 2.5);
     const port = wallet.port;
     await wallet.close();
 
@@ -180,11 +182,14 @@ describe.each(STORES)('Stock Race end to end with the reference operator wallet 
 
   // Last: it voids the round the engine is driving.
   it('a voided round settles every reserved bet with payout = stake and no winner', async () => {
-    const sessionId = await player('bob', 50);
-    const { roundId, betIds } = await betBoth('bob', sessionId, 5);
+    const {
+      refs: [bob],
+      roundId,
+      betIds,
+    } = await betTogether(['bob'], 50, 5);
     await t.app.services.engines.stockRace.voidRound(roundId, 'test: market halted');
     await eventually(async () => betIds.every((id) => wallet.store.bet(id)?.status === 'settled'), 10_000);
-    expect(wallet.store.player('bob')).toEqual({ currency: 'EUR', balance: 5000, reserved: 0 });
+    expect(wallet.store.player(bob!)).toEqual({ currency: 'EUR', balance: 5000, reserved: 0 });
     const body = JSON.parse((await settlementRepository.byBet(t.app.db, betIds[0]!))!.body);
     expect(body).toEqual({
       bet_id: betIds[0],
