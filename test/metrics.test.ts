@@ -174,9 +174,11 @@ describe.each(STORES)('GET /metrics counts what the store committed, on %s', (st
       return_url: 'https://operator.example/lobby',
     });
     const callB = client(t.baseUrl, op, 'B');
+    // Two thirds of the window to spare: an attempt retried after one bet was placed and the other
+    // refused would leave a third bet in the counters.
     const roundId = await eventually(async () => {
       const current = await callB('GET', '/v1/rounds/current');
-      if (current.body?.status !== 'open' || current.body.betting_closes_at - Date.now() < 500) return undefined;
+      if (current.body?.status !== 'open' || current.body.betting_closes_at - Date.now() < 1000) return undefined;
       const placed = await Promise.all(
         [
           ['AAPL', 'AMZN', 'GOOG', 'META'],

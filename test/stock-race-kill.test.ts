@@ -53,21 +53,26 @@ describe('service killed with SIGKILL between round close and the wallet acknowl
       apiSecret: op.apiSecret,
     });
 
-    expect((await post(`${wallet.url}/players/zoe/deposit`, { currency: 'EUR', amount: 30 })).status).toBe(200);
-    const session = await post(`${wallet.url}/players/zoe/sessions`, {});
-    expect(session.status).toBe(200);
     const call = client(svc.baseUrl, op, 'B');
-    // Both bets in one round, placed with time to spare so neither can meet the window's end.
-    const betIds = await eventually(async () => {
+    // Both bets in one round, placed with time to spare so neither should meet the window's end. An
+    // attempt that still does (one bet placed, one refused) leaves its player to that round: the next
+    // attempt bets for a fresh one, so the balance checked below holds only these two bets.
+    let attempt = 0;
+    const { zoe, betIds } = await eventually(async () => {
       const current = await call('GET', '/v1/rounds/current');
       if (current.status !== 200 || current.body.status !== 'open' || current.body.betting_closes_at - Date.now() < 800)
         return undefined;
+      const ref = attempt === 0 ? 'zoe' : `zoe-${attempt + 1}`;
+      attempt++;
+      expect((await post(`${wallet!.url}/players/${ref}/deposit`, { currency: 'EUR', amount: 30 })).status).toBe(200);
+      const session = await post(`${wallet!.url}/players/${ref}/sessions`, {});
+      expect(session.status).toBe(200);
       const placed = await Promise.all(
         [
           ['AAPL', 'AMZN', 'GOOG', 'META'],
           ['MSFT', 'NFLX', 'NVDA', 'TSLA'],
         ].map((selected) =>
-          post(`${wallet!.url}/players/zoe/bets`, {
+          post(`${wallet!.url}/players/${ref}/bets`, {
             session_id: session.body.session_id,
             round_id: current.body.round_id,
             selected_stocks: selected,
@@ -76,7 +81,7 @@ describe('service killed with SIGKILL between round close and the wallet acknowl
         ),
       );
       expect(placed.map((p) => p.status)).toEqual([200, 200]);
-      return placed.map((p) => p.body.bet.bet_id as string);
+      return { zoe: ref, betIds: placed.map((p) => p.body.bet.bet_id as string) };
     }, 20_000);
 
     // The wallet applies each settle but holds its answer far beyond the service's timeout.
@@ -87,7 +92,7 @@ describe('service killed with SIGKILL between round close and the wallet acknowl
     // What survived the kill: both settlements pending, as the admin CLI shows them.
     const pending = (await svc.admin('settlements', 'list', '--status', 'pending')).settlements;
     expect(pending.map((x: any) => x.bet_id).sort()).toEqual([...betIds].sort());
-    expect(wallet.store.player('zoe')).toEqual({ currency: 'EUR', balance: 3000 - 2000 + 1900, reserved: 0 });
+    expect(wallet.store.player(zoe)).toEqual({ currency: 'EUR', balance: 3000 - 2000 + 1900, reserved: 0 });
 
     wallet.setBehaviour({ mode: 'ok' });
     // Same store, same port, same master key: a plain restart.
@@ -105,7 +110,7 @@ describe('service killed with SIGKILL between round close and the wallet acknowl
       expect(bet.body.settlement.status).toBe('delivered');
     }
     // 30.00 − 2 × 10.00 + 19.00 (one 4-of-8 bet wins 10.00 × 8 × 0.95 / 4), credited once.
-    expect(wallet.store.player('zoe')).toEqual({ currency: 'EUR', balance: 2900, reserved: 0 });
+    expect(wallet.store.player(zoe)).toEqual({ currency: 'EUR', balance: 2900, reserved: 0 });
     // Two service starts, an admin CLI call and a kill: ~20 s on a quiet machine, more on a busy one.
   }, 120_000);
 });
