@@ -156,8 +156,8 @@ export const betRepository = {
   async insert(tx: SqlExecutor, bet: Bet): Promise<void> {
     const result = isSettled(bet) ? bet : null;
     await tx.run(
-      `INSERT INTO bets (id, operator_id, game, round_id, round_number, player, session_id, currency, amount, auto_cashout,
-         selections, status, payout, cashout_multiplier, cashout_kind, placed_at, settled_at)
+      `INSERT INTO bets (id, operator_id, game, round_id, round_number, player, session_id, currency, amount,
+         auto_cashout, selections, status, payout, cashout_multiplier, cashout_kind, placed_at, settled_at)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       [
         bet.id,
@@ -295,7 +295,8 @@ export const betRepository = {
     result: { status: BetStatus; payout: number; multiplier: number | null; kind: CashoutKind | null; at: number },
   ): Promise<boolean> {
     const r = await tx.run(
-      `UPDATE bets SET status = ?, payout = ?, cashout_multiplier = ?, cashout_kind = ?, settled_at = ? WHERE id = ? AND status = ?`,
+      `UPDATE bets SET status = ?, payout = ?, cashout_multiplier = ?, cashout_kind = ?, settled_at = ?
+       WHERE id = ? AND status = ?`,
       [result.status, result.payout, result.multiplier, result.kind, result.at, bet.id, bet.status],
     );
     return r.changes === 1;

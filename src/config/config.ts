@@ -193,7 +193,8 @@ export function loadConfig(env: Env = process.env, options: { serving?: boolean 
   const trustProxyTls = bool(env, 'TRUST_PROXY_TLS', false);
   if (serving && appEnv === 'production' && !tls && !trustProxyTls) {
     throw new ConfigError(
-      'refusing to serve plain HTTP in production: set TLS_CERT_FILE and TLS_KEY_FILE, or TRUST_PROXY_TLS=true behind a TLS proxy, or APP_ENV=development on a laptop',
+      'refusing to serve plain HTTP in production: set TLS_CERT_FILE and TLS_KEY_FILE, ' +
+        'or TRUST_PROXY_TLS=true behind a TLS proxy, or APP_ENV=development on a laptop',
     );
   }
   const trustedProxies = proxyTrust(env);
@@ -236,7 +237,8 @@ export function loadConfig(env: Env = process.env, options: { serving?: boolean 
   const metricsPublic = bool(env, 'METRICS_PUBLIC', false);
   if (serving && appEnv === 'production' && !metricsToken && !metricsPublic) {
     throw new ConfigError(
-      'refusing to serve /metrics to anyone in production: set METRICS_TOKEN, or METRICS_PUBLIC=true when a network boundary protects it',
+      'refusing to serve /metrics to anyone in production: set METRICS_TOKEN, ' +
+        'or METRICS_PUBLIC=true when a network boundary protects it',
     );
   }
   const otlpEndpoint = (env.OTEL_EXPORTER_OTLP_ENDPOINT || '').replace(/\/+$/, '');

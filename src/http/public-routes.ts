@@ -31,8 +31,10 @@ export async function publicRoutes(app: FastifyInstance, s: AppServices): Promis
       schema: {
         summary: 'Recompute a Crash round from its revealed seed',
         description:
-          'crash = max(1.00, floor((10000 - edge_bp) * 2^52 / (100 * (2^52 - r))) / 100), r = first 52 bits of HMAC-SHA256(key = salt text, message = seed bytes). ' +
-          '`previous_seed` = sha256(seed text) is the seed of the round before it in the chain, and the `seed_hash` this round published.',
+          'crash = max(1.00, floor((10000 - edge_bp) * 2^52 / (100 * (2^52 - r))) / 100), ' +
+          'r = first 52 bits of HMAC-SHA256(key = salt text, message = seed bytes). ' +
+          '`previous_seed` = sha256(seed text) is the seed of the round before it in the chain, ' +
+          'and the `seed_hash` this round published.',
         tags: ['Fairness'],
         querystring: Type.Object(
           {

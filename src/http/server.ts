@@ -215,8 +215,10 @@ export async function buildHttpServer(s: AppServices, options: HttpOptions = {})
         title: 'Round-based betting service',
         version: '1.0.0',
         description:
-          'Surface A (`/api/public/v1`, partner API): Crash. Surface B (`/v1`, seamless-wallet operator API): Stock Race. ' +
-          'Every request is signed: hex HMAC-SHA256 over METHOD\\nPATH\\nTIMESTAMP\\nBODY with the operator secret. See docs/ in the repository.',
+          'Surface A (`/api/public/v1`, partner API): Crash. ' +
+          'Surface B (`/v1`, seamless-wallet operator API): Stock Race. ' +
+          'Every request is signed: hex HMAC-SHA256 over METHOD\\nPATH\\nTIMESTAMP\\nBODY with the operator secret. ' +
+          'See docs/ in the repository.',
       },
       servers: [{ url: s.config.publicBaseUrl, description: 'this deployment (PUBLIC_BASE_URL)' }],
       components: { securitySchemes: SECURITY_SCHEMES },

@@ -50,7 +50,8 @@ export const reportRepository = {
   ): Promise<{ round_number: number; staked: number; paid: number }[]> {
     const rows = await db.all<{ round_number: number; staked: unknown; paid: unknown }>(
       `SELECT round_number, SUM(amount) AS staked, SUM(payout) AS paid FROM bets
-       WHERE operator_id = ? AND game = ? AND ${q.currency === null ? 'currency IS NULL' : 'currency = ?'} AND ${SETTLED}
+       WHERE operator_id = ? AND game = ? AND ${q.currency === null ? 'currency IS NULL' : 'currency = ?'}
+         AND ${SETTLED}
        GROUP BY round_number ORDER BY round_number DESC LIMIT ?`,
       q.currency === null ? [q.operatorId, q.game, q.limit] : [q.operatorId, q.game, q.currency, q.limit],
     );

@@ -101,7 +101,10 @@ export class SessionService {
     return { session, launchUrl: `${this.settings.publicBaseUrl}/play?token=${token}` };
   }
 
-  /** The session a player page token opens: SESSION_NOT_FOUND for an unknown token, SESSION_EXPIRED after expires_at. */
+  /**
+   * The session a player page token opens: SESSION_NOT_FOUND for an unknown token, SESSION_EXPIRED
+   * after expires_at.
+   */
   /** `readOnly`: the player page reads on the store's read path, so opening a page never waits for a writer. */
   async byToken(token: string | undefined, options?: ReadOptions): Promise<PlayerSession> {
     if (!token || !TOKEN.test(token)) throw new DomainError('SESSION_NOT_FOUND', 'this link does not open a session');

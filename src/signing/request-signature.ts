@@ -120,7 +120,8 @@ export function checkSignatureHeaders(
   if (!MS_TIMESTAMP.test(timestamp)) {
     return fail(
       'INVALID_SIGNATURE',
-      `x-timestamp must be milliseconds since epoch as an integer (digits only), got ${JSON.stringify(timestamp.slice(0, 40))}`,
+      'x-timestamp must be milliseconds since epoch as an integer (digits only), ' +
+        `got ${JSON.stringify(timestamp.slice(0, 40))}`,
     );
   }
   if (signature.length !== SIGNATURE_HEX_LENGTH || !HEX_64.test(signature)) {

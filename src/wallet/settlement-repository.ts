@@ -44,7 +44,8 @@ export const settlementRepository = {
     input: { operatorId: string; body: SettleBody; now: number; firstDelayMs: number },
   ): Promise<void> {
     await tx.run(
-      `INSERT INTO wallet_settlements (bet_id, operator_id, idempotency_key, body, status, attempts, next_attempt_at, created_at)
+      `INSERT INTO wallet_settlements
+         (bet_id, operator_id, idempotency_key, body, status, attempts, next_attempt_at, created_at)
        VALUES (?, ?, ?, ?, 'pending', 0, ?, ?) ON CONFLICT DO NOTHING`,
       [
         input.body.bet_id,
@@ -78,7 +79,8 @@ export const settlementRepository = {
     if (filter.status) where.push('status = ?'), params.push(filter.status);
     params.push(filter.limit);
     const rows = await db.all<SettlementRow>(
-      `SELECT * FROM wallet_settlements${where.length ? ` WHERE ${where.join(' AND ')}` : ''} ORDER BY created_at, bet_id LIMIT ?`,
+      `SELECT * FROM wallet_settlements${where.length ? ` WHERE ${where.join(' AND ')}` : ''}
+       ORDER BY created_at, bet_id LIMIT ?`,
       params,
     );
     return rows.map(toSettlement);
@@ -199,8 +201,8 @@ export class WalletSettlementOutbox implements OutboxRepository<SettlementClaim>
         );
         if (o.kind === 'delivered') {
           await tx.run(
-            `UPDATE wallet_settlements SET status = 'delivered', attempts = ?, claimed_until = NULL, next_attempt_at = NULL,
-               last_status_code = ?, last_error = NULL, delivered_at = ? WHERE bet_id = ?`,
+            `UPDATE wallet_settlements SET status = 'delivered', attempts = ?, claimed_until = NULL,
+               next_attempt_at = NULL, last_status_code = ?, last_error = NULL, delivered_at = ? WHERE bet_id = ?`,
             [attempt, r.statusCode, now, s.betId],
           );
           continue;

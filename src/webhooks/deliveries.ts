@@ -105,7 +105,8 @@ export class WebhookDeliveryService {
     if (old.status === 'pending') {
       throw new DomainError(
         'ILLEGAL_TRANSITION',
-        `delivery ${id} is still pending (attempt ${old.attempts} made); it cannot be re-sent until it is delivered or dead`,
+        `delivery ${id} is still pending (attempt ${old.attempts} made); ` +
+          'it cannot be re-sent until it is delivered or dead',
       );
     }
     const endpoint = await this.endpoints.get(scope, old.endpoint_id);

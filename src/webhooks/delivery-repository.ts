@@ -240,8 +240,9 @@ export interface AttemptLogRow {
   response_excerpt: string | null;
 }
 
-const SELECT = `SELECT d.id, d.event_id, e.type, d.endpoint_id, d.operator_id, d.status, d.attempts, d.next_attempt_at, d.last_status_code,
-  d.last_error, d.created_at, d.delivered_at, d.dead_at, d.resend_of FROM webhook_deliveries d JOIN events e ON e.id = d.event_id`;
+const SELECT = `SELECT d.id, d.event_id, e.type, d.endpoint_id, d.operator_id, d.status, d.attempts,
+  d.next_attempt_at, d.last_status_code, d.last_error, d.created_at, d.delivered_at, d.dead_at, d.resend_of
+  FROM webhook_deliveries d JOIN events e ON e.id = d.event_id`;
 
 const ROWS_PER_STATEMENT = 250;
 
@@ -271,7 +272,8 @@ export const deliveryRepository = {
     );
     await insertRows(
       tx,
-      `INSERT INTO webhook_deliveries (id, event_id, endpoint_id, operator_id, status, attempts, next_attempt_at, created_at) VALUES`,
+      `INSERT INTO webhook_deliveries
+         (id, event_id, endpoint_id, operator_id, status, attempts, next_attempt_at, created_at) VALUES`,
       "(?, ?, ?, ?, 'pending', 0, ?, ?)",
       deliveryRows,
     );
@@ -289,7 +291,8 @@ export const deliveryRepository = {
       [t.eventId, t.seq, t.operatorId, 'webhook.test', now, t.data, t.operatorId],
     );
     await tx.run(
-      `INSERT INTO webhook_deliveries (id, event_id, endpoint_id, operator_id, status, attempts, next_attempt_at, created_at)
+      `INSERT INTO webhook_deliveries
+         (id, event_id, endpoint_id, operator_id, status, attempts, next_attempt_at, created_at)
          VALUES (?, ?, ?, ?, 'pending', 0, ?, ?)`,
       [t.deliveryId, t.eventId, t.endpointId, t.operatorId, now, now],
     );
@@ -314,7 +317,8 @@ export const deliveryRepository = {
   /** An endpoint disabled or deleted receives nothing, including what was queued for it before. */
   cancelPendingOf(tx: SqlExecutor, endpointId: string, why: string, now: number): Promise<RunResult> {
     return tx.run(
-      `UPDATE webhook_deliveries SET status = 'cancelled', last_error = ?, next_attempt_at = NULL, claimed_until = NULL, dead_at = ?
+      `UPDATE webhook_deliveries
+       SET status = 'cancelled', last_error = ?, next_attempt_at = NULL, claimed_until = NULL, dead_at = ?
        WHERE endpoint_id = ? AND status = 'pending'`,
       [why, now, endpointId],
     );
@@ -353,7 +357,8 @@ export const deliveryRepository = {
 
   attempts(db: SqlExecutor, deliveryId: string): Promise<AttemptLogRow[]> {
     return db.all<AttemptLogRow>(
-      'SELECT attempt, started_at, latency_ms, status_code, error, response_excerpt FROM webhook_attempts WHERE delivery_id = ? ORDER BY attempt',
+      `SELECT attempt, started_at, latency_ms, status_code, error, response_excerpt FROM webhook_attempts
+       WHERE delivery_id = ? ORDER BY attempt`,
       [deliveryId],
     );
   },

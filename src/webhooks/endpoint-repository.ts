@@ -36,7 +36,8 @@ export const endpointRepository = {
 
   async insert(tx: SqlExecutor, r: Omit<EndpointRow, 'previous_secret_enc' | 'previous_secret_expires_at'>) {
     await tx.run(
-      `INSERT INTO webhook_endpoints (id, operator_id, url, surface, events, enabled, secret_enc, created_at, updated_at)
+      `INSERT INTO webhook_endpoints
+         (id, operator_id, url, surface, events, enabled, secret_enc, created_at, updated_at)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       [r.id, r.operator_id, r.url, r.surface, r.events, r.enabled, r.secret_enc, r.created_at, r.updated_at],
     );
@@ -90,7 +91,8 @@ export const endpointRepository = {
     },
   ): Promise<RunResult> {
     return tx.run(
-      `UPDATE webhook_endpoints SET secret_enc = ?, previous_secret_enc = ?, previous_secret_expires_at = ?, updated_at = ?
+      `UPDATE webhook_endpoints
+         SET secret_enc = ?, previous_secret_enc = ?, previous_secret_expires_at = ?, updated_at = ?
          WHERE id = ? AND secret_enc = ?`,
       [r.secretEnc, r.previousSecretEnc, r.previousExpiresAt, r.now, id, r.currentSecretEnc],
     );

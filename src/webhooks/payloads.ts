@@ -67,9 +67,9 @@ export const RoundEventData = Type.Object(
     description:
       'The round as its read endpoint shows it at that moment (GET /api/public/v1/rounds/{round_number} for Crash, ' +
       'GET /v1/rounds/{round_id} for Stock Race; one presenter builds both). round.opened carries status open; ' +
-      'round.closed carries closed (with the outcome) or void (void_reason set, every stake returned). No round event ' +
-      'is sent while a round runs, so the live-only fields of a running round (Crash multiplier, Stock Race ' +
-      'progress_permille and stocks) never appear.',
+      'round.closed carries closed (with the outcome) or void (void_reason set, every stake returned). ' +
+      'No round event is sent while a round runs, so the live-only fields of a running round ' +
+      '(Crash multiplier, Stock Race progress_permille and stocks) never appear.',
   },
 );
 
@@ -252,9 +252,11 @@ export function webhookSchemaDocument(): Record<string, unknown> {
 }
 
 const SIGNATURE_NOTE =
-  'Surface A endpoints: x-service-signature (t=<ms>,v1=<hex HMAC-SHA256(endpoint secret, "<t>.<body>")>) and the Standard Webhooks ' +
-  'headers webhook-id, webhook-timestamp, webhook-signature. Surface B endpoints: X-Operator-Key, X-Timestamp and X-Signature = hex ' +
-  'HMAC-SHA256(operator secret, "POST\\n<path>\\n<timestamp>\\n<body>"), plus x-service-signature. Answer 2xx within the timeout.';
+  'Surface A endpoints: x-service-signature (t=<ms>,v1=<hex HMAC-SHA256(endpoint secret, "<t>.<body>")>) ' +
+  'and the Standard Webhooks headers webhook-id, webhook-timestamp, webhook-signature. ' +
+  'Surface B endpoints: X-Operator-Key, X-Timestamp and ' +
+  'X-Signature = hex HMAC-SHA256(operator secret, "POST\\n<path>\\n<timestamp>\\n<body>"), ' +
+  'plus x-service-signature. Answer 2xx within the timeout.';
 
 /** OpenAPI 3.1 `webhooks`: one POST per event type, so generators and readers see every payload. */
 export function openApiWebhooks(): Record<string, OpenAPIV3_1.PathItemObject> {

@@ -90,7 +90,8 @@ export const operatorCommands: CliCommand[] = [
   {
     path: ['operator', 'settings'],
     summary:
-      'Change product settings: --json with a partial settings object (currencies, stake_limits, crash, stock_race, rate_limit, compliance).',
+      'Change product settings: --json with a partial settings object ' +
+      '(currencies, stake_limits, crash, stock_race, rate_limit, compliance).',
     options: { id, json: { type: 'string', required: true, description: 'partial settings as JSON' } },
     async run(app, v) {
       let patch: Partial<OperatorSettings>;

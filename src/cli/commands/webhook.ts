@@ -92,7 +92,8 @@ export const webhookCommands: CliCommand[] = [
   {
     path: ['webhook', 'rotate-secret'],
     summary:
-      'Issue a new endpoint secret; the old one keeps signing too for the overlap (SECRET_ROTATION_OVERLAP_MS or --overlap-ms).',
+      'Issue a new endpoint secret; the old one keeps signing too for the overlap ' +
+      '(SECRET_ROTATION_OVERLAP_MS or --overlap-ms).',
     options: { id: endpointId, 'overlap-ms': { type: 'string', description: 'override the overlap in milliseconds' } },
     async run(app, v) {
       return app.services.webhooks.rotateSecret(null, String(v.id), integer(v['overlap-ms'], 'overlap-ms'));

@@ -122,8 +122,9 @@ export async function surfaceBRoutes(app: FastifyInstance, s: AppServices): Prom
       schema: {
         summary: 'Record a Stock Race bet whose stake the operator has reserved in its wallet',
         description:
-          'Idempotent by the body field `idempotency_key`: the same key with the same body replays the stored response with ' +
-          '`idempotent-replay: true`; the same key with another body is 409 IDEMPOTENCY_KEY_REUSED.',
+          'Idempotent by the body field `idempotency_key`: ' +
+          'the same key with the same body replays the stored response with `idempotent-replay: true`; ' +
+          'the same key with another body is 409 IDEMPOTENCY_KEY_REUSED.',
         tags: ['Stock Race'],
         headers: AuthHeadersB,
         body: ReserveBody,
@@ -188,7 +189,8 @@ export async function surfaceBRoutes(app: FastifyInstance, s: AppServices): Prom
       schema: {
         summary: 'Live feed of Stock Race rounds and race frames (Server-Sent Events)',
         description:
-          'Events: `round` (the round object on every transition) and `tick` ({round_id, round_number, at, progress_permille, elapsed_ms, stocks[{symbol, pct}]}).',
+          'Events: `round` (the round object on every transition) and `tick` ' +
+          '({round_id, round_number, at, progress_permille, elapsed_ms, stocks[{symbol, pct}]}).',
         tags: ['Stock Race'],
         headers: AuthHeadersB,
         response: { 200: Type.String({ description: 'text/event-stream' }), ...errors },

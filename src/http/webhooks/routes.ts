@@ -128,7 +128,8 @@ export function webhookRoutes(surface: Surface) {
         schema: {
           summary: 'Issue a new endpoint secret; the previous one keeps signing alongside it for the overlap',
           description:
-            'During the overlap every delivery carries one signature per secret, so receivers holding either accept it.',
+            'During the overlap every delivery carries one signature per secret, ' +
+            'so receivers holding either accept it.',
           tags,
           headers,
           params: EndpointIdParams,
@@ -212,8 +213,10 @@ export function webhookRoutes(surface: Surface) {
         schema: {
           summary: 'Check an x-service-signature against an endpoint secret and body',
           description:
-            'Reproduces the check a receiver makes: HMAC-SHA256(endpoint_secret, "<t>.<body>") against each v1= of the header, and ' +
-            '|now - t| within 5 minutes. No side effect, so no Idempotency-Key is needed.',
+            'Reproduces the check a receiver makes: ' +
+            'HMAC-SHA256(endpoint_secret, "<t>.<body>") against each v1= of the header, ' +
+            'and |now - t| within 5 minutes. ' +
+            'No side effect, so no Idempotency-Key is needed.',
           tags,
           headers,
           body: VerifyBody,

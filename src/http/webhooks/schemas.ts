@@ -201,7 +201,8 @@ export const VerifyResult = Type.Object({
       ],
       {
         description:
-          'why not: the header is not t=<ms>,v1=<hex>; no v1 matches this secret and body; or the signature matches but t is too old or in the future',
+          'why not: the header is not t=<ms>,v1=<hex>; no v1 matches this secret and body; ' +
+          'or the signature matches but t is too old or in the future',
       },
     ),
   ),
