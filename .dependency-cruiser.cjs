@@ -36,9 +36,9 @@ module.exports = {
     {
       name: 'foundation-imports-service-code',
       comment:
-        'config, clock, errors, money, signing, redis and ids are the bottom layer that every folder may use: they import ' +
-        'nothing else of the service. A default or type they need from a domain folder moves down here instead ' +
-        '(config/game-defaults.ts).',
+        'config, clock, errors, money, signing, redis and ids are the bottom layer that every folder may use: ' +
+        'they import nothing else of the service. A default or type they need from a domain folder moves down ' +
+        'here instead (config/game-defaults.ts).',
       severity: 'error',
       from: { path: '^src/(config|clock|errors|money|signing|redis|ids)/' },
       to: { path: '^src/', pathNot: '^src/(config|clock|errors|money|signing|redis|ids)/' },

@@ -65,14 +65,16 @@ export async function runCashoutCase(o: CashoutOptions): Promise<{ result: CaseR
       if (attempt > MAX_ROUNDS / 2 && runMs >= 4_000 + CRASH_MARGIN_MS && runMs < wantMs) wantMs = runMs;
       if (runMs < wantMs) {
         o.log(
-          `  cashout: round ${round.roundNumber} crashes at ${formatMultiplier(crash)}x after ${(runMs / 1000).toFixed(1)} s: too short, waiting for the next`,
+          `  cashout: round ${round.roundNumber} crashes at ${formatMultiplier(crash)}x ` +
+            `after ${(runMs / 1000).toFixed(1)} s: too short, waiting for the next`,
         );
         if (attempt >= MAX_ROUNDS) throw new Error(`no round long enough in ${MAX_ROUNDS} rounds`);
         continue;
       }
       const betIds = await seedBets(db, operator, o.bets, round.bettingClosesAt);
       o.log(
-        `  cashout: round ${round.roundNumber} (crash ${formatMultiplier(crash)}x after ${(runMs / 1000).toFixed(1)} s), ${betIds.length} bets seeded`,
+        `  cashout: round ${round.roundNumber} (crash ${formatMultiplier(crash)}x ` +
+          `after ${(runMs / 1000).toFixed(1)} s), ${betIds.length} bets seeded`,
       );
       const running = await waitRunning(db, round.id);
       const crashAt = running.runningAt! + runMs;
@@ -124,7 +126,8 @@ export async function runCashoutCase(o: CashoutOptions): Promise<{ result: CaseR
       notes.push(
         `cashout store check: ${cashed} bets cashed out manually in round ${round.roundNumber}; ` +
           `warm-up 2xx ${warmed}; measured 2xx ${result.ok2xx}; ` +
-          `store - (warm-up + measured 2xx) = ${cashed - warmed - result.ok2xx} (responses still in flight when the load stopped)`,
+          `store - (warm-up + measured 2xx) = ${cashed - warmed - result.ok2xx} ` +
+          '(responses still in flight when the load stopped)',
       );
       return { result, notes };
     }

@@ -121,11 +121,13 @@ try {
   const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
   const placed = (await metrics.registry.getSingleMetric('rbs_bets_placed_total')!.get()).values[0]?.value ?? 0;
   console.log(
-    `store path, ${batches * batch} bets per run, ${rounds} runs each (medians): bare ${median(bare).toFixed(1)} µs/bet, ` +
+    `store path, ${batches * batch} bets per run, ${rounds} runs each (medians): ` +
+      `bare ${median(bare).toFixed(1)} µs/bet, ` +
       `instrumented ${median(counted).toFixed(1)} µs/bet (bets counted: ${placed})`,
   );
   console.log(
-    `  runs bare: ${bare.map((x) => x.toFixed(1)).join(' ')}; instrumented: ${counted.map((x) => x.toFixed(1)).join(' ')}`,
+    `  runs bare: ${bare.map((x) => x.toFixed(1)).join(' ')}; ` +
+      `instrumented: ${counted.map((x) => x.toFixed(1)).join(' ')}`,
   );
 
   const n = 1_000_000;

@@ -116,7 +116,8 @@ export function summarizeProfile(file: string, top = 15, lastMs = 0): string[] {
 
   return [
     `profile ${file}${skipUs > 0 ? ` (its last ${(lastMs / 1000).toFixed(1)} s: the measured run)` : ''}`,
-    `sampled ${(all / 1000).toFixed(0)} ms, busy ${(busy / 1000).toFixed(0)} ms (${((100 * busy) / all).toFixed(0)}%); percentages are of busy time`,
+    `sampled ${(all / 1000).toFixed(0)} ms, busy ${(busy / 1000).toFixed(0)} ms ` +
+      `(${((100 * busy) / all).toFixed(0)}%); percentages are of busy time`,
     'self time by package / file:',
     ...rank(selfByArea, top),
     'self time by function:',

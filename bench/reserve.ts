@@ -120,7 +120,8 @@ export async function runReserveCase(o: ReserveOptions): Promise<ReserveOutcome>
     return {
       result,
       notes: [
-        `reserve store check: ${stored} Stock Race bets written during the measured run; ${result.ok2xx} 2xx received; difference ${diff} ` +
+        `reserve store check: ${stored} Stock Race bets written during the measured run; ` +
+          `${result.ok2xx} 2xx received; difference ${diff} ` +
           (diff >= 0 && diff <= o.connections ? '(in flight when the load stopped) -> OK' : '-> MISMATCH'),
       ],
     };

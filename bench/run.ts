@@ -349,7 +349,9 @@ async function webhooksCase(): Promise<void> {
     errorSamples: [],
     cpuUsPerReq: null,
     built: r.deliveries,
-    note: `webhook drain: ${r.delivered}/${r.deliveries} delivered (receiver counted ${r.receivedByReceiver}) in ${r.seconds} s; enqueue took ${r.enqueueSeconds} s`,
+    note:
+      `webhook drain: ${r.delivered}/${r.deliveries} delivered (receiver counted ${r.receivedByReceiver}) ` +
+      `in ${r.seconds} s; enqueue took ${r.enqueueSeconds} s`,
   });
 }
 
@@ -452,7 +454,8 @@ async function main(): Promise<void> {
   const loadBefore = loadavg()[0]!;
   const storeList = stores.map((u) => (u ? 'postgresql' : 'sqlite')).join(' then ');
   log(
-    `bench: ${cpus().length} CPUs, node ${process.version}, stores ${storeList}, -c ${connections}, ${durationS} s per case (+${warmupS} s warm-up)`,
+    `bench: ${cpus().length} CPUs, node ${process.version}, stores ${storeList}, -c ${connections}, ` +
+      `${durationS} s per case (+${warmupS} s warm-up)`,
   );
   // One baseline for both stores; the store-independent signed case runs once, on the first store.
   for (const [i, url] of stores.entries()) {
@@ -475,11 +478,15 @@ async function main(): Promise<void> {
     }
   }
 
+  // req/s of every bare run: the bare case (0 if it did not run), then the bare runs around the other cases.
+  const bareRuns = [rows.find((r) => r.name.startsWith('bare'))?.rps ?? 0, ...bareSlices];
   const out = [
     '',
-    `machine: ${cpus().length} x ${cpus()[0]?.model ?? 'unknown CPU'}; node ${process.version}; stores ${storeList}; ${started.toISOString()}`,
+    `machine: ${cpus().length} x ${cpus()[0]?.model ?? 'unknown CPU'}; node ${process.version}; ` +
+      `stores ${storeList}; ${started.toISOString()}`,
     `command: npm run bench${process.argv.length > 2 ? ` -- ${process.argv.slice(2).join(' ')}` : ''}`,
-    `load: autocannon, ${connections} connections, ${durationS} s per case after ${warmupS} s warm-up; load generator and server share the machine`,
+    `load: autocannon, ${connections} connections, ${durationS} s per case after ${warmupS} s warm-up; ` +
+      'load generator and server share the machine',
     // Other work on the machine shows up here first: compare runs only when these are low.
     `1-minute load average: ${loadBefore.toFixed(2)} before, ${loadavg()[0]!.toFixed(2)} after`,
     '',
@@ -487,8 +494,9 @@ async function main(): Promise<void> {
     '',
     ...(bareSlices.length > 0
       ? [
-          `bare around: the mean of bare measured just before and just after the case; "vs bare" is the case's share of it. ` +
-            `Bare runs in this run: ${[rows.find((r) => r.name.startsWith('bare'))?.rps ?? 0, ...bareSlices].map((n) => n.toFixed(0)).join(', ')} req/s`,
+          'bare around: the mean of bare measured just before and just after the case; ' +
+            `"vs bare" is the case's share of it. ` +
+            `Bare runs in this run: ${bareRuns.map((n) => n.toFixed(0)).join(', ')} req/s`,
           '',
         ]
       : []),
@@ -500,7 +508,8 @@ async function main(): Promise<void> {
       const lines =
         codes || r.errors
           ? [
-              `${r.name}: ${codes || 'no responses'}${r.errors ? `; ${r.errors} connection errors (${r.timeouts} timeouts)` : ''}`,
+              `${r.name}: ${codes || 'no responses'}` +
+                (r.errors ? `; ${r.errors} connection errors (${r.timeouts} timeouts)` : ''),
             ]
           : [];
       for (const s of r.errorSamples) lines.push(`  e.g. ${s}`);

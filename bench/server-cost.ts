@@ -54,6 +54,7 @@ for (const spin of spins) {
   if (spin === spins[0]) base = r.rps;
   process.stdout.write(
     `+${spin} µs/request: ${r.rps.toFixed(0)} req/s, ${((100 * r.rps) / base).toFixed(1)}% of +${spins[0]} µs, ` +
-      `server CPU ${r.cpuUsPerReq?.toFixed(0) ?? 'n/a'} µs/req, socket writes ${((1000 * writevMs) / r.ok2xx).toFixed(1)} µs/req\n`,
+      `server CPU ${r.cpuUsPerReq?.toFixed(0) ?? 'n/a'} µs/req, ` +
+      `socket writes ${((1000 * writevMs) / r.ok2xx).toFixed(1)} µs/req\n`,
   );
 }

@@ -138,7 +138,8 @@ try {
   const wallUs = ((performance.now() - started) * 1000) / bets;
   console.log(`${bets} bets in batches of ${batch} (after ${warmup * batch} warm-up bets)`);
   console.log(
-    `event loop CPU per bet: ${((mainThreadCpuUs() - cpuBefore) / bets).toFixed(1)} µs; wall time per bet: ${wallUs.toFixed(1)} µs`,
+    `event loop CPU per bet: ${((mainThreadCpuUs() - cpuBefore) / bets).toFixed(1)} µs; ` +
+      `wall time per bet: ${wallUs.toFixed(1)} µs`,
   );
   console.log(`throughput: ${(1e6 / wallUs).toFixed(0)} bets/s (${pgUrl ? 'postgresql, pool of 10' : 'sqlite'})`);
   if (pgUrl) timings.clear();

@@ -76,11 +76,13 @@ const pct = (x: number, digits = 4) => `${(x * 100).toFixed(digits)}%`;
 const lines: string[] = [];
 lines.push(`Crash RTP simulation`);
 lines.push(
-  `  rounds            ${rounds.toLocaleString('en-US')} (chain seed ${seed.slice(0, 16)}..., salt ${salt.slice(0, 20)}...)`,
+  `  rounds            ${rounds.toLocaleString('en-US')} ` +
+    `(chain seed ${seed.slice(0, 16)}..., salt ${salt.slice(0, 20)}...)`,
 );
 lines.push(`  house edge        ${edgeBp} bp`);
 lines.push(
-  `  bets per round    ${TARGETS.length} x ${BET_AMOUNT} at ${TARGETS.map((t) => `${formatMultiplier(t).toFixed(2)}x`).join(', ')}`,
+  `  bets per round    ${TARGETS.length} x ${BET_AMOUNT} at ` +
+    TARGETS.map((t) => `${formatMultiplier(t).toFixed(2)}x`).join(', '),
 );
 lines.push(`  total staked      ${totalStake.toLocaleString('en-US')}`);
 lines.push(`  total paid        ${totalPayout.toLocaleString('en-US')}`);
@@ -89,7 +91,8 @@ lines.push(`  target   wins        win rate    exact P(win)   RTP at target`);
 TARGETS.forEach((t, i) => {
   const rate = wins[i]! / rounds;
   lines.push(
-    `  ${`${formatMultiplier(t).toFixed(2)}x`.padEnd(8)} ${String(wins[i]).padEnd(11)} ${pct(rate).padEnd(11)} ${pct(exactProbability[i]!).padEnd(14)} ${pct((rate * payouts[i]!) / BET_AMOUNT)}`,
+    `  ${`${formatMultiplier(t).toFixed(2)}x`.padEnd(8)} ${String(wins[i]).padEnd(11)} ${pct(rate).padEnd(11)} ` +
+      `${pct(exactProbability[i]!).padEnd(14)} ${pct((rate * payouts[i]!) / BET_AMOUNT)}`,
   );
 });
 lines.push('');

@@ -160,14 +160,16 @@ function main(): void {
   out.push(`symbols            ${n} (${symbols.join(', ')})`);
   out.push(`rounds             ${rounds.toLocaleString('en')} (seed chain from SHA-256("stock-race-rtp-simulation"))`);
   out.push(
-    `bets               ${totalBets.toLocaleString('en')} (${betsPerRound} per round, stake ${stakeMinor} minor units each)`,
+    `bets               ${totalBets.toLocaleString('en')} ` +
+      `(${betsPerRound} per round, stake ${stakeMinor} minor units each)`,
   );
   out.push(`total stake        ${totalStake.toLocaleString('en')} minor units`);
   out.push(`total payout       ${totalPaid.toLocaleString('en')} minor units`);
   out.push('');
   out.push(`configured RTP     ${pct(configured)}`);
   out.push(
-    `expected RTP       ${pct(expected)} (exact ${fractionToFixed(exp.num, exp.den, 8)}: configured minus floor-to-minor-unit loss)`,
+    `expected RTP       ${pct(expected)} (exact ${fractionToFixed(exp.num, exp.den, 8)}: ` +
+      'configured minus floor-to-minor-unit loss)',
   );
   out.push(`measured RTP       ${pct(measured)}`);
   out.push(`measured - config  ${pct(measured - configured)} (tolerance ±${pct(TOLERANCE, 2)})`);
@@ -180,7 +182,8 @@ function main(): void {
     const b = betsByK[k] ?? 0;
     const expK = ((k / n) * (payoutByK[k] ?? 0)) / stakeMinor;
     out.push(
-      `                   ${k}   ${String(b).padEnd(12)} ${pct((paidByK[k] ?? 0) / (b * stakeMinor), 3).padEnd(14)} ${pct(expK, 3).padEnd(14)} ${payoutByK[k]}`,
+      `                   ${k}   ${String(b).padEnd(12)} ` +
+        `${pct((paidByK[k] ?? 0) / (b * stakeMinor), 3).padEnd(14)} ${pct(expK, 3).padEnd(14)} ${payoutByK[k]}`,
     );
   }
   out.push('');

@@ -34,7 +34,9 @@ describe.each(STORES)('compliance flags on %s', (store) => {
     // Subscribed, so every flag must also leave a delivery in the same transaction.
     await db.transaction((tx) =>
       tx.run(
-        `INSERT INTO webhook_endpoints (id, operator_id, url, surface, events, enabled, secret_enc, created_at, updated_at) VALUES (?, ?, ?, 'A', ?, 1, 'x', 0, 0)`,
+        `INSERT INTO webhook_endpoints (id, operator_id, url, surface, events, enabled, secret_enc,
+           created_at, updated_at)
+         VALUES (?, ?, ?, 'A', ?, 1, 'x', 0, 0)`,
         [`we_${randomUUID()}`, op.id, 'https://example.com/hook', JSON.stringify(['compliance.flag'])],
       ),
     );
@@ -47,7 +49,8 @@ describe.each(STORES)('compliance flags on %s', (store) => {
     roundNo++;
     await db.transaction((tx) =>
       tx.run(
-        `INSERT INTO rounds (id, game, round_number, status, seed_hash, seed, chain_id, chain_idx, opened_at, betting_closes_at, running_at, settings)
+        `INSERT INTO rounds (id, game, round_number, status, seed_hash, seed, chain_id, chain_idx, opened_at,
+           betting_closes_at, running_at, settings)
          VALUES (?, 'crash', ?, 'running', 'h', 's', 'c', ?, ?, ?, ?, '{}')`,
         [id, roundNo, roundNo, runningAt - 1000, runningAt, runningAt],
       ),

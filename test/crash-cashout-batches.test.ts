@@ -66,7 +66,7 @@ describe.runIf(STORES.includes('postgres'))('concurrent Crash cash-outs on postg
   const settledEventsOf = (betId: string): Promise<number> =>
     count("SELECT COUNT(*) AS n FROM events WHERE type = 'bet.settled' AND data LIKE ?", [`%${betId}%`]);
 
-  it('settles each with its own payout, key and event; a duplicate in the call is answered as if sent after', async () => {
+  it('settles each with its own payout, key, event; a duplicate in the call is answered as if sent after', async () => {
     await eventually(async () => (await call('GET', '/api/public/v1/rounds/current')).body?.status === 'open');
     const placed = await Promise.all(
       Array.from({ length: 31 }, (_, i) =>

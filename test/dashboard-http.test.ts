@@ -110,7 +110,8 @@ describe('dashboard over HTTP: sessions, CSRF, scoping, escaping', () => {
     expect(cookie).not.toContain('Secure');
     const page = await b.go('GET', '/dashboard');
     expect(page.headers.get('content-security-policy')).toBe(
-      "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+      "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; " +
+        "form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
     );
     expect(page.headers.get('x-frame-options')).toBe('DENY');
     expect(page.headers.get('cache-control')).toBe('no-store');

@@ -213,7 +213,7 @@ describe.each(STORES)('GET /metrics counts what the store committed, on %s', (st
     expect(recorded.value(`${P}wallet_settlements_total`, { outcome: 'failed' })).toBeUndefined();
   });
 
-  it('counts webhook deliveries: the four bet.settled events delivered, a failing endpoint retried then dead', async () => {
+  it('counts webhook deliveries: four bet.settled events delivered, a failing endpoint retried then dead', async () => {
     const call = client(t.baseUrl, op);
     const down = await call('POST', '/api/public/v1/webhook-endpoints', {
       url: `${hooks}/down`,

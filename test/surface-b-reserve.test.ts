@@ -101,7 +101,7 @@ describe.each(STORES)('POST /v1/bets/reserve and the Stock Race reads on %s', (s
     expect(bet.body).toMatchObject({ status: 'reserved', stake: 10.5, payout: null, settlement: null });
   });
 
-  it('replays the same key and body (in any key order) with idempotent-replay, and refuses another body under it', async () => {
+  it('replays the same key and body (any key order) with idempotent-replay, refuses a new body under it', async () => {
     const body = base();
     const first = await reserve(body);
     const { idempotency_key, stake, ...rest } = body;
@@ -240,7 +240,7 @@ describe.each(STORES)('POST /v1/bets/reserve and the Stock Race reads on %s', (s
   });
 
   // Last: moves the round on.
-  it('closes betting at betting_closes_at (409 BETTING_CLOSED), races, then settles the bets from the seed', async () => {
+  it('closes betting at betting_closes_at (409 BETTING_CLOSED), races, then settles bets from the seed', async () => {
     const kept = await reserve({ ...base(), selected_stocks: ['NVDA', 'TSLA'], stake: 2 });
     const lost = await reserve({ ...base(), selected_stocks: ['AAPL'], stake: 3 });
     await clock.advanceAsync(WINDOW);

@@ -5,7 +5,10 @@ import { parseCommand } from '../src/cli/cli-kit';
 import { client, eventually, startTestApp, type TestApp } from './support/harness';
 import { TestReceiver } from './support/webhook-receiver';
 
-/** The admin commands' logic, run in-process against a live service (the child-process path is in webhooks-restart.test.ts). */
+/**
+ * The admin commands' logic, run in-process against a live service (the child-process path is in
+ * webhooks-restart.test.ts).
+ */
 describe('webhook and compliance admin commands', () => {
   let t: TestApp;
   const receiver = new TestReceiver();

@@ -103,7 +103,7 @@ describe('webhook events are checked against their schemas before they enter the
     );
   });
 
-  it('in production logs a payload that misses its schema and writes it: the change it reports has been made', async () => {
+  it('in production logs a payload that misses its schema and writes it: the change it reports was made', async () => {
     const logged: unknown[] = [];
     configureEventCheck({ mode: 'log', logger: { error: (...args: unknown[]) => void logged.push(args) } });
     const spoilt = { ...betSettled(operatorId), data: { bet_id: 'b' } } as DomainEvent;

@@ -76,7 +76,8 @@ async function main(): Promise<void> {
     }
     for (const b of bets)
       console.log(
-        `reserved ${b.stake} ${b.currency} on ${b.selected_stocks.join(', ')} in round ${b.round_number} (pays ${b.potential_payout} if it wins)`,
+        `reserved ${b.stake} ${b.currency} on ${b.selected_stocks.join(', ')} in round ${b.round_number} ` +
+          `(pays ${b.potential_payout} if it wins)`,
       );
     console.log('after reserving:', wallet.store.player(player));
 

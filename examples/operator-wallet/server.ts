@@ -15,7 +15,10 @@ import { currencyExponent, decimalToMinor, minorToDecimal } from '../../src/mone
 import { WalletError, WalletStore, type PlayerAccount } from './wallet-store';
 
 export interface WalletBehaviour {
-  /** ok: normal. fail: answer settle calls with `failStatus` and apply nothing. slow: apply, then answer after `delayMs`. */
+  /**
+   * ok: normal. fail: answer settle calls with `failStatus` and apply nothing.
+   * slow: apply, then answer after `delayMs`.
+   */
   mode: 'ok' | 'fail' | 'slow';
   delayMs?: number;
   failStatus?: number;

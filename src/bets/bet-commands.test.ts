@@ -27,7 +27,8 @@ describe.each(STORES)('place-bet command unit on %s', (kind) => {
     commands = new BetCommands(db);
     await db.transaction((tx) =>
       tx.run(
-        `INSERT INTO operators (id, name, api_key, secret_enc, status, settings, created_at, updated_at) VALUES ('op', 'n', 'k', 'x', 'active', '{}', 1, 1)`,
+        `INSERT INTO operators (id, name, api_key, secret_enc, status, settings, created_at, updated_at)
+         VALUES ('op', 'n', 'k', 'x', 'active', '{}', 1, 1)`,
       ),
     );
     const round = await db.transaction((tx) =>

@@ -18,7 +18,8 @@ describe.each(STORES)('dashboard users and sessions on %s', (store) => {
     db = fresh.db;
     dispose = fresh.dispose;
     await db.run(
-      `INSERT INTO operators (id, name, api_key, secret_enc, status, settings, created_at, updated_at) VALUES (?, 'Op', 'pk_dash', 'x', 'active', '{}', 0, 0)`,
+      `INSERT INTO operators (id, name, api_key, secret_enc, status, settings, created_at, updated_at)
+       VALUES (?, 'Op', 'pk_dash', 'x', 'active', '{}', 0, 0)`,
       [operatorId],
     );
     auth = new DashboardAuth(db, clock, new LoginThrottle(null));

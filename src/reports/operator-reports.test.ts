@@ -55,7 +55,8 @@ describe.each(STORES)('operator reports (the dashboard read models) on %s', (sto
     op = operator.id,
   ): Promise<void> {
     await db.run(
-      `INSERT INTO bets (id, operator_id, game, round_id, round_number, player, currency, amount, status, payout, placed_at)
+      `INSERT INTO bets (id, operator_id, game, round_id, round_number, player, currency, amount,
+         status, payout, placed_at)
        VALUES (?, ?, ?, ?, ?, 'p', ?, ?, ?, ?, ?)`,
       [`bet_${seq++}`, op, game, roundId, n, currency, amount, status, payout, seq],
     );
@@ -67,7 +68,8 @@ describe.each(STORES)('operator reports (the dashboard read models) on %s', (sto
     dispose = fresh.dispose;
     for (const id of [operator.id, 'op_other']) {
       await db.run(
-        `INSERT INTO operators (id, name, api_key, secret_enc, status, settings, created_at, updated_at) VALUES (?, 'x', ?, 'x', 'active', '{}', 0, 0)`,
+        `INSERT INTO operators (id, name, api_key, secret_enc, status, settings, created_at, updated_at)
+         VALUES (?, 'x', ?, 'x', 'active', '{}', 0, 0)`,
         [id, `pk_${id}`],
       );
     }

@@ -26,7 +26,8 @@ describe.each(STORES)('store contract on %s', (kind) => {
   const insertOperator = (id: string) =>
     db.transaction((tx) =>
       tx.run(
-        `INSERT INTO operators (id, name, api_key, secret_enc, status, settings, created_at, updated_at) VALUES (?, 'n', ?, 'x', 'active', '{}', 1, 1)`,
+        `INSERT INTO operators (id, name, api_key, secret_enc, status, settings, created_at, updated_at)
+         VALUES (?, 'n', ?, 'x', 'active', '{}', 1, 1)`,
         [id, `key-${id}`],
       ),
     );
@@ -48,7 +49,8 @@ describe.each(STORES)('store contract on %s', (kind) => {
         i === 7
           ? db.transaction(async (tx) => {
               await tx.run(
-                `INSERT INTO operators (id, name, api_key, secret_enc, status, settings, created_at, updated_at) VALUES ('bad', 'n', 'k-bad', 'x', 'active', '{}', 1, 1)`,
+                `INSERT INTO operators (id, name, api_key, secret_enc, status, settings, created_at, updated_at)
+                 VALUES ('bad', 'n', 'k-bad', 'x', 'active', '{}', 1, 1)`,
               );
               throw new DomainError('BETTING_CLOSED', 'refused');
             })
@@ -72,10 +74,13 @@ describe.each(STORES)('store contract on %s', (kind) => {
     await insertOperator('o');
     await db.transaction(async (tx) => {
       await tx.run(
-        `INSERT INTO rounds (id, game, round_number, status, seed_hash, seed, chain_id, chain_idx, opened_at, betting_closes_at, settings) VALUES ('r', 'crash', 1, 'running', 'h', 's', 'c', 0, 1, 2, '{}')`,
+        `INSERT INTO rounds (id, game, round_number, status, seed_hash, seed, chain_id, chain_idx, opened_at,
+           betting_closes_at, settings)
+         VALUES ('r', 'crash', 1, 'running', 'h', 's', 'c', 0, 1, 2, '{}')`,
       );
       await tx.run(
-        `INSERT INTO bets (id, operator_id, game, round_id, round_number, player, amount, status, placed_at) VALUES ('b', 'o', 'crash', 'r', 1, 'p', 100, 'active', 1)`,
+        `INSERT INTO bets (id, operator_id, game, round_id, round_number, player, amount, status, placed_at)
+         VALUES ('b', 'o', 'crash', 'r', 1, 'p', 100, 'active', 1)`,
       );
     });
     const outcomes = await Promise.all(
@@ -159,7 +164,8 @@ describe.each(STORES)('store contract on %s', (kind) => {
               }
               const id = `effect-${i}-${j}`;
               await tx.run(
-                `INSERT INTO operators (id, name, api_key, secret_enc, status, settings, created_at, updated_at) VALUES (?, 'n', ?, 'x', 'active', '{}', 1, 1)`,
+                `INSERT INTO operators (id, name, api_key, secret_enc, status, settings, created_at, updated_at)
+                 VALUES (?, 'n', ?, 'x', 'active', '{}', 1, 1)`,
                 [id, `key-${id}`],
               );
               return { statusCode: 200, body: { by: id } };
@@ -275,7 +281,8 @@ describe.each(STORES)('store contract on %s', (kind) => {
         const write = sqlite
           .transaction((tx) =>
             tx.run(
-              `INSERT INTO operators (id, name, api_key, secret_enc, status, settings, created_at, updated_at) VALUES ('durable', 'n', 'k', 'x', 'active', '{}', 1, 1)`,
+              `INSERT INTO operators (id, name, api_key, secret_enc, status, settings, created_at, updated_at)
+               VALUES ('durable', 'n', 'k', 'x', 'active', '{}', 1, 1)`,
             ),
           )
           .then(() => (answered = true));
@@ -313,7 +320,8 @@ describe.each(STORES)('store contract on %s', (kind) => {
         const insert = (id: string) =>
           sqlite.transaction((tx) =>
             tx.run(
-              `INSERT INTO operators (id, name, api_key, secret_enc, status, settings, created_at, updated_at) VALUES (?, 'n', ?, 'x', 'active', '{}', 1, 1)`,
+              `INSERT INTO operators (id, name, api_key, secret_enc, status, settings, created_at, updated_at)
+               VALUES (?, 'n', ?, 'x', 'active', '{}', 1, 1)`,
               [id, `key-${id}`],
             ),
           );
@@ -331,7 +339,7 @@ describe.each(STORES)('store contract on %s', (kind) => {
       }
     });
 
-    it('copies the log into the database file on the checkpoint thread, once the process has written a little', async () => {
+    it('copies the log into the database file on the checkpoint thread, after a few commits', async () => {
       const sqlite = new SqliteDatabaseClass({
         filename: join(dataDir, 'ck.db'),
         checkpointThreadAfterCommits: 20,

@@ -120,7 +120,7 @@ describe('WalletSettlementWorker', () => {
     expect(await worker.runOnce()).toBe(0);
   });
 
-  it('retries a 5xx, a 4xx and a timeout with the same key and body, per the schedule, then at its last interval forever', async () => {
+  it('retries a 5xx, a 4xx and a timeout with the same key and body, then forever at the last interval', async () => {
     await enqueue('b2');
     const statuses = [503, 400];
     answer = (res) => {

@@ -105,8 +105,9 @@ export async function horizontalOverflow(page: Page): Promise<number> {
  * Elements matching `selector` that do not fit the viewport sideways (a cut column, a button off
  * the edge), described as `tag#id.class "text" left..right`. Elements hidden on purpose (zero size,
  * the visually-hidden `.sr-only` labels, a skip link parked wholly left of the page until focused)
- * do not count: left-to-right content never spills off the left edge by accident. Document overflow alone misses these when a
- * wrapper scrolls or clips: the page does not scroll, the content is still out of sight.
+ * do not count: left-to-right content never spills off the left edge by accident. Document overflow
+ * alone misses these when a wrapper scrolls or clips: the page does not scroll, the content is still
+ * out of sight.
  */
 export async function offscreen(page: Page, selector: string): Promise<string[]> {
   // A string, not a function (this project's type library is Node's): the selector goes in as JSON.
@@ -114,8 +115,10 @@ export async function offscreen(page: Page, selector: string): Promise<string[]>
     `[...document.querySelectorAll(${JSON.stringify(selector)})]
       .filter((el) => !el.closest('.sr-only'))
       .map((el) => [el, el.getBoundingClientRect()])
-      .filter(([, r]) => r.width > 0 && r.height > 0 && r.right > 0 && (r.left < -0.5 || r.right > window.innerWidth + 0.5))
-      .map(([el, r]) => el.tagName.toLowerCase() + (el.id ? '#' + el.id : '') + (el.classList.length ? '.' + [...el.classList].join('.') : '') +
+      .filter(([, r]) => r.width > 0 && r.height > 0 && r.right > 0 &&
+        (r.left < -0.5 || r.right > window.innerWidth + 0.5))
+      .map(([el, r]) => el.tagName.toLowerCase() + (el.id ? '#' + el.id : '') +
+        (el.classList.length ? '.' + [...el.classList].join('.') : '') +
         ' "' + (el.textContent || '').trim().slice(0, 30) + '" ' + Math.round(r.left) + '..' + Math.round(r.right))`,
   );
 }

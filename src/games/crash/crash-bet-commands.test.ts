@@ -31,7 +31,8 @@ describe.each(STORES)('cash-out command unit on %s', (kind) => {
     dispose = fresh.dispose;
     await db.transaction(async (tx) => {
       await tx.run(
-        `INSERT INTO operators (id, name, api_key, secret_enc, status, settings, created_at, updated_at) VALUES ('op', 'n', 'k', 'x', 'active', '{}', 1, 1)`,
+        `INSERT INTO operators (id, name, api_key, secret_enc, status, settings, created_at, updated_at)
+         VALUES ('op', 'n', 'k', 'x', 'active', '{}', 1, 1)`,
       );
       // Subscribed to bet.settled (gets a delivery), and one that is not (gets none).
       for (const [id, events] of [
@@ -39,7 +40,8 @@ describe.each(STORES)('cash-out command unit on %s', (kind) => {
         ['we_2', '["round.opened"]'],
       ]) {
         await tx.run(
-          `INSERT INTO webhook_endpoints (id, operator_id, url, surface, events, enabled, secret_enc, created_at, updated_at)
+          `INSERT INTO webhook_endpoints (id, operator_id, url, surface, events, enabled, secret_enc,
+             created_at, updated_at)
            VALUES (?, 'op', 'https://example.test/h', 'A', ?, 1, 'x', 1, 1)`,
           [id!, events!],
         );
@@ -160,8 +162,8 @@ describe.each(STORES)('cash-out command unit on %s', (kind) => {
     // An earlier manual cash-out of alice 4 005 ms into a round; this one comes 4 000 ms in.
     await db.transaction((tx) =>
       tx.run(
-        `INSERT INTO bets (id, operator_id, game, round_id, round_number, player, amount, status, payout, cashout_multiplier,
-           cashout_kind, placed_at, settled_at)
+        `INSERT INTO bets (id, operator_id, game, round_id, round_number, player, amount, status, payout,
+           cashout_multiplier, cashout_kind, placed_at, settled_at)
          VALUES ('bet_0', 'op', 'crash', ?, 1, 'alice', 100, 'cashed_out', 120, 120, 'manual', ?, ?)`,
         [round.id, now - 7_000, now - 4_000 + 4_005],
       ),
@@ -262,7 +264,8 @@ describe.each(STORES)('cash-out command unit on %s', (kind) => {
       expect(calls.filter((c) => c.name === 'rbs_bets_and_rounds').length).toBe(keysPerCall(calls).length);
 
       const bets = await db.all<{ id: string; amount: number; payout: number; status: string; multiplier: number }>(
-        "SELECT id, amount, payout, status, cashout_multiplier AS multiplier FROM bets WHERE id LIKE 'bet_c%' ORDER BY id",
+        'SELECT id, amount, payout, status, cashout_multiplier AS multiplier FROM bets ' +
+          "WHERE id LIKE 'bet_c%' ORDER BY id",
       );
       expect(bets).toHaveLength(30);
       for (const b of bets) {

@@ -89,7 +89,7 @@ describe('StockRaceGame settling a round', () => {
     return r.bet.id;
   }
 
-  it('pays winners by the RTP formula, floors, caps, and queues wallet settle calls only for wallet operators', async () => {
+  it('pays winners by the RTP formula, floors, caps, and queues settle calls only for wallet operators', async () => {
     const wallet = await operators.create({
       name: 'W',
       walletUrl: 'https://wallet.test',
