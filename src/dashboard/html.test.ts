@@ -5,7 +5,8 @@ describe('html templates', () => {
   it('escapes every interpolated value, in content and in attributes', () => {
     const name = `<img src=x onerror="alert('x')">&\``;
     expect(html`<p title="${name}">${name}</p>`.value).toBe(
-      '<p title="&lt;img src=x onerror=&quot;alert(&#39;x&#39;)&quot;&gt;&amp;&#96;">&lt;img src=x onerror=&quot;alert(&#39;x&#39;)&quot;&gt;&amp;&#96;</p>',
+      '<p title="&lt;img src=x onerror=&quot;alert(&#39;x&#39;)&quot;&gt;&amp;&#96;">' +
+        '&lt;img src=x onerror=&quot;alert(&#39;x&#39;)&quot;&gt;&amp;&#96;</p>',
     );
   });
 
@@ -22,7 +23,8 @@ describe('html templates', () => {
   it('keeps JSON data blocks from closing their script element', () => {
     const out = jsonScript('data', { text: '</script><script>alert(1)</script>', line: '\u2028' }).value;
     expect(out).toBe(
-      '<script type="application/json" id="data">{"text":"\\u003c/script>\\u003cscript>alert(1)\\u003c/script>","line":"\\u2028"}</script>',
+      '<script type="application/json" id="data">' +
+        '{"text":"\\u003c/script>\\u003cscript>alert(1)\\u003c/script>","line":"\\u2028"}</script>',
     );
     expect(JSON.parse(out.slice(out.indexOf('>') + 1, out.lastIndexOf('</script>')))).toEqual({
       text: '</script><script>alert(1)</script>',

@@ -55,7 +55,8 @@ export async function dashboardRoutes(app: FastifyInstance, s: AppServices): Pro
     reply.header('x-frame-options', 'DENY');
     reply.header(
       'content-security-policy',
-      "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+      "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; " +
+        "form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
     );
     if (!req.url.startsWith(ASSET_PATH)) reply.header('cache-control', 'no-store');
   });

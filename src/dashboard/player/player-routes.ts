@@ -32,7 +32,8 @@ function playerPageHeaders(reply: FastifyReply, nonce: string): void {
   reply.header('x-content-type-options', 'nosniff');
   reply.header(
     'content-security-policy',
-    `default-src 'none'; script-src 'nonce-${nonce}'; style-src 'nonce-${nonce}'; img-src 'self'; connect-src 'self'; base-uri 'none'; form-action 'none'`,
+    `default-src 'none'; script-src 'nonce-${nonce}'; style-src 'nonce-${nonce}'; img-src 'self'; ` +
+      "connect-src 'self'; base-uri 'none'; form-action 'none'",
   );
 }
 

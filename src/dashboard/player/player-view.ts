@@ -4,6 +4,10 @@ import { html, jsonScript, type SafeHtml } from '../html';
 
 export const PLAYER_ASSET_PATH = '/play/assets';
 
+/** A stock's bar and percentage on the race board, filled in by the page's script. */
+const TRACK = html`<span class="track"><span class="bar"></span></span><span class="pct">0.00%</span>`;
+const BETS_APPEAR = html`Bets are placed from the operator's site; they appear here as soon as they are made.`;
+
 interface Shell {
   title: string;
   nonce: string;
@@ -67,16 +71,17 @@ export function stockRacePlayerPage(
 <p class="phase" id="phase" role="status" aria-live="polite">${m.round?.status ?? 'Waiting for the first round'}</p>
 <progress id="progress" max="1000" value="0" aria-label="Round progress"></progress>
 <ol class="board" id="board" aria-label="Stocks, leader first">${symbols.map(
-    (sym) =>
-      html`<li data-symbol="${sym}"><span class="sym">${sym}</span><span class="track"><span class="bar"></span></span><span class="pct">0.00%</span></li>`,
+    (sym) => html`<li data-symbol="${sym}"><span class="sym">${sym}</span>${TRACK}</li>`,
   )}</ol>
 </section>
 <section class="panel" aria-labelledby="bets-title">
 <h2 id="bets-title">Your bets this session</h2>
 <div class="table-wrap" role="region" aria-labelledby="bets-title" tabindex="0">
-<table id="bets"><thead><tr><th scope="col">Round</th><th scope="col">Stocks</th><th scope="col" class="num">Stake (${m.session.currency})</th><th scope="col">Result</th><th scope="col" class="num">Payout (${m.session.currency})</th></tr></thead>
+<table id="bets"><thead><tr><th scope="col">Round</th><th scope="col">Stocks</th>
+<th scope="col" class="num">Stake (${m.session.currency})</th><th scope="col">Result</th>
+<th scope="col" class="num">Payout (${m.session.currency})</th></tr></thead>
 <tbody></tbody></table></div>
-<p id="bets-empty" class="hint">No bets in this session yet. Bets are placed from the operator's site; they appear here as soon as they are made.</p>
+<p id="bets-empty" class="hint">No bets in this session yet. ${BETS_APPEAR}</p>
 </section>
 ${back(m)}
 </main>
@@ -101,14 +106,15 @@ export function crashPlayerPage(
 <h2 id="round-title">Round <span id="round-number">${m.round ? `#${m.round.round_number}` : '–'}</span></h2>
 <p class="phase" id="phase" role="status" aria-live="polite">${m.round?.status ?? 'Waiting for the first round'}</p>
 <p class="multiplier" id="multiplier" aria-live="off">1.00x</p>
-<svg id="curve" class="curve" viewBox="0 0 320 160" role="img" aria-label="The multiplier curve of the current round"></svg>
+<svg id="curve" class="curve" viewBox="0 0 320 160" role="img"
+ aria-label="The multiplier curve of the current round"></svg>
 </section>
 <section class="panel" aria-labelledby="recent-title">
 <h2 id="recent-title">Last results</h2>
-<ol id="recent" class="recent" reversed>${m.recent.map(
-    (r) =>
-      html`<li class="${r.crash_point >= 2 ? 'high' : 'low'}"><span class="sr-only">Round ${r.round_number}: </span>${r.crash_point.toFixed(2)}x</li>`,
-  )}</ol>
+<ol id="recent" class="recent" reversed>${m.recent.map((r) => {
+    const label = html`<span class="sr-only">Round ${r.round_number}: </span>`;
+    return html`<li class="${r.crash_point >= 2 ? 'high' : 'low'}">${label}${r.crash_point.toFixed(2)}x</li>`;
+  })}</ol>
 </section>
 ${back(m)}
 </main>
@@ -171,10 +177,13 @@ export function playerRefusalPage(o: {
   returnUrl: string | null;
   nonce: string;
 }): string {
+  const way = o.returnUrl
+    ? html`<p><a class="button" id="back" href="${o.returnUrl}">Back to the operator</a></p>`
+    : html`<p>Open the game again from the operator's site.</p>`;
   const body = html`<main id="refusal" class="refusal">
 <h1>${o.title}</h1>
 <p>${o.message}</p>
-${o.returnUrl ? html`<p><a class="button" id="back" href="${o.returnUrl}">Back to the operator</a></p>` : html`<p>Open the game again from the operator's site.</p>`}
+${way}
 </main>`;
   return shell({ title: o.title, nonce: o.nonce, body });
 }

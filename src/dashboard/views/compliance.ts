@@ -15,16 +15,23 @@ const RULE_LABEL: Record<string, string> = {
 function details(d: Record<string, unknown>): SafeHtml {
   const entries = Object.entries(d);
   if (entries.length === 0) return html`–`;
-  return html`<dl class="details">${entries.map(([k, v]) => html`<dt>${k.replace(/_/g, ' ')}</dt><dd>${typeof v === 'object' ? JSON.stringify(v) : String(v)}</dd>`)}</dl>`;
+  const items = entries.map(
+    ([k, v]) => html`<dt>${k.replace(/_/g, ' ')}</dt><dd>${typeof v === 'object' ? JSON.stringify(v) : String(v)}</dd>`,
+  );
+  return html`<dl class="details">${items}</dl>`;
 }
 
 export function compliancePage(o: { user: PageUser; flags: ComplianceFlag[]; rule?: string; player?: string }): string {
-  const rows = o.flags.map(
-    (
-      f,
-    ) => html`<tr><td>${time(f.created_at)}</td><td>${RULE_LABEL[f.rule] ?? f.rule}</td><td>${f.player ? html`<a href="/dashboard/compliance?player=${encodeURIComponent(f.player)}">${f.player}</a>` : '–'}</td>
-<td>${f.bet_id ? html`<a href="/dashboard/bets/${f.bet_id}" class="mono">${short(f.bet_id, 18)}</a>` : '–'}</td><td>${f.game ?? '–'}</td><td>${details(f.details)}</td></tr>`,
-  );
+  const rows = o.flags.map((f) => {
+    const player = f.player
+      ? html`<a href="/dashboard/compliance?player=${encodeURIComponent(f.player)}">${f.player}</a>`
+      : '–';
+    const bet = f.bet_id ? html`<a href="/dashboard/bets/${f.bet_id}" class="mono">${short(f.bet_id, 18)}</a>` : '–';
+    return html`<tr><td>${time(f.created_at)}</td><td>${RULE_LABEL[f.rule] ?? f.rule}</td><td>${player}</td>
+<td>${bet}</td><td>${f.game ?? '–'}</td><td>${details(f.details)}</td></tr>`;
+  });
+  const caption =
+    'Raised flags, newest first. Thresholds are set per operator; a flag is an observation, never a refusal.';
   const body = html`<form method="get" action="/dashboard/compliance" class="filters">
 <p><label for="rule">Rule</label><select id="rule" name="rule"><option value="">Any rule</option>${COMPLIANCE_RULES.map(
     (r) => html`<option value="${r}"${r === o.rule ? html` selected` : ''}>${RULE_LABEL[r] ?? r}</option>`,
@@ -35,8 +42,9 @@ ${
   o.flags.length
     ? tableWrap(
         'Compliance flags',
-        html`<table><caption>Raised flags, newest first. Thresholds are set per operator; a flag is an observation, never a refusal.</caption>
-<thead><tr><th scope="col">Raised</th><th scope="col">Rule</th><th scope="col">Player</th><th scope="col">Bet</th><th scope="col">Game</th><th scope="col">Details</th></tr></thead>
+        html`<table><caption>${caption}</caption>
+<thead><tr><th scope="col">Raised</th><th scope="col">Rule</th><th scope="col">Player</th><th scope="col">Bet</th>
+<th scope="col">Game</th><th scope="col">Details</th></tr></thead>
 <tbody>${rows}</tbody></table>`,
       )
     : html`<p>No flags match.</p>`

@@ -36,6 +36,8 @@ export interface PageOptions {
 const TEST_TITLE = 'Sandbox operator: everything shown is test data';
 const TEST_BANNER = 'Test mode: sandbox rounds, bets and settlements of this operator only. Nothing here is live.';
 
+const SIGN_OUT = html`<button type="submit" class="link">Sign out</button>`;
+
 /** Hidden CSRF field for every form of a signed-in page. */
 export const csrfField = (token: string): SafeHtml => html`<input type="hidden" name="_csrf" value="${token}">`;
 
@@ -49,7 +51,7 @@ export function page(o: PageOptions): string {
     ? html`<div class="account"><span>${o.user.email} · <strong>${o.user.operatorName}</strong>${
         o.user.testMode ? html` <span class="badge badge-test" title="${TEST_TITLE}">TEST</span>` : ''
       }</span>
-<form method="post" action="/dashboard/logout">${csrfField(o.user.csrfToken)}<button type="submit" class="link">Sign out</button></form></div>`
+<form method="post" action="/dashboard/logout">${csrfField(o.user.csrfToken)}${SIGN_OUT}</form></div>`
     : '';
   return html`<!doctype html>
 <html lang="en">
@@ -86,7 +88,8 @@ const pad = (n: number): string => String(n).padStart(2, '0');
 export function time(ms: number | null | undefined): SafeHtml {
   if (ms === null || ms === undefined) return html`–`;
   const d = new Date(ms);
-  const text = `${d.getUTCFullYear()}-${pad(d.getUTCMonth() + 1)}-${pad(d.getUTCDate())} ${pad(d.getUTCHours())}:${pad(d.getUTCMinutes())}:${pad(d.getUTCSeconds())}`;
+  const date = `${d.getUTCFullYear()}-${pad(d.getUTCMonth() + 1)}-${pad(d.getUTCDate())}`;
+  const text = `${date} ${pad(d.getUTCHours())}:${pad(d.getUTCMinutes())}:${pad(d.getUTCSeconds())}`;
   return html`<time datetime="${d.toISOString()}">${text}</time>`;
 }
 

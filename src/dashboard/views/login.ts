@@ -1,6 +1,8 @@
 import { html } from '../html';
 import { page, type PageUser } from './layout';
 
+const CREATE_USER_COMMAND = html`<code>npm run -s admin -- dashboard-user create</code>`;
+
 export function loginPage(o: {
   csrf: string;
   next: string;
@@ -21,7 +23,7 @@ export function loginPage(o: {
 <input id="password" name="password" type="password" autocomplete="current-password" required></p>
 <p><button type="submit">Sign in</button></p>
 </form>
-<p class="hint">Accounts are created by the service's administrators with <code>npm run -s admin -- dashboard-user create</code>.</p>`,
+<p class="hint">Accounts are created by the service's administrators with ${CREATE_USER_COMMAND}.</p>`,
   });
 }
 
@@ -33,10 +35,12 @@ export function errorPage(o: {
   signedIn: boolean;
   user?: PageUser;
 }): string {
+  const href = o.signedIn ? '/dashboard' : '/dashboard/login';
+  const label = o.signedIn ? 'Back to the dashboard' : 'Sign in';
   return page({
     title: o.title,
     user: o.user,
     error: o.message,
-    body: html`<p><a href="${o.signedIn ? '/dashboard' : '/dashboard/login'}">${o.signedIn ? 'Back to the dashboard' : 'Sign in'}</a></p>`,
+    body: html`<p><a href="${href}">${label}</a></p>`,
   });
 }
