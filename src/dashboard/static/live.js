@@ -9,8 +9,14 @@ const W = 320;
 const H = 160;
 const PAD = 30;
 
-const crash = createCrashView({ multiplier: $('crash-multiplier'), phase: $('crash-phase'), roundLabel: $('crash-round'), svg: $('crash-curve') }, clock);
-const race = createRaceView({ board: $('race-board'), phase: $('race-phase'), progress: $('race-progress'), roundLabel: $('race-round') }, clock);
+const crash = createCrashView(
+  { multiplier: $('crash-multiplier'), phase: $('crash-phase'), roundLabel: $('crash-round'), svg: $('crash-curve') },
+  clock,
+);
+const race = createRaceView(
+  { board: $('race-board'), phase: $('race-phase'), progress: $('race-progress'), roundLabel: $('race-round') },
+  clock,
+);
 if (data.crash) crash.round(data.crash);
 if (data.race) race.round(data.race);
 
@@ -36,14 +42,23 @@ function drawCrashPoints() {
   points.forEach((p, i) => {
     const x = PAD + i * slot + 1;
     const h = Math.max(1, H - PAD - y(Math.max(1, p.crash_point)));
-    const bar = svgEl('rect', { x, y: H - PAD - h, width: Math.max(1, slot - 2), height: h, class: p.crash_point >= 2 ? 'bar-high' : 'bar-low' });
+    const bar = svgEl('rect', {
+      x,
+      y: H - PAD - h,
+      width: Math.max(1, slot - 2),
+      height: h,
+      class: p.crash_point >= 2 ? 'bar-high' : 'bar-low',
+    });
     bar.append(svgEl('title', {}, `Round #${p.round_number}: ${p.crash_point.toFixed(2)}x`));
     svg.append(bar);
   });
   svg.append(svgEl('line', { class: 'axis', x1: PAD, x2: W - 4, y1: H - PAD, y2: H - PAD }));
   const sorted = points.map((p) => p.crash_point).sort((a, b) => a - b);
   const median = sorted[Math.floor(sorted.length / 2)];
-  const summary = `Last ${points.length} rounds: median ${median.toFixed(2)}x, highest ${sorted[sorted.length - 1].toFixed(2)}x, ${points.filter((p) => p.crash_point >= 2).length} at 2x or more.`;
+  const highest = sorted[sorted.length - 1].toFixed(2);
+  const twoOrMore = points.filter((p) => p.crash_point >= 2).length;
+  const summary =
+    `Last ${points.length} rounds: median ${median.toFixed(2)}x, highest ${highest}x, ${twoOrMore} at 2x or more.`;
   $('crash-points-summary').textContent = summary;
   svg.setAttribute('aria-label', `Crash points of the last rounds, log scale. ${summary}`);
 }
@@ -63,7 +78,8 @@ function drawRtp() {
   }
   const descriptions = [];
   for (const s of stats.rtp) {
-    svg.append(svgEl('line', { class: `rtp-${s.game} target`, x1: PAD, x2: W - 4, y1: y(s.configured), y2: y(s.configured) }));
+    const target = { class: `rtp-${s.game} target`, x1: PAD, x2: W - 4, y1: y(s.configured), y2: y(s.configured) };
+    svg.append(svgEl('line', target));
     const n = s.points.length;
     if (n > 0) {
       const x = (i) => PAD + ((W - PAD - 4) * (n === 1 ? 1 : i / (n - 1)));
@@ -83,7 +99,10 @@ function drawRtp() {
     legend.append(li);
   }
   svg.append(svgEl('line', { class: 'axis', x1: PAD, x2: PAD, y1: 8, y2: H - PAD }));
-  svg.setAttribute('aria-label', `Cumulative measured return to player against the configured value. ${descriptions.join('. ')}`);
+  svg.setAttribute(
+    'aria-label',
+    `Cumulative measured return to player against the configured value. ${descriptions.join('. ')}`,
+  );
 }
 
 /** The totals table, rebuilt from fresh stats (same structure as the server's first rendering). */
@@ -101,7 +120,8 @@ function drawTotals() {
   const caption = document.createElement('caption');
   caption.textContent = 'Measured return to player (your settled bets)';
   const head = document.createElement('tr');
-  ['Game', 'Currency', 'Bets', 'Staked', 'Paid', 'Measured', 'Configured'].forEach((h, i) => head.append(cell('th', h, i > 1, 'col')));
+  const columns = ['Game', 'Currency', 'Bets', 'Staked', 'Paid', 'Measured', 'Configured'];
+  columns.forEach((h, i) => head.append(cell('th', h, i > 1, 'col')));
   const thead = document.createElement('thead');
   thead.append(head);
   const tbody = document.createElement('tbody');

@@ -17,7 +17,8 @@ function renderBets(bets) {
     tr.dataset.bet = b.bet_id;
     tr.className = `bet-${b.status}`;
     // The session has one currency, named in the column headers.
-    const cells = [`#${b.round_number}`, b.selected_stocks.join(', '), b.stake, RESULT[b.status] ?? b.status, b.payout ?? '–'];
+    const result = RESULT[b.status] ?? b.status;
+    const cells = [`#${b.round_number}`, b.selected_stocks.join(', '), b.stake, result, b.payout ?? '–'];
     cells.forEach((text, i) => {
       const td = document.createElement('td');
       td.textContent = text;
@@ -58,8 +59,14 @@ function addResult(r) {
 
 const view =
   data.game === 'crash'
-    ? createCrashView({ multiplier: $('multiplier'), phase: $('phase'), roundLabel: $('round-number'), svg: $('curve') }, clock)
-    : createRaceView({ board: $('board'), phase: $('phase'), progress: $('progress'), roundLabel: $('round-number') }, clock);
+    ? createCrashView(
+        { multiplier: $('multiplier'), phase: $('phase'), roundLabel: $('round-number'), svg: $('curve') },
+        clock,
+      )
+    : createRaceView(
+        { board: $('board'), phase: $('phase'), progress: $('progress'), roundLabel: $('round-number') },
+        clock,
+      );
 if (data.round) view.round(data.round);
 
 const source = new EventSource(data.feed);
@@ -75,7 +82,9 @@ source.addEventListener('round', (e) => {
 source.addEventListener('tick', (e) => view.tick(JSON.parse(e.data)));
 source.addEventListener('error', () => {
   // The server ends the stream when the session expires; a reconnect is then refused for good.
-  if (source.readyState === EventSource.CLOSED) $('phase').textContent = 'Disconnected: this session may have ended. Go back to the operator to continue.';
+  if (source.readyState === EventSource.CLOSED) {
+    $('phase').textContent = 'Disconnected: this session may have ended. Go back to the operator to continue.';
+  }
 });
 window.addEventListener('pagehide', () => source.close());
 if (data.game !== 'crash') loadBets();
