@@ -71,16 +71,19 @@ describe.each(STORES)('Stock Race end to end with the reference operator wallet 
     let attempt = 0;
     let players: { ref: string; session: string }[] | null = null;
     return eventually(async () => {
-      const ref = (name: string): string => (attempt === 0 ? name : `${name}-${attempt + 1}`);
-      players ??= await Promise.all(
-        names.map(async (name) => ({ ref: ref(name), session: await player(ref(name), deposit) })),
-      );
+      if (players === null) {
+        // A fresh name for every set of accounts, even one whose opening failed halfway.
+        const suffix = attempt === 0 ? '' : `-${attempt + 1}`;
+        attempt++;
+        players = await Promise.all(
+          names.map(async (name) => ({ ref: name + suffix, session: await player(name + suffix, deposit) })),
+        );
+      }
       const current = await client(t.baseUrl, op, 'B')('GET', '/v1/rounds/current');
       if (current.status !== 200 || current.body.status !== 'open' || current.body.betting_closes_at - Date.now() < 400)
         return undefined;
       const used = players;
       players = null;
-      attempt++;
       const roundId = current.body.round_id;
       const placed = await Promise.all(
         used.flatMap((p) =>
