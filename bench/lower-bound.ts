@@ -281,9 +281,8 @@ try {
       if (!flags['no-service']) await serviceCase(kind, store);
     }
   }
-  process.stdout.write(
-    `${[`lower bound: ${durationS} s per case, ${connections} connections, ${new Date().toISOString()}`, ...report(), '', ...checks, ...profiles].join('\n')}\n`,
-  );
+  const title = `lower bound: ${durationS} s per case, ${connections} connections, ${new Date().toISOString()}`;
+  process.stdout.write(`${[title, ...report(), '', ...checks, ...profiles].join('\n')}\n`);
 } finally {
   // Assigned inside bare(), which the compiler's narrowing at this point does not see.
   await (bareChild as Child | null)?.stop();

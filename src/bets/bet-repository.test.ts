@@ -3,28 +3,8 @@ import { roundRepository } from '../games/engine/round-repository';
 import { migrate } from '../store/migrate';
 import { SqliteDatabase } from '../store/sqlite';
 import type { ActiveCrashBet } from './bet';
+import { crashRow } from '../../test/support/bet-rows';
 import { BetRowMisfit, type BetRow, betRepository, toBet } from './bet-repository';
-
-const crashRow = (over: Partial<BetRow> = {}): BetRow => ({
-  id: 'bet_1',
-  operator_id: 'op_1',
-  game: 'crash',
-  round_id: 'rnd_1',
-  round_number: 7,
-  player: 'p1',
-  session_id: null,
-  currency: null,
-  amount: 100,
-  auto_cashout: 250,
-  selections: null,
-  status: 'active',
-  payout: null,
-  cashout_multiplier: null,
-  cashout_kind: null,
-  placed_at: 1_000,
-  settled_at: null,
-  ...over,
-});
 
 const raceRow = (over: Partial<BetRow> = {}): BetRow =>
   crashRow({

@@ -87,30 +87,29 @@ export function toBet(r: BetRow): Bet {
     if (r.session_id !== null || r.currency !== null || r.selections !== null) {
       throw new BetRowMisfit(r, 'a Crash bet has no session, currency or selections');
     }
-    const crash = {
-      ...base,
+    // Object.assign onto the fresh base rather than `{ ...base, game, … }`: on Node 20's V8 a spread
+    // followed by more properties takes a slow runtime path (microseconds a row); the keys' order is
+    // the same.
+    const crash = Object.assign(base, {
       game: r.game,
       sessionId: null,
       currency: null,
       selections: null,
       autoCashout: nullableNumber(r.auto_cashout),
-    };
+    });
     switch (r.status) {
       case 'active':
         if (!open) throw new BetRowMisfit(r, 'an active bet has no result yet');
-        return { ...crash, status: r.status };
+        return Object.assign(crash, { status: r.status });
       case 'cashed_out':
         if (multiplier === null) throw new BetRowMisfit(r, 'a cash-out has a multiplier');
-        return {
-          ...crash,
-          status: r.status,
-          ...settled(),
+        return Object.assign(crash, { status: r.status }, settled(), {
           cashoutMultiplier: multiplier,
           cashoutKind: cashoutKindOf(r),
-        };
+        });
       case 'lost':
       case 'void':
-        return { ...crash, status: r.status, ...settled(), ...noCashout() };
+        return Object.assign(crash, { status: r.status }, settled(), noCashout());
       default:
         throw new BetRowMisfit(r, 'a Crash bet is active, cashed_out, lost or void');
     }
@@ -120,22 +119,21 @@ export function toBet(r: BetRow): Bet {
       throw new BetRowMisfit(r, 'a Stock Race bet has a session and a currency');
     }
     if (r.auto_cashout !== null) throw new BetRowMisfit(r, 'a Stock Race bet has no auto cash-out');
-    const race = {
-      ...base,
+    const race = Object.assign(base, {
       game: r.game,
       sessionId: r.session_id,
       currency: r.currency,
       selections: parseSelections(r),
       autoCashout: null,
-    };
+    });
     switch (r.status) {
       case 'reserved':
         if (!open) throw new BetRowMisfit(r, 'a reserved bet has no result yet');
-        return { ...race, status: r.status };
+        return Object.assign(race, { status: r.status });
       case 'won':
       case 'lost':
       case 'void':
-        return { ...race, status: r.status, ...settled(), ...noCashout() };
+        return Object.assign(race, { status: r.status }, settled(), noCashout());
       default:
         throw new BetRowMisfit(r, 'a Stock Race bet is reserved, won, lost or void');
     }

@@ -1,5 +1,5 @@
 import type { BetContext } from '../../bets/bet-context';
-import { crashPointOf, cappedPayout, effectiveTarget, scriptedCrashPoint } from './crash-rules';
+import { cashedOutBet, crashPointOf, effectiveTarget, scriptedCrashPoint } from './crash-rules';
 import { formatMultiplier, multiplierAt } from './multiplier';
 import { DomainError } from '../../errors/codes';
 import type { Operator } from '../../operators/operator';
@@ -172,15 +172,7 @@ export async function settleCashout(
   maxPayoutPerBet: number,
   now: number,
 ): Promise<CashedOutCrashBet> {
-  const payout = cappedPayout(bet.amount, multiplier, maxPayoutPerBet);
-  const cashedOut: CashedOutCrashBet = {
-    ...bet,
-    status: 'cashed_out',
-    payout,
-    cashoutMultiplier: multiplier,
-    cashoutKind: kind,
-    settledAt: now,
-  };
+  const cashedOut = cashedOutBet(bet, multiplier, kind, maxPayoutPerBet, now);
   // The event first: the compliance rules that settleBet runs may add their own after it.
   const settled = await settleBet(tx, ctx, cashedOut, now, async () => {
     await recordEvents(tx, ctx.modes, [betSettledEvent(cashedOut)], now);

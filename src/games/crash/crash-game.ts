@@ -18,7 +18,7 @@ import {
 } from '../engine/round';
 import type { Database, SqlExecutor } from '../../store/database';
 import { recordEvents, type DomainEvent } from '../../webhooks/events';
-import { cappedPayout, crashPointOf, effectiveTarget, liveMultiplier, scriptedCrashPoint } from './crash-rules';
+import { cashedOutBet, crashPointOf, effectiveTarget, liveMultiplier, scriptedCrashPoint } from './crash-rules';
 import { engineHeartbeatMs } from '../../config/game-defaults';
 import { crashElapsedMs, formatMultiplier, GROWTH_PER_MS, presentCrashOutcome } from './multiplier';
 
@@ -214,15 +214,7 @@ export class CrashGame implements GameDriver {
     now: number,
   ): Promise<CashedOutCrashBet | null> {
     const s = await this.settingsFor(bet.operatorId);
-    const payout = cappedPayout(bet.amount, multiplier, s.crash.max_payout_per_bet);
-    const settled: CashedOutCrashBet = {
-      ...bet,
-      status: 'cashed_out',
-      payout,
-      cashoutMultiplier: multiplier,
-      cashoutKind: kind,
-      settledAt: now,
-    };
+    const settled = cashedOutBet(bet, multiplier, kind, s.crash.max_payout_per_bet, now);
     return settleBet(tx, this.o, settled, now);
   }
 

@@ -1,3 +1,4 @@
+import { type ActiveCrashBet, type CashedOutCrashBet, type CashoutKind, placementOf } from '../../bets/bet';
 import { crashPointFromHash } from './fairness';
 import { multiplierAt, payoutFor } from './multiplier';
 
@@ -52,4 +53,24 @@ export function cappedPayout(amount: number, multiplier: number, maxPayoutPerBet
 /** The multiplier shown `elapsedMs` into the running phase, never past the crash point. */
 export function liveMultiplier(elapsedMs: number, crashPoint: number): number {
   return Math.min(multiplierAt(Math.max(0, elapsedMs)), crashPoint);
+}
+
+/**
+ * The bet as cashed out at `multiplier` (hundredths), its payout capped at the operator's per-bet
+ * maximum: the one builder of a cashed-out bet, for cash-outs by hand and automatic ones alike.
+ */
+export function cashedOutBet(
+  bet: ActiveCrashBet,
+  multiplier: number,
+  kind: CashoutKind,
+  maxPayoutPerBet: number,
+  now: number,
+): CashedOutCrashBet {
+  return Object.assign(placementOf(bet), {
+    status: 'cashed_out' as const,
+    payout: cappedPayout(bet.amount, multiplier, maxPayoutPerBet),
+    cashoutMultiplier: multiplier,
+    cashoutKind: kind,
+    settledAt: now,
+  });
 }

@@ -106,16 +106,20 @@ export function toRound(r: RoundRow): Round {
     }
   };
 
+  // Object.assign onto the fresh base rather than `{ ...base, game, ...state }`: on Node 20's V8 a spread
+  // followed by more properties takes a slow runtime path (microseconds a row); the keys' order is the same.
   if (r.status === 'closed') {
     if (runningAt === null || endsAt === null || closedAt === null) throw misfit('a closed round has run and closed');
     if (voidedAt !== null || r.void_reason !== null) throw misfit('a closed round is not void');
     const closed = { status: r.status, runningAt, endsAt, heartbeatAt, closedAt, voidedAt: null, voidReason: null };
-    if (r.game === 'crash' && isCrashOutcome(outcome)) return { ...base, game: r.game, ...closed, outcome };
-    if (r.game === 'stock_race' && isStockRaceOutcome(outcome)) return { ...base, game: r.game, ...closed, outcome };
+    if (r.game === 'crash' && isCrashOutcome(outcome))
+      return Object.assign(base, { game: r.game }, closed, { outcome });
+    if (r.game === 'stock_race' && isStockRaceOutcome(outcome))
+      return Object.assign(base, { game: r.game }, closed, { outcome });
     throw misfit(`a closed round has its game's outcome, not ${r.outcome}`);
   }
-  if (r.game === 'crash') return { ...base, game: r.game, ...state() };
-  if (r.game === 'stock_race') return { ...base, game: r.game, ...state() };
+  if (r.game === 'crash') return Object.assign(base, { game: r.game }, state());
+  if (r.game === 'stock_race') return Object.assign(base, { game: r.game }, state());
   throw misfit('no such game');
 }
 

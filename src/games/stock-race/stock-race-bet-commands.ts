@@ -93,7 +93,7 @@ export class StockRaceCommands {
           if ('fullPath' in plan) throw new FullPathNeeded(plan.fullPath);
           if ('refusal' in plan)
             return claimKeySync(tx, claim, plan.refusal.statusCode, plan.refusal.response) ?? { outcome: 'refused' };
-          return placeBetSync(tx, { ...plan.command, claim });
+          return placeBetSync(tx, { claim, ...plan.command });
         },
         { name: '', sql: '', params: [] },
       );
@@ -124,7 +124,7 @@ export class StockRaceCommands {
         velocity: null,
       });
     }
-    return this.bets.place({ ...plan.command, claim });
+    return this.bets.place({ claim, ...plan.command });
   }
 }
 
