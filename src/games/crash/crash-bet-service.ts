@@ -137,7 +137,7 @@ export class CrashBetService {
           placed: { prefix: prefix!, suffix },
           bet: {
             // Field by field, not `...bet`: a spread followed by more properties is a slow path on
-            // Node 20 (see cashedOutBet in crash-rules.ts).
+            // Node 20 (see placementOf in bets/bet.ts).
             id: bet.id,
             player: bet.player,
             amount: bet.amount,
