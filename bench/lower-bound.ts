@@ -214,8 +214,10 @@ async function serviceCase(kind: string, store: string | null): Promise<void> {
   const storeName = store ? 'postgresql' : 'sqlite';
   const floorKey = kind === 'signed' ? 'signed' : `${kind} ${storeName}`;
   const name = `service ${kind === 'signed' ? 'signed, no store' : `${kind} (${storeName})`}`;
+  const profile = profiler(name);
   if (kind === 'cashout') {
     await measured(name, floorKey, async () => {
+      // The case stops its service before it returns, so the profile ends with the measured run.
       const { result } = await runCashoutCase({
         pgUrl: store,
         connections,
@@ -224,12 +226,13 @@ async function serviceCase(kind: string, store: string | null): Promise<void> {
         bets: 120_000,
         bettingWindowMs: store ? 45_000 : 4_000,
         log,
+        nodeArgs: profile.nodeArgs,
       });
+      profile.report(result.ok2xx + result.non2xx);
       return result;
     });
     return;
   }
-  const profile = profiler(name);
   const env = { CRASH_BETTING_WINDOW_MS: '600000' };
   const service = await startService({ pgUrl: store, env, nodeArgs: profile.nodeArgs });
   try {
