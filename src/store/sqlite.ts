@@ -27,6 +27,8 @@ export interface SqliteOptions {
   checkpointThreadAfterCommits?: number;
   /** Tests only: replaces the fdatasync of the write-ahead log. */
   syncFile?: ConstructorParameters<typeof WalSync>[1];
+  /** How long one attempt to take the write lock waits in SQLite's busy handler (default 5000 ms). */
+  busyTimeoutMs?: number;
 }
 
 /** What the checkpoint thread last reported: frames in the log, and how many are in the database. */
@@ -37,6 +39,13 @@ export interface CheckpointProgress {
 
 /** Log length (in 4 KiB frames, so about 32 MiB) past which the checkpoint thread starts it over. */
 const RESTART_LOG_ABOVE_FRAMES = 8192;
+
+/**
+ * A batch whose BEGIN finds the write lock taken is queued again and retried after this long, until
+ * it has waited BUSY_GIVE_UP_MS in all (see retryBusyBatch).
+ */
+const BUSY_RETRY_MS = 5;
+const BUSY_GIVE_UP_MS = 10_000;
 
 /** Upper bound on the extra event-loop turns a flush waits for more units (see scheduleFlush). */
 const MAX_GATHER_TURNS = 4;
@@ -89,6 +98,8 @@ export class SqliteDatabase implements Database {
   readonly reads: SqlExecutor;
   private checkpointPlan: { filename: string; intervalMs: number; afterCommits: number } | null;
   private commits = 0;
+  /** When the batch at the head of the queue first found the write lock taken; null when it did not. */
+  private busySince: number | null = null;
   lastCheckpoint: CheckpointProgress | null = null;
 
   constructor(options: SqliteOptions) {
@@ -101,7 +112,7 @@ export class SqliteDatabase implements Database {
     this.raw.pragma('synchronous = NORMAL');
     this.raw.pragma('foreign_keys = ON');
     // The admin CLI may write while the service runs; wait for the other writer instead of failing.
-    this.raw.pragma('busy_timeout = 5000');
+    this.raw.pragma(`busy_timeout = ${options.busyTimeoutMs ?? 5000}`);
     this.maxBatch = options.maxBatch ?? 512;
     this.control = {
       begin: this.raw.prepare('BEGIN IMMEDIATE'),
@@ -284,6 +295,18 @@ export class SqliteDatabase implements Database {
     const outcomes: { ok: boolean; value: unknown }[] = [];
     try {
       this.control.begin.run();
+    } catch (error) {
+      if (this.retryBusyBatch(batch, error)) {
+        this.flushing = null;
+        done();
+      } else {
+        for (const unit of batch) unit.reject(error);
+        this.finishFlush(done);
+      }
+      return;
+    }
+    this.busySince = null;
+    try {
       for (const unit of batch) {
         this.control.savepoint.run();
         try {
@@ -315,6 +338,28 @@ export class SqliteDatabase implements Database {
       for (const unit of batch) unit.reject(error);
     });
     this.finishFlush(done);
+  }
+
+  /**
+   * BEGIN IMMEDIATE refused with SQLITE_BUSY: another connection holds the write lock (the admin CLI
+   * writing, or the checkpoint thread starting the log over, during which SQLite can refuse at once
+   * rather than wait in the busy handler). No unit of the batch has run, so the batch goes back to the
+   * head of the queue and is tried again shortly, off this turn of the event loop; only a lock held
+   * for BUSY_GIVE_UP_MS in all fails its callers.
+   */
+  private retryBusyBatch(batch: PendingUnit[], error: unknown): boolean {
+    const code = (error as { code?: unknown }).code;
+    if (typeof code !== 'string' || !code.startsWith('SQLITE_BUSY')) return false;
+    const now = Date.now();
+    this.busySince ??= now;
+    if (now - this.busySince >= BUSY_GIVE_UP_MS) {
+      this.busySince = null;
+      return false;
+    }
+    this.queue.unshift(...batch);
+    this.flushScheduled = true;
+    setTimeout(() => void this.flush(), BUSY_RETRY_MS);
+    return true;
   }
 
   private finishFlush(done: () => void): void {

@@ -23,14 +23,15 @@ describe.each(STORES)('store contract on %s', (kind) => {
   });
   afterEach(async () => dispose());
 
-  const insertOperator = (id: string) =>
-    db.transaction((tx) =>
+  const insertOperatorInto = (store: Database, id: string) =>
+    store.transaction((tx) =>
       tx.run(
         `INSERT INTO operators (id, name, api_key, secret_enc, status, settings, created_at, updated_at)
          VALUES (?, 'n', ?, 'x', 'active', '{}', 1, 1)`,
         [id, `key-${id}`],
       ),
     );
+  const insertOperator = (id: string) => insertOperatorInto(db, id);
 
   it('commits a transaction atomically and rolls back one that throws', async () => {
     await insertOperator('a');
@@ -303,6 +304,39 @@ describe.each(STORES)('store contract on %s', (kind) => {
         const closing = sqlite.close();
         held.splice(0).forEach((done) => done(null));
         await closing;
+      }
+    });
+
+    it('waits for a write lock another connection holds instead of failing the batch', async () => {
+      // The admin CLI writing, or the checkpoint thread starting the log over, holds SQLite's write
+      // lock for a while; a batch that finds it taken must wait, not answer its callers with a 500.
+      const file = join(dataDir, 'contended.db');
+      const sqlite = new SqliteDatabaseClass({ filename: file, busyTimeoutMs: 20 });
+      const other = new BetterSqlite3(file);
+      try {
+        await migrate(sqlite);
+        other.exec('BEGIN IMMEDIATE');
+        const outcomes: string[] = [];
+        const writes = ['held-1', 'held-2'].map((id) =>
+          insertOperatorInto(sqlite, id).then(
+            () => outcomes.push(`${id} written`),
+            (error: { code?: string }) => outcomes.push(`${id} failed: ${error.code}`),
+          ),
+        );
+        // Several times the busy timeout: each attempt has been refused by now.
+        await new Promise((r) => setTimeout(r, 200));
+        expect(outcomes).toEqual([]);
+        other.exec('COMMIT');
+        await Promise.all(writes);
+        expect(outcomes.sort()).toEqual(['held-1 written', 'held-2 written']);
+        expect(other.prepare(`SELECT id FROM operators WHERE id LIKE 'held-%' ORDER BY id`).all()).toEqual([
+          { id: 'held-1' },
+          { id: 'held-2' },
+        ]);
+      } finally {
+        if (other.inTransaction) other.exec('ROLLBACK');
+        other.close();
+        await sqlite.close();
       }
     });
 
