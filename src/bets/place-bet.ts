@@ -24,7 +24,8 @@ export async function recordPlacedBet(
   now: number,
 ): Promise<ReservedStockRaceBet>;
 export async function recordPlacedBet(tx: SqlExecutor, ctx: BetContext, fields: NewBet, now: number): Promise<OpenBet> {
-  const bet: OpenBet = { ...fields, id: timeOrderedId(now), placedAt: now };
+  // Per bet: `fields` copied with Object.assign, not a spread (see docs/decisions.md, the spread rule).
+  const bet: OpenBet = Object.assign({}, fields, { id: timeOrderedId(now), placedAt: now });
   await betRepository.insert(tx, bet);
   await ctx.compliance.betPlaced(tx, bet, now);
   // Sandbox bets are test data: live metrics never count them.

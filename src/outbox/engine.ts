@@ -227,7 +227,8 @@ export class OutboxEngine<C extends OutboxClaim> {
     const startedAt = this.o.clock.now();
     try {
       const result = await this.o.sender.send(claim, startedAt);
-      this.finished.push({ claim, result: result && { ...result, startedAt } });
+      // Once per delivery or settlement attempt: no spread (see docs/decisions.md, the spread rule).
+      this.finished.push({ claim, result: result && Object.assign({}, result, { startedAt }) });
     } catch (error) {
       this.o.logger.error(
         { err: error, ...this.fields(claim) },
@@ -263,6 +264,7 @@ export class OutboxEngine<C extends OutboxClaim> {
     for (const o of outcomes) {
       if (o.kind === 'dead') {
         this.o.logger.warn(
+          // spread-ok: a dead letter, logged once.
           { ...this.fields(o.claim), attempts: o.claim.attempt, error: o.result.error },
           `${this.o.name} dead-lettered`,
         );

@@ -88,6 +88,7 @@ export const settlementRepository = {
 
   async attempts(db: SqlExecutor, betId: string): Promise<AttemptRow[]> {
     const rows = await db.all<AttemptRow>('SELECT * FROM wallet_attempts WHERE bet_id = ? ORDER BY attempt', [betId]);
+    // spread-ok: one settlement's attempts, read by the dashboard and the CLI.
     return rows.map((r) => ({
       ...r,
       attempt: Number(r.attempt),
@@ -172,7 +173,8 @@ export class WalletSettlementOutbox implements OutboxRepository<SettlementClaim>
             [`wat_${randomUUID()}`, row.bet_id, recorded, Number(row.claimed_until) - leaseMs, LOST_ATTEMPT],
           );
         }
-        const settlement = { ...toSettlement(row), attempts: recorded, claimedUntil: leaseUntil };
+        // Once per claimed settlement: the fresh object is amended, not spread (docs/decisions.md).
+        const settlement = Object.assign(toSettlement(row), { attempts: recorded, claimedUntil: leaseUntil });
         claimed.push({ id: row.bet_id, attempt: recorded + 1, leaseUntil, settlement });
       }
       return claimed;

@@ -133,6 +133,7 @@ class SettleCalls implements OutboxSender<SettlementClaim> {
     const status = result.statusCode;
     const log = { bet_id: s.betId, operator_id: s.operatorId, attempt: c.attempt, status, ms: latencyMs };
     if (result.delivered) this.o.logger.info(log, 'wallet settlement delivered');
+    // spread-ok: only for an attempt that failed.
     else this.o.logger.warn({ ...log, error: result.error }, 'wallet settlement not confirmed; will retry');
     const { delivered, statusCode, error, responseExcerpt } = result;
     // The wallet's Retry-After is not read: the settlement schedule alone decides.

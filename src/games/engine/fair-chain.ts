@@ -107,6 +107,7 @@ export function verifyRevealed(
       verified = h === anchor.value;
     }
     if (verified) anchor = { idx: r.idx, value: r.seed };
+    // spread-ok: a published chain's records, read by a verifier, not by bets.
     return { ...r, verified };
   });
 }

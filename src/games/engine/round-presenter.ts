@@ -66,7 +66,6 @@ export const presentRoundWith = <F extends object>(
   round: Round,
   presentOutcome: OutcomePresenter,
   gameFields: F,
-): RoundJson & F => ({
-  ...presentRoundAs(round, presentOutcome),
-  ...gameFields,
-});
+): RoundJson & F =>
+  // Per round read: the game's fields are added to the fresh object, not spread (docs/decisions.md).
+  Object.assign(presentRoundAs(round, presentOutcome), gameFields);
