@@ -95,6 +95,7 @@ describe.each(STORES)('migration 004_sandbox over existing data on %s', (store) 
       '008_cash_out_timing_precheck',
       '009_cash_out_batches',
       '010_set_based_place_bets',
+      '011_bets_round_index',
     ]);
 
     expect(await db.get('SELECT id, round_number, operator_id, scripted FROM rounds')).toEqual({

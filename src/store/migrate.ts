@@ -10,6 +10,7 @@ import * as m007commands from './migrations/007_bet_commands';
 import * as m008timing from './migrations/008_cash_out_timing_precheck';
 import * as m009cashouts from './migrations/009_cash_out_batches';
 import * as m010setbets from './migrations/010_set_based_place_bets';
+import * as m011betsround from './migrations/011_bets_round_index';
 import type { PostgresDatabase } from './postgres';
 import type { SqliteDatabase } from './sqlite';
 
@@ -29,6 +30,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '008_cash_out_timing_precheck': m008timing,
   '009_cash_out_batches': m009cashouts,
   '010_set_based_place_bets': m010setbets,
+  '011_bets_round_index': m011betsround,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };

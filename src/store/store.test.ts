@@ -199,6 +199,29 @@ describe.each(STORES)('store contract on %s', (kind) => {
     expect(await run('o2')).toMatchObject({ replayed: false, body: { operatorId: 'o2' } });
   });
 
+  it('indexes no column that settling a bet changes, so a settlement moves no index entry', async () => {
+    // A cash-out or a round end writes these; an index on one of them (migration 011 removed
+    // (round_id, status)) writes two more random index pages per settlement on SQLite and rules out
+    // PostgreSQL's heap-only update.
+    const settlementColumns = ['status', 'payout', 'cashout_multiplier', 'cashout_kind', 'settled_at'];
+    const indexed =
+      kind === 'sqlite'
+        ? await db.all<{ index_name: string; column_name: string }>(
+            `SELECT l.name AS index_name, i.name AS column_name
+             FROM pragma_index_list('bets') l, pragma_index_info(l.name) i`,
+          )
+        : await db.all<{ index_name: string; column_name: string }>(
+            `SELECT c.relname AS index_name, a.attname AS column_name
+             FROM pg_index x
+             JOIN pg_class t ON t.oid = x.indrelid
+             JOIN pg_class c ON c.oid = x.indexrelid
+             JOIN pg_attribute a ON a.attrelid = t.oid AND a.attnum = ANY(x.indkey)
+             WHERE t.relname = 'bets' AND t.relnamespace = current_schema()::regnamespace`,
+          );
+    expect(indexed.map((r) => r.column_name)).toEqual(expect.arrayContaining(['id', 'round_id', 'player']));
+    expect(indexed.filter((r) => settlementColumns.includes(r.column_name))).toEqual([]);
+  });
+
   it('applies migrations once: a second run changes nothing', async () => {
     expect(await migrate(db as SqliteDatabase | PostgresDatabase)).toEqual([]);
   });
