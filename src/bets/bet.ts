@@ -108,6 +108,37 @@ export function placementOf(bet: OpenBet): Omit<OpenBet, 'status'> {
   } as Omit<OpenBet, 'status'>;
 }
 
+/**
+ * An open bet settled without a cash-out (Crash: lost or void; Stock Race: won, lost or void): the
+ * one builder both games' round ends use, on the placement copied by placementOf.
+ */
+export function endedBet(
+  bet: ActiveCrashBet,
+  status: EndedCrashBet['status'],
+  payout: number,
+  now: number,
+): EndedCrashBet;
+export function endedBet(
+  bet: ReservedStockRaceBet,
+  status: SettledStockRaceBet['status'],
+  payout: number,
+  now: number,
+): SettledStockRaceBet;
+export function endedBet(
+  bet: OpenBet,
+  status: EndedCrashBet['status'] | SettledStockRaceBet['status'],
+  payout: number,
+  now: number,
+): EndedCrashBet | SettledStockRaceBet {
+  return Object.assign(placementOf(bet as ActiveCrashBet), {
+    status,
+    payout,
+    cashoutMultiplier: null,
+    cashoutKind: null,
+    settledAt: now,
+  }) as EndedCrashBet | SettledStockRaceBet;
+}
+
 export const isSettled = (b: Bet): b is SettledBet => b.status !== 'active' && b.status !== 'reserved';
 
 export const isCrashBet = (b: Bet): b is CrashBet => b.game === 'crash';

@@ -296,13 +296,9 @@ export class SqliteDatabase implements Database {
     try {
       this.control.begin.run();
     } catch (error) {
-      if (this.retryBusyBatch(batch, error)) {
-        this.flushing = null;
-        done();
-      } else {
-        for (const unit of batch) unit.reject(error);
-        this.finishFlush(done);
-      }
+      // Requeued (retryBusyBatch has scheduled the next flush), or failed with the error.
+      if (!this.retryBusyBatch(batch, error)) for (const unit of batch) unit.reject(error);
+      this.finishFlush(done);
       return;
     }
     this.busySince = null;

@@ -1,6 +1,6 @@
 import type { OutcomeJson } from '../engine/round-presenter';
 import type { Logger } from 'pino';
-import { type ActiveCrashBet, type CashedOutCrashBet, type EndedCrashBet, placementOf } from '../../bets/bet';
+import { type ActiveCrashBet, type CashedOutCrashBet, type EndedCrashBet, endedBet } from '../../bets/bet';
 import { betSettledEvent } from '../../bets/bet-events';
 import { betRepository } from '../../bets/bet-repository';
 import type { ComplianceHooks } from '../../bets/compliance-hooks';
@@ -224,15 +224,7 @@ export class CrashGame implements GameDriver {
     result: { status: 'lost' | 'void'; payout: number },
     now: number,
   ): Promise<EndedCrashBet | null> {
-    // Once per bet of every round: built without a spread (see docs/decisions.md, the spread rule).
-    const settled: EndedCrashBet = Object.assign(placementOf(bet), {
-      status: result.status,
-      payout: result.payout,
-      cashoutMultiplier: null,
-      cashoutKind: null,
-      settledAt: now,
-    });
-    return settleBet(tx, this.o, settled, now);
+    return settleBet(tx, this.o, endedBet(bet, result.status, result.payout, now), now);
   }
 
   /** Forgets the operator's bets that were settled elsewhere (a cash-out taken by another instance). */

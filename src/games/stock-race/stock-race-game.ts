@@ -1,6 +1,6 @@
 import type { OutcomeJson } from '../engine/round-presenter';
 import type { Logger } from 'pino';
-import { placementOf, type ReservedStockRaceBet, type SettledStockRaceBet } from '../../bets/bet';
+import { endedBet, type ReservedStockRaceBet, type SettledStockRaceBet } from '../../bets/bet';
 import { betSettledEvent } from '../../bets/bet-events';
 import { betRepository } from '../../bets/bet-repository';
 import type { ComplianceHooks } from '../../bets/compliance-hooks';
@@ -162,14 +162,7 @@ export class StockRaceGame implements GameDriver {
     payout: number,
     now: number,
   ): Promise<SettledStockRaceBet | null> {
-    const settled: SettledStockRaceBet = Object.assign(placementOf(bet), {
-      status,
-      payout,
-      cashoutMultiplier: null,
-      cashoutKind: null,
-      settledAt: now,
-    });
-    return settleBet(tx, this.o, settled, now);
+    return settleBet(tx, this.o, endedBet(bet, status, payout, now), now);
   }
 
   /**
