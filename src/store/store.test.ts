@@ -4,7 +4,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { freshDatabase, PG_URL, STORES } from '../../test/support/harness';
 import { DomainError } from '../errors/codes';
 import { IdempotencyService } from '../idempotency/idempotency';
-import type { Database } from './database';
+import type { Database, SqlParam } from './database';
 import { migrate } from './migrate';
 import { PostgresDatabase as PostgresDatabaseClass, type PostgresDatabase } from './postgres';
 import { SqliteDatabase as SqliteDatabaseClass, type SqliteDatabase } from './sqlite';
@@ -361,6 +361,41 @@ describe.each(STORES)('store contract on %s', (kind) => {
         other.close();
         await sqlite.close();
       }
+    });
+
+    it("returns better-sqlite3's own rows: the same keys, values and order, also after a column is added", async () => {
+      const sqlite = db as SqliteDatabase;
+      // What better-sqlite3 returns for the same statement on its own connection.
+      const native = (sql: string, params: unknown[] = []): unknown[] => sqlite.raw.prepare(sql).all(...params);
+      await sqlite.transaction(async (tx) => {
+        await tx.run('CREATE TABLE shapes (id TEXT PRIMARY KEY, n INTEGER, big INTEGER, r REAL, b BLOB, t TEXT)');
+        await tx.run(`INSERT INTO shapes VALUES ('a', 1, ?, 1.5, x'00ff', NULL), ('b', -2, 0, 0.25, NULL, 'x')`, [
+          2 ** 52,
+        ]);
+      });
+      const statements: [string, SqlParam[]][] = [
+        ['SELECT * FROM shapes ORDER BY id', []],
+        // A name given twice keeps its last value.
+        ['SELECT id, n AS id, t, COUNT(*) OVER () AS "a b" FROM shapes WHERE id = ?', ['a']],
+      ];
+      for (const [sql, params] of statements) {
+        const rows = await sqlite.all<Record<string, unknown>>(sql, params);
+        expect(rows).toEqual(native(sql, params));
+        expect(rows.map((r) => Object.keys(r))).toEqual(native(sql, params).map((r) => Object.keys(r as object)));
+        expect(Object.getPrototypeOf(rows[0])).toBe(Object.prototype);
+        expect(await sqlite.get(sql, params)).toEqual(rows[0]);
+      }
+      // A column named "__proto__" is an own key (better-sqlite3's own row would take it as the prototype).
+      const proto = await sqlite.get<Record<string, unknown>>(`SELECT 'x' AS "__proto__", 1 AS n`);
+      expect(Object.getOwnPropertyDescriptor(proto, '__proto__')?.value).toBe('x');
+      expect(Object.getPrototypeOf(proto)).toBe(Object.prototype);
+      expect(await sqlite.get('SELECT * FROM shapes WHERE id = ?', ['none'])).toBeUndefined();
+      expect(await sqlite.all('SELECT * FROM shapes WHERE id = ?', ['none'])).toEqual([]);
+
+      // SQLite prepares a cached `SELECT *` again after the table changes: the rows follow it.
+      await sqlite.transaction((tx) => tx.run(`ALTER TABLE shapes ADD COLUMN added TEXT NOT NULL DEFAULT 'new'`));
+      const after = await sqlite.get<Record<string, unknown>>('SELECT * FROM shapes ORDER BY id');
+      expect(after).toEqual({ id: 'a', n: 1, big: 2 ** 52, r: 1.5, b: Buffer.from([0, 255]), t: null, added: 'new' });
     });
 
     it('takes no more writes once a log sync has failed', async () => {

@@ -238,11 +238,15 @@ function hasStreakCandidates(
   player: string,
   timing: { streak: number; since: number },
 ): boolean {
-  const row = tx.get<{ n: number }>(
-    'SELECT COUNT(*) AS n FROM (SELECT 1 FROM bets WHERE operator_id = ? AND player = ? AND placed_at > ? LIMIT ?)',
-    [operatorId, player, timing.since, timing.streak],
+  // At least `streak` bets: the one at offset streak - 1 exists (the rule sets streak >= 2). The same
+  // index entries as a COUNT over a LIMIT subquery, without the subquery: 1.0 µs against 12.3
+  // (`npx tsx bench/sqlite-reads.ts`).
+  const row = tx.get<{ placed_at: number }>(
+    'SELECT placed_at FROM bets WHERE operator_id = ? AND player = ? AND placed_at > ? ' +
+      'ORDER BY placed_at LIMIT 1 OFFSET ?',
+    [operatorId, player, timing.since, timing.streak - 1],
   );
-  return Number(row?.n ?? 0) >= timing.streak;
+  return row !== undefined;
 }
 
 /** rbs_cash_out, with the read and the decision inside the same synchronous unit (SQLite). */
