@@ -215,6 +215,9 @@ describe('partner dashboard in Chromium', () => {
   it('is usable by keyboard and at phone width, and signs out', async () => {
     const { page } = w;
     await page.getByRole('link', { name: 'Compliance' }).click();
+    // The click only starts the navigation: a Tab pressed before the new page has loaded lands on the
+    // old one, and the new page then has nothing focused.
+    await page.waitForURL(`${t.baseUrl}/dashboard/compliance`);
     await page.keyboard.press('Tab');
     await expect(page.locator(':focus').textContent()).resolves.toBe('Skip to content');
     await page.setViewportSize({ width: 390, height: 844 });
