@@ -59,10 +59,9 @@ try {
   const native = new BetterSqlite3(file);
   const bet = ['bet_0005000'];
   const player = ['op_bench', 'p5000', 0];
-  const count =
-    'SELECT COUNT(*) AS n FROM (SELECT 1 FROM bets WHERE operator_id = ? AND player = ? AND placed_at > ? LIMIT ?)';
-  const offset =
-    'SELECT placed_at FROM bets WHERE operator_id = ? AND player = ? AND placed_at > ? ORDER BY placed_at LIMIT 1 OFFSET ?';
+  const since = 'FROM bets WHERE operator_id = ? AND player = ? AND placed_at > ?';
+  const count = `SELECT COUNT(*) AS n FROM (SELECT 1 ${since} LIMIT ?)`;
+  const offset = `SELECT placed_at ${since} ORDER BY placed_at LIMIT 1 OFFSET ?`;
   native.exec('BEGIN');
   const nativeBet = native.prepare('SELECT * FROM bets WHERE id = ?');
   const nativeRound = native.prepare('SELECT * FROM rounds WHERE id = ?');
