@@ -49,6 +49,8 @@ export async function migrate(db: SqliteDatabase | PostgresDatabase): Promise<st
   });
   const { error, results } = await migrateWithRetry(migrator);
   if (error) throw error instanceof Error ? error : new Error(String(error));
+  // The migrations changed tables behind the adapter's statement cache (they ran on db.raw).
+  if (db.dialect === 'sqlite') db.schemaChanged();
   // Kysely's destroy would close the connection we still use; nothing else holds resources.
   return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
 }

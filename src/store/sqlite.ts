@@ -74,7 +74,8 @@ function buildRow(p: Prepared): void {
 }
 
 function toRow(p: Prepared, values: unknown[]): unknown {
-  // SQLite prepares a statement again after a schema change, so a `SELECT *` may have gained columns.
+  // SQLite prepares a statement again after a schema change, so a `SELECT *` may have gained columns
+  // (DDL through this adapter; after migrations, schemaChanged() drops every cached statement).
   if (values.length !== p.width) buildRow(p);
   return p.toRow!(values);
 }
@@ -217,6 +218,15 @@ export class SqliteDatabase implements Database {
           },
         }
       : this;
+  }
+
+  /**
+   * Forgets every prepared statement, after DDL that did not pass through this adapter (migrations run
+   * on `raw`): a cached `SELECT *` would otherwise build its rows with the old column names.
+   */
+  schemaChanged(): void {
+    this.statements.clear();
+    this.readerStatements.clear();
   }
 
   private readStatement(sql: string): Prepared {
