@@ -52,6 +52,26 @@ function cashoutKindOf(r: BetRow): CashoutKind {
   return kind;
 }
 
+// Module-level rather than closures inside toBet: tsx keeps function names, so every closure created
+// per row costs a defineProperty call (docs/benchmarks.md, 2026-11-27 morning).
+function settledFields(
+  r: BetRow,
+  payout: number | null,
+  settledAt: number | null,
+): { payout: number; settledAt: number } {
+  if (payout === null || settledAt === null) {
+    throw new BetRowMisfit(r, 'a settled bet has a payout and a settlement time');
+  }
+  return { payout, settledAt };
+}
+
+function noCashoutFields(r: BetRow, multiplier: number | null): { cashoutMultiplier: null; cashoutKind: null } {
+  if (multiplier !== null || r.cashout_kind !== null) {
+    throw new BetRowMisfit(r, 'only a cash-out has a multiplier and a kind');
+  }
+  return { cashoutMultiplier: null, cashoutKind: null };
+}
+
 /**
  * The one place a row becomes a bet: the row's game and status pick the bet's type, and every field
  * that type promises is checked, so code holding a settled bet can rely on its payout being there.
@@ -70,18 +90,6 @@ export function toBet(r: BetRow): Bet {
   const multiplier = nullableNumber(r.cashout_multiplier);
   const settledAt = nullableNumber(r.settled_at);
   const open = payout === null && multiplier === null && r.cashout_kind === null && settledAt === null;
-  const settled = (): { payout: number; settledAt: number } => {
-    if (payout === null || settledAt === null) {
-      throw new BetRowMisfit(r, 'a settled bet has a payout and a settlement time');
-    }
-    return { payout, settledAt };
-  };
-  const noCashout = (): { cashoutMultiplier: null; cashoutKind: null } => {
-    if (multiplier !== null || r.cashout_kind !== null) {
-      throw new BetRowMisfit(r, 'only a cash-out has a multiplier and a kind');
-    }
-    return { cashoutMultiplier: null, cashoutKind: null };
-  };
 
   if (r.game === 'crash') {
     if (r.session_id !== null || r.currency !== null || r.selections !== null) {
@@ -103,13 +111,18 @@ export function toBet(r: BetRow): Bet {
         return Object.assign(crash, { status: r.status });
       case 'cashed_out':
         if (multiplier === null) throw new BetRowMisfit(r, 'a cash-out has a multiplier');
-        return Object.assign(crash, { status: r.status }, settled(), {
+        return Object.assign(crash, { status: r.status }, settledFields(r, payout, settledAt), {
           cashoutMultiplier: multiplier,
           cashoutKind: cashoutKindOf(r),
         });
       case 'lost':
       case 'void':
-        return Object.assign(crash, { status: r.status }, settled(), noCashout());
+        return Object.assign(
+          crash,
+          { status: r.status },
+          settledFields(r, payout, settledAt),
+          noCashoutFields(r, multiplier),
+        );
       default:
         throw new BetRowMisfit(r, 'a Crash bet is active, cashed_out, lost or void');
     }
@@ -133,7 +146,12 @@ export function toBet(r: BetRow): Bet {
       case 'won':
       case 'lost':
       case 'void':
-        return Object.assign(race, { status: r.status }, settled(), noCashout());
+        return Object.assign(
+          race,
+          { status: r.status },
+          settledFields(r, payout, settledAt),
+          noCashoutFields(r, multiplier),
+        );
       default:
         throw new BetRowMisfit(r, 'a Stock Race bet is reserved, won, lost or void');
     }

@@ -28,7 +28,7 @@ import type { OperatorModes } from '../../operators/operator-mode';
 import type { Database } from '../../store/database';
 import { operatorEventRow } from '../../webhooks/event-rows';
 import type { Game } from '../engine/round';
-import type { CashoutPlan, CrashCommands } from './crash-bet-commands';
+import type { CashoutPlan, CrashCommands, TimedRow } from './crash-bet-commands';
 import { cashoutCrashBet, type CrashRules, decideCashout, placeCrashBet } from './crash-bets';
 import { cashedOutBet } from './crash-rules';
 
@@ -69,6 +69,21 @@ const BETS_CLOSED = new DomainError(
 );
 
 const asText = (r: CommandResponse): StoredText => ({ statusCode: r.statusCode, response: JSON.stringify(r.body) });
+
+/**
+ * The machine-timing rule over a player's latest manual cash-outs (SQLite hands the rows to it). Made
+ * here, not as an arrow in the plan's literal: tsx keeps function names, and a named closure created
+ * per cash-out costs a defineProperty call (docs/benchmarks.md, 2026-11-27 morning).
+ */
+function timingRule(rules: ComplianceSettings): (recent: TimedRow[]) => boolean {
+  return (recent) =>
+    machineTiming(
+      recent
+        .filter((r) => r.running_at !== null && r.settled_at !== null)
+        .map((r) => ({ betId: r.id, elapsedMs: Number(r.settled_at) - Number(r.running_at) })),
+      rules,
+    ) !== null;
+}
 
 /**
  * Crash's money commands, each one unit of work in the store: place a bet, cash one out. Everything
@@ -254,13 +269,7 @@ export class CrashBetService {
             streak,
             windowMs: rules.machine_timing_window_ms,
             since: now - MACHINE_TIMING_HORIZON_MS,
-            decide: (recent) =>
-              machineTiming(
-                recent
-                  .filter((r) => r.running_at !== null && r.settled_at !== null)
-                  .map((r) => ({ betId: r.id, elapsedMs: Number(r.settled_at) - Number(r.running_at) })),
-                rules,
-              ) !== null,
+            decide: timingRule(rules),
           }
         : null,
     };

@@ -51,6 +51,59 @@ export class RoundRowMisfit extends Error {
   }
 }
 
+interface RoundTimes {
+  runningAt: number | null;
+  endsAt: number | null;
+  heartbeatAt: number | null;
+  closedAt: number | null;
+  voidedAt: number | null;
+  outcome: unknown;
+}
+
+/**
+ * The state of a round that has no outcome (open, running or void), its times checked. Module-level
+ * rather than a closure inside toRound: tsx keeps function names, so every closure created per row
+ * costs a defineProperty call (docs/benchmarks.md, 2026-11-27 morning).
+ */
+function unclosedState(r: RoundRow, t: RoundTimes): StateWithoutOutcome {
+  const { runningAt, endsAt, heartbeatAt, closedAt, voidedAt, outcome } = t;
+  const notClosed = { closedAt: null, voidedAt: null, voidReason: null, outcome: null } as const;
+  switch (r.status) {
+    case 'open':
+      if (runningAt !== null || endsAt !== null || heartbeatAt !== null) {
+        throw new RoundRowMisfit(r, 'an open round has not run');
+      }
+      if (closedAt !== null || voidedAt !== null || outcome !== null) {
+        throw new RoundRowMisfit(r, 'an open round is not final');
+      }
+      return { status: r.status, runningAt, endsAt, heartbeatAt, ...notClosed };
+    case 'running':
+      if (runningAt === null || endsAt === null) {
+        throw new RoundRowMisfit(r, 'a running round has its start and end times');
+      }
+      if (closedAt !== null || voidedAt !== null || outcome !== null) {
+        throw new RoundRowMisfit(r, 'a running round is not final');
+      }
+      return { status: r.status, runningAt, endsAt, heartbeatAt, ...notClosed };
+    case 'void':
+      if (voidedAt === null || r.void_reason === null)
+        throw new RoundRowMisfit(r, 'a void round has its time and reason');
+      if (closedAt !== null || outcome !== null) throw new RoundRowMisfit(r, 'a void round has no outcome');
+      return {
+        status: r.status,
+        runningAt,
+        endsAt,
+        heartbeatAt,
+        closedAt,
+        voidedAt,
+        voidReason: r.void_reason,
+        outcome,
+      };
+    default:
+      throw new RoundRowMisfit(r, 'a round is open, running, closed or void');
+  }
+}
+
 /**
  * The one place a row becomes a round: its status picks the state, whose times are checked, and its
  * game the type of its outcome, which is checked too.
@@ -75,52 +128,22 @@ export function toRound(r: RoundRow): Round {
   const closedAt = nullableNumber(r.closed_at);
   const voidedAt = nullableNumber(r.voided_at);
   const outcome: unknown = r.outcome ? JSON.parse(r.outcome) : null;
-  const misfit = (why: string): RoundRowMisfit => new RoundRowMisfit(r, why);
-  const notClosed = { closedAt: null, voidedAt: null, voidReason: null, outcome: null } as const;
-
-  const state = (): StateWithoutOutcome => {
-    switch (r.status) {
-      case 'open':
-        if (runningAt !== null || endsAt !== null || heartbeatAt !== null) throw misfit('an open round has not run');
-        if (closedAt !== null || voidedAt !== null || outcome !== null) throw misfit('an open round is not final');
-        return { status: r.status, runningAt, endsAt, heartbeatAt, ...notClosed };
-      case 'running':
-        if (runningAt === null || endsAt === null) throw misfit('a running round has its start and end times');
-        if (closedAt !== null || voidedAt !== null || outcome !== null) throw misfit('a running round is not final');
-        return { status: r.status, runningAt, endsAt, heartbeatAt, ...notClosed };
-      case 'void':
-        if (voidedAt === null || r.void_reason === null) throw misfit('a void round has its time and reason');
-        if (closedAt !== null || outcome !== null) throw misfit('a void round has no outcome');
-        return {
-          status: r.status,
-          runningAt,
-          endsAt,
-          heartbeatAt,
-          closedAt,
-          voidedAt,
-          voidReason: r.void_reason,
-          outcome,
-        };
-      default:
-        throw misfit('a round is open, running, closed or void');
-    }
-  };
-
   // Object.assign onto the fresh base rather than `{ ...base, game, ...state }`: on Node 20's V8 a spread
   // followed by more properties takes a slow runtime path (microseconds a row); the keys' order is the same.
   if (r.status === 'closed') {
-    if (runningAt === null || endsAt === null || closedAt === null) throw misfit('a closed round has run and closed');
-    if (voidedAt !== null || r.void_reason !== null) throw misfit('a closed round is not void');
+    if (runningAt === null || endsAt === null || closedAt === null)
+      throw new RoundRowMisfit(r, 'a closed round has run and closed');
+    if (voidedAt !== null || r.void_reason !== null) throw new RoundRowMisfit(r, 'a closed round is not void');
     const closed = { status: r.status, runningAt, endsAt, heartbeatAt, closedAt, voidedAt: null, voidReason: null };
     if (r.game === 'crash' && isCrashOutcome(outcome))
       return Object.assign(base, { game: r.game }, closed, { outcome });
     if (r.game === 'stock_race' && isStockRaceOutcome(outcome))
       return Object.assign(base, { game: r.game }, closed, { outcome });
-    throw misfit(`a closed round has its game's outcome, not ${r.outcome}`);
+    throw new RoundRowMisfit(r, `a closed round has its game's outcome, not ${r.outcome}`);
   }
-  if (r.game === 'crash') return Object.assign(base, { game: r.game }, state());
-  if (r.game === 'stock_race') return Object.assign(base, { game: r.game }, state());
-  throw misfit('no such game');
+  if (r.game !== 'crash' && r.game !== 'stock_race') throw new RoundRowMisfit(r, 'no such game');
+  const state = unclosedState(r, { runningAt, endsAt, heartbeatAt, closedAt, voidedAt, outcome });
+  return Object.assign(base, { game: r.game }, state);
 }
 
 export interface NewRound {
