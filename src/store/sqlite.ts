@@ -61,6 +61,16 @@ function prepared(db: BetterSqlite3.Database, sql: string): Prepared {
   return p;
 }
 
+/** The statement cached for `sql` on one connection, prepared on first use. */
+function cached(cache: Map<string, Prepared>, db: BetterSqlite3.Database, sql: string): Prepared {
+  let p = cache.get(sql);
+  if (!p) {
+    p = prepared(db, sql);
+    cache.set(sql, p);
+  }
+  return p;
+}
+
 function buildRow(p: Prepared): void {
   const names = p.stmt.columns().map((c) => c.name);
   // The keys are the statement's own column names, quoted by JSON.stringify; a name given twice keeps
@@ -235,12 +245,7 @@ export class SqliteDatabase implements Database {
       this.reader = new BetterSqlite3(this.raw.name, { readonly: true, fileMustExist: true });
       this.reader.pragma('busy_timeout = 5000');
     }
-    let stmt = this.readerStatements.get(sql);
-    if (!stmt) {
-      stmt = prepared(this.reader, sql);
-      this.readerStatements.set(sql, stmt);
-    }
-    return stmt;
+    return cached(this.readerStatements, this.reader, sql);
   }
 
   // Reads outside a transaction may see a batch that is committed but not yet on disk; they answer
@@ -453,12 +458,7 @@ export class SqliteDatabase implements Database {
   }
 
   private prepare(sql: string): Prepared {
-    let stmt = this.statements.get(sql);
-    if (!stmt) {
-      stmt = prepared(this.raw, sql);
-      this.statements.set(sql, stmt);
-    }
-    return stmt;
+    return cached(this.statements, this.raw, sql);
   }
 
   private allSync<T>(sql: string, params: readonly SqlParam[] = []): T[] {
