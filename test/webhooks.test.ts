@@ -1,6 +1,7 @@
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { verifyRequest } from '../src/signing/request-signature';
+import { generateEndpointSecret, serviceSignatureHeader } from '../src/signing/webhook-signature';
 import {
   client,
   eventually,
@@ -134,6 +135,26 @@ describe.each(STORES)('webhooks on %s', (store) => {
       expect(flags.body.flags).toHaveLength(1);
       expect(flags.body.flags[0]).toMatchObject({ flag_id: flag.data.flag_id, rule: 'large_stake', bet_id: betId });
     }
+  });
+
+  it('verifies a delivery body larger than the default request limit, up to the limit of its route', async () => {
+    const op = await t.createOperator();
+    const call = client(t.baseUrl, op);
+    const secret = generateEndpointSecret();
+    // 200 KB: over BODY_LIMIT_BYTES (16 KiB), under what verify-signature accepts (1 MB of body).
+    const body = JSON.stringify({ type: 'bet.settled', data: { note: 'x'.repeat(200_000) } });
+    const signature = serviceSignatureHeader([secret], Date.now(), body);
+    const check = await call('POST', '/api/public/v1/webhooks/verify-signature', {
+      endpoint_secret: secret,
+      body,
+      signature,
+    });
+    expect(check.status).toBe(200);
+    expect(check.body).toMatchObject({ valid: true });
+    // Another route keeps the default limit, declared or not.
+    const big = await call('POST', '/api/public/v1/webhook-endpoints', { url: `${base}/x`, events: [body] });
+    expect(big.status).toBe(413);
+    expect(big.body).toMatchObject({ code: 'BODY_TOO_LARGE' });
   });
 
   it('signs Surface B endpoints with the operator request scheme', async () => {

@@ -173,10 +173,11 @@ export async function buildHttpServer(s: AppServices, options: HttpOptions = {})
     if (!closing) return done();
     // Requests that arrive on open connections after shutdown began are refused in the surface's
     // own error shape (Fastify's built-in 503 would not carry our codes).
-    const message = 'the service is restarting; retry shortly';
-    const body = req.url.startsWith('/api/public/')
-      ? { error: message, code: 'SERVICE_UNAVAILABLE' }
-      : { error: 'SERVICE_UNAVAILABLE', message };
+    const body = surfaceFor(req.url).errorBody(
+      'SERVICE_UNAVAILABLE',
+      'the service is restarting; retry shortly',
+      String(req.id),
+    );
     void reply.code(503).header('retry-after', '1').header('connection', 'close').send(body);
   });
   app.addHook('onSend', (req, reply, payload, done) => {

@@ -166,7 +166,13 @@ function screenHeaders(
     throw new HttpProblem('RATE_LIMITED', message, { 'retry-after': String(wait) });
   }
   const declared = req.headers['content-length'];
-  if (declared !== undefined && Number(declared) > deps.bodyLimitBytes) {
+  // The default limit first; a route with a larger limit of its own (verify-signature) is looked up only
+  // for a body over the default, so the usual request never builds Fastify's routeOptions object here.
+  if (
+    declared !== undefined &&
+    Number(declared) > deps.bodyLimitBytes &&
+    Number(declared) > (req.routeOptions.bodyLimit ?? deps.bodyLimitBytes)
+  ) {
     // The body is never read: the connection closes after the answer instead of draining it.
     reply.header('connection', 'close');
     throw new DomainError('BODY_TOO_LARGE', 'the request body is larger than the limit for this endpoint');

@@ -71,8 +71,21 @@ describe('when Redis cannot be reached', () => {
       t.app.redis!.disconnect();
       const a = await client(t.baseUrl, op, 'A')('GET', '/api/public/v1/rounds/current');
       expect(a.status).toBe(503);
-      expect(a.body).toEqual({ code: 'SERVICE_UNAVAILABLE', error: expect.stringContaining('retry shortly') });
+      // Every 5xx carries the trace id an operator quotes when reporting it: the x-request-id header.
+      expect(a.body).toEqual({
+        code: 'SERVICE_UNAVAILABLE',
+        error: expect.stringContaining('retry shortly'),
+        trace_id: a.headers['x-request-id'],
+      });
       expect(a.headers['retry-after']).toBe('1');
+      const b = await client(t.baseUrl, op, 'B')('GET', '/v1/settlements');
+      expect(b.status).toBe(503);
+      expect(b.body).toEqual({
+        error: 'SERVICE_UNAVAILABLE',
+        message: expect.stringContaining('retry shortly'),
+        trace_id: b.headers['x-request-id'],
+      });
+      expect(typeof b.headers['x-request-id']).toBe('string');
     } finally {
       await t.close();
     }

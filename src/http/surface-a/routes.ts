@@ -31,8 +31,9 @@ export const surfaceA: Surface = {
   name: 'A',
   headers: { apiKey: 'x-api-key', signature: 'x-signature', timestamp: 'x-timestamp' },
   status: SURFACE_A_STATUS,
+  // Every 5xx carries the trace id (the x-request-id header) to quote when reporting it.
   errorBody: (code, message, traceId) =>
-    code === 'INTERNAL' ? { error: message, code, trace_id: traceId } : { error: message, code },
+    SURFACE_A_STATUS[code] >= 500 ? { error: message, code, trace_id: traceId } : { error: message, code },
 };
 
 const errors = {

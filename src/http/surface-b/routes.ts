@@ -30,9 +30,12 @@ export const surfaceB: Surface = {
   name: 'B',
   headers: { apiKey: 'x-operator-key', signature: 'x-signature', timestamp: 'x-timestamp' },
   status: SURFACE_B_STATUS,
-  // 5xx bodies carry only the code and a trace id: nothing about the fault leaves the service.
-  errorBody: (code, message, traceId) =>
-    code === 'INTERNAL' ? { error: 'INTERNAL', trace_id: traceId } : { error: code, message },
+  // A fault (500) carries only the code and a trace id: nothing about it leaves the service. Every other
+  // 5xx (503: retry shortly) keeps its message, and carries the trace id too.
+  errorBody: (code, message, traceId) => {
+    if (code === 'INTERNAL') return { error: 'INTERNAL', trace_id: traceId };
+    return SURFACE_B_STATUS[code] >= 500 ? { error: code, message, trace_id: traceId } : { error: code, message };
+  },
 };
 
 const errors = {
