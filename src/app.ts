@@ -250,7 +250,8 @@ export async function createApp(config: Config, overrides: AppOverrides = {}): P
     idleMs: config.sandbox.idleMs,
     runEngines: config.runEngines,
   });
-  const idempotency = new IdempotencyService(db, () => clock.now());
+  // The box seals the stored answers that carry a webhook endpoint's secret (create, rotate).
+  const idempotency = new IdempotencyService(db, () => clock.now(), secretBoxFor(config));
   const crashRules = {
     salt: config.crash.salt,
     houseEdgeBp: config.crash.houseEdgeBp,

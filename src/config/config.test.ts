@@ -94,6 +94,18 @@ describe('config', () => {
     );
   });
 
+  it('bounds the time to receive a request (REQUEST_TIMEOUT_MS, 30 s by default)', () => {
+    expect(loadConfig({ APP_ENV: 'development' }).requestTimeoutMs).toBe(30_000);
+    expect(loadConfig({ APP_ENV: 'development', REQUEST_TIMEOUT_MS: '500' }).requestTimeoutMs).toBe(500);
+    // 0 would turn the bound off, which is the slowloris hole the setting closes.
+    expect(() => loadConfig({ APP_ENV: 'development', REQUEST_TIMEOUT_MS: '0' })).toThrow(
+      /REQUEST_TIMEOUT_MS must be between 100 and 600000/,
+    );
+    expect(() => loadConfig({ APP_ENV: 'development', REQUEST_TIMEOUT_MS: '30s' })).toThrow(
+      /REQUEST_TIMEOUT_MS must be an integer/,
+    );
+  });
+
   it('drains for DRAIN_DELAY_MS before closing (none by default)', () => {
     expect(loadConfig({ APP_ENV: 'development' }).drainDelayMs).toBe(0);
     expect(loadConfig({ APP_ENV: 'development', DRAIN_DELAY_MS: '5000' }).drainDelayMs).toBe(5000);

@@ -39,6 +39,12 @@ export interface Config {
   trustedProxies: number | string[] | null;
   logLevel: string;
   bodyLimitBytes: number;
+  /**
+   * The most a client may take to send a whole request, headers and body (REQUEST_TIMEOUT_MS): past
+   * it the request is answered 408 REQUEST_TIMEOUT and its connection closed, so a client that stops
+   * sending cannot hold a connection (slowloris). Idle keep-alive connections are not counted.
+   */
+  requestTimeoutMs: number;
   signatureToleranceMs: number;
   secretRotationOverlapMs: number;
   idempotencyRetentionMs: number;
@@ -272,6 +278,7 @@ export function loadConfig(env: Env = process.env, options: { serving?: boolean 
     trustedProxies,
     logLevel: env.LOG_LEVEL || (appEnv === 'test' ? 'silent' : 'info'),
     bodyLimitBytes: int(env, 'BODY_LIMIT_BYTES', 16 * 1024, 256, 10 * 1024 * 1024),
+    requestTimeoutMs: int(env, 'REQUEST_TIMEOUT_MS', 30_000, 100, 600_000),
     signatureToleranceMs: int(env, 'SIGNATURE_TOLERANCE_MS', 300_000, 1000),
     secretRotationOverlapMs: int(env, 'SECRET_ROTATION_OVERLAP_MS', 24 * 3600_000, 0),
     idempotencyRetentionMs: int(env, 'IDEMPOTENCY_RETENTION_MS', 48 * 3600_000, 24 * 3600_000),

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { DomainError } from '../errors/codes';
-import { cannotRepeatAKey, MAX_JSON_DEPTH, parseJsonBody } from './json-body';
+import { bodyEncodingRefusal, cannotRepeatAKey, MAX_JSON_DEPTH, parseJsonBody } from './json-body';
 
 const codeOf = (text: string): string | null => {
   try {
@@ -57,5 +57,34 @@ describe('JSON bodies', () => {
     expect(codeOf('{"\\u0000":1}')).toBe('VALIDATION_FAILED');
     expect(codeOf('{"a":"\\ud800"}')).toBe('MALFORMED_JSON');
     expect(codeOf('{"a":"\\ud83d\\ude00"}')).toBe(null);
+  });
+});
+
+describe('body encoding and charset', () => {
+  const refused = (headers: Record<string, string>): string | undefined => bodyEncodingRefusal(headers)?.code;
+
+  it('takes plain UTF-8 JSON, however the header spells it', () => {
+    expect(refused({})).toBeUndefined();
+    expect(refused({ 'content-type': 'application/json' })).toBeUndefined();
+    expect(refused({ 'content-type': 'application/json; charset=utf-8' })).toBeUndefined();
+    expect(refused({ 'content-type': 'application/json;charset=UTF-8' })).toBeUndefined();
+    expect(refused({ 'content-type': 'application/json; charset="utf8"; v=1' })).toBeUndefined();
+    expect(refused({ 'content-type': 'application/json; v=1' })).toBeUndefined();
+    expect(refused({ 'content-encoding': 'identity' })).toBeUndefined();
+    expect(refused({ 'content-encoding': ' Identity ' })).toBeUndefined();
+    expect(refused({ 'content-encoding': '' })).toBeUndefined();
+  });
+
+  it('refuses any Content-Encoding but identity, and any charset but UTF-8, with 415', () => {
+    for (const encoding of ['gzip', 'br', 'deflate', 'x-gzip', 'gzip, identity', 'identity, gzip']) {
+      expect(refused({ 'content-encoding': encoding })).toBe('UNSUPPORTED_MEDIA_TYPE');
+    }
+    for (const charset of ['utf-16', 'UTF-16LE', 'latin1', 'iso-8859-1', '"utf-16"', '', 'utf-8x']) {
+      expect(refused({ 'content-type': `application/json; charset=${charset}` })).toBe('UNSUPPORTED_MEDIA_TYPE');
+    }
+    // A second charset parameter cannot slip another encoding past the first.
+    expect(refused({ 'content-type': 'application/json; charset=utf-8; charset=utf-16' })).toBe(
+      'UNSUPPORTED_MEDIA_TYPE',
+    );
   });
 });

@@ -1,6 +1,7 @@
 import { isUtf8 } from 'node:buffer';
 import { parse as losslessParse } from 'lossless-json';
 import type { FastifyInstance } from 'fastify';
+import type { IncomingHttpHeaders } from 'node:http';
 import { DomainError } from '../errors/codes';
 
 declare module 'fastify' {
@@ -16,6 +17,48 @@ export function decorateRawBody(app: FastifyInstance): void {
 }
 
 const toNumber = (text: string): number => Number(text);
+
+const ENCODED = 'bodies must be sent unencoded: no Content-Encoding (or identity); gzip and the like are not accepted';
+const NOT_UTF8 = 'JSON bodies must be UTF-8: send Content-Type: application/json with no charset or charset=utf-8';
+
+/**
+ * The body's bytes are what the signature covers and what is parsed, so they must be plain UTF-8
+ * JSON as sent: a Content-Encoding other than identity, or a charset other than UTF-8, is refused
+ * (415), never decoded nor read as something else. Called for every JSON body: a request that sends
+ * neither header, or a Content-Type without parameters, costs two lookups and an indexOf.
+ */
+export function bodyEncodingRefusal(headers: IncomingHttpHeaders): DomainError | undefined {
+  const encoding = headers['content-encoding'];
+  if (encoding !== undefined && !isIdentity(encoding)) return new DomainError('UNSUPPORTED_MEDIA_TYPE', ENCODED);
+  const type = headers['content-type'];
+  if (type !== undefined && type.indexOf(';') !== -1 && !charsetIsUtf8(type)) {
+    return new DomainError('UNSUPPORTED_MEDIA_TYPE', NOT_UTF8);
+  }
+  return undefined;
+}
+
+const isIdentity = (encoding: string): boolean => {
+  const value = encoding.trim().toLowerCase();
+  return value === '' || value === 'identity';
+};
+
+/** Whether every charset parameter of a Content-Type is UTF-8 (utf-8 or utf8, any case, maybe quoted); none is fine. */
+function charsetIsUtf8(type: string): boolean {
+  if (type === 'application/json; charset=utf-8') return true;
+  const params = type.split(';');
+  for (let i = 1; i < params.length; i++) {
+    const param = params[i]!;
+    const eq = param.indexOf('=');
+    if (eq === -1 || param.slice(0, eq).trim().toLowerCase() !== 'charset') continue;
+    let value = param
+      .slice(eq + 1)
+      .trim()
+      .toLowerCase();
+    if (value.length >= 2 && value.startsWith('"') && value.endsWith('"')) value = value.slice(1, -1);
+    if (value !== 'utf-8' && value !== 'utf8') return false;
+  }
+  return true;
+}
 
 const QUOTE = 0x22;
 const COLON = 0x3a;

@@ -3,11 +3,11 @@ import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { STATUS_CODES } from 'node:http';
+import { STATUS_CODES, type ServerOptions, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { DomainError, type ErrorCode } from '../errors/codes';
 import type { AppServices } from '../services';
-import { decorateRawBody, parseJsonBody } from './json-body';
+import { bodyEncodingRefusal, decorateRawBody, parseJsonBody } from './json-body';
 import { lazyChildLoggerFactory, logsAt } from './request-logger';
 import { announceDeprecations } from './deprecation';
 import { surfaceA, surfaceARoutes } from './surface-a/routes';
@@ -35,13 +35,19 @@ const REQUEST_LINE_A = /^[A-Z]+ \/api\/public\//;
 
 /**
  * Errors Node's HTTP parser raises before Fastify sees a request (oversized headers or URL, a
- * malformed request line, a client too slow to send its headers) are answered in the surface's
- * error shape too, picked from the request line when the parser kept it.
+ * malformed request line, a client too slow to send its headers or body) are answered in the
+ * surface's error shape too, picked from the request line when the parser kept it, or from the URL
+ * of the request in flight.
  */
 function clientErrorHandler(error: Error & { code?: string; rawPacket?: unknown }, socket: Duplex): void {
   if (error.code === 'ECONNRESET' || socket.destroyed) return;
+  // A request whose body stopped arriving has already been handed to Fastify: its response is on
+  // the socket (Node's `_httpMessage`, what Node's own handler looks at). If that response has begun,
+  // another one would corrupt the stream: the connection is only closed.
+  const inFlight = (socket as Duplex & { _httpMessage?: ServerResponse | null })._httpMessage;
+  if (inFlight?.headersSent) return void socket.destroy();
   const line = Buffer.isBuffer(error.rawPacket) ? error.rawPacket.subarray(0, 64).toString('latin1') : '';
-  const surface = REQUEST_LINE_A.test(line) ? surfaceA : surfaceB;
+  const surface = REQUEST_LINE_A.test(line) || surfaceFor(inFlight?.req?.url) === surfaceA ? surfaceA : surfaceB;
   const [code, message]: [ErrorCode, string] =
     error.code === 'HPE_HEADER_OVERFLOW'
       ? ['HEADERS_TOO_LARGE', 'the request line and headers are larger than the server accepts']
@@ -76,15 +82,36 @@ function proxyTrust(trusted: number | string[] | null): TrustProxy {
 const rootErrorHandlers = { A: errorHandler(surfaceA), B: errorHandler(surfaceB) };
 const rootErrors = (url: string | undefined) => rootErrorHandlers[surfaceFor(url).name];
 
+/**
+ * Node's request deadlines: the whole request (headers and body) within `requestTimeoutMs`, the
+ * headers within the same or 60 s if shorter (Node requires headersTimeout <= requestTimeout). Node
+ * looks for expired requests only every `connectionsCheckingInterval` (30 s by default), so it is a
+ * tenth of the timeout (at least 100 ms): a 408 comes within about 1.1 × the setting. Only requests
+ * still being received are checked; an idle keep-alive connection is the keep-alive timeout's.
+ */
+export function requestDeadlines(
+  requestTimeoutMs: number,
+): Required<Pick<ServerOptions, 'requestTimeout' | 'headersTimeout' | 'connectionsCheckingInterval'>> {
+  return {
+    requestTimeout: requestTimeoutMs,
+    headersTimeout: Math.min(60_000, requestTimeoutMs),
+    connectionsCheckingInterval: Math.max(100, Math.floor(requestTimeoutMs / 10)),
+  };
+}
+
 /** Builds the HTTP server: parsing, validation settings, OpenAPI, and the surfaces. */
 export async function buildHttpServer(s: AppServices, options: HttpOptions = {}): Promise<FastifyInstance> {
+  const deadlines = requestDeadlines(s.config.requestTimeoutMs);
+  // Fastify hands `https` (else `http`) to Node's createServer: the deadlines go in whichever is used.
   const https = s.config.tls
-    ? { key: readFileSync(s.config.tls.keyFile), cert: readFileSync(s.config.tls.certFile) }
+    ? { key: readFileSync(s.config.tls.keyFile), cert: readFileSync(s.config.tls.certFile), ...deadlines }
     : null;
   // A pino Logger instance narrows the logger type; everything here needs only the base instance.
   const app = Fastify({
     loggerInstance: s.logger,
-    ...(https ? { https } : {}),
+    ...(https ? { https } : { http: deadlines }),
+    // Fastify sets this on the server after creating it (its default, 0, would turn Node's off).
+    requestTimeout: deadlines.requestTimeout,
     bodyLimit: s.config.bodyLimitBytes,
     // Per-request info logs would cost a third of the throughput; completions are logged below
     // at debug, failures at warn/error.
@@ -145,6 +172,10 @@ export async function buildHttpServer(s: AppServices, options: HttpOptions = {})
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (req, body, done) => {
     req.rawBody = body as Buffer;
+    // Fastify picks this parser by media type alone: a gzip-labelled body or charset=utf-16 is
+    // refused here (415), like any other content type, before it is parsed.
+    const refusal = bodyEncodingRefusal(req.headers);
+    if (refusal !== undefined) return done(refusal, undefined);
     try {
       done(null, parseJsonBody(body as Buffer));
     } catch (error) {

@@ -2,7 +2,7 @@ import canonicalize from 'canonicalize';
 import { createHash } from 'node:crypto';
 import { DomainError, isDomainError } from '../errors/codes';
 import type { CommandAnswer, KeyClaim } from '../bets/bet-commands';
-import type { Database, SqlExecutor } from '../store/database';
+import type { Database, SqlExecutor, WriteTransaction } from '../store/database';
 import { type KeyClaimRow, type KeyRow, idempotencyRepository } from './idempotency-repository';
 
 export interface StoredResponse {
@@ -27,7 +27,22 @@ export interface IdempotencyScope {
   signature?: string;
 }
 
+// What a keyed write hands its service: the surfaces name it from here, never from the store.
+export type { WriteTransaction } from '../store/database';
+
 export const MAX_KEY_LENGTH = 255;
+
+/** Seals a stored answer that holds a secret (a webhook endpoint's), so the key row never keeps it in clear. */
+export interface AnswerSealer {
+  seal(plaintext: string): string;
+  open(sealed: string): string;
+}
+
+// A sealed answer starts with its format's version; JSON text never starts with a letter "v".
+const SEALED_PREFIX = 'v1.';
+
+/** Thrown through a keyed write's transaction when its key already has an answer: nothing is written. */
+const ANSWERED = Symbol('the key already has an answer');
 
 /**
  * RFC 8785 canonical JSON, hashed with the route: a reordered or reformatted body with the same
@@ -70,7 +85,93 @@ export class IdempotencyService {
   constructor(
     private readonly db: Database,
     private readonly now: () => number,
+    private readonly sealer?: AnswerSealer,
   ) {}
+
+  /**
+   * A write that is not a bet command (creating a webhook endpoint, queueing sandbox outcomes) under
+   * an Idempotency-Key. `call` runs the service method, which hands `inTx` its one transaction; the
+   * key is claimed inside it, so the write and the claim commit together or not at all, and the
+   * answer (`toResponse` of what the method returned) is stored on the key right after. Between those
+   * two commits a retry is told the request is in flight; a process that dies there leaves the key
+   * answering that until it is purged, and the write happened once. The key's answer is looked up
+   * first, so a retry replays it even when preparing the write again would now fail (the endpoint
+   * since deleted, say). What the service refuses before its transaction (validation, a URL check)
+   * is not stored, as nothing began; a refusal inside it is. `sealed` stores the answer sealed, for
+   * answers that carry a secret.
+   */
+  async keyedWrite<T>(
+    scope: IdempotencyScope,
+    call: (inTx: WriteTransaction) => Promise<T>,
+    toResponse: (result: T) => StoredResponse,
+    present: (error: DomainError) => StoredResponse,
+    options: { sealed?: boolean } = {},
+  ): Promise<IdempotentResult> {
+    const hash = this.hashOf(scope);
+    const encode = (response: StoredResponse): string => this.encode(response, options.sealed === true);
+    return this.singleFlight(scope, hash, async () => {
+      const earlier = await this.lookup(scope);
+      if (earlier) return this.fromRow(earlier, hash);
+      let began = false;
+      let committed = false;
+      let stored: IdempotentResult | undefined;
+      const inTx: WriteTransaction = async (work) => {
+        if (began) throw new Error('a keyed write runs exactly one transaction');
+        began = true;
+        const result = await this.db.transaction(async (tx) => {
+          const claimed = await idempotencyRepository.claim(tx, this.claimRow(scope, hash));
+          if (claimed.changes === 0) {
+            // Answered meanwhile (another instance, a concurrent retry): replay it, write nothing.
+            const row = await idempotencyRepository.byKey(tx, scope.operatorId, scope.key);
+            if (!row) throw replayedUnderAnotherKey();
+            stored = this.fromRow(row, hash);
+            throw ANSWERED;
+          }
+          return work(tx);
+        });
+        committed = true;
+        return result;
+      };
+      let response: StoredResponse;
+      try {
+        response = toResponse(await call(inTx));
+      } catch (error) {
+        if (error === ANSWERED && stored) return stored;
+        if (!began || !isDomainError(error) || NOT_STORED.has(error.code)) throw error;
+        response = present(error);
+        // Refused inside the transaction: nothing was written and the key is free; store the refusal.
+        if (!committed) return this.storeAnswer(scope, hash, response, encode);
+      }
+      if (!committed) return this.storeAnswer(scope, hash, response, encode);
+      await this.db.transaction((tx) =>
+        idempotencyRepository.complete(tx, scope.operatorId, scope.key, response.statusCode, encode(response)),
+      );
+      return { statusCode: response.statusCode, body: response.body, replayed: false };
+    });
+  }
+
+  /** Stores an answer reached outside the key's transaction, unless the key got one first; returns the key's. */
+  private async storeAnswer(
+    scope: IdempotencyScope,
+    hash: string,
+    response: StoredResponse,
+    encode: (response: StoredResponse) => string,
+  ): Promise<IdempotentResult> {
+    const claimed = await this.db.transaction((tx) =>
+      idempotencyRepository.claimAnswered(tx, this.claimRow(scope, hash), response.statusCode, encode(response)),
+    );
+    if (claimed.changes === 1) return { statusCode: response.statusCode, body: response.body, replayed: false };
+    const row = await this.lookup(scope);
+    if (!row) throw replayedUnderAnotherKey();
+    return this.fromRow(row, hash);
+  }
+
+  private encode(response: StoredResponse, sealed: boolean): string {
+    const text = JSON.stringify(response.body);
+    if (!sealed) return text;
+    if (!this.sealer) throw new Error('a sealed answer needs the service built with a sealer');
+    return this.sealer.seal(text);
+  }
 
   async execute(
     scope: IdempotencyScope,
@@ -232,7 +333,8 @@ export class IdempotencyService {
         'a request with this idempotency key is still being processed; retry shortly',
       );
     }
-    return { statusCode: Number(row.status_code), body: JSON.parse(row.response), replayed: true };
+    const text = this.sealer && row.response.startsWith(SEALED_PREFIX) ? this.sealer.open(row.response) : row.response;
+    return { statusCode: Number(row.status_code), body: JSON.parse(text), replayed: true };
   }
 
   private async complete(tx: SqlExecutor, scope: IdempotencyScope, response: StoredResponse): Promise<void> {

@@ -53,29 +53,27 @@ export const sandboxRepository = {
 
   /** Queues outcomes after any already queued. */
   async enqueueScripts(
-    db: Database,
+    tx: SqlExecutor,
     operatorId: string,
     game: Game,
     outcomes: ScriptedOutcome[],
     now: number,
   ): Promise<SandboxScript[]> {
-    return db.transaction(async (tx) => {
-      const last = await tx.get<{ n: number | null }>(
-        'SELECT MAX(seq) AS n FROM sandbox_scripts WHERE operator_id = ? AND game = ?',
-        [operatorId, game],
+    const last = await tx.get<{ n: number | null }>(
+      'SELECT MAX(seq) AS n FROM sandbox_scripts WHERE operator_id = ? AND game = ?',
+      [operatorId, game],
+    );
+    let seq = Number(last?.n ?? 0);
+    const out: SandboxScript[] = [];
+    for (const outcome of outcomes) {
+      const id = `scr_${randomUUID()}`;
+      await tx.run(
+        'INSERT INTO sandbox_scripts (id, operator_id, game, outcome, created_at, seq) VALUES (?, ?, ?, ?, ?, ?)',
+        [id, operatorId, game, JSON.stringify(outcome), now, ++seq],
       );
-      let seq = Number(last?.n ?? 0);
-      const out: SandboxScript[] = [];
-      for (const outcome of outcomes) {
-        const id = `scr_${randomUUID()}`;
-        await tx.run(
-          'INSERT INTO sandbox_scripts (id, operator_id, game, outcome, created_at, seq) VALUES (?, ?, ?, ?, ?, ?)',
-          [id, operatorId, game, JSON.stringify(outcome), now, ++seq],
-        );
-        out.push({ id, game, outcome, createdAt: now });
-      }
-      return out;
-    });
+      out.push({ id, game, outcome, createdAt: now });
+    }
+    return out;
   },
 
   async pendingScripts(db: SqlExecutor, operatorId: string, game: Game): Promise<SandboxScript[]> {

@@ -12,7 +12,7 @@ import type { FeedMessage, LiveFeed } from '../games/engine/live-feed';
 import type { Game } from '../games/engine/round';
 import { presentRound } from '../games/round-presenter';
 import { roundRepository } from '../games/engine/round-repository';
-import type { Database } from '../store/database';
+import type { Database, WriteTransaction } from '../store/database';
 import type { CrashGameOptions } from '../games/crash/crash-game';
 import type { StockRaceGameOptions } from '../games/stock-race/stock-race-game';
 import { SandboxCrashGame, SandboxStockRaceGame, sandboxSeeds } from './sandbox-games';
@@ -138,10 +138,17 @@ export class SandboxService {
     return (await sandboxRepository.settings(this.o.db, operatorId, this.o.config)).timing;
   }
 
-  async setTiming(operator: Operator, patch: DeepPartialTiming): Promise<SandboxTiming> {
+  /** Runs a write's one transaction as the store's own, unless the caller hands another (an idempotent retry's). */
+  private readonly ownTransaction: WriteTransaction = (work) => this.o.db.transaction(work);
+
+  async setTiming(
+    operator: Operator,
+    patch: DeepPartialTiming,
+    inTx: WriteTransaction = this.ownTransaction,
+  ): Promise<SandboxTiming> {
     assertTestMode(operator);
     const now = this.o.clock.now();
-    const timing = await this.o.db.transaction(async (tx) => {
+    const timing = await inTx(async (tx) => {
       const current = await sandboxRepository.settings(tx, operator.id, this.o.config);
       const next: SandboxTiming = {
         crash: { ...current.timing.crash, ...(patch.crash ?? {}) },
@@ -158,20 +165,33 @@ export class SandboxService {
     return (await sandboxRepository.settings(this.o.db, operatorId, this.o.config)).wallet;
   }
 
-  async setWalletSwitch(operator: Operator, value: SandboxWalletSwitch): Promise<SandboxWalletSwitch> {
+  async setWalletSwitch(
+    operator: Operator,
+    value: SandboxWalletSwitch,
+    inTx: WriteTransaction = this.ownTransaction,
+  ): Promise<SandboxWalletSwitch> {
     assertTestMode(operator);
     const now = this.o.clock.now();
-    await this.o.db.transaction(async (tx) => {
+    await inTx(async (tx) => {
       const current = await sandboxRepository.settings(tx, operator.id, this.o.config);
       await sandboxRepository.saveSettings(tx, operator.id, { ...current, wallet: value }, now);
     });
     return value;
   }
 
-  async script(operator: Operator, game: Game, outcomes: ScriptedOutcome[]): Promise<SandboxScript[]> {
+  /** Queues outcomes after those already queued; answers with every outcome still queued. */
+  async script(
+    operator: Operator,
+    game: Game,
+    outcomes: ScriptedOutcome[],
+    inTx: WriteTransaction = this.ownTransaction,
+  ): Promise<SandboxScript[]> {
     assertTestMode(operator);
-    await sandboxRepository.enqueueScripts(this.o.db, operator.id, game, outcomes, this.o.clock.now());
-    return sandboxRepository.pendingScripts(this.o.db, operator.id, game);
+    const now = this.o.clock.now();
+    return inTx(async (tx) => {
+      await sandboxRepository.enqueueScripts(tx, operator.id, game, outcomes, now);
+      return sandboxRepository.pendingScripts(tx, operator.id, game);
+    });
   }
 
   async pendingScripts(operator: Operator, game: Game): Promise<SandboxScript[]> {
@@ -185,9 +205,13 @@ export class SandboxService {
   }
 
   /** Sets a player's balance in the simulated wallet (minor units). */
-  async setBalance(operator: Operator, balance: SandboxBalance): Promise<SandboxBalance> {
+  async setBalance(
+    operator: Operator,
+    balance: SandboxBalance,
+    inTx: WriteTransaction = this.ownTransaction,
+  ): Promise<SandboxBalance> {
     assertTestMode(operator);
-    return simulatedWallet.setBalance(this.o.db, operator.id, balance, this.o.clock.now());
+    return simulatedWallet.setBalance(inTx, operator.id, balance, this.o.clock.now());
   }
 
   /** A player's balances in the simulated wallet, one per currency. */

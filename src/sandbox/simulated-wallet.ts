@@ -1,6 +1,6 @@
 import { DomainError } from '../errors/codes';
 import type { Config } from '../config/config';
-import type { Database, SqlExecutor } from '../store/database';
+import type { Database, SqlExecutor, WriteTransaction } from '../store/database';
 import type { AttemptResult, Settlement } from '../wallet/settlements';
 import { sandboxRepository } from './sandbox-repository';
 import type { SandboxBalance } from './sandbox-settings';
@@ -18,8 +18,13 @@ export type SimulatedAnswer = Omit<AttemptResult, 'startedAt' | 'latencyMs'>;
  * idempotency key, so the retries that follow either failure never credit twice.
  */
 export const simulatedWallet = {
-  async setBalance(db: Database, operatorId: string, b: SandboxBalance, now: number): Promise<SandboxBalance> {
-    await db.transaction((tx) => sandboxRepository.setBalance(tx, operatorId, b, now));
+  async setBalance(
+    inTx: WriteTransaction,
+    operatorId: string,
+    b: SandboxBalance,
+    now: number,
+  ): Promise<SandboxBalance> {
+    await inTx((tx) => sandboxRepository.setBalance(tx, operatorId, b, now));
     return b;
   },
 

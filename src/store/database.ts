@@ -67,6 +67,13 @@ export interface Database extends SqlExecutor {
   close(): Promise<void>;
 }
 
+/**
+ * How a service runs the one transaction of a write: `db.transaction` by default; under an
+ * Idempotency-Key, one that also claims the key and stores the answer inside it
+ * (IdempotencyService.keyedWrite). The same rule holds: `work` touches nothing but `tx`.
+ */
+export type WriteTransaction = <T>(work: (tx: SqlExecutor) => Promise<T>) => Promise<T>;
+
 export interface LeaseOptions {
   /**
    * A holder that has not been heard from for this long loses the lease even if its connection

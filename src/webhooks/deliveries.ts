@@ -1,7 +1,7 @@
 import { timeOrderedId } from '../ids/time-ordered-id';
 import type { Clock } from '../clock/clock';
 import { DomainError } from '../errors/codes';
-import { type Database, type SqlExecutor, nullableNumber } from '../store/database';
+import { type Database, type SqlExecutor, type WriteTransaction, nullableNumber } from '../store/database';
 import { type AttemptLogRow, type DeliveryRow, deliveryRepository } from './delivery-repository';
 import type { Scope, WebhookEndpointService } from './endpoints';
 
@@ -57,6 +57,9 @@ let testSeq = 0;
 
 /** Reading the delivery log, re-sending dead letters, and test pings: what the dashboard, API and CLI share. */
 export class WebhookDeliveryService {
+  /** Runs a write's one transaction as the store's own, unless the caller hands another (an idempotent retry's). */
+  private readonly ownTransaction: WriteTransaction = (work) => this.db.transaction(work);
+
   constructor(
     private readonly db: Database,
     private readonly clock: Clock,
@@ -100,7 +103,7 @@ export class WebhookDeliveryService {
    * attempts; the old one stays as it was, for the record. A delivery still being retried is left
    * to its schedule.
    */
-  async resend(scope: Scope, id: string): Promise<DeliveryView> {
+  async resend(scope: Scope, id: string, inTx: WriteTransaction = this.ownTransaction): Promise<DeliveryView> {
     const old = await this.row(scope, id);
     if (old.status === 'pending') {
       throw new DomainError(
@@ -116,7 +119,7 @@ export class WebhookDeliveryService {
     const newId = `dlv_${timeOrderedId(now)}`;
     // Answered with the delivery as queued, read in its own transaction: a read after it could
     // already show the dispatcher's first attempt.
-    const queued = await this.db.transaction(async (tx) => {
+    const queued = await inTx(async (tx) => {
       const { event_id: eventId, endpoint_id: endpointId, operator_id: operatorId } = old;
       await deliveryRepository.requeue(tx, { id: newId, resendOf: old.id, eventId, endpointId, operatorId, now });
       return this.row(scope, newId, tx);
@@ -125,7 +128,11 @@ export class WebhookDeliveryService {
   }
 
   /** A `webhook.test` event for one endpoint, signed and retried like any other. */
-  async sendTest(scope: Scope, endpointId: string): Promise<DeliveryView> {
+  async sendTest(
+    scope: Scope,
+    endpointId: string,
+    inTx: WriteTransaction = this.ownTransaction,
+  ): Promise<DeliveryView> {
     const endpoint = await this.endpoints.get(scope, endpointId);
     if (!endpoint.enabled)
       throw new DomainError('ILLEGAL_TRANSITION', `endpoint ${endpoint.id} is disabled; enable it first`);
@@ -133,7 +140,7 @@ export class WebhookDeliveryService {
     const eventId = `evt_${timeOrderedId(now)}`;
     const deliveryId = `dlv_${timeOrderedId(now)}`;
     const data = { endpoint_id: endpoint.id, message: 'test event: signatures and reachability check' };
-    const queued = await this.db.transaction(async (tx) => {
+    const queued = await inTx(async (tx) => {
       const seq = now * 1000 + (testSeq++ % 1000);
       const { id: endpointId, operatorId } = endpoint;
       await deliveryRepository.insertTestEvent(

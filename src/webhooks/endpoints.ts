@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Clock } from '../clock/clock';
 import { DomainError } from '../errors/codes';
 import type { SecretBox } from '../operators/secret-box';
-import type { Database } from '../store/database';
+import type { Database, SqlExecutor, WriteTransaction } from '../store/database';
 import { operatorRepository } from '../operators/operator-repository';
 import { type EndpointRow, endpointRepository } from './endpoint-repository';
 import { deliveryRepository } from './delivery-repository';
@@ -95,7 +95,14 @@ export class WebhookEndpointService {
     });
   }
 
-  async create(operatorId: string, input: EndpointInput): Promise<{ endpoint: WebhookEndpoint; secret: string }> {
+  /** Runs a write's one transaction as the store's own, unless the caller hands another (an idempotent retry's). */
+  private readonly ownTransaction: WriteTransaction = (work) => this.db.transaction(work);
+
+  async create(
+    operatorId: string,
+    input: EndpointInput,
+    inTx: WriteTransaction = this.ownTransaction,
+  ): Promise<{ endpoint: WebhookEndpoint; secret: string }> {
     const url = await this.checkUrl(input.url);
     const events = parseEvents(input.events);
     const surface = input.surface ?? 'A';
@@ -103,7 +110,7 @@ export class WebhookEndpointService {
     const secret = generateEndpointSecret();
     const now = this.clock.now();
     const id = `we_${randomUUID().replace(/-/g, '').slice(0, 24)}`;
-    await this.db.transaction(async (tx) => {
+    const endpoint = await inTx(async (tx) => {
       if (!(await operatorRepository.exists(tx, operatorId)))
         throw new DomainError('NOT_FOUND', `no operator with id ${operatorId}`);
       if ((await endpointRepository.countForOperator(tx, operatorId)) >= MAX_ENDPOINTS_PER_OPERATOR) {
@@ -123,8 +130,9 @@ export class WebhookEndpointService {
         created_at: now,
         updated_at: now,
       });
+      return toEndpoint(await this.row(operatorId, id, tx));
     });
-    return { endpoint: await this.get(operatorId, id), secret };
+    return { endpoint, secret };
   }
 
   async list(operatorId: string): Promise<WebhookEndpoint[]> {
@@ -164,24 +172,26 @@ export class WebhookEndpointService {
     scope: Scope,
     id: string,
     overlapMs = this.options.rotationOverlapMs,
+    inTx: WriteTransaction = this.ownTransaction,
   ): Promise<{ endpoint: WebhookEndpoint; secret: string }> {
     if (!Number.isSafeInteger(overlapMs) || overlapMs < 0)
       throw new DomainError('VALIDATION_FAILED', 'the overlap must be a non-negative integer of milliseconds');
     const current = await this.row(scope, id);
     const secret = generateEndpointSecret();
     const now = this.clock.now();
-    const changed = await this.db.transaction((tx) =>
-      endpointRepository.rotateSecret(tx, id, {
+    const endpoint = await inTx(async (tx) => {
+      const changed = await endpointRepository.rotateSecret(tx, id, {
         secretEnc: this.box.seal(secret),
         previousSecretEnc: overlapMs > 0 ? current.secret_enc : null,
         previousExpiresAt: overlapMs > 0 ? now + overlapMs : null,
         currentSecretEnc: current.secret_enc,
         now,
-      }),
-    );
-    if (changed.changes === 0)
-      throw new DomainError('ILLEGAL_TRANSITION', 'the secret was rotated concurrently; list the endpoint and retry');
-    return { endpoint: await this.get(scope, id), secret };
+      });
+      if (changed.changes === 0)
+        throw new DomainError('ILLEGAL_TRANSITION', 'the secret was rotated concurrently; list the endpoint and retry');
+      return toEndpoint(await this.row(scope, id, tx));
+    });
+    return { endpoint, secret };
   }
 
   /** The secrets that sign for this endpoint right now: current first, then the previous one during the overlap. */
@@ -202,8 +212,8 @@ export class WebhookEndpointService {
     return endpointRepository.byId(this.db, null, id);
   }
 
-  async row(scope: Scope, id: string): Promise<EndpointRow> {
-    const row = await endpointRepository.byId(this.db, scope, id);
+  async row(scope: Scope, id: string, db: SqlExecutor = this.db): Promise<EndpointRow> {
+    const row = await endpointRepository.byId(db, scope, id);
     if (!row)
       throw new DomainError(
         'WEBHOOK_ENDPOINT_NOT_FOUND',

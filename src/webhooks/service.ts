@@ -3,7 +3,7 @@ import type { Clock } from '../clock/clock';
 import type { Config } from '../config/config';
 import type { OperatorService } from '../operators/operators';
 import type { SecretBox } from '../operators/secret-box';
-import type { Database } from '../store/database';
+import type { Database, WriteTransaction } from '../store/database';
 import { verifyServiceSignature } from '../signing/webhook-signature';
 import { WebhookDeliveryService, type DeliveryFilter, type DeliveryView } from './deliveries';
 import { WebhookDispatcher } from './dispatcher';
@@ -104,8 +104,12 @@ export class WebhookService {
   }
 
   /** The secret is in this answer only: it is stored sealed and never shown again. */
-  async createEndpoint(operatorId: string, input: EndpointInput): Promise<EndpointJson & { secret: string }> {
-    const { endpoint, secret } = await this.endpoints.create(operatorId, input);
+  async createEndpoint(
+    operatorId: string,
+    input: EndpointInput,
+    inTx?: WriteTransaction,
+  ): Promise<EndpointJson & { secret: string }> {
+    const { endpoint, secret } = await this.endpoints.create(operatorId, input, inTx);
     return { ...presentEndpoint(endpoint), secret };
   }
 
@@ -120,8 +124,13 @@ export class WebhookService {
     this.dispatcher.invalidate(id);
   }
 
-  async rotateSecret(scope: Scope, id: string, overlapMs?: number): Promise<EndpointJson & { secret: string }> {
-    const { endpoint, secret } = await this.endpoints.rotateSecret(scope, id, overlapMs);
+  async rotateSecret(
+    scope: Scope,
+    id: string,
+    overlapMs?: number,
+    inTx?: WriteTransaction,
+  ): Promise<EndpointJson & { secret: string }> {
+    const { endpoint, secret } = await this.endpoints.rotateSecret(scope, id, overlapMs, inTx);
     this.dispatcher.invalidate(id);
     return { ...presentEndpoint(endpoint), secret };
   }
@@ -134,12 +143,12 @@ export class WebhookService {
     return this.deliveries.get(scope, id);
   }
 
-  resend(scope: Scope, deliveryId: string): Promise<DeliveryView> {
-    return this.deliveries.resend(scope, deliveryId);
+  resend(scope: Scope, deliveryId: string, inTx?: WriteTransaction): Promise<DeliveryView> {
+    return this.deliveries.resend(scope, deliveryId, inTx);
   }
 
-  sendTestEvent(scope: Scope, endpointId: string): Promise<DeliveryView> {
-    return this.deliveries.sendTest(scope, endpointId);
+  sendTestEvent(scope: Scope, endpointId: string, inTx?: WriteTransaction): Promise<DeliveryView> {
+    return this.deliveries.sendTest(scope, endpointId, inTx);
   }
 
   /** Reproduces an x-service-signature check for an integrator who cannot do it locally. No side effect. */

@@ -1367,7 +1367,10 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /** @description 1 to 255 characters: a retry under the same key (signed afresh) gets the first answer and changes nothing */
+                    "idempotency-key"?: string;
+                };
                 path?: never;
                 cookie?: never;
             };
@@ -1768,7 +1771,10 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /** @description 1 to 255 characters: a retry under the same key (signed afresh) gets the first answer and changes nothing */
+                    "idempotency-key"?: string;
+                };
                 path?: never;
                 cookie?: never;
             };
@@ -2170,7 +2176,10 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /** @description 1 to 255 characters: a retry under the same key (signed afresh) gets the first answer and changes nothing */
+                    "idempotency-key"?: string;
+                };
                 path?: never;
                 cookie?: never;
             };
@@ -2334,7 +2343,10 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /** @description 1 to 255 characters: a retry under the same key (signed afresh) gets the first answer and changes nothing */
+                    "idempotency-key"?: string;
+                };
                 path?: never;
                 cookie?: never;
             };
@@ -2629,7 +2641,10 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /** @description 1 to 255 characters: a retry under the same key (signed afresh) gets the first answer and changes nothing */
+                    "idempotency-key"?: string;
+                };
                 path?: never;
                 cookie?: never;
             };
@@ -3154,7 +3169,10 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /** @description 1 to 255 characters: a retry under the same key (signed afresh) gets the first answer and changes nothing */
+                    "idempotency-key"?: string;
+                };
                 path: {
                     /** @description must be a delivery id (dlv_…) */
                     delivery_id: string;
@@ -3494,7 +3512,10 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /** @description 1 to 255 characters: a retry under the same key (signed afresh) gets the first answer and changes nothing */
+                    "idempotency-key"?: string;
+                };
                 path?: never;
                 cookie?: never;
             };
@@ -4179,7 +4200,10 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /** @description 1 to 255 characters: a retry under the same key (signed afresh) gets the first answer and changes nothing */
+                    "idempotency-key"?: string;
+                };
                 path: {
                     /** @description must be an endpoint id (we_…) */
                     endpoint_id: string;
@@ -4364,7 +4388,10 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /** @description 1 to 255 characters: a retry under the same key (signed afresh) gets the first answer and changes nothing */
+                    "idempotency-key"?: string;
+                };
                 path: {
                     /** @description must be an endpoint id (we_…) */
                     endpoint_id: string;
@@ -6518,6 +6545,8 @@ export interface paths {
             parameters: {
                 query?: never;
                 header: {
+                    /** @description 1 to 255 characters: a retry under the same key (signed afresh) gets the first answer and changes nothing */
+                    "idempotency-key"?: string;
                     /** @description the operator API key */
                     "x-operator-key": string;
                     /** @description lowercase hex HMAC-SHA256 of METHOD\nPATH\nTIMESTAMP\nBODY keyed with the API secret */
@@ -6940,6 +6969,8 @@ export interface paths {
             parameters: {
                 query?: never;
                 header: {
+                    /** @description 1 to 255 characters: a retry under the same key (signed afresh) gets the first answer and changes nothing */
+                    "idempotency-key"?: string;
                     /** @description the operator API key */
                     "x-operator-key": string;
                     /** @description lowercase hex HMAC-SHA256 of METHOD\nPATH\nTIMESTAMP\nBODY keyed with the API secret */
@@ -7363,6 +7394,8 @@ export interface paths {
             parameters: {
                 query?: never;
                 header: {
+                    /** @description 1 to 255 characters: a retry under the same key (signed afresh) gets the first answer and changes nothing */
+                    "idempotency-key"?: string;
                     /** @description the operator API key */
                     "x-operator-key": string;
                     /** @description lowercase hex HMAC-SHA256 of METHOD\nPATH\nTIMESTAMP\nBODY keyed with the API secret */
@@ -7534,6 +7567,8 @@ export interface paths {
             parameters: {
                 query?: never;
                 header: {
+                    /** @description 1 to 255 characters: a retry under the same key (signed afresh) gets the first answer and changes nothing */
+                    "idempotency-key"?: string;
                     /** @description the operator API key */
                     "x-operator-key": string;
                     /** @description lowercase hex HMAC-SHA256 of METHOD\nPATH\nTIMESTAMP\nBODY keyed with the API secret */
@@ -7843,6 +7878,8 @@ export interface paths {
             parameters: {
                 query?: never;
                 header: {
+                    /** @description 1 to 255 characters: a retry under the same key (signed afresh) gets the first answer and changes nothing */
+                    "idempotency-key"?: string;
                     /** @description the operator API key */
                     "x-operator-key": string;
                     /** @description lowercase hex HMAC-SHA256 of METHOD\nPATH\nTIMESTAMP\nBODY keyed with the API secret */
@@ -8807,6 +8844,8 @@ export interface paths {
             parameters: {
                 query?: never;
                 header: {
+                    /** @description 1 to 255 characters: a retry under the same key (signed afresh) gets the first answer and changes nothing */
+                    "idempotency-key"?: string;
                     /** @description the operator API key */
                     "x-operator-key": string;
                     /** @description lowercase hex HMAC-SHA256 of METHOD\nPATH\nTIMESTAMP\nBODY keyed with the API secret */
@@ -9161,6 +9200,8 @@ export interface paths {
             parameters: {
                 query?: never;
                 header: {
+                    /** @description 1 to 255 characters: a retry under the same key (signed afresh) gets the first answer and changes nothing */
+                    "idempotency-key"?: string;
                     /** @description the operator API key */
                     "x-operator-key": string;
                     /** @description lowercase hex HMAC-SHA256 of METHOD\nPATH\nTIMESTAMP\nBODY keyed with the API secret */
@@ -9874,6 +9915,8 @@ export interface paths {
             parameters: {
                 query?: never;
                 header: {
+                    /** @description 1 to 255 characters: a retry under the same key (signed afresh) gets the first answer and changes nothing */
+                    "idempotency-key"?: string;
                     /** @description the operator API key */
                     "x-operator-key": string;
                     /** @description lowercase hex HMAC-SHA256 of METHOD\nPATH\nTIMESTAMP\nBODY keyed with the API secret */
@@ -10066,6 +10109,8 @@ export interface paths {
             parameters: {
                 query?: never;
                 header: {
+                    /** @description 1 to 255 characters: a retry under the same key (signed afresh) gets the first answer and changes nothing */
+                    "idempotency-key"?: string;
                     /** @description the operator API key */
                     "x-operator-key": string;
                     /** @description lowercase hex HMAC-SHA256 of METHOD\nPATH\nTIMESTAMP\nBODY keyed with the API secret */

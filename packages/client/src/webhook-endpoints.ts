@@ -1,4 +1,4 @@
-import { query, type CallOptions, type Transport } from './transport.js';
+import { newIdempotencyKey, query, type CallOptions, type Transport } from './transport.js';
 import type {
   CreateWebhookEndpointRequest,
   RotateWebhookSecretRequest,
@@ -24,12 +24,13 @@ export class WebhookEndpointsApi {
 
   /** The answer carries the endpoint secret (whsec_…): the only time the service shows it. */
   async create(body: CreateWebhookEndpointRequest, options: CallOptions = {}): Promise<WebhookEndpointWithSecret> {
-    // Not keyed on the service side: a blind retry after no answer could create a second endpoint.
+    // Keyed: a retry after no answer gets the first answer, never a second endpoint.
     const r = await this.t.send<WebhookEndpointWithSecret>({
       method: 'POST',
       path: `${this.prefix}/webhook-endpoints`,
       body,
-      retrySafe: false,
+      idempotencyKey: options.idempotencyKey ?? newIdempotencyKey(),
+      retrySafe: true,
       signal: options.signal,
     });
     return r.data;
@@ -88,7 +89,8 @@ export class WebhookEndpointsApi {
         method: 'POST',
         path,
         body,
-        retrySafe: false,
+        idempotencyKey: options.idempotencyKey ?? newIdempotencyKey(),
+        retrySafe: true,
         signal: options.signal,
       })
     ).data;
@@ -96,8 +98,16 @@ export class WebhookEndpointsApi {
 
   async sendTest(endpointId: string, options: CallOptions = {}): Promise<WebhookDelivery> {
     const path = `${this.prefix}/webhook-endpoints/${id(endpointId)}/test`;
-    return (await this.t.send<WebhookDelivery>({ method: 'POST', path, retrySafe: false, signal: options.signal }))
-      .data;
+    const idempotencyKey = options.idempotencyKey ?? newIdempotencyKey();
+    return (
+      await this.t.send<WebhookDelivery>({
+        method: 'POST',
+        path,
+        idempotencyKey,
+        retrySafe: true,
+        signal: options.signal,
+      })
+    ).data;
   }
 
   async deliveries(filter: WebhookDeliveriesQuery = {}, options: CallOptions = {}): Promise<WebhookDelivery[]> {
@@ -119,8 +129,16 @@ export class WebhookEndpointsApi {
 
   async resend(deliveryId: string, options: CallOptions = {}): Promise<WebhookDelivery> {
     const path = `${this.prefix}/webhook-deliveries/${id(deliveryId)}/resend`;
-    return (await this.t.send<WebhookDelivery>({ method: 'POST', path, retrySafe: false, signal: options.signal }))
-      .data;
+    const idempotencyKey = options.idempotencyKey ?? newIdempotencyKey();
+    return (
+      await this.t.send<WebhookDelivery>({
+        method: 'POST',
+        path,
+        idempotencyKey,
+        retrySafe: true,
+        signal: options.signal,
+      })
+    ).data;
   }
 
   /** Asks the service to check an x-service-signature (for a receiver that cannot verify locally). */

@@ -7,8 +7,9 @@ import { currencyExponent, decimalToMinor, minorToDecimal } from '../../money/cu
 import type { Game } from '../../games/engine/round';
 import type { SandboxScript } from '../../sandbox/sandbox-settings';
 import type { AppServices } from '../../services';
+import { keyedPost } from '../keyed-write';
 import { guardSurface, type Surface } from '../surface';
-import { authHeadersFor, ErrorBody } from '../webhooks/schemas';
+import { authHeadersFor, ErrorBody, keyedHeadersFor } from '../webhooks/schemas';
 
 const errors = {
   400: ErrorBody,
@@ -145,7 +146,9 @@ export function sandboxRoutes(surface: Surface) {
       throw new DomainError('SANDBOX_ONLY', 'sandbox calls need a test-mode key (pk_test_…); this key is live');
     });
     const headers = authHeadersFor(surface);
+    const keyedHeaders = keyedHeadersFor(surface);
     const tags = ['Sandbox'];
+    const keyed = { idempotency: s.idempotency, surface };
 
     r.post(
       '/sandbox/crash/next-outcomes',
@@ -155,12 +158,12 @@ export function sandboxRoutes(surface: Surface) {
           description:
             'Each queued crash point is used, in order, by the next sandbox round that takes at least one bet.',
           tags,
-          headers,
+          headers: keyedHeaders,
           body: CrashOutcomesBody,
           response: { 200: ScriptView, ...errors },
         },
       },
-      async (req) => {
+      async (req, reply) => {
         const points = req.body.crash_points.map((p) => {
           const hundredths = parseMultiplier(p);
           if (hundredths === null || hundredths < 100) {
@@ -171,7 +174,14 @@ export function sandboxRoutes(surface: Surface) {
           }
           return { crash_point: hundredths };
         });
-        return presentScripts('crash', await s.sandbox.script(req.operator!, 'crash', points));
+        return keyedPost(
+          req,
+          reply,
+          keyed,
+          { status: 200 },
+          (inTx) => s.sandbox.script(req.operator!, 'crash', points, inTx),
+          (queued) => presentScripts('crash', queued),
+        );
       },
     );
 
@@ -182,12 +192,12 @@ export function sandboxRoutes(surface: Surface) {
           summary: 'Script the winners of your next sandbox Stock Race rounds (test keys only)',
           description: 'Each queued winner wins, in order, the next sandbox round that takes at least one bet.',
           tags,
-          headers,
+          headers: keyedHeaders,
           body: RaceOutcomesBody,
           response: { 200: ScriptView, ...errors },
         },
       },
-      async (req) => {
+      async (req, reply) => {
         const symbols = s.config.stockRace.symbols;
         const unknown = req.body.winners.filter((w) => !symbols.includes(w));
         if (unknown.length > 0) {
@@ -196,13 +206,14 @@ export function sandboxRoutes(surface: Surface) {
             `unknown stock symbol(s) ${unknown.join(', ')}; the races run ${symbols.join(', ')}`,
           );
         }
-        return presentScripts(
-          'stock_race',
-          await s.sandbox.script(
-            req.operator!,
-            'stock_race',
-            req.body.winners.map((winner) => ({ winner })),
-          ),
+        const outcomes = req.body.winners.map((winner) => ({ winner }));
+        return keyedPost(
+          req,
+          reply,
+          keyed,
+          { status: 200 },
+          (inTx) => s.sandbox.script(req.operator!, 'stock_race', outcomes, inTx),
+          (queued) => presentScripts('stock_race', queued),
         );
       },
     );
@@ -248,12 +259,20 @@ export function sandboxRoutes(surface: Surface) {
         schema: {
           summary: 'Set the round timing of your sandbox (test keys only); applies from the next round',
           tags,
-          headers,
+          headers: keyedHeaders,
           body: TimingBody,
           response: { 200: TimingView, ...errors },
         },
       },
-      async (req) => ({ livemode: false, ...(await s.sandbox.setTiming(req.operator!, req.body)) }),
+      async (req, reply) =>
+        keyedPost(
+          req,
+          reply,
+          keyed,
+          { status: 200 },
+          (inTx) => s.sandbox.setTiming(req.operator!, req.body, inTx),
+          (timing) => ({ livemode: false, ...timing }),
+        ),
     );
 
     r.post(
@@ -262,17 +281,23 @@ export function sandboxRoutes(surface: Surface) {
         schema: {
           summary: "Set a player's balance in the simulated wallet (sandbox operators without a wallet_url)",
           tags,
-          headers,
+          headers: keyedHeaders,
           body: BalanceBody,
           response: { 200: BalanceView, ...errors },
         },
       },
-      async (req) => {
+      async (req, reply) => {
         const { player_ref, currency, balance } = req.body;
         const exponent = currencyExponent(currency);
         const minor = decimalToMinor(balance, exponent);
-        await s.sandbox.setBalance(req.operator!, { player_ref, currency, balance: minor });
-        return { player_ref, currency, balance: minorToDecimal(minor, exponent) };
+        return keyedPost(
+          req,
+          reply,
+          keyed,
+          { status: 200 },
+          (inTx) => s.sandbox.setBalance(req.operator!, { player_ref, currency, balance: minor }, inTx),
+          () => ({ player_ref, currency, balance: minorToDecimal(minor, exponent) }),
+        );
       },
     );
 
@@ -306,15 +331,21 @@ export function sandboxRoutes(surface: Surface) {
             'so it is retried and the retry must not ' +
             'credit twice. error_500: nothing is applied. Without count, every call fails until mode none.',
           tags,
-          headers,
+          headers: keyedHeaders,
           body: FailureBody,
           response: { 200: FailureView, ...errors },
         },
       },
-      async (req) => {
+      async (req, reply) => {
         const remaining = req.body.mode === 'none' ? null : (req.body.count ?? null);
-        const value = await s.sandbox.setWalletSwitch(req.operator!, { failure: req.body.mode, remaining });
-        return { livemode: false, mode: value.failure, remaining: value.remaining };
+        return keyedPost(
+          req,
+          reply,
+          keyed,
+          { status: 200 },
+          (inTx) => s.sandbox.setWalletSwitch(req.operator!, { failure: req.body.mode, remaining }, inTx),
+          (value) => ({ livemode: false, mode: value.failure, remaining: value.remaining }),
+        );
       },
     );
   };

@@ -11,6 +11,7 @@ import type { Operator } from '../../operators/operator';
 import type { Round } from '../../games/engine/round';
 import type { AppServices } from '../../services';
 import { SURFACE_A_STATUS } from '../error-maps';
+import { idempotencyKeyOf } from '../keyed-write';
 import { streamFeed } from '../sse';
 import { guardSurface, type Surface } from '../surface';
 import {
@@ -101,8 +102,8 @@ export async function surfaceARoutes(app: FastifyInstance, s: AppServices): Prom
 
   /** The command's request: the key header (required), the route and body it hashes, the signature it records. */
   const commandRequest = (req: FastifyRequest): CommandRequest => {
-    const key = req.headers['idempotency-key'];
-    if (typeof key !== 'string' || key.length === 0) {
+    const key = idempotencyKeyOf(req);
+    if (key === undefined || key.length === 0) {
       throw new DomainError('IDEMPOTENCY_KEY_MISSING', 'the Idempotency-Key header is required on this POST');
     }
     return { key, route: `${req.method} ${req.routeOptions.url}`, body: req.body, signature: req.signatureRecord };

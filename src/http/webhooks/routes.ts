@@ -1,12 +1,14 @@
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
+import { keyedPost } from '../keyed-write';
 import { guardSurface, type Surface } from '../surface';
 import type { AppServices } from '../../services';
 import type { DeliveryStatus } from '../../webhooks/deliveries';
 import { webhookSchemaDocument } from '../../webhooks/payloads';
 import {
   authHeadersFor,
+  keyedHeadersFor,
   DeliveryDetail,
   DeliveryIdParams,
   DeliveryList,
@@ -39,16 +41,20 @@ const errors = {
 /**
  * The webhook management API, mounted once per surface (`/api/public/v1` and `/v1`) with that
  * surface's authentication and error format. Routes only translate HTTP to WebhookService calls.
- * None of these writes is idempotency-keyed: creating or rotating returns a secret, which must not
- * sit in the replay cache, and the rest are naturally repeatable or harmless to repeat.
+ * Its POSTs honour an Idempotency-Key (keyedPost): a keyed retry of create, rotate-secret, test or
+ * resend gets the first answer instead of a second endpoint, secret or delivery. The answers that
+ * carry a secret are stored sealed. verify-signature only computes, and its body holds a secret that
+ * must not be stored, so it is never keyed. PATCH and DELETE set a state: repeating them is harmless.
  */
 export function webhookRoutes(surface: Surface) {
   return async function register(app: FastifyInstance, s: AppServices): Promise<void> {
     const r = app.withTypeProvider<TypeBoxTypeProvider>();
     guardSurface(app, surface, s);
     const headers = authHeadersFor(surface);
+    const keyedHeaders = keyedHeadersFor(surface);
     const tags = ['Webhooks'];
     const w = s.webhooks;
+    const keyed = { idempotency: s.idempotency, surface };
 
     r.post(
       '/webhook-endpoints',
@@ -56,17 +62,16 @@ export function webhookRoutes(surface: Surface) {
         schema: {
           summary: 'Create a webhook endpoint (the secret is returned only here)',
           tags,
-          headers,
+          headers: keyedHeaders,
           body: EndpointCreateBody,
           response: { 201: EndpointWithSecret, ...errors },
         },
       },
       async (req, reply) => {
-        const created = await w.createEndpoint(req.operator!.id, {
-          ...req.body,
-          surface: req.body.surface ?? surface.name,
-        });
-        return reply.status(201).send(created);
+        const input = { ...req.body, surface: req.body.surface ?? surface.name };
+        return keyedPost(req, reply, keyed, { status: 201, sealed: true }, (inTx) =>
+          w.createEndpoint(req.operator!.id, input, inTx),
+        );
       },
     );
 
@@ -131,13 +136,16 @@ export function webhookRoutes(surface: Surface) {
             'During the overlap every delivery carries one signature per secret, ' +
             'so receivers holding either accept it.',
           tags,
-          headers,
+          headers: keyedHeaders,
           params: EndpointIdParams,
           body: Type.Optional(RotateBody),
           response: { 200: EndpointWithSecret, ...errors },
         },
       },
-      async (req) => w.rotateSecret(req.operator!.id, req.params.endpoint_id, req.body?.overlap_ms),
+      async (req, reply) =>
+        keyedPost(req, reply, keyed, { status: 200, sealed: true }, (inTx) =>
+          w.rotateSecret(req.operator!.id, req.params.endpoint_id, req.body?.overlap_ms, inTx),
+        ),
     );
 
     r.post(
@@ -146,12 +154,15 @@ export function webhookRoutes(surface: Surface) {
         schema: {
           summary: 'Queue a webhook.test event for this endpoint',
           tags,
-          headers,
+          headers: keyedHeaders,
           params: EndpointIdParams,
           response: { 202: DeliveryView, ...errors },
         },
       },
-      async (req, reply) => reply.status(202).send(await w.sendTestEvent(req.operator!.id, req.params.endpoint_id)),
+      async (req, reply) =>
+        keyedPost(req, reply, keyed, { status: 202 }, (inTx) =>
+          w.sendTestEvent(req.operator!.id, req.params.endpoint_id, inTx),
+        ),
     );
 
     r.get(
@@ -197,12 +208,15 @@ export function webhookRoutes(surface: Surface) {
         schema: {
           summary: 'Re-send a dead (or delivered) delivery as a new delivery with a fresh set of attempts',
           tags,
-          headers,
+          headers: keyedHeaders,
           params: DeliveryIdParams,
           response: { 202: DeliveryView, ...errors },
         },
       },
-      async (req, reply) => reply.status(202).send(await w.resend(req.operator!.id, req.params.delivery_id)),
+      async (req, reply) =>
+        keyedPost(req, reply, keyed, { status: 202 }, (inTx) =>
+          w.resend(req.operator!.id, req.params.delivery_id, inTx),
+        ),
     );
 
     r.post(

@@ -20,6 +20,22 @@ export function authHeadersFor(surface: Surface) {
   );
 }
 
+/** The headers of a POST that takes an Idempotency-Key when the caller sends one (http/keyed-write.ts). */
+export function keyedHeadersFor(surface: Surface) {
+  return Type.Object(
+    {
+      ...authHeadersFor(surface).properties,
+      'idempotency-key': Type.Optional(
+        Type.String({
+          description:
+            '1 to 255 characters: a retry under the same key (signed afresh) gets the first answer and changes nothing',
+        }),
+      ),
+    },
+    { additionalProperties: true },
+  );
+}
+
 /** Both surfaces' error bodies fit this: A `{error: text, code}`, B `{error: CODE, message}`; 5xx adds trace_id. */
 export const ErrorBody = Type.Object({
   error: Type.String(),
