@@ -91,6 +91,21 @@ describe('Surface A request validation', () => {
     expect(r.body.code).toBe('MALFORMED_JSON');
   });
 
+  it('refuses a number that would read as another value, instead of rounding it into a bet', async () => {
+    for (const [rawBody, shown] of [
+      ['{"external_user_id":"u","amount":0.99999999999999999}', '0.99999999999999999'],
+      ['{"external_user_id":"u","amount":999999.99999999999}', '999999.99999999999'],
+      ['{"external_user_id":"u","amount":100,"auto_cashout":1.0099999999999999999999}', '1.0099999999999999999999'],
+    ]) {
+      const r = await place(undefined, { rawBody });
+      expect(r.status, rawBody).toBe(400);
+      expect(r.body).toEqual({
+        code: 'VALIDATION_FAILED',
+        error: `the number ${shown} cannot be read exactly: send at most 15 significant digits`,
+      });
+    }
+  });
+
   it('refuses a key repeated with another value', async () => {
     const r = await place(undefined, { rawBody: '{"external_user_id":"u","amount":1,"amount":900}' });
     expect(r.status).toBe(400);

@@ -16,7 +16,41 @@ export function decorateRawBody(app: FastifyInstance): void {
   app.decorateRequest('rawBody', undefined);
 }
 
-const toNumber = (text: string): number => Number(text);
+/**
+ * Any decimal of at most this many significant digits survives the trip to a double and back (a
+ * double's DBL_DIG); a longer one may not: 12.339999999999999999 reads as 12.34.
+ */
+const EXACT_DIGITS = 15;
+
+/**
+ * A JSON number as the exact value the sender wrote, or a refusal: amounts are converted from the
+ * double's shortest decimal (money/currency.ts), so a literal that reads as another decimal (more
+ * digits than a double keeps, or beyond its range) must not be rounded into a different stake.
+ */
+function toNumber(text: string): number {
+  const value = Number(text);
+  if (text.length <= EXACT_DIGITS && !/[eE]/.test(text)) return value;
+  if (Number.isFinite(value) && decimalOf(text) === decimalOf(String(value))) return value;
+  const shown = text.length > 40 ? `${text.slice(0, 40)}…` : text;
+  throw new DomainError(
+    'VALIDATION_FAILED',
+    `the number ${shown} cannot be read exactly: send at most ${EXACT_DIGITS} significant digits`,
+  );
+}
+
+const NUMBER_PARTS = /^(-?)(\d+)(?:\.(\d+))?(?:[eE]([+-]?\d+))?$/;
+
+/** A decimal literal's value as text: sign, significant digits and exponent (1.50, 15e-1 → "15e-1"). */
+function decimalOf(text: string): string {
+  const parts = NUMBER_PARTS.exec(text);
+  if (!parts) return text;
+  const fraction = parts[3] ?? '';
+  const all = `${parts[2]}${fraction}`.replace(/^0+/, '');
+  if (all === '') return '0';
+  const significant = all.replace(/0+$/, '');
+  const exponent = Number(parts[4] ?? 0) - fraction.length + (all.length - significant.length);
+  return `${parts[1]}${significant}e${exponent}`;
+}
 
 const ENCODED = 'bodies must be sent unencoded: no Content-Encoding (or identity); gzip and the like are not accepted';
 const NOT_UTF8 = 'JSON bodies must be UTF-8: send Content-Type: application/json with no charset or charset=utf-8';
@@ -64,12 +98,17 @@ const QUOTE = 0x22;
 const COLON = 0x3a;
 const OPEN_BRACE = 0x7b;
 const OPEN_BRACKET = 0x5b;
+const DIGIT_0 = 0x30;
+const DIGIT_9 = 0x39;
+const DOT = 0x2e;
+const LOWER_E = 0x65;
+const UPPER_E = 0x45;
 const isJsonSpace = (c: number): boolean => c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
 
 /**
- * One pass over the body text. -1 when JSON.parse might not be exact: the text has a backslash, or
- * some key text occurs twice. Otherwise the number of '{' and '[' outside strings, which bounds the
- * nesting depth.
+ * One pass over the body text. -1 when JSON.parse might not be exact: the text has a backslash,
+ * some key text occurs twice, or a number has more digits than a double keeps or an exponent.
+ * Otherwise the number of '{' and '[' outside strings, which bounds the nesting depth.
  *
  * Without a backslash every '"' in valid JSON delimits a string, so the strings found from each
  * opening quote are exactly the JSON strings, and those followed by a colon are the keys, written as
@@ -81,9 +120,20 @@ function scan(text: string): number {
   if (text.includes('\\')) return -1;
   let keys: Set<string> | null = null;
   let openings = 0;
+  // Digits of the number being read (its '.' does not end it): a longer one, or one with an
+  // exponent, may not read exactly, and goes to the parser that checks (toNumber).
+  let digits = 0;
   const length = text.length;
   for (let i = 0; i < length; i++) {
     const c = text.charCodeAt(i);
+    if (c >= DIGIT_0 && c <= DIGIT_9) {
+      digits++;
+      continue;
+    }
+    if (digits > 0 && c !== DOT) {
+      if (digits > EXACT_DIGITS || c === LOWER_E || c === UPPER_E) return -1;
+      digits = 0;
+    }
     if (c === OPEN_BRACE || c === OPEN_BRACKET) {
       openings++;
     } else if (c === QUOTE) {
@@ -101,11 +151,11 @@ function scan(text: string): number {
       i = close;
     }
   }
-  return openings;
+  return digits > EXACT_DIGITS ? -1 : openings;
 }
 
-/** True when no key can occur twice in one object, so JSON.parse (several times faster) is exact. */
-export const cannotRepeatAKey = (text: string): boolean => scan(text) >= 0;
+/** True when JSON.parse (several times faster) reads the body exactly: no key twice, no escape, no long number. */
+export const takesFastPath = (text: string): boolean => scan(text) >= 0;
 
 /**
  * JSON bodies are parsed by lossless-json, which (unlike JSON.parse) refuses a key repeated with a
@@ -138,6 +188,7 @@ function parseSlowly(text: string): unknown {
   try {
     return losslessParse(text, null, toNumber);
   } catch (error) {
+    if (error instanceof DomainError) throw error;
     // lossless-json recurses per nesting level: a deep enough body overflows the stack. Say what
     // is wrong with the body, never what happened inside the parser.
     if (error instanceof RangeError) throw tooDeep();
