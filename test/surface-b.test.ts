@@ -130,6 +130,15 @@ describe.each(STORES)('Surface B authentication, sessions and the player page on
       expect(typeof res.body.message).toBe('string');
     });
 
+    it('says an ISO 4217 code that is not a currency (gold) is refused as such, not as unknown to ISO', async () => {
+      const res = await launch({ ...good, currency: 'XAU' });
+      expect(res.status).toBe(400);
+      expect(res.body).toEqual({
+        error: 'CURRENCY_NOT_ALLOWED',
+        message: 'XAU is not a currency in circulation (an ISO 4217 code other than funds, metals and testing codes)',
+      });
+    });
+
     it.each([
       [
         'a repeated key',

@@ -222,8 +222,8 @@ export async function buildHttpServer(s: AppServices, options: HttpOptions = {})
     if (failed || logsAt(req.log, 'debug')) {
       // Player launch tokens travel in the query string: never let them reach the logs.
       const url = req.url.replace(/([?&]token=)[^&]*/g, '$1[redacted]');
+      // The request's logger already carries reqId: the entry does not repeat the key.
       const entry = {
-        reqId: req.id,
         method: req.method,
         url,
         status: reply.statusCode,
