@@ -152,6 +152,7 @@ export async function createApp(config: Config, overrides: AppOverrides = {}): P
     config.secretRotationOverlapMs,
     { allowPrivateTargets: config.wallet.allowPrivateTargets },
     bus,
+    logger.child({ part: 'operators' }),
   );
   // Which operators play in test mode: a cache of the store owned by this app, read by everything
   // that writes bets or events, so sandbox bets stay out of live metrics and their events say livemode: false.

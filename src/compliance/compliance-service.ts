@@ -3,7 +3,8 @@ import type { Logger } from 'pino';
 import type { Bet, SettledBet } from '../bets/bet';
 import { betRepository } from '../bets/bet-repository';
 import { DomainError } from '../errors/codes';
-import { mergeSettings, type OperatorSettings } from '../operators/operator';
+import { DEFAULT_OPERATOR_SETTINGS } from '../operators/operator';
+import { settingsFromStore } from '../operators/settings-check';
 import type { OperatorModes } from '../operators/operator-mode';
 import { operatorRepository } from '../operators/operator-repository';
 import type { Database, SqlExecutor } from '../store/database';
@@ -247,8 +248,8 @@ export class ComplianceService implements ComplianceHooks {
     const hit = this.cachedSettings(operatorId, now);
     if (hit) return hit;
     const row = await operatorRepository.byId(tx, operatorId);
-    const value = mergeSettings(row ? (JSON.parse(row.settings) as Partial<OperatorSettings>) : undefined)
-      .compliance as ComplianceSettings;
+    // Through the same check as every other read: a bad stored threshold falls back to its default.
+    const value = (row ? settingsFromStore(row.settings) : DEFAULT_OPERATOR_SETTINGS).compliance as ComplianceSettings;
     if (this.settingsCache.size > 10_000) this.settingsCache.clear();
     this.settingsCache.set(operatorId, { at: now, value });
     return value;

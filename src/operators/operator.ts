@@ -1,34 +1,138 @@
-/** Per-operator product settings. Money limits are integer minor units (Surface A: plain units). */
-export interface OperatorSettings {
-  /** Currencies this operator may open Stock Race sessions in. */
-  currencies: string[];
-  /** Stake bounds per currency in minor units; a currency without an entry uses the defaults below. */
-  stake_limits: Record<string, { min: number; max: number }>;
-  crash: {
-    /** A single bet never pays more than this (Surface A units): the bet is force-cashed at that point. */
-    max_payout_per_bet: number;
-    /** When the round's open exposure reaches this, every active bet of this operator is force-cashed. */
-    max_payout_per_round: number;
-  };
-  stock_race: {
-    /** Return to player in basis points (9500 = 95%). */
-    rtp_bp: number;
-    /** Per-bet payout cap in major units of the bet's currency. */
-    max_payout_major: number;
-  };
-  /** Overrides the service-wide token bucket for this operator's key. */
-  rate_limit: { refill_per_second: number; burst: number } | null;
-  compliance: {
-    large_stake: number;
-    large_payout: number;
-    bets_per_minute_per_player: number;
-    /** Cash-outs this close (ms) to the same offset after the start, in a row, look automated. */
-    machine_timing_window_ms: number;
-    machine_timing_streak: number;
-    /** Distinct places (hashed client addresses) one player session may be used from within the window. */
-    max_session_places: number;
-    session_places_window_ms: number;
-  };
+import { type Static, Type } from 'typebox';
+import { isKnownCurrency } from '../money/currency';
+
+/*
+ * Per-operator product settings: the schema below is the one definition of their shape and ranges.
+ * The TypeScript type is derived from it, and every settings object is checked against it before it
+ * is stored (./settings-check.ts), whoever writes it (CLI, services, tests). Unknown keys are refused
+ * at every level. Money limits are integer minor units (Surface A: plain units).
+ */
+const exact = { additionalProperties: false } as const;
+const MAX = Number.MAX_SAFE_INTEGER;
+/** A count or amount in whole units: 0 <= n (or `min` <= n) <= 2^53 − 1. */
+const Int = (minimum: number, description: string) => Type.Integer({ minimum, maximum: MAX, description });
+
+const CurrencyCode = Type.Refine(
+  Type.String({ pattern: '^[A-Z]{3}$', description: 'a known ISO 4217 currency code in upper case, e.g. "EUR"' }),
+  (code) => isKnownCurrency(code),
+  () => 'must be a known ISO 4217 currency code',
+);
+
+const StakeLimit = Type.Refine(
+  Type.Object(
+    {
+      min: Int(0, 'an integer of minor units, at least 0'),
+      max: Int(1, 'an integer of minor units, at least 1 and at least min'),
+    },
+    { ...exact, description: 'an object {min, max} of integer minor units with 0 <= min <= max and max >= 1' },
+  ),
+  (limit) => limit.max >= limit.min,
+  () => 'must have max >= min',
+);
+
+export const OperatorSettingsSchema = Type.Object(
+  {
+    /** Currencies this operator may open Stock Race sessions in. */
+    currencies: Type.Array(CurrencyCode, {
+      uniqueItems: true,
+      description: 'an array of distinct known ISO 4217 currency codes in upper case, e.g. ["EUR","USD"]',
+    }),
+    /** Stake bounds per currency in minor units; a currency without an entry uses the game's defaults. */
+    stake_limits: Type.Refine(
+      Type.Record(Type.String({ pattern: '^[A-Z]{3}$' }), StakeLimit, {
+        ...exact,
+        description:
+          'an object keyed by known ISO 4217 currency code, each {min, max} in integer minor units, ' +
+          'e.g. {"EUR":{"min":100,"max":100000}}',
+      }),
+      (limits) => Object.keys(limits).every(isKnownCurrency),
+      (limits) => `must be keyed by known ISO 4217 currency codes (unknown: ${unknownCodes(limits).join(', ')})`,
+    ),
+    crash: Type.Object(
+      {
+        /** A single bet never pays more than this (Surface A units): the bet is force-cashed at that point. */
+        max_payout_per_bet: Int(1, 'a positive integer (Surface A units)'),
+        /** When the round's open exposure reaches this, every active bet of this operator is force-cashed. */
+        max_payout_per_round: Int(1, 'a positive integer (Surface A units)'),
+      },
+      { ...exact, description: 'an object {max_payout_per_bet, max_payout_per_round}' },
+    ),
+    stock_race: Type.Object(
+      {
+        /** Return to player in basis points (9500 = 95%). */
+        rtp_bp: Type.Integer({ minimum: 1, maximum: 10_000, description: 'an integer of basis points, 1 to 10000' }),
+        /** Per-bet payout cap in major units of the bet's currency. */
+        max_payout_major: Type.Number({
+          exclusiveMinimum: 0,
+          maximum: MAX,
+          description: 'a positive number of major units of the bet currency',
+        }),
+      },
+      { ...exact, description: 'an object {rtp_bp, max_payout_major}' },
+    ),
+    /** Overrides the service-wide token bucket for this operator's key; null uses the service's. */
+    rate_limit: Type.Union(
+      [
+        Type.Null(),
+        Type.Object(
+          {
+            refill_per_second: Type.Number({
+              exclusiveMinimum: 0,
+              maximum: MAX,
+              description: 'a positive finite number of requests per second',
+            }),
+            burst: Int(1, 'a positive integer number of requests'),
+          },
+          exact,
+        ),
+      ],
+      { description: 'null (the service default) or an object {refill_per_second, burst}' },
+    ),
+    /** Thresholds of the compliance rules; 0 switches a rule off. */
+    compliance: Type.Object(
+      {
+        large_stake: Int(0, 'a non-negative integer amount in the units of the bet (0: rule off)'),
+        large_payout: Int(0, 'a non-negative integer amount in the units of the bet (0: rule off)'),
+        bets_per_minute_per_player: Int(0, 'a non-negative integer (0: rule off)'),
+        /** Cash-outs this close (ms) to the same offset after the start, in a row, look automated. */
+        machine_timing_window_ms: Int(0, 'a non-negative integer of milliseconds'),
+        machine_timing_streak: Int(0, 'a non-negative integer (below 2: rule off)'),
+        /** Distinct places (hashed client addresses) one player session may be used from within the window. */
+        max_session_places: Int(0, 'a non-negative integer (0: rule off)'),
+        session_places_window_ms: Int(1, 'a positive integer of milliseconds'),
+      },
+      {
+        ...exact,
+        description:
+          'an object {large_stake, large_payout, bets_per_minute_per_player, machine_timing_window_ms, ' +
+          'machine_timing_streak, max_session_places, session_places_window_ms}',
+      },
+    ),
+  },
+  {
+    ...exact,
+    description:
+      'an object with currencies, stake_limits, crash, stock_race, rate_limit and compliance (no other keys)',
+  },
+);
+
+export type OperatorSettings = Static<typeof OperatorSettingsSchema>;
+
+/** The sections a patch merges field by field into the current settings; the others it replaces whole. */
+export const MERGED_SECTIONS = ['crash', 'stock_race', 'compliance'] as const;
+type MergedSection = (typeof MERGED_SECTIONS)[number];
+
+/**
+ * A change of settings: `crash`, `stock_race` and `compliance` change only the fields given;
+ * `currencies`, `stake_limits` and `rate_limit` are replaced whole (`rate_limit: null` restores the
+ * service default, `stake_limits: {}` the game's defaults).
+ */
+export type OperatorSettingsPatch = {
+  [K in keyof OperatorSettings]?: K extends MergedSection ? Partial<OperatorSettings[K]> : OperatorSettings[K];
+};
+
+function unknownCodes(limits: Record<string, unknown>): string[] {
+  return Object.keys(limits).filter((code) => !isKnownCurrency(code));
 }
 
 export const DEFAULT_OPERATOR_SETTINGS: OperatorSettings = {
@@ -74,13 +178,23 @@ export interface OperatorCredentials extends Operator {
   secrets: string[];
 }
 
+/**
+ * Stored (or given) settings over the defaults: a missing key takes its default, and so does a missing
+ * field of `crash`, `stock_race` or `compliance` (settings stored before a field existed). Does not
+ * check values: see ./settings-check.ts for that.
+ */
 export function mergeSettings(stored: Partial<OperatorSettings> | undefined): OperatorSettings {
   const s = stored ?? {};
   return {
     ...DEFAULT_OPERATOR_SETTINGS,
     ...s,
-    crash: { ...DEFAULT_OPERATOR_SETTINGS.crash, ...(s.crash ?? {}) },
-    stock_race: { ...DEFAULT_OPERATOR_SETTINGS.stock_race, ...(s.stock_race ?? {}) },
-    compliance: { ...DEFAULT_OPERATOR_SETTINGS.compliance, ...(s.compliance ?? {}) },
+    crash: { ...DEFAULT_OPERATOR_SETTINGS.crash, ...objectOrEmpty(s.crash) },
+    stock_race: { ...DEFAULT_OPERATOR_SETTINGS.stock_race, ...objectOrEmpty(s.stock_race) },
+    compliance: { ...DEFAULT_OPERATOR_SETTINGS.compliance, ...objectOrEmpty(s.compliance) },
   };
+}
+
+/** A section to spread: only a plain object (a stored string would otherwise spread its characters). */
+function objectOrEmpty<T extends object>(value: T | undefined): Partial<T> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value) ? value : {};
 }

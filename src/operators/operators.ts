@@ -5,15 +5,22 @@ import { DomainError } from '../errors/codes';
 import type { Database, SqlExecutor } from '../store/database';
 import { checkTargetUrl, type Resolver } from '../outbound/url-safety';
 import {
-  mergeSettings,
+  DEFAULT_OPERATOR_SETTINGS,
   type Operator,
   type OperatorCredentials,
   type OperatorMode,
   type OperatorSettings,
+  type OperatorSettingsPatch,
   type OperatorStatus,
 } from './operator';
 import { operatorRepository as operators, type OperatorChange, type OperatorRow } from './operator-repository';
 import type { SecretBox } from './secret-box';
+import { applySettingsPatch, settingsFromStore } from './settings-check';
+
+/** Where a warning about an operator's stored settings goes (the app's logger; stderr without one). */
+export interface OperatorWarnings {
+  warn(fields: Record<string, unknown>, message: string): void;
+}
 
 export interface CreatedOperator extends Operator {
   apiSecret: string;
@@ -39,6 +46,8 @@ export class OperatorService {
   private readonly cache = new Map<string, { at: number; value: OperatorCredentials | null }>();
   /** Bumped on every invalidation: a read that started before one must not refill the cache. */
   private generation = 0;
+  /** Stored settings already reported as invalid (operator id and stored text): each is logged once. */
+  private readonly reportedSettings = new Set<string>();
 
   constructor(
     private readonly db: Database,
@@ -48,6 +57,7 @@ export class OperatorService {
     // Strict unless told otherwise: a wallet URL is where the service sends money-bearing calls.
     private readonly walletUrlPolicy: WalletUrlPolicy = { allowPrivateTargets: false },
     private readonly bus?: ChangeBus,
+    private readonly logger?: OperatorWarnings,
   ) {
     bus?.subscribe('operators', () => this.invalidate());
     bus?.onResync(() => this.invalidate());
@@ -56,7 +66,7 @@ export class OperatorService {
   async create(input: {
     name: string;
     walletUrl?: string | null;
-    settings?: Partial<OperatorSettings>;
+    settings?: OperatorSettingsPatch;
     mode?: OperatorMode;
   }): Promise<CreatedOperator> {
     const name = input.name.trim();
@@ -69,7 +79,7 @@ export class OperatorService {
     const prefix = mode === 'test' ? 'test_' : '';
     const apiKey = `pk_${prefix}${randomBytes(18).toString('base64url')}`;
     const apiSecret = `sk_${prefix}${randomBytes(32).toString('base64url')}`;
-    const settings = mergeSettings(input.settings);
+    const settings = applySettingsPatch(DEFAULT_OPERATOR_SETTINGS, input.settings ?? {});
     const now = this.clock.now();
     await this.db.transaction((tx) =>
       operators.insert(tx, {
@@ -173,10 +183,22 @@ export class OperatorService {
     return this.get(id);
   }
 
-  async updateSettings(id: string, patch: Partial<OperatorSettings>): Promise<Operator> {
-    const current = await this.get(id);
-    const merged = mergeSettings({ ...current.settings, ...patch } as Partial<OperatorSettings>);
-    await this.update(id, { settings: JSON.stringify(merged) });
+  /**
+   * Applies a settings change (see OperatorSettingsPatch) after checking the settings it leads to
+   * against the schema: VALIDATION_FAILED, naming each bad field, and nothing stored otherwise.
+   * The type is a hint: the value is checked at run time (the CLI hands over whatever JSON it got).
+   */
+  async updateSettings(id: string, patch: OperatorSettingsPatch): Promise<Operator> {
+    const changed = await this.db.transaction(async (tx) => {
+      const row = await operators.byId(tx, id);
+      if (!row) return false;
+      const next = applySettingsPatch(this.settingsOf(row), patch);
+      await operators.update(tx, id, { settings: JSON.stringify(next) }, this.clock.now());
+      await this.bus?.publish('operators', id, tx);
+      return true;
+    });
+    if (!changed) throw new DomainError('NOT_FOUND', `no operator with id ${id}`);
+    this.invalidate();
     return this.get(id);
   }
 
@@ -220,10 +242,23 @@ export class OperatorService {
       walletUrl: row.wallet_url,
       status: row.status,
       mode: row.mode === 'test' ? 'test' : 'live',
-      settings: mergeSettings(JSON.parse(row.settings) as Partial<OperatorSettings>),
+      settings: this.settingsOf(row),
       createdAt: Number(row.created_at),
       previousSecretExpiresAt: row.previous_secret_expires_at === null ? null : Number(row.previous_secret_expires_at),
     };
+  }
+
+  /** Stored settings, never invalid ones: a bad key falls back to its default and is logged (once). */
+  private settingsOf(row: OperatorRow): OperatorSettings {
+    return settingsFromStore(row.settings, (problems) => {
+      const seen = `${row.id}:${row.settings}`;
+      if (this.reportedSettings.has(seen)) return;
+      if (this.reportedSettings.size > 1_000) this.reportedSettings.clear();
+      this.reportedSettings.add(seen);
+      const message = "operator's stored settings fail the schema; the invalid keys use their defaults";
+      if (this.logger) this.logger.warn({ operatorId: row.id, problems }, message);
+      else process.emitWarning(`${message} (operator ${row.id}): ${problems.join('; ')}`, 'OperatorSettingsWarning');
+    });
   }
 
   private withSecrets(row: OperatorRow, now: number): OperatorCredentials {

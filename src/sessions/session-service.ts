@@ -59,7 +59,11 @@ export function checkReturnUrl(raw: string, allowLoopbackHttp: boolean): string 
 
 export function checkCurrency(operator: Operator, currency: string): void {
   if (!isKnownCurrency(currency)) {
-    throw new DomainError('CURRENCY_NOT_ALLOWED', `${currency} is not a currency in circulation (an ISO 4217 code other than funds, metals and testing codes)`, { currency });
+    throw new DomainError(
+      'CURRENCY_NOT_ALLOWED',
+      `${currency} is not a currency in circulation (an ISO 4217 code other than funds, metals and testing codes)`,
+      { currency },
+    );
   }
   if (!operator.settings.currencies.includes(currency)) {
     throw new DomainError(

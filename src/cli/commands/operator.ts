@@ -1,5 +1,5 @@
 import { DomainError } from '../../errors/codes';
-import type { Operator, OperatorSettings } from '../../operators/operator';
+import type { Operator, OperatorSettingsPatch } from '../../operators/operator';
 import type { CliCommand } from '../cli-kit';
 
 export function presentOperator(o: Operator): Record<string, unknown> {
@@ -91,12 +91,14 @@ export const operatorCommands: CliCommand[] = [
     path: ['operator', 'settings'],
     summary:
       'Change product settings: --json with a partial settings object ' +
-      '(currencies, stake_limits, crash, stock_race, rate_limit, compliance).',
+      '(currencies, stake_limits, crash, stock_race, rate_limit, compliance); the fields given in crash, ' +
+      'stock_race and compliance replace theirs, the other keys are replaced whole. Invalid settings are refused.',
     options: { id, json: { type: 'string', required: true, description: 'partial settings as JSON' } },
     async run(app, v) {
-      let patch: Partial<OperatorSettings>;
+      // Checked by the service against the settings schema: a bad value is VALIDATION_FAILED naming the field.
+      let patch: OperatorSettingsPatch;
       try {
-        patch = JSON.parse(String(v.json)) as Partial<OperatorSettings>;
+        patch = JSON.parse(String(v.json)) as OperatorSettingsPatch;
       } catch {
         throw new DomainError('MALFORMED_JSON', '--json is not valid JSON');
       }
