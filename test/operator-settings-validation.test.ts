@@ -137,7 +137,7 @@ describe('OperatorService: settings checks and stored settings that fail them', 
     return error as { code: string; message: string; details?: { problems?: string[] } };
   };
 
-  it('updateSettings refuses every invalid patch with VALIDATION_FAILED and leaves the settings as they were', async () => {
+  it('updateSettings refuses every invalid patch with VALIDATION_FAILED and changes nothing', async () => {
     const operators = t.app.services.operators;
     const before = (await operators.get(good.id)).settings;
     for (const patch of BAD_PATCHES) {
@@ -180,7 +180,7 @@ describe('OperatorService: settings checks and stored settings that fail them', 
     expect(restored.settings).toEqual(DEFAULT_OPERATOR_SETTINGS);
   });
 
-  it('never hands invalid stored settings to the games: the bad keys fall back, the shared Crash round goes on', async () => {
+  it('never hands invalid stored settings to the games: bad keys fall back, the Crash round goes on', async () => {
     // Written as the unchecked CLI used to store them.
     const stored = {
       ...DEFAULT_OPERATOR_SETTINGS,

@@ -25,15 +25,7 @@ export class WebhookEndpointsApi {
   /** The answer carries the endpoint secret (whsec_…): the only time the service shows it. */
   async create(body: CreateWebhookEndpointRequest, options: CallOptions = {}): Promise<WebhookEndpointWithSecret> {
     // Keyed: a retry after no answer gets the first answer, never a second endpoint.
-    const r = await this.t.send<WebhookEndpointWithSecret>({
-      method: 'POST',
-      path: `${this.prefix}/webhook-endpoints`,
-      body,
-      idempotencyKey: options.idempotencyKey ?? newIdempotencyKey(),
-      retrySafe: true,
-      signal: options.signal,
-    });
-    return r.data;
+    return this.keyedPost<WebhookEndpointWithSecret>(`${this.prefix}/webhook-endpoints`, body, options);
   }
 
   async list(options: CallOptions = {}): Promise<WebhookEndpoint[]> {
@@ -84,30 +76,15 @@ export class WebhookEndpointsApi {
     options: CallOptions = {},
   ): Promise<WebhookEndpointWithSecret> {
     const path = `${this.prefix}/webhook-endpoints/${id(endpointId)}/rotate-secret`;
-    return (
-      await this.t.send<WebhookEndpointWithSecret>({
-        method: 'POST',
-        path,
-        body,
-        idempotencyKey: options.idempotencyKey ?? newIdempotencyKey(),
-        retrySafe: true,
-        signal: options.signal,
-      })
-    ).data;
+    return this.keyedPost<WebhookEndpointWithSecret>(path, body, options);
   }
 
   async sendTest(endpointId: string, options: CallOptions = {}): Promise<WebhookDelivery> {
-    const path = `${this.prefix}/webhook-endpoints/${id(endpointId)}/test`;
-    const idempotencyKey = options.idempotencyKey ?? newIdempotencyKey();
-    return (
-      await this.t.send<WebhookDelivery>({
-        method: 'POST',
-        path,
-        idempotencyKey,
-        retrySafe: true,
-        signal: options.signal,
-      })
-    ).data;
+    return this.keyedPost<WebhookDelivery>(
+      `${this.prefix}/webhook-endpoints/${id(endpointId)}/test`,
+      undefined,
+      options,
+    );
   }
 
   async deliveries(filter: WebhookDeliveriesQuery = {}, options: CallOptions = {}): Promise<WebhookDelivery[]> {
@@ -128,17 +105,11 @@ export class WebhookEndpointsApi {
   }
 
   async resend(deliveryId: string, options: CallOptions = {}): Promise<WebhookDelivery> {
-    const path = `${this.prefix}/webhook-deliveries/${id(deliveryId)}/resend`;
-    const idempotencyKey = options.idempotencyKey ?? newIdempotencyKey();
-    return (
-      await this.t.send<WebhookDelivery>({
-        method: 'POST',
-        path,
-        idempotencyKey,
-        retrySafe: true,
-        signal: options.signal,
-      })
-    ).data;
+    return this.keyedPost<WebhookDelivery>(
+      `${this.prefix}/webhook-deliveries/${id(deliveryId)}/resend`,
+      undefined,
+      options,
+    );
   }
 
   /** Asks the service to check an x-service-signature (for a receiver that cannot verify locally). */
@@ -147,5 +118,19 @@ export class WebhookEndpointsApi {
     return (
       await this.t.send<VerifySignatureResult>({ method: 'POST', path, body, retrySafe: true, signal: options.signal })
     ).data;
+  }
+
+  /** A POST under an Idempotency-Key (the caller's, or a new one): every retry of it is the same request. */
+  private async keyedPost<T>(path: string, body: unknown, options: CallOptions): Promise<T> {
+    const idempotencyKey = options.idempotencyKey ?? newIdempotencyKey();
+    const r = await this.t.send<T>({
+      method: 'POST',
+      path,
+      body,
+      idempotencyKey,
+      retrySafe: true,
+      signal: options.signal,
+    });
+    return r.data;
   }
 }

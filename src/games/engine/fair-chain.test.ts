@@ -194,7 +194,9 @@ describe('hash chain commitments', () => {
     const chain = chains({ autoContribute: false, length: 20 });
     const roundsOpened = async () => Number((await db.get<{ n: number }>('SELECT COUNT(*) AS n FROM rounds'))!.n);
     const playUntil = async (rounds: number) => {
-      for (let i = 0; i < 2_000 && (await roundsOpened()) < rounds; i++) await clock.advanceAsync(2_000);
+      // Steps shorter than the shortest round (betting 1 s + pause 0.5 s, a crash at 1.00x takes no
+      // time), so no step can open two rounds and overshoot the count asked for.
+      for (let i = 0; i < 8_000 && (await roundsOpened()) < rounds; i++) await clock.advanceAsync(500);
       expect(await roundsOpened()).toBe(rounds);
     };
     await crashEngine(chain).start();
