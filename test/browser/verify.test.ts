@@ -116,8 +116,11 @@ describe('the player verify view in Chromium', () => {
       const json = { ...(await response.json()), seed: forged, seed_hash: sha(forged) };
       await route.fulfill({ response, json });
     });
+    // Waits for the check this forgery must fail, not for the verdict: the page before the reload says
+    // "mismatch" too. Waiting on the verdict once read a list holding only one failed check.
     await page.reload();
-    await page.locator('#verdict[data-result="mismatch"]').waitFor();
+    await page.locator('#checks li.bad', { hasText: 'the crash point played is the one' }).waitFor();
+    await expect(page.locator('#verdict').textContent()).resolves.toBe('mismatch');
     const failed = await page.locator('#checks li.bad').allTextContents();
     expect(failed).toContain("the seed hashed forward 1 time is the chain's published commitment");
     expect(failed).toContain('the crash point played is the one the seed and salt give');
