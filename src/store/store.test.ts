@@ -4,7 +4,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { freshDatabase, PG_URL, STORES } from '../../test/support/harness';
 import { DomainError } from '../errors/codes';
 import { IdempotencyService } from '../idempotency/idempotency';
-import type { Database, SqlParam } from './database';
+import type { Database, SqlExecutor, SqlParam } from './database';
 import { migrate } from './migrate';
 import { PostgresDatabase as PostgresDatabaseClass, type PostgresDatabase } from './postgres';
 import { SqliteDatabase as SqliteDatabaseClass, type SqliteDatabase } from './sqlite';
@@ -136,6 +136,32 @@ describe.each(STORES)('store contract on %s', (kind) => {
         async () => ({ statusCode: 200, body: {} }),
       ),
     ).rejects.toMatchObject({ code: 'IDEMPOTENCY_KEY_REUSED', message: 'idempotency key reused with different body' });
+  });
+
+  it('keyed write: a key answered between lookup and claim is replayed, and the write rolled back', async () => {
+    await insertOperator('o');
+    // Two services, two in-flight maps: what two processes behind a load balancer would be.
+    const first = new IdempotencyService(db, () => 1);
+    const second = new IdempotencyService(db, () => 1);
+    const scope = { operatorId: 'o', key: 'kw', route: 'POST /w', body: { n: 1 } };
+    const present = () => ({ statusCode: 409, body: {} });
+    const rename = (name: string) => (tx: SqlExecutor) =>
+      tx.run('UPDATE operators SET name = ? WHERE id = ?', [name, 'o']).then(() => ({ name }));
+    const answer = (r: { name: string }) => ({ statusCode: 201, body: r });
+    const result = await second.keyedWrite(
+      scope,
+      async (inTx) => {
+        // The other instance completes the same key after this one's lookup found nothing.
+        const other = await first.keyedWrite(scope, (otherTx) => otherTx(rename('first')), answer, present);
+        expect(other).toEqual({ statusCode: 201, body: { name: 'first' }, replayed: false });
+        return inTx(rename('second'));
+      },
+      answer,
+      present,
+    );
+    expect(result).toEqual({ statusCode: 201, body: { name: 'first' }, replayed: true });
+    const row = await db.get<{ name: string }>('SELECT name FROM operators WHERE id = ?', ['o']);
+    expect(row?.name).toBe('first');
   });
 
   it('keeps one effect when two instances race on one key: the other replays the response of the first', async () => {
