@@ -145,9 +145,12 @@ export async function createApp(config: Config, overrides: AppOverrides = {}): P
     store instanceof PostgresDatabase
       ? new PostgresChangeBus(store, logger.child({ part: 'bus' }))
       : new LocalChangeBus();
+  // One master-key box for everything it seals (operator and endpoint secrets, the stored answers that
+  // carry one): built once, since without MASTER_KEY it is read from a file.
+  const box = secretBoxFor(config);
   const operators = new OperatorService(
     db,
-    secretBoxFor(config),
+    box,
     clock,
     config.secretRotationOverlapMs,
     { allowPrivateTargets: config.wallet.allowPrivateTargets },
@@ -159,7 +162,7 @@ export async function createApp(config: Config, overrides: AppOverrides = {}): P
   const modes = new OperatorModes();
   const complianceRules = new ComplianceService({ modes, logger: logger.child({ part: 'compliance' }) });
   const compliance: ComplianceHooks = complianceRules;
-  const webhooks = new WebhookService({ db, box: secretBoxFor(config), clock, logger, operators, config });
+  const webhooks = new WebhookService({ db, box, clock, logger, operators, config });
   const chainLengthOf = (game: 'crash' | 'stock_race') =>
     game === 'crash' ? config.crash.chainLength : config.stockRace.chainLength;
   const chain = new FairChainService(db, chainLengthOf, {
@@ -252,7 +255,7 @@ export async function createApp(config: Config, overrides: AppOverrides = {}): P
     runEngines: config.runEngines,
   });
   // The box seals the stored answers that carry a webhook endpoint's secret (create, rotate).
-  const idempotency = new IdempotencyService(db, () => clock.now(), secretBoxFor(config));
+  const idempotency = new IdempotencyService(db, () => clock.now(), box);
   const crashRules = {
     salt: config.crash.salt,
     houseEdgeBp: config.crash.houseEdgeBp,
