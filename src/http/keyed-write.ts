@@ -33,12 +33,31 @@ export async function keyedPost<T>(
     },
     call,
     (answer) => ({ statusCode: write.status, body: present(answer) }),
-    (error) => ({
-      statusCode: surface.status[error.code],
-      body: surface.errorBody(error.code, error.message, String(req.id)),
-    }),
+    refusalIn(surface, req),
     { sealed: write.sealed === true },
   );
+  return sendAnswer(reply, result);
+}
+
+/** A refusal in the surface's error format, as the idempotency key stores it and the route answers it. */
+export function refusalIn(
+  surface: Surface,
+  req: FastifyRequest,
+): (error: DomainError) => { statusCode: number; body: Record<string, unknown> } {
+  return (error) => ({
+    statusCode: surface.status[error.code],
+    body: surface.errorBody(error.code, error.message, String(req.id)),
+  });
+}
+
+/**
+ * Answers an idempotent request (a bet command or a keyed write): a stored answer is replayed byte for
+ * byte, its shape checked when it was first sent, and marked `idempotent-replay: true`.
+ */
+export function sendAnswer(
+  reply: FastifyReply,
+  result: { statusCode: number; body: unknown; replayed: boolean },
+): FastifyReply {
   if (result.replayed) reply.header('idempotent-replay', 'true');
   return reply.status(result.statusCode).send(result.body);
 }

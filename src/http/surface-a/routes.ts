@@ -11,7 +11,7 @@ import type { Operator } from '../../operators/operator';
 import type { Round } from '../../games/engine/round';
 import type { AppServices } from '../../services';
 import { SURFACE_A_STATUS } from '../error-maps';
-import { idempotencyKeyOf } from '../keyed-write';
+import { idempotencyKeyOf, refusalIn, sendAnswer } from '../keyed-write';
 import { streamFeed } from '../sse';
 import { guardSurface, type Surface } from '../surface';
 import {
@@ -108,17 +108,8 @@ export async function surfaceARoutes(app: FastifyInstance, s: AppServices): Prom
     }
     return { key, route: `${req.method} ${req.routeOptions.url}`, body: req.body, signature: req.signatureRecord };
   };
-  const refusedFor =
-    (req: FastifyRequest): PresentRefusal =>
-    (error) => ({
-      statusCode: surfaceA.status[error.code],
-      body: surfaceA.errorBody(error.code, error.message, String(req.id)),
-    });
-  const send = (reply: FastifyReply, result: IdempotentAnswer): never => {
-    if (result.replayed) reply.header('idempotent-replay', 'true');
-    // The stored response is replayed byte-for-byte; its shape was checked when it was first sent.
-    return reply.status(result.statusCode).send(result.body) as never;
-  };
+  const refusedFor = (req: FastifyRequest): PresentRefusal => refusalIn(surfaceA, req);
+  const send = (reply: FastifyReply, result: IdempotentAnswer): never => sendAnswer(reply, result) as never;
 
   r.post(
     '/place-bet',

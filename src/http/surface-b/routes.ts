@@ -9,6 +9,7 @@ import type { Round } from '../../games/engine/round';
 import type { AppServices } from '../../services';
 import { presentSettlement, type Settlement } from '../../wallet/settlements';
 import { SURFACE_B_STATUS } from '../error-maps';
+import { refusalIn, sendAnswer } from '../keyed-write';
 import { streamFeed } from '../sse';
 import { guardSurface, type Surface } from '../surface';
 import {
@@ -142,10 +143,7 @@ export async function surfaceBRoutes(app: FastifyInstance, s: AppServices): Prom
         { sessionId: body.session_id, roundId: body.round_id, selectedStocks: body.selected_stocks, stake: body.stake },
         { key: body.idempotency_key, route: 'POST /v1/bets/reserve', body },
         {
-          refused: (error) => ({
-            statusCode: surfaceB.status[error.code],
-            body: surfaceB.errorBody(error.code, error.message, String(req.id)),
-          }),
+          refused: refusalIn(surfaceB, req),
           reserved: (bet, potentialPayout): Static<typeof ReservedBetView> => ({
             bet_id: bet.id,
             round_id: bet.roundId,
@@ -162,9 +160,7 @@ export async function surfaceBRoutes(app: FastifyInstance, s: AppServices): Prom
           }),
         },
       );
-      if (result.replayed) reply.header('idempotent-replay', 'true');
-      // The stored response is replayed byte-for-byte; its shape was checked when it was first sent.
-      return reply.status(result.statusCode).send(result.body as never);
+      return sendAnswer(reply, result) as never;
     },
   );
 
