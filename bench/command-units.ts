@@ -21,7 +21,7 @@ import { OperatorModes } from '../src/operators/operator-mode';
 import { placeCrashBet } from '../src/games/crash/crash-bets';
 import { roundRepository } from '../src/games/engine/round-repository';
 import { IdempotencyService } from '../src/idempotency/idempotency';
-import { mergeSettings, type Operator } from '../src/operators/operator';
+import { DEFAULT_OPERATOR_SETTINGS, type Operator } from '../src/operators/operator';
 import type { Database } from '../src/store/database';
 import { migrate } from '../src/store/migrate';
 import { PostgresDatabase } from '../src/store/postgres';
@@ -104,7 +104,7 @@ const idempotency = new IdempotencyService(db, () => Date.now());
 const betCommands = new BetCommands(db);
 const modes = new OperatorModes();
 const writes = { compliance: new ComplianceService({ modes }), modes };
-const operator = { id: 'op', mode: 'live', settings: mergeSettings({}) } as Operator;
+const operator = { id: 'op', mode: 'live', settings: DEFAULT_OPERATOR_SETTINGS } as Operator;
 const player = (n: number): string => `p${String(n % 10_000).padStart(5, '0')}`;
 
 async function placeOne(n: number): Promise<void> {

@@ -177,24 +177,3 @@ export interface Operator {
 export interface OperatorCredentials extends Operator {
   secrets: string[];
 }
-
-/**
- * Stored (or given) settings over the defaults: a missing key takes its default, and so does a missing
- * field of `crash`, `stock_race` or `compliance` (settings stored before a field existed). Does not
- * check values: see ./settings-check.ts for that.
- */
-export function mergeSettings(stored: Partial<OperatorSettings> | undefined): OperatorSettings {
-  const s = stored ?? {};
-  return {
-    ...DEFAULT_OPERATOR_SETTINGS,
-    ...s,
-    crash: { ...DEFAULT_OPERATOR_SETTINGS.crash, ...objectOrEmpty(s.crash) },
-    stock_race: { ...DEFAULT_OPERATOR_SETTINGS.stock_race, ...objectOrEmpty(s.stock_race) },
-    compliance: { ...DEFAULT_OPERATOR_SETTINGS.compliance, ...objectOrEmpty(s.compliance) },
-  };
-}
-
-/** A section to spread: only a plain object (a stored string would otherwise spread its characters). */
-function objectOrEmpty<T extends object>(value: T | undefined): Partial<T> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value) ? value : {};
-}

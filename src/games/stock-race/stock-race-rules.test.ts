@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { DomainError } from '../../errors/codes';
-import { DEFAULT_OPERATOR_SETTINGS, mergeSettings } from '../../operators/operator';
+import { DEFAULT_OPERATOR_SETTINGS } from '../../operators/operator';
+import { applySettingsPatch } from '../../operators/settings-check';
 import { checkReturnUrl } from '../../sessions/session-service';
 import {
   checkSelection,
@@ -28,7 +29,7 @@ describe('Stock Race stake rules', () => {
 
   it('converts exactly and refuses what the currency cannot hold', () => {
     const s = DEFAULT_OPERATOR_SETTINGS;
-    expect(stakeToMinor(mergeSettings({ stake_limits: { EUR: { min: 1, max: 100 } } }), 'EUR', 0.3)).toBe(30);
+    expect(stakeToMinor(applySettingsPatch(s, { stake_limits: { EUR: { min: 1, max: 100 } } }), 'EUR', 0.3)).toBe(30);
     expect(stakeToMinor(s, 'EUR', 19.99)).toBe(1999);
     expect(stakeToMinor(s, 'JPY', 150)).toBe(150);
     expect(stakeToMinor(s, 'BHD', 1.234)).toBe(1234);
@@ -40,7 +41,7 @@ describe('Stock Race stake rules', () => {
   });
 
   it('caps a payout at max_payout_major in minor units, and survives a cap with too many decimals', () => {
-    const s = mergeSettings({ stock_race: { rtp_bp: 9500, max_payout_major: 250.5 } });
+    const s = applySettingsPatch(DEFAULT_OPERATOR_SETTINGS, { stock_race: { rtp_bp: 9500, max_payout_major: 250.5 } });
     expect(payoutCapMinor(s, 'EUR')).toBe(25_050);
     expect(payoutCapMinor(s, 'JPY')).toBe(250);
     expect(winningPayoutMinor(s, 'EUR', 10_000, 8, 1)).toBe(25_050);
