@@ -121,6 +121,59 @@ describe.each(STORES)('Idempotency-Key on the other POSTs, %s', (store) => {
     expect(deliveries.body.deliveries).toHaveLength(1);
   });
 
+  it('takes no body on test and resend: nothing or {} is accepted, a stray field is refused and queues nothing', async () => {
+    const op = await t.createOperator();
+    const call = client(t.baseUrl, op);
+    const ep = await call('POST', '/api/public/v1/webhook-endpoints', {
+      url: 'https://hooks.example.com/nobody',
+      events: ['bet.settled'],
+    });
+    const path = `/api/public/v1/webhook-endpoints/${ep.body.endpoint_id}/test`;
+    const stray = await call('POST', path, { x: 1 }, { timestamp: stamp() });
+    expect(stray.status).toBe(400);
+    expect(stray.body).toEqual({
+      error: 'unknown field "x": this endpoint does not accept it',
+      code: 'UNKNOWN_FIELD',
+    });
+    const listDeliveries = async () =>
+      (await call('GET', `/api/public/v1/webhook-deliveries?endpoint_id=${ep.body.endpoint_id}`)).body.deliveries;
+    expect(await listDeliveries()).toHaveLength(0);
+
+    const bare = await call('POST', path, undefined, { timestamp: stamp() });
+    const empty = await call('POST', path, {}, { timestamp: stamp() });
+    expect([bare.status, empty.status]).toEqual([202, 202]);
+    const deliveries = await listDeliveries();
+    expect(deliveries).toHaveLength(2);
+
+    const resend = `/api/public/v1/webhook-deliveries/${deliveries[0].delivery_id}/resend`;
+    const strayResend = await call('POST', resend, { force: true }, { timestamp: stamp() });
+    expect(strayResend.status).toBe(400);
+    expect(strayResend.body.code).toBe('UNKNOWN_FIELD');
+    expect(await listDeliveries()).toHaveLength(2);
+    // Without the stray field the request reaches the service, which refuses a pending delivery.
+    const pending = await call('POST', resend, undefined, { timestamp: stamp() });
+    expect(pending.status).toBe(409);
+    expect(pending.body.code).toBe('ILLEGAL_TRANSITION');
+    expect(await listDeliveries()).toHaveLength(2);
+  });
+
+  it('rotates a secret on a POST with no body (overlap_ms is optional)', async () => {
+    const op = await t.createOperator();
+    const call = client(t.baseUrl, op);
+    const ep = await call('POST', '/api/public/v1/webhook-endpoints', {
+      url: 'https://hooks.example.com/rotate-bare',
+      events: ['bet.settled'],
+    });
+    const path = `/api/public/v1/webhook-endpoints/${ep.body.endpoint_id}/rotate-secret`;
+    const rotated = await call('POST', path, undefined, { timestamp: stamp() });
+    expect(rotated.status).toBe(200);
+    expect(rotated.body.secret).toMatch(/^whsec_/);
+    expect(rotated.body.secret).not.toBe(ep.body.secret);
+    const stray = await call('POST', path, { overlap: 5 }, { timestamp: stamp() });
+    expect(stray.status).toBe(400);
+    expect(stray.body.code).toBe('UNKNOWN_FIELD');
+  });
+
   it('queues sandbox outcomes once per key', async () => {
     const op = await t.createOperator({ mode: 'test' });
     const call = client(t.baseUrl, op);

@@ -1,6 +1,6 @@
 import { isUtf8 } from 'node:buffer';
 import { parse as losslessParse } from 'lossless-json';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { IncomingHttpHeaders } from 'node:http';
 import { DomainError } from '../errors/codes';
 
@@ -14,6 +14,16 @@ declare module 'fastify' {
 /** Declared on the root instance, so every request object has the field from the start. */
 export function decorateRawBody(app: FastifyInstance): void {
   app.decorateRequest('rawBody', undefined);
+}
+
+/**
+ * A route hook for a POST whose arguments are all optional (rotate-secret, a test delivery, a re-send):
+ * a request with no body at all is read as `{}`. Its schema then refuses a stray field without refusing
+ * the empty request, which Fastify would otherwise validate as a missing object.
+ */
+export function absentBodyAsEmpty(req: FastifyRequest, _reply: FastifyReply, done: () => void): void {
+  if (req.body === undefined) req.body = {};
+  done();
 }
 
 /**

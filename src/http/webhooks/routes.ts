@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
+import { absentBodyAsEmpty } from '../json-body';
 import { keyedPost } from '../keyed-write';
 import { guardSurface, type Surface } from '../surface';
 import type { AppServices } from '../../services';
@@ -21,6 +22,7 @@ import {
   EndpointView,
   EndpointWithSecret,
   ErrorBody,
+  NoArgumentsBody,
   RotateBody,
   VerifyBody,
   VerifyResult,
@@ -130,6 +132,7 @@ export function webhookRoutes(surface: Surface) {
     r.post(
       '/webhook-endpoints/:endpoint_id/rotate-secret',
       {
+        preValidation: absentBodyAsEmpty,
         schema: {
           summary: 'Issue a new endpoint secret; the previous one keeps signing alongside it for the overlap',
           description:
@@ -151,11 +154,13 @@ export function webhookRoutes(surface: Surface) {
     r.post(
       '/webhook-endpoints/:endpoint_id/test',
       {
+        preValidation: absentBodyAsEmpty,
         schema: {
           summary: 'Queue a webhook.test event for this endpoint',
           tags,
           headers: keyedHeaders,
           params: EndpointIdParams,
+          body: Type.Optional(NoArgumentsBody),
           response: { 202: DeliveryView, ...errors },
         },
       },
@@ -205,11 +210,13 @@ export function webhookRoutes(surface: Surface) {
     r.post(
       '/webhook-deliveries/:delivery_id/resend',
       {
+        preValidation: absentBodyAsEmpty,
         schema: {
           summary: 'Re-send a dead (or delivered) delivery as a new delivery with a fresh set of attempts',
           tags,
           headers: keyedHeaders,
           params: DeliveryIdParams,
+          body: Type.Optional(NoArgumentsBody),
           response: { 202: DeliveryView, ...errors },
         },
       },

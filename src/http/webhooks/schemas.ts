@@ -89,6 +89,12 @@ export const EndpointPatchBody = Type.Object(
 );
 export type EndpointPatchBody = Static<typeof EndpointPatchBody>;
 
+/**
+ * The body of a POST that takes no arguments (a test delivery, a re-send): none at all, or `{}`.
+ * A stray field is refused rather than ignored, so a caller who meant an option learns it does not exist.
+ */
+export const NoArgumentsBody = Type.Object({}, { additionalProperties: false });
+
 export const RotateBody = Type.Object(
   {
     overlap_ms: Type.Optional(
