@@ -121,7 +121,7 @@ describe.each(STORES)('Idempotency-Key on the other POSTs, %s', (store) => {
     expect(deliveries.body.deliveries).toHaveLength(1);
   });
 
-  it('takes no body on test and resend: nothing or {} is accepted, a stray field is refused and queues nothing', async () => {
+  it('takes no body on test and resend: none or {} is accepted, a stray field is refused', async () => {
     const op = await t.createOperator();
     const call = client(t.baseUrl, op);
     const ep = await call('POST', '/api/public/v1/webhook-endpoints', {
