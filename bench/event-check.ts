@@ -19,7 +19,8 @@ import { SecretBox } from '../src/operators/secret-box';
 import { migrate } from '../src/store/migrate';
 import { SqliteDatabase } from '../src/store/sqlite';
 import { eventProblems } from '../src/webhooks/event-check';
-import { type DomainEvent, type EventEnvelope, recordEvents } from '../src/webhooks/events';
+import type { DomainEvent, EventEnvelope } from '../src/webhooks/domain-event';
+import { recordEvents } from '../src/webhooks/events';
 
 const { values: flags } = parseArgs({ options: { iterations: { type: 'string', default: '200000' } } });
 const iterations = Number(flags.iterations);

@@ -21,7 +21,8 @@ import { OperatorService } from '../src/operators/operators';
 import { SecretBox } from '../src/operators/secret-box';
 import type { Database } from '../src/store/database';
 import { openDatabase } from '../src/store/open';
-import { recordEvents, type DomainEvent } from '../src/webhooks/events';
+import type { DomainEvent } from '../src/webhooks/domain-event';
+import { recordEvents } from '../src/webhooks/events';
 import { WebhookService } from '../src/webhooks/service';
 
 export interface WebhookBenchOptions {

@@ -8,7 +8,8 @@ import { OperatorService } from '../src/operators/operators';
 import { SecretBox } from '../src/operators/secret-box';
 import type { Database } from '../src/store/database';
 import { configureEventCheck, eventProblems, InvalidEventError } from '../src/webhooks/event-check';
-import { type DomainEvent, recordEvents } from '../src/webhooks/events';
+import type { DomainEvent } from '../src/webhooks/domain-event';
+import { recordEvents } from '../src/webhooks/events';
 import { freshDatabase } from './support/harness';
 import { betSettled, settledCrashBet } from './support/webhook-events';
 

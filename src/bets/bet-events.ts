@@ -1,5 +1,5 @@
 import { currencyExponent, minorToDecimal } from '../money/currency';
-import type { DomainEvent } from '../webhooks/events';
+import type { DomainEvent } from '../webhooks/domain-event';
 import type { BetSettledData } from '../webhooks/payloads';
 import { type Bet, isSettled, type SettledBet } from './bet';
 

@@ -1,5 +1,5 @@
 import type { SqlExecutor } from '../store/database';
-import type { PlayerSession } from './session-service';
+import type { PlayerSession } from './session';
 
 export interface SessionRow {
   id: string;

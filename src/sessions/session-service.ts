@@ -4,18 +4,8 @@ import { DomainError } from '../errors/codes';
 import { isKnownCurrency } from '../money/currency';
 import type { Operator } from '../operators/operator';
 import { readerOf, type Database, type ReadOptions, type SqlExecutor } from '../store/database';
+import type { PlayerSession } from './session';
 import { sessionRepository } from './session-repository';
-
-/** A player's Stock Race session, created by the operator for a player logged in on its side. */
-export interface PlayerSession {
-  id: string;
-  operatorId: string;
-  playerRef: string;
-  currency: string;
-  returnUrl: string;
-  createdAt: number;
-  expiresAt: number;
-}
 
 export interface LaunchedSession {
   session: PlayerSession;

@@ -7,7 +7,7 @@ import { operatorRepository } from '../operators/operator-repository';
 import { type EndpointRow, endpointRepository } from './endpoint-repository';
 import { deliveryRepository } from './delivery-repository';
 import { generateEndpointSecret } from '../signing/webhook-signature';
-import { EVENT_TYPES, type EventType } from './events';
+import { EVENT_TYPES, type EventType } from './domain-event';
 import { checkTargetUrl, type Resolver } from '../outbound/url-safety';
 
 export type EndpointSurface = 'A' | 'B';

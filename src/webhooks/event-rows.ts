@@ -1,6 +1,13 @@
 import { timeOrderedId } from '../ids/time-ordered-id';
 import { checkEvent } from './event-check';
-import { type DomainEvent, type EventEnvelope, nextEventSeq } from './events';
+import type { DomainEvent, EventEnvelope } from './domain-event';
+
+let seqCounter = 0;
+
+/** seq orders events that share a millisecond; it only needs to grow within this process. */
+export function nextEventSeq(now: number): number {
+  return now * 1000 + (seqCounter++ % 1000);
+}
 
 /** An operator's event as its outbox row holds it, decided before the unit that writes it. */
 export interface OperatorEventRow {

@@ -1,6 +1,6 @@
 import type { CashedOutCrashBet } from '../../src/bets/bet';
 import { betSettledEvent } from '../../src/bets/bet-events';
-import type { DomainEvent } from '../../src/webhooks/events';
+import type { DomainEvent } from '../../src/webhooks/domain-event';
 
 /** A Crash bet cashed out at 2.00x, as the settlement path hands it to the event builder. */
 export function settledCrashBet(overrides: Partial<CashedOutCrashBet> = {}): CashedOutCrashBet {

@@ -11,7 +11,7 @@ import { hideFromOpenApi } from '../../http/openapi';
 import { streamFeed } from '../../http/sse';
 import { currencyExponent, formatMinor } from '../../money/currency';
 import type { AppServices } from '../../services';
-import type { PlayerSession } from '../../sessions/session-service';
+import type { PlayerSession } from '../../sessions/session';
 import { PLAYER_ASSETS, serveAssets } from '../assets';
 import { crashPlayerPage, playerRefusalPage, stockRacePlayerPage, verifyPlayerPage } from './player-view';
 

@@ -1,5 +1,5 @@
 import type { RoundJson } from '../../games/engine/round-presenter';
-import type { PlayerSession } from '../../sessions/session-service';
+import type { PlayerSession } from '../../sessions/session';
 import { html, jsonScript, type SafeHtml } from '../html';
 
 export const PLAYER_ASSET_PATH = '/play/assets';

@@ -1,4 +1,4 @@
-import { EVENT_TYPES } from '../../webhooks/events';
+import { EVENT_TYPES } from '../../webhooks/domain-event';
 import type { AttemptView, DeliveryView } from '../../webhooks/deliveries';
 import type { EndpointJson } from '../../webhooks/service';
 import { html, type SafeHtml } from '../html';

@@ -17,7 +17,8 @@ import {
   type RunningRound,
 } from '../engine/round';
 import type { Database, SqlExecutor } from '../../store/database';
-import { recordEvents, type DomainEvent } from '../../webhooks/events';
+import type { DomainEvent } from '../../webhooks/domain-event';
+import { recordEvents } from '../../webhooks/events';
 import { cashedOutBet, crashPointOf, effectiveTarget, liveMultiplier, scriptedCrashPoint } from './crash-rules';
 import { engineHeartbeatMs } from '../../config/game-defaults';
 import { crashElapsedMs, formatMultiplier, GROWTH_PER_MS, presentCrashOutcome } from './multiplier';

@@ -1,4 +1,5 @@
-import type { ChainRecord, FairChainService } from './fair-chain';
+import type { ChainRecord } from './chain';
+import type { FairChainService } from './fair-chain';
 
 /** A hash chain's public record as the fairness API and the admin CLI show it. */
 export function presentChain(chains: FairChainService, c: ChainRecord): Record<string, unknown> {

@@ -1,5 +1,5 @@
 import type { SqlExecutor } from '../../store/database';
-import type { ChainOrigin, ChainRecord } from './fair-chain';
+import type { ChainOrigin, ChainRecord } from './chain';
 import type { Game } from './round';
 
 const INSERT_BATCH = 500;

@@ -2,7 +2,8 @@ import { EventEmitter } from 'node:events';
 import type { Logger } from 'pino';
 import type { Clock, TimerHandle } from '../../clock/clock';
 import type { Database, Lease, SqlExecutor } from '../../store/database';
-import { recordEvents, type DomainEvent, type EventModes } from '../../webhooks/events';
+import type { DomainEvent, EventModes } from '../../webhooks/domain-event';
+import { recordEvents } from '../../webhooks/events';
 import type { RoundEventData } from '../../webhooks/payloads';
 import type { FairChainService } from './fair-chain';
 import {

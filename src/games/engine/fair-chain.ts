@@ -4,6 +4,7 @@ import type { Clock } from '../../clock/clock';
 import { generateChain, isGameHash, previousHash } from './hash-chain';
 import { DomainError } from '../../errors/codes';
 import type { Database, SqlExecutor } from '../../store/database';
+import type { ChainRecord } from './chain';
 import { chainRepository as chains } from './chain-repository';
 import type { Game } from './round';
 import { roundRepository } from './round-repository';
@@ -27,24 +28,6 @@ export interface ChainSeed {
   seedHash: string;
   /** The chain's salt; null only for a test fixture chain that plays unsalted (legacy) outcomes. */
   salt: string | null;
-}
-
-export type ChainOrigin = 'generated' | 'fixture';
-
-export interface ChainRecord {
-  chainId: string;
-  game: Game;
-  length: number;
-  origin: ChainOrigin;
-  commitment: string;
-  committedAt: number;
-  contribution: string | null;
-  contributor: string | null;
-  contributionAutomatic: boolean | null;
-  salt: string | null;
-  saltFixedAt: number | null;
-  firstPlayedIdx: number | null;
-  firstPlayedAt: number | null;
 }
 
 export type ChainStatus = 'awaiting_contribution' | 'playable' | 'refused';

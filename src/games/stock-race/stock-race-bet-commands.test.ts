@@ -2,7 +2,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { freshDatabase, STORES } from '../../../test/support/harness';
 import { type PreparedCall, PreparedCalls } from '../../../test/support/prepared-calls';
 import { BetCommands, type KeyClaim, type PlaceBetAnswer } from '../../bets/bet-commands';
-import type { PlayerSession } from '../../sessions/session-service';
+import type { PlayerSession } from '../../sessions/session';
 import type { Database, SqlExecutor, SqlParam } from '../../store/database';
 import type { Round } from '../engine/round';
 import { roundRepository } from '../engine/round-repository';

@@ -10,7 +10,7 @@ import {
   type StoredText,
 } from '../../bets/bet-commands';
 import { type BatchOutcome, CallBatcher } from '../../bets/call-batcher';
-import type { PlayerSession } from '../../sessions/session-service';
+import type { PlayerSession } from '../../sessions/session';
 import { type SessionRow, toSession } from '../../sessions/session-repository';
 import type { Database } from '../../store/database';
 import type { Round } from '../engine/round';

@@ -13,7 +13,7 @@ import { type ClosedRound, type OpenRound, type Round, type RunningRound, stockR
 import type { SqlExecutor } from '../../store/database';
 import { settlementRepository } from '../../wallet/settlement-repository';
 import { settleIdempotencyKey, type SettleBody } from '../../wallet/settlements';
-import type { DomainEvent } from '../../webhooks/events';
+import type { DomainEvent } from '../../webhooks/domain-event';
 import {
   deriveStockRaceOutcome,
   intermediateMoves,
