@@ -174,6 +174,43 @@ describe.each(STORES)('Idempotency-Key on the other POSTs, %s', (store) => {
     expect(stray.body.code).toBe('UNKNOWN_FIELD');
   });
 
+  it('launches one Stock Race session per key; the stored answer does not hold the player token in clear', async () => {
+    const op = await t.createOperator();
+    const call = client(t.baseUrl, op, 'B');
+    const body = { player_ref: 'player-7', currency: 'EUR', return_url: 'https://operator.example/lobby' };
+    const key = `launch-${op.id}`;
+    const first = await call('POST', '/v1/sessions/launch', body, { idempotencyKey: key, timestamp: stamp() });
+    const again = await call('POST', '/v1/sessions/launch', body, { idempotencyKey: key, timestamp: stamp() });
+    expect([first.status, again.status]).toEqual([200, 200]);
+    expect(first.headers['idempotent-replay']).toBeUndefined();
+    expect(again.headers['idempotent-replay']).toBe('true');
+    expect(again.body).toEqual(first.body);
+    const sessions = async () =>
+      Number(
+        (await t.app.db.get<{ n: number }>('SELECT COUNT(*) AS n FROM sessions WHERE operator_id = ?', [op.id]))!.n,
+      );
+    expect(await sessions()).toBe(1);
+    const token = new URL(first.body.launch_url).searchParams.get('token')!;
+    const row = await t.app.db.get<{ response: string }>(
+      'SELECT response FROM idempotency_keys WHERE operator_id = ? AND idem_key = ?',
+      [op.id, key],
+    );
+    expect(row!.response.startsWith('v1.')).toBe(true);
+    expect(row!.response).not.toContain(token);
+
+    const other = await call(
+      'POST',
+      '/v1/sessions/launch',
+      { ...body, player_ref: 'player-8' },
+      { idempotencyKey: key, timestamp: stamp() },
+    );
+    expect(other.status).toBe(409);
+    expect(other.body).toMatchObject({ error: 'IDEMPOTENCY_KEY_REUSED' });
+    const unkeyed = await call('POST', '/v1/sessions/launch', body, { timestamp: stamp() });
+    expect(unkeyed.status).toBe(200);
+    expect(await sessions()).toBe(2);
+  });
+
   it('queues sandbox outcomes once per key', async () => {
     const op = await t.createOperator({ mode: 'test' });
     const call = client(t.baseUrl, op);

@@ -79,4 +79,17 @@ describe('the served OpenAPI document', () => {
       expect(parameters.find((p) => p.in === 'header' && p.name === 'idempotency-key')?.required, path).toBe(true);
     }
   });
+
+  it('says which POSTs take no body: rotate-secret, test and resend may be sent without one', () => {
+    const optional = [
+      '/api/public/v1/webhook-endpoints/{endpoint_id}/rotate-secret',
+      '/api/public/v1/webhook-endpoints/{endpoint_id}/test',
+      '/api/public/v1/webhook-deliveries/{delivery_id}/resend',
+      '/v1/webhook-endpoints/{endpoint_id}/test',
+    ];
+    for (const path of optional) expect(doc.paths[path].post.requestBody.required, path).toBe(false);
+    for (const path of ['/api/public/v1/place-bet', '/v1/sessions/launch', '/api/public/v1/webhook-endpoints']) {
+      expect(doc.paths[path].post.requestBody.required, path).toBe(true);
+    }
+  });
 });

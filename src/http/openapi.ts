@@ -1,4 +1,5 @@
-import type { FastifyInstance } from 'fastify';
+import type { SwaggerTransformObject } from '@fastify/swagger';
+import type { FastifyInstance, RouteOptions } from 'fastify';
 import type { OpenAPIV3_1 } from 'openapi-types';
 
 /**
@@ -94,4 +95,32 @@ export function withWebhookSecurity(
     out[name] = item.post ? { ...item, post: { ...item.post, security: WEBHOOK_SECURITY } } : item;
   }
   return out;
+}
+
+/**
+ * @fastify/swagger marks every request body required. A route for which `takesNoBody` holds (one that
+ * reads an absent body as `{}`) accepts a request without one, and its operation should say so: this
+ * records such routes as they are added and returns the document transform that sets `required: false`.
+ */
+export function optionalBodies(
+  app: FastifyInstance,
+  takesNoBody: (route: RouteOptions) => boolean,
+): SwaggerTransformObject {
+  const operations: { method: string; path: string }[] = [];
+  app.addHook('onRoute', (route) => {
+    if (!takesNoBody(route)) return;
+    const path = route.url.replace(/:([A-Za-z0-9_]+)/g, '{$1}');
+    for (const method of [route.method].flat()) operations.push({ method: method.toLowerCase(), path });
+  });
+  return (document) => {
+    if (!('openapiObject' in document)) return document.swaggerObject;
+    const paths = document.openapiObject.paths as
+      | Record<string, Record<string, OpenAPIV3_1.OperationObject>>
+      | undefined;
+    for (const { method, path } of operations) {
+      const body = paths?.[path]?.[method]?.requestBody as OpenAPIV3_1.RequestBodyObject | undefined;
+      if (body) body.required = false;
+    }
+    return document.openapiObject;
+  };
 }

@@ -7,7 +7,7 @@ import { STATUS_CODES, type ServerOptions, type ServerResponse } from 'node:http
 import type { Duplex } from 'node:stream';
 import { DomainError, type ErrorCode } from '../errors/codes';
 import type { AppServices } from '../services';
-import { bodyEncodingRefusal, decorateRawBody, parseJsonBody } from './json-body';
+import { absentBodyAsEmpty, bodyEncodingRefusal, decorateRawBody, parseJsonBody } from './json-body';
 import { lazyChildLoggerFactory, logsAt } from './request-logger';
 import { announceDeprecations } from './deprecation';
 import { surfaceA, surfaceARoutes } from './surface-a/routes';
@@ -15,7 +15,7 @@ import { surfaceB } from './surface-b/routes';
 import { decorateAuthenticatedRequest, errorHandler, type Surface } from './surface';
 import { publicRoutes } from './public-routes';
 import { openApiWebhooks } from '../webhooks/payloads';
-import { SECURITY_SCHEMES, withWebhookSecurity } from './openapi';
+import { optionalBodies, SECURITY_SCHEMES, withWebhookSecurity } from './openapi';
 import { instrumentHttp, type HttpObservability } from '../observability/http';
 
 export type RouteModule = (app: FastifyInstance, services: AppServices) => Promise<void>;
@@ -240,7 +240,9 @@ export async function buildHttpServer(s: AppServices, options: HttpOptions = {})
     closing = true;
   });
 
+  const markOptionalBodies = optionalBodies(app, (route) => [route.preValidation].flat().includes(absentBodyAsEmpty));
   await app.register(swagger, {
+    transformObject: markOptionalBodies,
     openapi: {
       openapi: '3.1.0',
       info: {

@@ -3,7 +3,7 @@ import type { Clock } from '../clock/clock';
 import { DomainError } from '../errors/codes';
 import { isKnownCurrency } from '../money/currency';
 import type { Operator } from '../operators/operator';
-import { readerOf, type Database, type ReadOptions, type SqlExecutor } from '../store/database';
+import { readerOf, type Database, type ReadOptions, type SqlExecutor, type WriteTransaction } from '../store/database';
 import type { PlayerSession } from './session';
 import { sessionRepository } from './session-repository';
 
@@ -68,15 +68,19 @@ export function checkCurrency(operator: Operator, currency: string): void {
 }
 
 export class SessionService {
+  private readonly ownTransaction: WriteTransaction = (work) => this.db.transaction(work);
+
   constructor(
     private readonly db: Database,
     private readonly clock: Clock,
     private readonly settings: SessionSettings,
   ) {}
 
+  /** `inTx`: the transaction to write in (a keyed request claims its Idempotency-Key in the same one). */
   async launch(
     operator: Operator,
     input: { playerRef: string; currency: string; returnUrl: string },
+    inTx: WriteTransaction = this.ownTransaction,
   ): Promise<LaunchedSession> {
     checkCurrency(operator, input.currency);
     const returnUrl = checkReturnUrl(input.returnUrl, this.settings.allowLoopbackHttp);
@@ -91,7 +95,7 @@ export class SessionService {
       createdAt: now,
       expiresAt: now + this.settings.ttlMs,
     };
-    await this.db.transaction((tx) => sessionRepository.insert(tx, session, hashToken(token)));
+    await inTx((tx) => sessionRepository.insert(tx, session, hashToken(token)));
     return { session, launchUrl: `${this.settings.publicBaseUrl}/play?token=${token}` };
   }
 

@@ -84,6 +84,22 @@ describe('StockRaceClient against a running service', () => {
     expect(rows.map((r) => r.id)).toEqual([res.data.bet_id]);
   });
 
+  it('retries a launch whose answer was lost under the same Idempotency-Key: one session, the same URL', async () => {
+    proxy.seen.length = 0;
+    proxy.faults = ['lose-answer'];
+    const launched = await viaProxy.launchSession({
+      player_ref: 'p-launch',
+      currency: 'EUR',
+      return_url: 'https://operator.example/lobby',
+    });
+    const keys = proxy.seen.map((s) => s.headers['idempotency-key']);
+    expect(keys).toHaveLength(2);
+    expect(keys[0]).toMatch(/^[0-9a-f-]{36}$/);
+    expect(keys[1]).toBe(keys[0]);
+    const rows = await t.app.db.all<{ id: string }>('SELECT id FROM sessions WHERE player_ref = ?', ['p-launch']);
+    expect(rows.map((r) => r.id)).toEqual([launched.session_id]);
+  });
+
   it('throws BettingApiError with the Surface B code and message', async () => {
     const round = await race.currentRound();
     const error = (await race

@@ -3179,7 +3179,11 @@ export interface paths {
                 };
                 cookie?: never;
             };
-            requestBody?: never;
+            requestBody?: {
+                content: {
+                    "application/json": Record<string, never>;
+                };
+            };
             responses: {
                 /** @description Default Response */
                 202: {
@@ -4210,7 +4214,7 @@ export interface paths {
                 };
                 cookie?: never;
             };
-            requestBody: {
+            requestBody?: {
                 content: {
                     "application/json": {
                         /** @description must be an integer of milliseconds from 0 to 30 days */
@@ -4398,7 +4402,11 @@ export interface paths {
                 };
                 cookie?: never;
             };
-            requestBody?: never;
+            requestBody?: {
+                content: {
+                    "application/json": Record<string, never>;
+                };
+            };
             responses: {
                 /** @description Default Response */
                 202: {
@@ -8030,16 +8038,21 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Create a play session for a player logged in on the operator side */
+        /**
+         * Create a play session for a player logged in on the operator side
+         * @description With an Idempotency-Key, a retry signed afresh gets the same session and launch URL (stored sealed: the URL holds the player token).
+         */
         post: {
             parameters: {
                 query?: never;
                 header: {
+                    /** @description 1 to 255 characters: a retry under the same key (signed afresh) gets the first answer and changes nothing */
+                    "idempotency-key"?: string;
                     /** @description the operator API key */
                     "x-operator-key": string;
                     /** @description lowercase hex HMAC-SHA256 of METHOD\nPATH\nTIMESTAMP\nBODY keyed with the API secret */
                     "x-signature": string;
-                    /** @description milliseconds since epoch; within 5 minutes of the server clock */
+                    /** @description milliseconds since epoch */
                     "x-timestamp": string;
                 };
                 path?: never;
@@ -8859,7 +8872,11 @@ export interface paths {
                 };
                 cookie?: never;
             };
-            requestBody?: never;
+            requestBody?: {
+                content: {
+                    "application/json": Record<string, never>;
+                };
+            };
             responses: {
                 /** @description Default Response */
                 202: {
@@ -9930,7 +9947,7 @@ export interface paths {
                 };
                 cookie?: never;
             };
-            requestBody: {
+            requestBody?: {
                 content: {
                     "application/json": {
                         /** @description must be an integer of milliseconds from 0 to 30 days */
@@ -10124,7 +10141,11 @@ export interface paths {
                 };
                 cookie?: never;
             };
-            requestBody?: never;
+            requestBody?: {
+                content: {
+                    "application/json": Record<string, never>;
+                };
+            };
             responses: {
                 /** @description Default Response */
                 202: {

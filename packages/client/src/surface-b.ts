@@ -36,12 +36,12 @@ export class StockRaceClient {
     this.webhooks = new WebhookEndpointsApi(this.t, PREFIX);
   }
 
-  /** Sessions are not keyed: a blind retry after no answer would open a second (harmless) session. */
+  /** Keyed like every write: a retry after no answer gets the same session and launch URL, not a second one. */
   async launchSession(body: LaunchSessionRequest, options: CallOptions = {}): Promise<LaunchSessionResult> {
     const path = `${PREFIX}/sessions/launch`;
-    return (
-      await this.t.send<LaunchSessionResult>({ method: 'POST', path, body, retrySafe: true, signal: options.signal })
-    ).data;
+    const idempotencyKey = options.idempotencyKey ?? newIdempotencyKey();
+    const sent = { method: 'POST' as const, path, body, idempotencyKey, retrySafe: true, signal: options.signal };
+    return (await this.t.send<LaunchSessionResult>(sent)).data;
   }
 
   async reserve(input: ReserveInput, options: CallOptions = {}): Promise<ReservedBet> {

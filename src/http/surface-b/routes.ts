@@ -9,7 +9,8 @@ import type { Round } from '../../games/engine/round';
 import type { AppServices } from '../../services';
 import { presentSettlement, type Settlement } from '../../wallet/settlements';
 import { SURFACE_B_STATUS } from '../error-maps';
-import { refusalIn, sendAnswer } from '../keyed-write';
+import { keyedPost, refusalIn, sendAnswer } from '../keyed-write';
+import { keyedHeadersFor } from '../webhooks/schemas';
 import { streamFeed } from '../sse';
 import { guardSurface, type Surface } from '../surface';
 import {
@@ -89,6 +90,8 @@ export async function surfaceBRoutes(app: FastifyInstance, s: AppServices): Prom
   // Test-mode operators play in their own sandbox rounds and raise no compliance flags.
   const isTest = (o: Operator): boolean => o.mode === 'test';
   const scopeOf = (o: Operator): string | null => (isTest(o) ? o.id : null);
+  const keyed = { idempotency: s.idempotency, surface: surfaceB };
+  const launchHeaders = keyedHeadersFor(surfaceB);
 
   const presentLive = (round: Round): Static<typeof StockRaceRoundView> => {
     const view = s.engines.stockRace.present(round) as Static<typeof StockRaceRoundView>;
@@ -102,20 +105,29 @@ export async function surfaceBRoutes(app: FastifyInstance, s: AppServices): Prom
     {
       schema: {
         summary: 'Create a play session for a player logged in on the operator side',
+        description:
+          'With an Idempotency-Key, a retry signed afresh gets the same session and launch URL ' +
+          '(stored sealed: the URL holds the player token).',
         tags: ['Stock Race'],
-        headers: AuthHeadersB,
+        headers: launchHeaders,
         body: LaunchBody,
         response: { 200: LaunchResult, ...errors },
       },
     },
-    async (req) => {
-      const { session, launchUrl } = await s.sessions.launch(req.operator!, {
-        playerRef: req.body.player_ref,
-        currency: req.body.currency,
-        returnUrl: req.body.return_url,
-      });
-      return { session_id: session.id, launch_url: launchUrl, expires_at: session.expiresAt };
-    },
+    async (req, reply) =>
+      keyedPost(
+        req,
+        reply,
+        keyed,
+        { status: 200, sealed: true },
+        (inTx) =>
+          s.sessions.launch(
+            req.operator!,
+            { playerRef: req.body.player_ref, currency: req.body.currency, returnUrl: req.body.return_url },
+            inTx,
+          ),
+        ({ session, launchUrl }) => ({ session_id: session.id, launch_url: launchUrl, expires_at: session.expiresAt }),
+      ),
   );
 
   r.post(
