@@ -234,7 +234,7 @@ export async function createApp(config: Config, overrides: AppOverrides = {}): P
   // One process on SQLite: its engines feed its subscribers directly, nothing to fan out.
   const fanOut = bus instanceof PostgresChangeBus ? bus : undefined;
   const feed = new LiveFeed(db, clock, [crashEngine, stockRaceEngine], 500, fanOut);
-  const streams = new LiveStreams();
+  const streams = new LiveStreams({ recheckMs: config.liveFeedRecheckMs });
   // Every shared dependency an instance needs to serve correctly gets a readiness check, so a
   // balancer stops routing to an instance that lost one (signed calls fail closed without Redis).
   const readiness = new Readiness(db);

@@ -45,6 +45,11 @@ export interface Config {
    * sending cannot hold a connection (slowloris). Idle keep-alive connections are not counted.
    */
   requestTimeoutMs: number;
+  /**
+   * How often an open live feed (SSE) checks that its holder may still watch (LIVE_FEED_RECHECK_MS): a
+   * dashboard sign-out or an operator disable on any instance ends its streams within this time.
+   */
+  liveFeedRecheckMs: number;
   signatureToleranceMs: number;
   secretRotationOverlapMs: number;
   idempotencyRetentionMs: number;
@@ -279,6 +284,7 @@ export function loadConfig(env: Env = process.env, options: { serving?: boolean 
     logLevel: env.LOG_LEVEL || (appEnv === 'test' ? 'silent' : 'info'),
     bodyLimitBytes: int(env, 'BODY_LIMIT_BYTES', 16 * 1024, 256, 10 * 1024 * 1024),
     requestTimeoutMs: int(env, 'REQUEST_TIMEOUT_MS', 30_000, 100, 600_000),
+    liveFeedRecheckMs: int(env, 'LIVE_FEED_RECHECK_MS', 10_000, 100, 300_000),
     signatureToleranceMs: int(env, 'SIGNATURE_TOLERANCE_MS', 300_000, 1000),
     secretRotationOverlapMs: int(env, 'SECRET_ROTATION_OVERLAP_MS', 24 * 3600_000, 0),
     idempotencyRetentionMs: int(env, 'IDEMPOTENCY_RETENTION_MS', 48 * 3600_000, 24 * 3600_000),

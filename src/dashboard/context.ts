@@ -14,6 +14,8 @@ export interface DashboardContext {
   session: DashboardSession;
   operator: Operator;
   user: PageUser;
+  /** Asked again while a live feed is open: the session not signed out or expired, the operator enabled. */
+  stillSignedIn(): Promise<boolean>;
 }
 
 export const ctx = (req: FastifyRequest): DashboardContext => {

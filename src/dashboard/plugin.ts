@@ -193,9 +193,12 @@ export async function dashboardRoutes(app: FastifyInstance, s: AppServices): Pro
           .type('text/html; charset=utf-8')
           .send(errorPage({ status: 403, title: 'Account disabled', message, signedIn: false }));
       }
+      const cookie = req.cookies[SESSION_COOKIE];
       req.dashboard = {
         session,
         operator,
+        stillSignedIn: async () =>
+          (await auth.session(cookie)) !== null && (await s.operators.get(operator.id)).status === 'active',
         user: {
           email: session.user.email,
           operatorName: operator.name,

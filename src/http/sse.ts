@@ -1,13 +1,28 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Game } from '../games/engine/round';
 import type { FeedMessage, LiveFeed } from '../games/engine/live-feed';
-import type { LiveStreams } from '../games/engine/live-streams';
+import { type LiveStreams, STREAM_ALLOWANCE } from '../games/engine/live-streams';
+import { isDomainError } from '../errors/codes';
 import { HttpProblem } from './surface';
+
+/** Who may watch a stream, and for how long. */
+export interface StreamTerms {
+  /** The allowance the stream counts against: `max` streams per `key` (a session, a user, an operator). */
+  holder: { key: string; max: number; name: string };
+  /**
+   * Asked every `streams.recheckMs` while the stream is open: false ends it. Access checked only when a
+   * stream opens would outlive a sign-out or a disabled operator by hours. A store that cannot answer
+   * leaves the stream open until the next check.
+   */
+  stillAllowed?: () => Promise<boolean>;
+  /** The stream ends this many milliseconds from now (the session's expiry). */
+  endsInMs?: number;
+}
 
 /**
  * Serves a game's live feed as Server-Sent Events: a snapshot first, then every change. The stream
- * is tracked by the app's `streams` (closed at shutdown). With `sessionId`, refuses (429, before
- * anything is streamed) a stream beyond the session's allowance.
+ * is tracked by the app's `streams` (closed at shutdown). A stream beyond the holder's allowance is
+ * refused (429, before anything is streamed).
  */
 export async function streamFeed(
   req: FastifyRequest,
@@ -15,24 +30,23 @@ export async function streamFeed(
   streams: LiveStreams,
   feed: Pick<LiveFeed, 'snapshot' | 'subscribe'>,
   game: Game,
-  sessionId?: string,
+  terms: StreamTerms,
 ): Promise<void> {
-  if (sessionId !== undefined) {
-    if (!streams.tryHold(sessionId)) {
-      throw new HttpProblem(
-        'RATE_LIMITED',
-        `this session already has ${streams.maxPerSession} live streams open; close one before opening another`,
-        { 'retry-after': '5' },
-      );
-    }
-    let released = false;
-    // Whatever happens below, the slot is given back when the client's connection goes.
-    reply.raw.once('close', () => {
-      if (released) return;
-      released = true;
-      streams.release(sessionId);
-    });
+  const { holder } = terms;
+  if (!streams.tryHold(holder.key, holder.max)) {
+    throw new HttpProblem(
+      'RATE_LIMITED',
+      `this ${holder.name} already has ${holder.max} live streams open; close one before opening another`,
+      { 'retry-after': '5' },
+    );
   }
+  let released = false;
+  // Whatever happens below, the slot is given back when the client's connection goes.
+  reply.raw.once('close', () => {
+    if (released) return;
+    released = true;
+    streams.release(holder.key);
+  });
   reply.hijack();
   const res = reply.raw;
   res.writeHead(200, {
@@ -50,12 +64,61 @@ export async function streamFeed(
   if (snapshot) write(snapshot);
   const unsubscribe = feed.subscribe(game, write);
   const heartbeat = setInterval(() => res.write(': keep-alive\n\n'), 15_000);
+  const recheck = terms.stillAllowed ? watchAccess(terms.stillAllowed, streams.recheckMs, () => res.end()) : null;
+  const expiry =
+    terms.endsInMs === undefined
+      ? null
+      : setTimeout(() => res.end(), Math.min(Math.max(0, terms.endsInMs), 2 ** 31 - 1));
+  expiry?.unref();
   const untrack = streams.track({ close: () => res.end() });
   const cleanup = (): void => {
     clearInterval(heartbeat);
+    if (recheck) clearInterval(recheck);
+    if (expiry) clearTimeout(expiry);
     unsubscribe();
     untrack();
   };
   req.raw.on('close', cleanup);
   res.on('close', cleanup);
+}
+
+/**
+ * An API stream's terms: the operator's allowance, and the operator still there and enabled (a disable
+ * refuses its new requests at once and, with this, ends the streams it already holds).
+ */
+export function operatorStreamTerms(
+  operatorId: string,
+  operators: { get(id: string): Promise<{ status: string }> },
+): StreamTerms {
+  return {
+    holder: { key: `operator:${operatorId}`, max: STREAM_ALLOWANCE.operator, name: 'operator' },
+    stillAllowed: () =>
+      operators.get(operatorId).then(
+        (operator) => operator.status === 'active',
+        (error: unknown) => {
+          if (isDomainError(error) && error.code === 'NOT_FOUND') return false;
+          throw error;
+        },
+      ),
+  };
+}
+
+function watchAccess(stillAllowed: () => Promise<boolean>, everyMs: number, end: () => void): NodeJS.Timeout {
+  let asking = false;
+  const timer = setInterval(() => {
+    if (asking) return;
+    asking = true;
+    stillAllowed()
+      .then(
+        (allowed) => {
+          if (!allowed) end();
+        },
+        () => {},
+      )
+      .finally(() => {
+        asking = false;
+      });
+  }, everyMs);
+  timer.unref();
+  return timer;
 }

@@ -4,7 +4,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { MAX_STREAMS_PER_SESSION } from '../../src/games/engine/live-streams';
+import { STREAM_ALLOWANCE } from '../../src/games/engine/live-streams';
+
+const MAX_STREAMS_PER_SESSION = STREAM_ALLOWANCE.playerSession;
 import { SecretBox } from '../../src/operators/secret-box';
 import { SqliteDatabase } from '../../src/store/sqlite';
 import { client, startTestApp, STORES, type TestApp } from '../support/harness';

@@ -9,6 +9,7 @@ import { crashOutcomeOf } from '../../games/engine/round';
 import { presentRound } from '../../games/round-presenter';
 import { hideFromOpenApi } from '../../http/openapi';
 import { streamFeed } from '../../http/sse';
+import { STREAM_ALLOWANCE } from '../../games/engine/live-streams';
 import { currencyExponent, formatMinor } from '../../money/currency';
 import type { AppServices } from '../../services';
 import type { PlayerSession } from '../../sessions/session';
@@ -149,11 +150,13 @@ export async function playerRoutes(app: FastifyInstance, s: AppServices): Promis
     sandbox: string | null,
     game: 'crash' | 'stock_race',
   ): Promise<void> => {
-    await streamFeed(req, reply, s.streams, sandbox === null ? s.feed : s.sandbox.feedOf(sandbox), game, session.id);
-    const left = session.expiresAt - s.clock.now();
-    const timer = setTimeout(() => reply.raw.end(), Math.min(Math.max(0, left), 2 ** 31 - 1));
-    timer.unref();
-    reply.raw.on('close', () => clearTimeout(timer));
+    const feed = sandbox === null ? s.feed : s.sandbox.feedOf(sandbox);
+    await streamFeed(req, reply, s.streams, feed, game, {
+      holder: { key: `player-session:${session.id}`, max: STREAM_ALLOWANCE.playerSession, name: 'session' },
+      endsInMs: session.expiresAt - s.clock.now(),
+      // The operator's players watch only while the operator is enabled.
+      stillAllowed: async () => (await s.operators.get(session.operatorId)).status === 'active',
+    });
   };
 
   r.get('/play', { schema: { querystring: TokenQuery } }, async (req, reply) => {

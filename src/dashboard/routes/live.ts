@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { DomainError } from '../../errors/codes';
 import { streamFeed } from '../../http/sse';
+import { STREAM_ALLOWANCE } from '../../games/engine/live-streams';
 import { GAMES, type Game } from '../../games/engine/round';
 import { presentRound } from '../../games/round-presenter';
 import type { AppServices } from '../../services';
@@ -30,12 +31,13 @@ export async function liveRoutes(app: FastifyInstance, s: AppServices): Promise<
   app.get('/feed/:game', async (req: FastifyRequest<{ Params: { game: string } }>, reply) => {
     const game = req.params.game as Game;
     if (!GAMES.includes(game)) throw new DomainError('NOT_FOUND', `no live feed for "${req.params.game}"`);
-    const operator = ctx(req).operator;
-    await streamFeed(req, reply, s.streams, operator.mode === 'test' ? s.sandbox.feedOf(operator.id) : s.feed, game);
-    // A signed-out or expired session must not keep watching: the stream ends with the session.
-    const left = ctx(req).session.expiresAt - s.clock.now();
-    const timer = setTimeout(() => reply.raw.end(), Math.min(Math.max(0, left), 2 ** 31 - 1));
-    timer.unref();
-    reply.raw.on('close', () => clearTimeout(timer));
+    const { operator, session, stillSignedIn } = ctx(req);
+    const feed = operator.mode === 'test' ? s.sandbox.feedOf(operator.id) : s.feed;
+    // A signed-out or expired session, or a disabled operator, must not keep watching.
+    await streamFeed(req, reply, s.streams, feed, game, {
+      holder: { key: `dashboard-user:${session.user.id}`, max: STREAM_ALLOWANCE.dashboardUser, name: 'dashboard user' },
+      endsInMs: session.expiresAt - s.clock.now(),
+      stillAllowed: stillSignedIn,
+    });
   });
 }

@@ -143,24 +143,19 @@ export class CrashGame implements GameDriver {
           due.push({ bet, at: m, kind: 'forced' });
       }
     }
-    let paid = 0;
     if (due.length > 0 && this.roundId === round.id) {
-      paid = await this.o.db.transaction(async (tx) => {
-        let count = 0;
+      await this.o.db.transaction(async (tx) => {
         const events: DomainEvent[] = [];
         for (const exit of due) {
           const settled = await this.settle(tx, exit.bet, exit.at, exit.kind, now);
-          if (settled) {
-            events.push(betSettledEvent(settled));
-            count++;
-          }
+          if (settled) events.push(betSettledEvent(settled));
         }
         await recordEvents(tx, this.o.modes, events, now);
-        return count;
       });
       for (const exit of due) this.forget(exit.bet);
     }
-    return { multiplier: formatMultiplier(m), elapsed_ms: Math.max(0, now - round.runningAt), cashed_out: paid };
+    // The live feed goes to every operator and player: it carries the curve only, nothing about bets.
+    return { multiplier: formatMultiplier(m), elapsed_ms: Math.max(0, now - round.runningAt) };
   }
 
   /** A manual cash-out served by this process: stop tracking the bet. */

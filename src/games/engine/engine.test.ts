@@ -160,6 +160,19 @@ describe('round engine driving Crash on a fake clock', () => {
     expect(await roundRepository.latest(db, 'crash')).toMatchObject({ roundNumber: 2, status: 'open', seed: SEED_126 });
   });
 
+  it("ticks carry the multiplier and the time only: nothing derived from any operator's bets", async () => {
+    const op = await operators.create({ name: 'o' });
+    await engine.start();
+    await settle();
+    await bet(op.id, 1_000, 150);
+    await clock.advanceAsync(WINDOW);
+    await clock.advanceAsync(elapsedForMultiplier(200));
+    const ticks = events.flatMap((e) => (e.type === 'round.tick' ? [e.data] : []));
+    expect(ticks.length).toBeGreaterThan(10);
+    // The feed goes to every operator and player: an auto cash-out paid in a tick must not show in it.
+    for (const data of ticks) expect(Object.keys(data).sort()).toEqual(['elapsed_ms', 'multiplier']);
+  });
+
   const cashout = (op: Awaited<ReturnType<OperatorService['get']>>, betId: string) =>
     db.transaction((tx) => cashoutCrashBet(tx, writes, RULES, op, betId, clock.now()));
 

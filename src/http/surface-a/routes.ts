@@ -12,7 +12,7 @@ import type { Round } from '../../games/engine/round';
 import type { AppServices } from '../../services';
 import { SURFACE_A_STATUS } from '../error-maps';
 import { idempotencyKeyOf, refusalIn, sendAnswer } from '../keyed-write';
-import { streamFeed } from '../sse';
+import { operatorStreamTerms, streamFeed } from '../sse';
 import { guardSurface, type Surface } from '../surface';
 import {
   AuthHeaders,
@@ -249,9 +249,10 @@ export async function surfaceARoutes(app: FastifyInstance, s: AppServices): Prom
       },
     },
     async (req, reply) => {
-      if (!isTest(req.operator!)) return streamFeed(req, reply, s.streams, s.feed, 'crash');
+      const terms = operatorStreamTerms(req.operator!.id, s.operators);
+      if (!isTest(req.operator!)) return streamFeed(req, reply, s.streams, s.feed, 'crash', terms);
       await s.sandbox.touch(req.operator!, 'crash');
-      return streamFeed(req, reply, s.streams, s.sandbox.feedOf(req.operator!.id), 'crash');
+      return streamFeed(req, reply, s.streams, s.sandbox.feedOf(req.operator!.id), 'crash', terms);
     },
   );
 }

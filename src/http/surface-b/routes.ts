@@ -11,7 +11,7 @@ import { presentSettlement, type Settlement } from '../../wallet/settlements';
 import { SURFACE_B_STATUS } from '../error-maps';
 import { keyedPost, refusalIn, sendAnswer } from '../keyed-write';
 import { keyedHeadersFor } from '../webhooks/schemas';
-import { streamFeed } from '../sse';
+import { operatorStreamTerms, streamFeed } from '../sse';
 import { guardSurface, type Surface } from '../surface';
 import {
   AuthHeadersB,
@@ -208,9 +208,10 @@ export async function surfaceBRoutes(app: FastifyInstance, s: AppServices): Prom
       },
     },
     async (req, reply) => {
-      if (!isTest(req.operator!)) return streamFeed(req, reply, s.streams, s.feed, 'stock_race');
+      const terms = operatorStreamTerms(req.operator!.id, s.operators);
+      if (!isTest(req.operator!)) return streamFeed(req, reply, s.streams, s.feed, 'stock_race', terms);
       await s.sandbox.touch(req.operator!, 'stock_race');
-      return streamFeed(req, reply, s.streams, s.sandbox.feedOf(req.operator!.id), 'stock_race');
+      return streamFeed(req, reply, s.streams, s.sandbox.feedOf(req.operator!.id), 'stock_race', terms);
     },
   );
 
