@@ -288,7 +288,7 @@ describe("npm run verify on a round played from bustabit's published games", () 
     await t?.close();
   });
 
-  it("recomputes 1.18x from the seed and bustabit's salt", async () => {
+  it("recomputes 1.18x from the seed and bustabit's salt, and says a fixture chain proves nothing", async () => {
     const round = await eventually(
       async () =>
         t.app.db.get<{ id: string }>(
@@ -299,11 +299,12 @@ describe("npm run verify on a round played from bustabit's published games", () 
       'the bustabit round',
     );
     const result = await verifyScript(round.id, t.baseUrl);
-    expect(result.code).toBe(0);
+    // The outcome recomputes, but a fixture's salt was chosen, not fixed by a contribution: no proof.
+    expect(result.code).toBe(1);
     expect(result.stdout).toContain(`seed ${KNOWN_CRASH_SEEDS.x118}`);
     expect(result.stdout).toContain('salt 0000000000000000004d6ec16dafe9d8370958664c1dc422f452892264c59526');
     expect(result.stdout).toContain('recomputed crash point: 1.18x');
-    expect(result.stdout).toContain('ok       the chain is a test fixture');
-    expect(result.stdout.trim().split('\n').at(-1)).toBe('VERIFIED');
+    expect(result.stdout).toContain('MISMATCH the chain is a generated chain, not a test fixture whose salt no contribution fixed');
+    expect(result.stdout.trim().split('\n').at(-1)).toBe('MISMATCH');
   });
 });

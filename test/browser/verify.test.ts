@@ -16,6 +16,11 @@ import {
 
 const sha = (text: string): string => createHash('sha256').update(text).digest('hex');
 
+// The checks as the page lists them.
+const FIXTURE = 'the chain is a generated chain, not a test fixture whose salt no contribution fixed';
+const SAME_GAME = "the chain's game is the round's game";
+const PLAYED_AFTER_SALT = 'the round was played after the salt was fixed';
+
 describe('the player verify view in Chromium', () => {
   let t: TestApp;
   let browser: Browser;
@@ -65,7 +70,10 @@ describe('the player verify view in Chromium', () => {
     await page.locator('#verdict[data-result="verified"]').waitFor();
     await expect(page.locator('#verdict').textContent()).resolves.toBe('verified');
     await expect(page.locator('#checks li.bad').count()).resolves.toBe(0);
-    await expect(page.locator('#checks li.ok').count()).resolves.toBe(5);
+    await expect(page.locator('#checks li.ok').count()).resolves.toBe(8);
+    await expect(page.locator('#checks li.ok').allTextContents()).resolves.toEqual(
+      expect.arrayContaining([SAME_GAME, FIXTURE, PLAYED_AFTER_SALT]),
+    );
     await expect(page.locator('#details').textContent()).resolves.toContain(`${(short.points[0]! / 100).toFixed(2)}x`);
     await expect(page.locator('#details').textContent()).resolves.toContain(short.commitment);
     expect(await horizontalOverflow(page)).toBeLessThanOrEqual(0);
@@ -129,10 +137,41 @@ describe('the player verify view in Chromium', () => {
     expect(unexpectedErrors(w.errors)).toEqual([]);
   });
 
-  it("recomputes bustabit's published game #1394728 (1.26x) with Chromium's WebCrypto", async () => {
+  it("names the failed check when the chain is another game's or was played before its salt", async () => {
+    const { page } = w;
+    const crash = await closedRound('crash');
+    // The genuine chain record, altered the way a service could lie about it.
+    const serveChainWith = (change: Record<string, unknown>) =>
+      page.route('**/fairness/chains?game=crash', async (route) => {
+        const response = await route.fetch();
+        const { chains } = (await response.json()) as { chains: Record<string, unknown>[] };
+        const json = { chains: chains.map((c) => (c.chain_id === short.chainId ? { ...c, ...change } : c)) };
+        await route.fulfill({ response, json });
+      });
+
+    await serveChainWith({ game: 'stock_race' });
+    await page.goto(`${verifyUrl}&round=${crash.id}`);
+    await page.locator('#verdict[data-result="mismatch"]').waitFor();
+    await expect(page.locator('#checks li.bad').allTextContents()).resolves.toEqual([SAME_GAME]);
+    await page.unrouteAll();
+
+    const published = (await (await fetch(`${t.baseUrl}/fairness/chains?game=crash`)).json()) as {
+      chains: { chain_id: string; salt_fixed_at: number }[];
+    };
+    const fixedAt = Number(published.chains.find((c) => c.chain_id === short.chainId)?.salt_fixed_at);
+    await serveChainWith({ first_played_at: fixedAt - 1 });
+    await page.goto(`${verifyUrl}&round=${crash.id}`);
+    await page.locator('#verdict[data-result="mismatch"]').waitFor();
+    await expect(page.locator('#checks li.bad').allTextContents()).resolves.toEqual([PLAYED_AFTER_SALT]);
+    await page.unrouteAll();
+    expect(unexpectedErrors(w.errors)).toEqual([]);
+  });
+
+  it("recomputes bustabit's game #1394728 (1.26x) with Chromium's WebCrypto, yet a fixture is no proof", async () => {
     const { page } = w;
     // bustabit's own values, served in the shape of a round and its chain: game #1394728 sits four
-    // steps above game #1394724, which plays the part of the commitment here.
+    // steps above game #1394724, which plays the part of the commitment here. Served as a test
+    // fixture, whose salt no contribution fixed: the arithmetic holds but proves nothing.
     const seed = 'b2acd37fbdb5509926ab5d7329704c840f8467266c90019682f3b260a029bdba';
     let game1394724 = seed;
     for (let i = 0; i < 4; i++) game1394724 = sha(game1394724);
@@ -154,15 +193,33 @@ describe('the player verify view in Chromium', () => {
     );
     await page.route('**/fairness/chains?game=crash', (route) =>
       route.fulfill({
-        json: { chains: [{ chain_id: 'bustabit-v2', origin: 'fixture', commitment: game1394724, contribution: null }] },
+        json: {
+          chains: [
+            {
+              chain_id: 'bustabit-v2',
+              game: 'crash',
+              origin: 'fixture',
+              commitment: game1394724,
+              contribution: null,
+              salt: null,
+              committed_at: 0,
+              salt_fixed_at: null,
+            },
+          ],
+        },
       }),
     );
     await page.goto(`${verifyUrl}&round=bustabit-1394728`);
-    await page.locator('#verdict[data-result="verified"]').waitFor();
+    await page.locator('#verdict[data-result="mismatch"]').waitFor();
+    await expect(page.locator('#verdict').textContent()).resolves.toBe('mismatch');
     await expect(page.locator('#details').textContent()).resolves.toContain('Crash point (recomputed)1.26x');
-    await expect(page.locator('#checks li.ok').allTextContents()).resolves.toContain(
-      "the seed hashed forward 4 times is the chain's published commitment",
+    await expect(page.locator('#checks li.ok').allTextContents()).resolves.toEqual(
+      expect.arrayContaining([
+        "the seed hashed forward 4 times is the chain's published commitment",
+        'the crash point played is the one the seed and salt give',
+      ]),
     );
+    await expect(page.locator('#checks li.bad').first().textContent()).resolves.toBe(FIXTURE);
     await page.unrouteAll();
   });
 });

@@ -20,6 +20,11 @@ export function stockRace(
   salt: string | null,
   symbols: readonly string[],
 ): Promise<{ race_key: string; moves: { symbol: string; pct_bp: number }[]; winner: string; winner_pct_bp: number }>;
+/**
+ * `round`: GET /fairness/rounds/:id. `chain`: its entry in GET /fairness/chains, of which it reads
+ * `game`, `origin`, `commitment`, `committed_at`, `contribution`, `salt_fixed_at`, `first_played_idx`
+ * and `first_played_at`; null when the record has no such chain.
+ */
 export function verifyRound(
   round: Record<string, unknown>,
   chain: Record<string, unknown> | null,

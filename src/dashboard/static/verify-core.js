@@ -38,6 +38,9 @@ export async function hashForward(seed, steps) {
   return h;
 }
 
+/** A time or index from the public record, or null when the record has none. */
+const recorded = (value) => (typeof value === 'number' && Number.isFinite(value) ? value : null);
+
 export const deriveSalt = (commitment, contribution) => sha256HexOfText(`${commitment}:${contribution}`);
 
 /** Crash point in hundredths: max(100, floor((10000 - edge) * 2^52 / (100 * (2^52 - r)))), exact. */
@@ -68,7 +71,9 @@ export async function stockRace(seed, salt, symbols) {
 /**
  * Every check a player can make on a finished round, from the round's verify data (GET
  * /fairness/rounds/:id) and its chain's public record (GET /fairness/chains). `verified` is true only
- * when every check passes.
+ * when every check passes. Recomputing the outcome is not enough: a salt proves something only when
+ * the record shows the order commitment, then contribution, then play, so a check that cannot be made
+ * (a field missing from the record) fails rather than being skipped.
  */
 export async function verifyRound(round, chain) {
   const checks = [];
@@ -91,25 +96,47 @@ export async function verifyRound(round, chain) {
       reached === chain.commitment,
       chain.commitment,
     );
-    if (chain.contribution !== null && chain.contribution !== undefined) {
-      check(
-        'the salt is sha256(commitment:contribution)',
-        (await deriveSalt(chain.commitment, chain.contribution)) === round.salt,
-        round.salt,
-      );
-      check(
-        'the salt was fixed after the commitment was published',
-        Number(chain.salt_fixed_at) >= Number(chain.committed_at),
-        '',
-      );
-    } else {
-      // Only a test fixture (seeds a test chose, playable with APP_ENV=test alone) has no contribution.
-      check(
-        'the chain is a test fixture whose salt was recorded, not contributed',
-        chain.origin === 'fixture',
-        `origin ${chain.origin}`,
-      );
-    }
+    // Chains are per game: a round matched to the other game's chain says nothing of the chain it played.
+    const games = `chain ${chain.game}, round ${round.game}`;
+    check("the chain's game is the round's game", chain.game === round.game, games);
+    // Only a chain the service generated gets its salt from a contribution made after the commitment; a
+    // test fixture's salt is whatever the test (or a server lying about it) recorded, so it proves nothing.
+    check(
+      'the chain is a generated chain, not a test fixture whose salt no contribution fixed',
+      chain.origin === 'generated',
+      chain.origin === 'fixture'
+        ? 'a test fixture: its salt was not fixed by a contribution, so its rounds are not provably fair'
+        : `origin ${chain.origin}`,
+    );
+    const contributed = typeof chain.contribution === 'string';
+    check(
+      'the salt is sha256(commitment:contribution)',
+      contributed && (await deriveSalt(chain.commitment, chain.contribution)) === round.salt,
+      contributed ? round.salt : 'the chain has no contribution',
+    );
+    // Missing times must fail: Number(null) is 0, which would order any two absent times as "equal".
+    // Equal times pass: the salt hashes the commitment, so it cannot predate it, and the service records
+    // a contribution arriving on a clock behind the publisher's at the commitment's own time.
+    const committedAt = recorded(chain.committed_at);
+    const saltFixedAt = recorded(chain.salt_fixed_at);
+    check(
+      'the salt was fixed after the commitment was published',
+      committedAt !== null && saltFixedAt !== null && saltFixedAt >= committedAt,
+      `committed at ${committedAt}, salt fixed at ${saltFixedAt}`,
+    );
+    // The round's own opening time is not in its public verify data; the chain's first play is, and seeds
+    // are played in index order, so a round at or above that index was played no earlier than it.
+    const firstPlayedAt = recorded(chain.first_played_at);
+    const firstPlayedIdx = recorded(chain.first_played_idx);
+    check(
+      'the round was played after the salt was fixed',
+      saltFixedAt !== null &&
+        firstPlayedAt !== null &&
+        firstPlayedIdx !== null &&
+        Number(round.chain_idx) >= firstPlayedIdx &&
+        firstPlayedAt >= saltFixedAt,
+      `salt fixed at ${saltFixedAt}, chain first played at ${firstPlayedAt} from index ${firstPlayedIdx}`,
+    );
   } else {
     check("the round's chain is in the public record", false, round.chain_id);
   }

@@ -265,7 +265,10 @@ export class FairChainService {
     const seed = await chains.seedAt(tx, game, cursor.chainId, idx);
     if (seed === undefined) throw new Error(`hash chain ${cursor.chainId} has no entry ${idx}`);
     if (!(await chains.advanceCursor(tx, game, idx))) throw new Error('hash chain cursor moved concurrently');
-    if (record.firstPlayedIdx === null) await chains.markFirstPlayed(tx, record.chainId, idx, this.o.clock.now());
+    // Never before the salt was fixed, even on an instance whose clock lags the one that fixed it: the
+    // verifier checks that the chain was first played after its salt was fixed.
+    const playedAt = Math.max(this.o.clock.now(), record.saltFixedAt ?? 0);
+    if (record.firstPlayedIdx === null) await chains.markFirstPlayed(tx, record.chainId, idx, playedAt);
     return { chainId: cursor.chainId, idx, seed, seedHash: sha256Hex(seed), salt: record.salt };
   }
 
