@@ -304,7 +304,9 @@ describe("npm run verify on a round played from bustabit's published games", () 
     expect(result.stdout).toContain(`seed ${KNOWN_CRASH_SEEDS.x118}`);
     expect(result.stdout).toContain('salt 0000000000000000004d6ec16dafe9d8370958664c1dc422f452892264c59526');
     expect(result.stdout).toContain('recomputed crash point: 1.18x');
-    expect(result.stdout).toContain('MISMATCH the chain is a generated chain, not a test fixture whose salt no contribution fixed');
+    expect(result.stdout).toContain(
+      'MISMATCH the chain is a generated chain, not a test fixture whose salt no contribution fixed',
+    );
     expect(result.stdout.trim().split('\n').at(-1)).toBe('MISMATCH');
   });
 });
