@@ -96,8 +96,9 @@ describe('who may keep a live feed open', () => {
     const refused = await open(url, headers);
     expect(refused.statusCode).toBe(429);
     expect(refused.headers['retry-after']).toBe('5');
+    const tooMany = `this operator already has ${STREAM_ALLOWANCE.operator} live streams open`;
     expect(await refused.body.json()).toEqual({
-      error: `this operator already has ${STREAM_ALLOWANCE.operator} live streams open; close one before opening another`,
+      error: `${tooMany}; close one before opening another`,
       code: 'RATE_LIMITED',
     });
     // Another operator has its own allowance.
