@@ -17,6 +17,16 @@ describe('admin CLI', () => {
     const { stdout } = await run('npm', ['run', '-s', 'admin', '--', ...args], { cwd: ROOT, env });
     return JSON.parse(stdout);
   };
+  /** A refused command as an operator sees it: exit code, stdout, and the JSON error on stderr's last line. */
+  const refused = (...args: string[]) =>
+    run('npm', ['run', '-s', 'admin', '--', ...args], { cwd: ROOT, env }).then(
+      ({ stdout }) => ({ code: 0, stdout, error: null }),
+      (e: { code: number; stdout: string; stderr: string }) => ({
+        code: e.code,
+        stdout: e.stdout,
+        error: JSON.parse(e.stderr.trim().split('\n').at(-1) ?? '') as { error: string; message: string },
+      }),
+    );
 
   it('creates, lists, rotates, disables operators, printing one JSON object each time', async () => {
     const created = await admin(
@@ -71,4 +81,48 @@ describe('admin CLI', () => {
       stderr: expect.stringContaining('"error":"NOT_FOUND"'),
     });
   }, 120_000);
+
+  it('set-wallet refuses --url with --clear as a usage error (exit 64) and keeps the wallet', async () => {
+    const op = await admin('operator', 'create', '--name', 'Wallet Keeper', '--wallet-url', 'https://wallet.keep.test');
+    const both = await refused(
+      'operator',
+      'set-wallet',
+      '--id',
+      op.operator_id,
+      '--url',
+      'https://example.com',
+      '--clear',
+    );
+    expect(both).toEqual({
+      code: 64,
+      stdout: '',
+      error: { error: 'USAGE', message: 'give either --url or --clear, not both' },
+    });
+    const neither = await refused('operator', 'set-wallet', '--id', op.operator_id);
+    expect(neither).toMatchObject({ code: 64, stdout: '', error: { error: 'USAGE' } });
+    const listed = await admin('operator', 'list');
+    const kept = listed.operators.find((o: { operator_id: string }) => o.operator_id === op.operator_id);
+    expect(kept.wallet_url).toBe('https://wallet.keep.test');
+  }, 120_000);
+
+  it('create refuses an empty name, one over 100 characters or with control characters, creating nothing', async () => {
+    const before = (await admin('operator', 'list')).operators.length;
+    const bad: [string, RegExp][] = [
+      ['x'.repeat(5000), /name must be at most 100 characters/],
+      ['y'.repeat(101), /name must be at most 100 characters/],
+      ['   ', /name must not be empty/],
+      ['two\nlines', /name must not contain control characters/],
+      ['bell\u0007', /name must not contain control characters/],
+      ['csi\u009b31m', /name must not contain control characters/],
+    ];
+    for (const [name, message] of bad) {
+      const r = await refused('operator', 'create', '--name', name);
+      expect(r, JSON.stringify(name)).toMatchObject({ code: 1, stdout: '', error: { error: 'VALIDATION_FAILED' } });
+      expect(r.error?.message, JSON.stringify(name)).toMatch(message);
+    }
+    expect((await admin('operator', 'list')).operators).toHaveLength(before);
+    // The bound is on characters after trimming, not UTF-16 units: 100 emoji are a valid name.
+    const longest = await admin('operator', 'create', '--name', ` ${'\u{1F3B2}'.repeat(100)} `);
+    expect(longest.name).toBe('\u{1F3B2}'.repeat(100));
+  }, 180_000);
 });

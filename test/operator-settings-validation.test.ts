@@ -45,6 +45,9 @@ const BAD_PATCHES: { json: string; names: string[] }[] = [
   { json: '{"currencies":["ABC"]}', names: ['currencies[0] must be a known ISO 4217 currency code'] },
   { json: '{"currencies":["eur"]}', names: ['currencies[0] must be a known ISO 4217 currency code'] },
   { json: '{"currencies":"EUR"}', names: ['currencies must be an array'] },
+  // An operator without a currency can launch no session at all.
+  { json: '{"currencies":[]}', names: ['currencies must be an array of one or more', 'got []'] },
+  { json: '{"currencies":["EUR","USD","EUR"]}', names: ['distinct known ISO 4217', 'got ["EUR","USD","EUR"]'] },
   {
     json: '{"currencies":"EUR","stake_limits":{"EUR":"x"}}',
     names: ['currencies must be an array', 'stake_limits.EUR must be an object'],
@@ -79,7 +82,11 @@ describe('admin CLI: operator settings are checked before they are stored', () =
     expect(applied.settings).toEqual(expected);
     expect(await storedSettings(id)).toEqual(expected);
 
-    for (const bad of BAD_PATCHES) {
+    // Every invalid patch is checked against the service below; through the CLI (a process each, seconds
+    // under load) a sample shows the exit code, the empty stdout and the refusal on stderr.
+    const sample = BAD_PATCHES.filter((_, i) => i % 3 === 0 || i === BAD_PATCHES.length - 1);
+    expect(sample.length).toBeGreaterThan(4);
+    for (const bad of sample) {
       const failed = await admin('operator', 'settings', '--id', id, '--json', bad.json).then(
         () => null,
         (error: { code: number; stdout: string; stderr: string }) => error,
@@ -155,6 +162,18 @@ describe('OperatorService: settings checks and stored settings that fail them', 
     expect((await refusal(operators.updateSettings('op_missing', {}))).code).toBe('NOT_FOUND');
     const created = refusal(operators.create({ name: 'x', settings: { crash: { max_payout_per_bet: -5 } } }));
     expect((await created).message).toContain('crash.max_payout_per_bet');
+  });
+
+  it('create checks the name for every caller: 1 to 100 characters after trimming, no control characters', async () => {
+    const operators = t.app.services.operators;
+    const before = (await operators.list()).length;
+    for (const name of ['', ' \t ', 'n'.repeat(101), 'a\u0000b', 'a\rb', 'a\u007fb', 'a\u0085b', 'lone \ud800']) {
+      const error = await refusal(operators.create({ name }));
+      expect(error.code, JSON.stringify(name)).toBe('VALIDATION_FAILED');
+      expect(error.message, JSON.stringify(name)).toMatch(/^name /);
+    }
+    expect(await operators.list()).toHaveLength(before);
+    expect((await operators.create({ name: `  ${'n'.repeat(100)}\n` })).name).toBe('n'.repeat(100));
   });
 
   it('applies a valid patch: section fields merge into the current ones, other keys replace theirs', async () => {

@@ -1,3 +1,9 @@
+import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { complianceCommands } from '../src/cli/commands/compliance';
 import { webhookCommands } from '../src/cli/commands/webhook';
@@ -119,6 +125,55 @@ describe('webhook and compliance admin commands', () => {
       }),
     ]);
   });
+});
+
+describe('webhook and compliance admin commands, as an operator runs them', () => {
+  const run = promisify(execFile);
+  const ROOT = resolve(import.meta.dirname, '..');
+  const env = {
+    ...process.env,
+    DATA_DIR: mkdtempSync(join(tmpdir(), 'rbs-webhook-cli-')),
+    MASTER_KEY: randomBytes(32).toString('hex'),
+    LOG_LEVEL: 'silent',
+  };
+  const admin = (...args: string[]) =>
+    run('npm', ['run', '-s', 'admin', '--', ...args], { cwd: ROOT, env }).then(
+      ({ stdout }) => ({ code: 0, stdout, error: null }),
+      (e: { code: number; stdout: string; stderr: string }) => ({
+        code: e.code,
+        stdout: e.stdout,
+        error: JSON.parse(e.stderr.trim().split('\n').at(-1) ?? '') as { error: string; message: string },
+      }),
+    );
+
+  it('webhook list for an unknown operator is the NOT_FOUND that webhook add gives', async () => {
+    const add = await admin('webhook', 'add', '--operator', 'op_nope', '--url', 'https://hooks.example.com/in');
+    expect(add).toEqual({
+      code: 1,
+      stdout: '',
+      error: { error: 'NOT_FOUND', message: 'no operator with id op_nope' },
+    });
+    expect(await admin('webhook', 'list', '--operator', 'op_nope')).toEqual(add);
+    const op = JSON.parse((await admin('operator', 'create', '--name', 'Hooked')).stdout);
+    const listed = await admin('webhook', 'list', '--operator', op.operator_id);
+    expect(listed.code).toBe(0);
+    expect(JSON.parse(listed.stdout)).toEqual({ endpoints: [] });
+  }, 120_000);
+
+  it('compliance flags --limit takes 1 to 1000 (as the HTTP API does); anything else is a usage error', async () => {
+    for (const limit of ['100000000', '1001', '0', '-5', '1.5', 'ten', '']) {
+      expect(await admin('compliance', 'flags', `--limit=${limit}`), limit).toEqual({
+        code: 64,
+        stdout: '',
+        error: { error: 'USAGE', message: '--limit must be an integer from 1 to 1000' },
+      });
+    }
+    for (const limit of ['1', '1000']) {
+      const ok = await admin('compliance', 'flags', '--limit', limit);
+      expect(ok.code, limit).toBe(0);
+      expect(JSON.parse(ok.stdout), limit).toEqual({ flags: [] });
+    }
+  }, 180_000);
 });
 
 describe('target URL checks at the API', () => {

@@ -32,10 +32,11 @@ const StakeLimit = Type.Refine(
 
 export const OperatorSettingsSchema = Type.Object(
   {
-    /** Currencies this operator may open Stock Race sessions in. */
+    /** Currencies this operator may open Stock Race sessions in; with none, every session launch would fail. */
     currencies: Type.Array(CurrencyCode, {
+      minItems: 1,
       uniqueItems: true,
-      description: 'an array of distinct known ISO 4217 currency codes in upper case, e.g. ["EUR","USD"]',
+      description: 'an array of one or more distinct known ISO 4217 currency codes in upper case, e.g. ["EUR","USD"]',
     }),
     /** Stake bounds per currency in minor units; a currency without an entry uses the game's defaults. */
     stake_limits: Type.Refine(

@@ -28,6 +28,29 @@ export interface CreatedOperator extends Operator {
 
 const CACHE_TTL_MS = 2_000;
 
+/** Characters (code points, after trimming) an operator name may have: it heads every dashboard page. */
+export const MAX_OPERATOR_NAME_LENGTH = 100;
+
+/**
+ * The name as stored: trimmed, 1 to MAX_OPERATOR_NAME_LENGTH characters. Control characters (C0, DEL,
+ * C1: newlines, escape sequences) and unpaired surrogates are refused rather than stripped, so what
+ * the operator typed is what every page shows; PostgreSQL could not store a NUL or a lone surrogate.
+ */
+export function checkOperatorName(raw: string): string {
+  const name = raw.trim();
+  if (!name) throw new DomainError('VALIDATION_FAILED', 'name must not be empty');
+  if (/\p{Cc}/u.test(name)) throw new DomainError('VALIDATION_FAILED', 'name must not contain control characters');
+  if (/\p{Cs}/u.test(name)) throw new DomainError('VALIDATION_FAILED', 'name must be valid Unicode text');
+  const length = [...name].length;
+  if (length > MAX_OPERATOR_NAME_LENGTH) {
+    throw new DomainError(
+      'VALIDATION_FAILED',
+      `name must be at most ${MAX_OPERATOR_NAME_LENGTH} characters, got ${length}`,
+    );
+  }
+  return name;
+}
+
 /** What a wallet_url may point at: the webhook target policy (https, public addresses only). */
 export interface WalletUrlPolicy {
   /** Development only: http and loopback/private wallets. */
@@ -69,8 +92,7 @@ export class OperatorService {
     settings?: OperatorSettingsPatch;
     mode?: OperatorMode;
   }): Promise<CreatedOperator> {
-    const name = input.name.trim();
-    if (!name) throw new DomainError('VALIDATION_FAILED', 'name must not be empty');
+    const name = checkOperatorName(input.name);
     const walletUrl = input.walletUrl ? await this.checkWalletUrl(input.walletUrl) : null;
     const id = `op_${randomUUID().replace(/-/g, '').slice(0, 20)}`;
     const mode = input.mode ?? 'live';

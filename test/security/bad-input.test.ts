@@ -214,6 +214,21 @@ describe('bad input outside the API surfaces', () => {
     expect(JSON.parse(b.text)).toEqual({ error: 'VALIDATION_FAILED', message: badUrl });
   });
 
+  it('a repeated or over-long token: one 400 VALIDATION_FAILED on every player page, nothing written', async () => {
+    const before = await written(t);
+    for (const path of ['/play', '/play/crash', '/play/verify']) {
+      for (const query of ['token=a&token=b', `token=${'t'.repeat(300)}`]) {
+        const r = await raw('GET', `${path}?${query}`, {});
+        expect(r.status, `${path}?${query}`).toBe(400);
+        expect(JSON.parse(r.text), `${path}?${query}`).toEqual({
+          error: 'VALIDATION_FAILED',
+          message: expect.stringContaining('token'),
+        });
+      }
+    }
+    expect(await written(t)).toEqual(before);
+  });
+
   it('odd query strings and cookies on the player page and dashboard never give a 5xx', async () => {
     const probes: [string, Record<string, string>][] = [
       ['/play?token=%ff', {}],

@@ -1,5 +1,7 @@
-import { DomainError } from '../../errors/codes';
-import type { CliCommand } from '../cli-kit';
+import { type CliCommand, UsageError } from '../cli-kit';
+
+/** The HTTP API's bounds for the same list (GET /compliance/flags): the service would clamp silently. */
+const MAX_LIMIT = 1000;
 
 export const complianceCommands: CliCommand[] = [
   {
@@ -12,12 +14,12 @@ export const complianceCommands: CliCommand[] = [
         description: 'large_stake | large_payout | bet_velocity | machine_timing | session_multi_place',
       },
       player: { type: 'string', description: 'only this player' },
-      limit: { type: 'string', description: 'at most this many (default 100, up to 1000)' },
+      limit: { type: 'string', description: `at most this many (default 100, 1 to ${MAX_LIMIT})` },
     },
     async run(app, v) {
-      const limit = typeof v.limit === 'string' ? Number(v.limit) : undefined;
-      if (limit !== undefined && !Number.isSafeInteger(limit))
-        throw new DomainError('VALIDATION_FAILED', '--limit must be an integer');
+      const limit = typeof v.limit === 'string' && /^\d{1,4}$/.test(v.limit) ? Number(v.limit) : undefined;
+      if (v.limit !== undefined && (limit === undefined || limit < 1 || limit > MAX_LIMIT))
+        throw new UsageError(`--limit must be an integer from 1 to ${MAX_LIMIT}`);
       const flags = await app.services.complianceFlags.list(typeof v.operator === 'string' ? v.operator : null, {
         rule: typeof v.rule === 'string' ? v.rule : undefined,
         player: typeof v.player === 'string' ? v.player : undefined,

@@ -1,6 +1,7 @@
 import { DomainError } from '../../errors/codes';
 import type { Operator, OperatorSettingsPatch } from '../../operators/operator';
-import type { CliCommand } from '../cli-kit';
+import { MAX_OPERATOR_NAME_LENGTH } from '../../operators/operators';
+import { type CliCommand, UsageError } from '../cli-kit';
 
 export function presentOperator(o: Operator): Record<string, unknown> {
   return {
@@ -24,7 +25,11 @@ export const operatorCommands: CliCommand[] = [
     path: ['operator', 'create'],
     summary: 'Create an operator; prints its API key and secret (the secret is shown only here).',
     options: {
-      name: { type: 'string', required: true, description: 'display name' },
+      name: {
+        type: 'string',
+        required: true,
+        description: `display name, 1 to ${MAX_OPERATOR_NAME_LENGTH} characters, no control characters`,
+      },
       'wallet-url': { type: 'string', description: 'base URL of the operator wallet (Stock Race settlements)' },
       mode: { type: 'string', description: 'live (default) or test: a sandbox operator with pk_test_/sk_test_ keys' },
     },
@@ -83,7 +88,9 @@ export const operatorCommands: CliCommand[] = [
       clear: { type: 'boolean', description: 'remove the wallet URL' },
     },
     async run(app, v) {
-      if (!v.clear && !v.url) throw new DomainError('VALIDATION_FAILED', 'give --url or --clear');
+      // Refused before anything is written: with both, one of the two wishes would be silently dropped.
+      if (v.clear && v.url !== undefined) throw new UsageError('give either --url or --clear, not both');
+      if (!v.clear && !v.url) throw new UsageError('give --url or --clear');
       return presentOperator(await app.services.operators.setWalletUrl(String(v.id), v.clear ? null : String(v.url)));
     },
   },

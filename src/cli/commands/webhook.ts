@@ -55,6 +55,8 @@ export const webhookCommands: CliCommand[] = [
     summary: "List an operator's webhook endpoints (never their secrets).",
     options: { operator: { type: 'string', required: true, description: 'the operator id (op_…)' } },
     async run(app, v) {
+      // An empty list for a mistyped id would read as "this operator has no endpoints": be the NOT_FOUND add gives.
+      await app.services.operators.get(String(v.operator));
       return { endpoints: await app.services.webhooks.listEndpoints(String(v.operator)) };
     },
   },

@@ -17,6 +17,7 @@ import { PLAYER_ASSETS, serveAssets } from '../assets';
 import { crashPlayerPage, playerRefusalPage, stockRacePlayerPage, verifyPlayerPage } from './player-view';
 
 type TokenReq = FastifyRequest<{ Querystring: { token?: string } }>;
+type VerifyReq = FastifyRequest<{ Querystring: { token?: string; round?: string } }>;
 
 const TokenQuery = Type.Object(
   { token: Type.Optional(Type.String({ maxLength: 200 })) },
@@ -193,7 +194,7 @@ export async function playerRoutes(app: FastifyInstance, s: AppServices): Promis
     return { bets: (await s.bets.ofSession(session.id, 50)).map(presentSessionBet) };
   });
 
-  app.get('/play/crash', async (req: TokenReq, reply) => {
+  app.get('/play/crash', { schema: { querystring: TokenQuery } }, async (req: TokenReq, reply) => {
     const session = await sessionForPage(reply, req.query.token, READ_ONLY);
     if (!session) return reply;
     const sandbox = await s.sandbox.scopeOfSession(session);
@@ -215,7 +216,7 @@ export async function playerRoutes(app: FastifyInstance, s: AppServices): Promis
     return reply.type('text/html; charset=utf-8').send(html);
   });
 
-  app.get('/play/verify', async (req: FastifyRequest<{ Querystring: { token?: string; round?: string } }>, reply) => {
+  app.get('/play/verify', { schema: { querystring: TokenQuery } }, async (req: VerifyReq, reply) => {
     const session = await sessionForPage(reply, req.query.token);
     if (!session) return reply;
     // Only live rounds: sandbox ones are test data, outside the public fairness record.
