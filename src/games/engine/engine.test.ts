@@ -285,6 +285,31 @@ describe('round engine driving Crash on a fake clock', () => {
     expect(await betRepository.byId(db, b.id)).toMatchObject({ status: 'cashed_out', payout: 101 });
   });
 
+  it('voids a round another process started running after this one took the lease, instead of leaving it', async () => {
+    // A leader that lost its lease just before betting closed still moves the round to running; the new
+    // leader, waiting for the same betting close, must not take that for a voided round and walk away.
+    const op = await operators.create({ name: 'o' });
+    await engine.start();
+    await settle();
+    const b = await bet(op.id, 300, 250);
+    const round = (await roundRepository.latest(db, 'crash'))!;
+    await clock.advanceAsync(WINDOW - 100);
+    await db.transaction(async (tx) => {
+      const at = clock.now();
+      await roundRepository.transition(tx, round, 'running', {
+        running_at: at,
+        ends_at: at + 60_000,
+        heartbeat_at: at,
+      });
+    });
+    await clock.advanceAsync(100);
+    expect(await roundRepository.byId(db, round.id)).toMatchObject({ status: 'void' });
+    expect(await betRepository.byId(db, b.id)).toMatchObject({ status: 'void', payout: 300 });
+    await clock.advanceAsync(PAUSE);
+    expect(await roundRepository.latest(db, 'crash')).toMatchObject({ roundNumber: 2, status: 'open' });
+    expect(events.filter((e) => e.type === 'engine.error')).toEqual([]);
+  });
+
   it('force-cashes a bet at the per-bet payout cap', async () => {
     const op = await operators.create({
       name: 'o',

@@ -234,19 +234,22 @@ export class RoundEngine {
       this.at(round.bettingClosesAt, () => this.startRunning(round.id));
       return;
     }
+    await this.takeOverRunning(round, 'the service restarted or failed over while the round was running');
+  }
+
+  /**
+   * A round another process left running: voided (Crash: no engine ticked its auto cash-outs meanwhile)
+   * or finished (Stock Race), as the driver says.
+   */
+  private async takeOverRunning(round: RunningRound, reason: string): Promise<void> {
+    this.current = round;
     if (this.o.driver.recoverRunning === 'void') {
-      this.o.logger.warn(
-        { game: this.game, round: round.roundNumber },
-        'voiding a round left running by a previous process',
-      );
-      await this.doVoid(round, 'the service restarted or failed over while the round was running');
+      this.o.logger.warn({ game: this.game, round: round.roundNumber, reason }, 'voiding a round another process ran');
+      await this.doVoid(round, reason);
       this.later(this.o.driver.pauseMs, () => this.serial(() => this.openRound()));
       return;
     }
-    this.o.logger.info(
-      { game: this.game, round: round.roundNumber },
-      'finishing a round left running by a previous process',
-    );
+    this.o.logger.info({ game: this.game, round: round.roundNumber, reason }, 'finishing a round another process ran');
     await this.o.driver.onRunning(round);
     this.emit({ type: 'round.running', round });
     this.scheduleTicks(round);
@@ -290,10 +293,16 @@ export class RoundEngine {
   }
 
   private async startRunning(roundId: string): Promise<void> {
+    if (!this.lease) return;
+    // The same fence as opening a round: a process frozen past its lease must not start the new
+    // leader's round.
+    if (!(await this.lease.isHeld())) return this.standDown();
     const now = this.o.clock.now();
-    const round = await this.o.db.transaction(async (tx) => {
+    const found = await this.o.db.transaction(async (tx) => {
       const locked = await roundRepository.byIdForUpdate(tx, roundId);
       if (!locked) throw new Error(`round ${roundId} vanished`);
+      // The previous leader started it after this process took the lease: ours to recover, not to skip.
+      if (locked.status === 'running') return { by: 'another process' as const, round: locked };
       // Voided during its betting window (operations): nothing to run, go on to the next round.
       if (locked.status !== 'open') return null;
       const r = this.o.driver.prepareRun ? await this.o.driver.prepareRun(tx, locked) : locked;
@@ -303,12 +312,16 @@ export class RoundEngine {
       await roundRepository.transition(tx, r, 'running', fields);
       // spread-ok: once per round.
       const running: RunningRound = { ...r, status: 'running', runningAt: now, endsAt, heartbeatAt };
-      return running;
+      return { by: 'this process' as const, round: running };
     });
-    if (!round) {
+    if (!found) {
       this.later(this.o.driver.pauseMs, () => this.serial(() => this.openRound()));
       return;
     }
+    if (found.by === 'another process') {
+      return this.takeOverRunning(found.round, 'the engine that started the round lost its lease as it did');
+    }
+    const round = found.round;
     this.current = round;
     this.lastHeartbeat = { roundId: round.id, at: now };
     await this.o.driver.onRunning(round);
