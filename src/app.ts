@@ -41,6 +41,7 @@ import type { Tracing } from './observability/tracing';
 import { OperatorModes } from './operators/operator-mode';
 import { OperatorService } from './operators/operators';
 import { SecretBox } from './operators/secret-box';
+import { clockSkewCheck } from './ops/clock-skew';
 import { Readiness } from './ops/readiness';
 import { RoundEngine } from './games/engine/engine';
 import { FairChainService } from './games/engine/fair-chain';
@@ -238,6 +239,8 @@ export async function createApp(config: Config, overrides: AppOverrides = {}): P
   // Every shared dependency an instance needs to serve correctly gets a readiness check, so a
   // balancer stops routing to an instance that lost one (signed calls fail closed without Redis).
   const readiness = new Readiness(db);
+  // Several instances share a PostgreSQL database; an embedded SQLite store has one process and one clock.
+  if (db.dialect === 'postgres') readiness.addCheck('clock', clockSkewCheck(db, clock, config.clockSkewMaxMs));
   if (redis) {
     readiness.addCheck('redis', async () => {
       await redis.ping();

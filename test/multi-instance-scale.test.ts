@@ -331,7 +331,7 @@ describe('two instances on one PostgreSQL schema behave as one service', () => {
 
       await third.startBackground();
       const after = await readyz();
-      const allOk = { startup: 'ok', drain: 'ok', store: 'ok', migrations: 'ok', redis: 'ok' };
+      const allOk = { startup: 'ok', drain: 'ok', store: 'ok', migrations: 'ok', redis: 'ok', clock: 'ok' };
       expect(after).toEqual({ status: 200, body: { ready: true, checks: allOk } });
 
       third.drain();

@@ -50,6 +50,11 @@ export interface Config {
    * dashboard sign-out or an operator disable on any instance ends its streams within this time.
    */
   liveFeedRecheckMs: number;
+  /**
+   * The most this instance's clock may be off the PostgreSQL server's before it reports not ready
+   * (CLOCK_SKEW_MAX_MS): instances judge rounds by their own clocks against times another one wrote.
+   */
+  clockSkewMaxMs: number;
   signatureToleranceMs: number;
   secretRotationOverlapMs: number;
   idempotencyRetentionMs: number;
@@ -285,6 +290,7 @@ export function loadConfig(env: Env = process.env, options: { serving?: boolean 
     bodyLimitBytes: int(env, 'BODY_LIMIT_BYTES', 16 * 1024, 256, 10 * 1024 * 1024),
     requestTimeoutMs: int(env, 'REQUEST_TIMEOUT_MS', 30_000, 100, 600_000),
     liveFeedRecheckMs: int(env, 'LIVE_FEED_RECHECK_MS', 10_000, 100, 300_000),
+    clockSkewMaxMs: int(env, 'CLOCK_SKEW_MAX_MS', 500, 10, 600_000),
     signatureToleranceMs: int(env, 'SIGNATURE_TOLERANCE_MS', 300_000, 1000),
     secretRotationOverlapMs: int(env, 'SECRET_ROTATION_OVERLAP_MS', 24 * 3600_000, 0),
     idempotencyRetentionMs: int(env, 'IDEMPOTENCY_RETENTION_MS', 48 * 3600_000, 24 * 3600_000),
