@@ -15,9 +15,10 @@ async function main(argv: string[]): Promise<number> {
     return group === undefined || group === 'help' || group === '--help' ? 0 : 64;
   }
   const values = parseCommand(command, rest);
-  const config = loadConfig(process.env, { serving: false });
+  // Quieter than the service unless LOG_LEVEL says otherwise: the CLI's output is its JSON on stdout.
+  const config = loadConfig({ LOG_LEVEL: 'warn', ...process.env }, { serving: false });
   // The CLI must not take the engines' lease or start workers: the service does that.
-  const app = await createApp({ ...config, runEngines: false, logLevel: process.env.LOG_LEVEL ?? 'warn' }, {});
+  const app = await createApp({ ...config, runEngines: false }, {});
   try {
     const result = await command.run(app, values);
     process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
