@@ -216,7 +216,7 @@ describe('bad input outside the API surfaces', () => {
 
   it('a repeated or over-long token: one 400 VALIDATION_FAILED on every player page, nothing written', async () => {
     const before = await written(t);
-    for (const path of ['/play', '/play/crash', '/play/verify']) {
+    for (const path of ['/play', '/play/crash', '/play/verify', '/play/bets', '/play/feed', '/play/crash/feed']) {
       for (const query of ['token=a&token=b', `token=${'t'.repeat(300)}`]) {
         const r = await raw('GET', `${path}?${query}`, {});
         expect(r.status, `${path}?${query}`).toBe(400);

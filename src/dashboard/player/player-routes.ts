@@ -188,7 +188,7 @@ export async function playerRoutes(app: FastifyInstance, s: AppServices): Promis
     await streamUntilExpiry(req, reply, session, sandbox, 'stock_race');
   });
 
-  app.get('/play/bets', async (req: TokenReq, reply) => {
+  app.get('/play/bets', { schema: { querystring: TokenQuery } }, async (req: TokenReq, reply) => {
     const session = await s.sessions.byToken(req.query.token, READ_ONLY);
     reply.header('cache-control', 'no-store');
     return { bets: (await s.bets.ofSession(session.id, 50)).map(presentSessionBet) };
@@ -236,7 +236,7 @@ export async function playerRoutes(app: FastifyInstance, s: AppServices): Promis
     return reply.type('text/html; charset=utf-8').send(html);
   });
 
-  app.get('/play/crash/feed', async (req: TokenReq, reply) => {
+  app.get('/play/crash/feed', { schema: { querystring: TokenQuery } }, async (req: TokenReq, reply) => {
     const session = await s.sessions.byToken(req.query.token, READ_ONLY);
     const sandbox = await s.sandbox.scopeOfSession(session);
     await streamUntilExpiry(req, reply, session, sandbox, 'crash');
