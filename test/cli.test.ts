@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
+import { adminCli } from './support/admin-cli';
 
 const run = promisify(execFile);
 const ROOT = resolve(import.meta.dirname, '..');
@@ -18,15 +19,7 @@ describe('admin CLI', () => {
     return JSON.parse(stdout);
   };
   /** A refused command as an operator sees it: exit code, stdout, and the JSON error on stderr's last line. */
-  const refused = (...args: string[]) =>
-    run('npm', ['run', '-s', 'admin', '--', ...args], { cwd: ROOT, env }).then(
-      ({ stdout }) => ({ code: 0, stdout, error: null }),
-      (e: { code: number; stdout: string; stderr: string }) => ({
-        code: e.code,
-        stdout: e.stdout,
-        error: JSON.parse(e.stderr.trim().split('\n').at(-1) ?? '') as { error: string; message: string },
-      }),
-    );
+  const refused = adminCli(env);
 
   it('creates, lists, rotates, disables operators, printing one JSON object each time', async () => {
     const created = await admin(

@@ -1,15 +1,14 @@
-import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
-import { promisify } from 'node:util';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { complianceCommands } from '../src/cli/commands/compliance';
 import { webhookCommands } from '../src/cli/commands/webhook';
 import { parseCommand } from '../src/cli/cli-kit';
 import { client, eventually, startTestApp, type TestApp } from './support/harness';
 import { TestReceiver } from './support/webhook-receiver';
+import { adminCli } from './support/admin-cli';
 
 /**
  * The admin commands' logic, run in-process against a live service (the child-process path is in
@@ -128,23 +127,13 @@ describe('webhook and compliance admin commands', () => {
 });
 
 describe('webhook and compliance admin commands, as an operator runs them', () => {
-  const run = promisify(execFile);
-  const ROOT = resolve(import.meta.dirname, '..');
   const env = {
     ...process.env,
     DATA_DIR: mkdtempSync(join(tmpdir(), 'rbs-webhook-cli-')),
     MASTER_KEY: randomBytes(32).toString('hex'),
     LOG_LEVEL: 'silent',
   };
-  const admin = (...args: string[]) =>
-    run('npm', ['run', '-s', 'admin', '--', ...args], { cwd: ROOT, env }).then(
-      ({ stdout }) => ({ code: 0, stdout, error: null }),
-      (e: { code: number; stdout: string; stderr: string }) => ({
-        code: e.code,
-        stdout: e.stdout,
-        error: JSON.parse(e.stderr.trim().split('\n').at(-1) ?? '') as { error: string; message: string },
-      }),
-    );
+  const admin = adminCli(env);
 
   it('webhook list for an unknown operator is the NOT_FOUND that webhook add gives', async () => {
     const add = await admin('webhook', 'add', '--operator', 'op_nope', '--url', 'https://hooks.example.com/in');
