@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { complianceCommands } from '../src/cli/commands/compliance';
 import { webhookCommands } from '../src/cli/commands/webhook';
-import { parseCommand } from '../src/cli/cli-kit';
+import { parseCommand, UsageError } from '../src/cli/cli-kit';
 import { client, eventually, startTestApp, type TestApp } from './support/harness';
 import { TestReceiver } from './support/webhook-receiver';
 import { adminCli } from './support/admin-cli';
@@ -123,6 +123,32 @@ describe('webhook and compliance admin commands', () => {
         details: { amount: 10, threshold: 10 },
       }),
     ]);
+  });
+  it('refuses conflicting or out-of-range options as usage errors, changing nothing', async () => {
+    const op = await t.createOperator();
+    const added = await cli('webhook', 'add', '--operator', op.id, '--url', `${base}/usage`);
+    const usage = (p: Promise<unknown>) =>
+      p.then(
+        () => null,
+        (e: unknown) => e,
+      );
+    const both = await usage(cli('webhook', 'update', '--id', added.endpoint_id, '--enable', '--disable'));
+    expect(both).toBeInstanceOf(UsageError);
+    expect((both as Error).message).toBe('give --enable or --disable, not both');
+    for (const limit of ['0', '501', '100000000', '-1', 'x']) {
+      const refused = await usage(cli('webhook', 'deliveries', '--endpoint', added.endpoint_id, `--limit=${limit}`));
+      expect(refused, limit).toBeInstanceOf(UsageError);
+      expect((refused as Error).message).toBe('--limit must be an integer from 1 to 500');
+    }
+    const overlap = await usage(
+      cli('webhook', 'rotate-secret', '--id', added.endpoint_id, '--overlap-ms', '9'.repeat(12)),
+    );
+    expect((overlap as Error).message).toBe('--overlap-ms must be an integer from 0 to 2592000000');
+    const [endpoint] = (await cli('webhook', 'list', '--operator', op.id)).endpoints;
+    expect(endpoint).toMatchObject({ endpoint_id: added.endpoint_id, enabled: true });
+    expect(await cli('webhook', 'deliveries', '--endpoint', added.endpoint_id, '--limit', '500')).toEqual({
+      deliveries: [],
+    });
   });
 });
 

@@ -1,6 +1,6 @@
 import { DomainError } from '../../errors/codes';
 import type { DeliveryStatus } from '../../webhooks/deliveries';
-import type { CliCommand } from '../cli-kit';
+import { type CliCommand, UsageError } from '../cli-kit';
 
 const str = (v: string | boolean | undefined): string | undefined =>
   typeof v === 'string' && v !== '' ? v : undefined;
@@ -15,12 +15,18 @@ function eventList(v: string | boolean | undefined): string[] | undefined {
         .filter(Boolean);
 }
 
-function integer(v: string | boolean | undefined, name: string): number | undefined {
+/** An integer option within the bounds the HTTP API sets for the same value: outside them is a usage error. */
+function integer(v: string | boolean | undefined, name: string, min: number, max: number): number | undefined {
   const raw = str(v);
   if (raw === undefined) return undefined;
-  if (!/^\d+$/.test(raw)) throw new DomainError('VALIDATION_FAILED', `--${name} must be a non-negative integer`);
-  return Number(raw);
+  const n = /^\d{1,10}$/.test(raw) ? Number(raw) : Number.NaN;
+  if (!(n >= min && n <= max)) throw new UsageError(`--${name} must be an integer from ${min} to ${max}`);
+  return n;
 }
+
+/** The API's bounds: a rotation overlap of at most 30 days, and pages of 1 to 500 deliveries. */
+const MAX_OVERLAP_MS = 30 * 86_400_000;
+const MAX_DELIVERIES = 500;
 
 const endpointId = { type: 'string', required: true, description: 'the endpoint id (we_…)' } as const;
 
@@ -71,7 +77,7 @@ export const webhookCommands: CliCommand[] = [
       disable: { type: 'boolean', description: 'disable it (queued deliveries are cancelled)' },
     },
     async run(app, v) {
-      if (v.enable && v.disable) throw new DomainError('VALIDATION_FAILED', 'give --enable or --disable, not both');
+      if (v.enable && v.disable) throw new UsageError('give --enable or --disable, not both');
       const patch = {
         ...(str(v.url) !== undefined ? { url: String(v.url) } : {}),
         ...(eventList(v.events) !== undefined ? { events: eventList(v.events) } : {}),
@@ -98,7 +104,11 @@ export const webhookCommands: CliCommand[] = [
       '(SECRET_ROTATION_OVERLAP_MS or --overlap-ms).',
     options: { id: endpointId, 'overlap-ms': { type: 'string', description: 'override the overlap in milliseconds' } },
     async run(app, v) {
-      return app.services.webhooks.rotateSecret(null, String(v.id), integer(v['overlap-ms'], 'overlap-ms'));
+      return app.services.webhooks.rotateSecret(
+        null,
+        String(v.id),
+        integer(v['overlap-ms'], 'overlap-ms', 0, MAX_OVERLAP_MS),
+      );
     },
   },
   {
@@ -107,13 +117,13 @@ export const webhookCommands: CliCommand[] = [
     options: {
       endpoint: { type: 'string', required: true, description: 'the endpoint id (we_…)' },
       status: { type: 'string', description: 'pending | delivered | dead | cancelled' },
-      limit: { type: 'string', description: 'at most this many (default 50, up to 500)' },
+      limit: { type: 'string', description: `at most this many (default 50, 1 to ${MAX_DELIVERIES})` },
     },
     async run(app, v) {
       const deliveries = await app.services.webhooks.listDeliveries(null, {
         endpointId: String(v.endpoint),
         status: str(v.status) as DeliveryStatus | undefined,
-        limit: integer(v.limit, 'limit'),
+        limit: integer(v.limit, 'limit', 1, MAX_DELIVERIES),
       });
       return { deliveries };
     },
