@@ -56,7 +56,7 @@ export interface AppServices {
   sessions: SessionService;
   walletWorker: WalletSettlementWorker;
   feed: LiveFeed;
-  /** The live-feed streams this instance holds open: per-session allowance, closed at shutdown. */
+  /** The live-feed streams this instance holds open: an allowance per holder, closed at shutdown. */
   streams: LiveStreams;
   /** Webhook endpoints, deliveries, re-sends, test events, signature checks (API, CLI, dashboard). */
   webhooks: WebhookService;
