@@ -197,8 +197,7 @@ export async function dashboardRoutes(app: FastifyInstance, s: AppServices): Pro
       req.dashboard = {
         session,
         operator,
-        stillSignedIn: async () =>
-          (await auth.session(cookie)) !== null && (await s.operators.get(operator.id)).status === 'active',
+        stillSignedIn: async () => (await auth.session(cookie)) !== null && (await s.operators.isActive(operator.id)),
         user: {
           email: session.user.email,
           operatorName: operator.name,

@@ -2,7 +2,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Game } from '../games/engine/round';
 import type { FeedMessage, LiveFeed } from '../games/engine/live-feed';
 import { type LiveStreams, STREAM_ALLOWANCE } from '../games/engine/live-streams';
-import { isDomainError } from '../errors/codes';
+import type { OperatorService } from '../operators/operators';
 import { HttpProblem } from './surface';
 
 /** Who may watch a stream, and for how long. */
@@ -86,20 +86,10 @@ export async function streamFeed(
  * An API stream's terms: the operator's allowance, and the operator still there and enabled (a disable
  * refuses its new requests at once and, with this, ends the streams it already holds).
  */
-export function operatorStreamTerms(
-  operatorId: string,
-  operators: { get(id: string): Promise<{ status: string }> },
-): StreamTerms {
+export function operatorStreamTerms(operatorId: string, operators: Pick<OperatorService, 'isActive'>): StreamTerms {
   return {
     holder: { key: `operator:${operatorId}`, max: STREAM_ALLOWANCE.operator, name: 'operator' },
-    stillAllowed: () =>
-      operators.get(operatorId).then(
-        (operator) => operator.status === 'active',
-        (error: unknown) => {
-          if (isDomainError(error) && error.code === 'NOT_FOUND') return false;
-          throw error;
-        },
-      ),
+    stillAllowed: () => operators.isActive(operatorId),
   };
 }
 

@@ -140,6 +140,11 @@ export class OperatorService {
     return this.toOperator(row);
   }
 
+  /** Whether the operator exists and is enabled, read from the store (a disable on any instance shows at once). */
+  async isActive(id: string): Promise<boolean> {
+    return (await operators.byId(this.db, id))?.status === 'active';
+  }
+
   /**
    * The cached answer for an API key, without touching the store: undefined when there is none (or it
    * has expired), so the request path can stay synchronous for a known key.

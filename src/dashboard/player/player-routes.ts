@@ -156,7 +156,7 @@ export async function playerRoutes(app: FastifyInstance, s: AppServices): Promis
       holder: { key: `player-session:${session.id}`, max: STREAM_ALLOWANCE.playerSession, name: 'session' },
       endsInMs: session.expiresAt - s.clock.now(),
       // The operator's players watch only while the operator is enabled.
-      stillAllowed: async () => (await s.operators.get(session.operatorId)).status === 'active',
+      stillAllowed: () => s.operators.isActive(session.operatorId),
     });
   };
 
