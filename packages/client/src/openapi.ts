@@ -5625,7 +5625,7 @@ export interface paths {
                     "x-operator-key": string;
                     /** @description lowercase hex HMAC-SHA256 of METHOD\nPATH\nTIMESTAMP\nBODY keyed with the API secret */
                     "x-signature": string;
-                    /** @description milliseconds since epoch */
+                    /** @description milliseconds since epoch; within 5 minutes of the server clock */
                     "x-timestamp": string;
                 };
                 path?: never;
@@ -6420,7 +6420,7 @@ export interface paths {
                     "x-operator-key": string;
                     /** @description lowercase hex HMAC-SHA256 of METHOD\nPATH\nTIMESTAMP\nBODY keyed with the API secret */
                     "x-signature": string;
-                    /** @description milliseconds since epoch */
+                    /** @description milliseconds since epoch; within 5 minutes of the server clock */
                     "x-timestamp": string;
                 };
                 path?: never;
@@ -6559,7 +6559,7 @@ export interface paths {
                     "x-operator-key": string;
                     /** @description lowercase hex HMAC-SHA256 of METHOD\nPATH\nTIMESTAMP\nBODY keyed with the API secret */
                     "x-signature": string;
-                    /** @description milliseconds since epoch */
+                    /** @description milliseconds since epoch; within 5 minutes of the server clock */
                     "x-timestamp": string;
                 };
                 path?: never;
@@ -6699,7 +6699,7 @@ export interface paths {
                     "x-operator-key": string;
                     /** @description lowercase hex HMAC-SHA256 of METHOD\nPATH\nTIMESTAMP\nBODY keyed with the API secret */
                     "x-signature": string;
-                    /** @description milliseconds since epoch */
+                    /** @description milliseconds since epoch; within 5 minutes of the server clock */
                     "x-timestamp": string;
                 };
                 path?: never;
@@ -6844,7 +6844,7 @@ export interface paths {
                     "x-operator-key": string;
                     /** @description lowercase hex HMAC-SHA256 of METHOD\nPATH\nTIMESTAMP\nBODY keyed with the API secret */
                     "x-signature": string;
-                    /** @description milliseconds since epoch */
+                    /** @description milliseconds since epoch; within 5 minutes of the server clock */
                     "x-timestamp": string;
                 };
                 path?: never;
@@ -6983,7 +6983,7 @@ export interface paths {
                     "x-operator-key": string;
                     /** @description lowercase hex HMAC-SHA256 of METHOD\nPATH\nTIMESTAMP\nBODY keyed with the API secret */
                     "x-signature": string;
-                    /** @description milliseconds since epoch */
+                    /** @description milliseconds since epoch; within 5 minutes of the server clock */
                     "x-timestamp": string;
                 };
                 path?: never;
@@ -7123,7 +7123,7 @@ export interface paths {
                     "x-operator-key": string;
                     /** @description lowercase hex HMAC-SHA256 of METHOD\nPATH\nTIMESTAMP\nBODY keyed with the API secret */
                     "x-signature": string;
-                    /** @description milliseconds since epoch */
+                    /** @description milliseconds since epoch; within 5 minutes of the server clock */
                     "x-timestamp": string;
                 };
                 path?: never;
@@ -7268,7 +7268,7 @@ export interface paths {
                     "x-operator-key": string;
                     /** @description lowercase hex HMAC-SHA256 of METHOD\nPATH\nTIMESTAMP\nBODY keyed with the API secret */
                     "x-signature": string;
-                    /** @description milliseconds since epoch */
+                    /** @description milliseconds since epoch; within 5 minutes of the server clock */
                     "x-timestamp": string;
                 };
                 path?: never;
@@ -7408,7 +7408,7 @@ export interface paths {
                     "x-operator-key": string;
                     /** @description lowercase hex HMAC-SHA256 of METHOD\nPATH\nTIMESTAMP\nBODY keyed with the API secret */
                     "x-signature": string;
-                    /** @description milliseconds since epoch */
+                    /** @description milliseconds since epoch; within 5 minutes of the server clock */
                     "x-timestamp": string;
                 };
                 path?: never;
@@ -7581,7 +7581,7 @@ export interface paths {
                     "x-operator-key": string;
                     /** @description lowercase hex HMAC-SHA256 of METHOD\nPATH\nTIMESTAMP\nBODY keyed with the API secret */
                     "x-signature": string;
-                    /** @description milliseconds since epoch */
+                    /** @description milliseconds since epoch; within 5 minutes of the server clock */
                     "x-timestamp": string;
                 };
                 path?: never;
@@ -7735,7 +7735,7 @@ export interface paths {
                     "x-operator-key": string;
                     /** @description lowercase hex HMAC-SHA256 of METHOD\nPATH\nTIMESTAMP\nBODY keyed with the API secret */
                     "x-signature": string;
-                    /** @description milliseconds since epoch */
+                    /** @description milliseconds since epoch; within 5 minutes of the server clock */
                     "x-timestamp": string;
                 };
                 path: {
@@ -7892,7 +7892,7 @@ export interface paths {
                     "x-operator-key": string;
                     /** @description lowercase hex HMAC-SHA256 of METHOD\nPATH\nTIMESTAMP\nBODY keyed with the API secret */
                     "x-signature": string;
-                    /** @description milliseconds since epoch */
+                    /** @description milliseconds since epoch; within 5 minutes of the server clock */
                     "x-timestamp": string;
                 };
                 path?: never;
@@ -8052,7 +8052,7 @@ export interface paths {
                     "x-operator-key": string;
                     /** @description lowercase hex HMAC-SHA256 of METHOD\nPATH\nTIMESTAMP\nBODY keyed with the API secret */
                     "x-signature": string;
-                    /** @description milliseconds since epoch */
+                    /** @description milliseconds since epoch; within 5 minutes of the server clock */
                     "x-timestamp": string;
                 };
                 path?: never;
@@ -8476,7 +8476,7 @@ export interface paths {
                     "x-operator-key": string;
                     /** @description lowercase hex HMAC-SHA256 of METHOD\nPATH\nTIMESTAMP\nBODY keyed with the API secret */
                     "x-signature": string;
-                    /** @description milliseconds since epoch */
+                    /** @description milliseconds since epoch; within 5 minutes of the server clock */
                     "x-timestamp": string;
                 };
                 path?: never;
@@ -8663,7 +8663,7 @@ export interface paths {
                     "x-operator-key": string;
                     /** @description lowercase hex HMAC-SHA256 of METHOD\nPATH\nTIMESTAMP\nBODY keyed with the API secret */
                     "x-signature": string;
-                    /** @description milliseconds since epoch */
+                    /** @description milliseconds since epoch; within 5 minutes of the server clock */
                     "x-timestamp": string;
                 };
                 path: {
@@ -8863,7 +8863,7 @@ export interface paths {
                     "x-operator-key": string;
                     /** @description lowercase hex HMAC-SHA256 of METHOD\nPATH\nTIMESTAMP\nBODY keyed with the API secret */
                     "x-signature": string;
-                    /** @description milliseconds since epoch */
+                    /** @description milliseconds since epoch; within 5 minutes of the server clock */
                     "x-timestamp": string;
                 };
                 path: {
@@ -9053,7 +9053,7 @@ export interface paths {
                     "x-operator-key": string;
                     /** @description lowercase hex HMAC-SHA256 of METHOD\nPATH\nTIMESTAMP\nBODY keyed with the API secret */
                     "x-signature": string;
-                    /** @description milliseconds since epoch */
+                    /** @description milliseconds since epoch; within 5 minutes of the server clock */
                     "x-timestamp": string;
                 };
                 path?: never;
@@ -9223,7 +9223,7 @@ export interface paths {
                     "x-operator-key": string;
                     /** @description lowercase hex HMAC-SHA256 of METHOD\nPATH\nTIMESTAMP\nBODY keyed with the API secret */
                     "x-signature": string;
-                    /** @description milliseconds since epoch */
+                    /** @description milliseconds since epoch; within 5 minutes of the server clock */
                     "x-timestamp": string;
                 };
                 path?: never;
@@ -9416,7 +9416,7 @@ export interface paths {
                     "x-operator-key": string;
                     /** @description lowercase hex HMAC-SHA256 of METHOD\nPATH\nTIMESTAMP\nBODY keyed with the API secret */
                     "x-signature": string;
-                    /** @description milliseconds since epoch */
+                    /** @description milliseconds since epoch; within 5 minutes of the server clock */
                     "x-timestamp": string;
                 };
                 path: {
@@ -9586,7 +9586,7 @@ export interface paths {
                     "x-operator-key": string;
                     /** @description lowercase hex HMAC-SHA256 of METHOD\nPATH\nTIMESTAMP\nBODY keyed with the API secret */
                     "x-signature": string;
-                    /** @description milliseconds since epoch */
+                    /** @description milliseconds since epoch; within 5 minutes of the server clock */
                     "x-timestamp": string;
                 };
                 path: {
@@ -9743,7 +9743,7 @@ export interface paths {
                     "x-operator-key": string;
                     /** @description lowercase hex HMAC-SHA256 of METHOD\nPATH\nTIMESTAMP\nBODY keyed with the API secret */
                     "x-signature": string;
-                    /** @description milliseconds since epoch */
+                    /** @description milliseconds since epoch; within 5 minutes of the server clock */
                     "x-timestamp": string;
                 };
                 path: {
@@ -9938,7 +9938,7 @@ export interface paths {
                     "x-operator-key": string;
                     /** @description lowercase hex HMAC-SHA256 of METHOD\nPATH\nTIMESTAMP\nBODY keyed with the API secret */
                     "x-signature": string;
-                    /** @description milliseconds since epoch */
+                    /** @description milliseconds since epoch; within 5 minutes of the server clock */
                     "x-timestamp": string;
                 };
                 path: {
@@ -10132,7 +10132,7 @@ export interface paths {
                     "x-operator-key": string;
                     /** @description lowercase hex HMAC-SHA256 of METHOD\nPATH\nTIMESTAMP\nBODY keyed with the API secret */
                     "x-signature": string;
-                    /** @description milliseconds since epoch */
+                    /** @description milliseconds since epoch; within 5 minutes of the server clock */
                     "x-timestamp": string;
                 };
                 path: {
@@ -10325,7 +10325,7 @@ export interface paths {
                     "x-operator-key": string;
                     /** @description lowercase hex HMAC-SHA256 of METHOD\nPATH\nTIMESTAMP\nBODY keyed with the API secret */
                     "x-signature": string;
-                    /** @description milliseconds since epoch */
+                    /** @description milliseconds since epoch; within 5 minutes of the server clock */
                     "x-timestamp": string;
                 };
                 path?: never;
@@ -10501,7 +10501,7 @@ export interface paths {
                     "x-operator-key": string;
                     /** @description lowercase hex HMAC-SHA256 of METHOD\nPATH\nTIMESTAMP\nBODY keyed with the API secret */
                     "x-signature": string;
-                    /** @description milliseconds since epoch */
+                    /** @description milliseconds since epoch; within 5 minutes of the server clock */
                     "x-timestamp": string;
                 };
                 path?: never;

@@ -14,7 +14,7 @@ export function authHeadersFor(surface: Surface) {
       [h.signature]: Type.String({
         description: 'lowercase hex HMAC-SHA256 of METHOD\\nPATH\\nTIMESTAMP\\nBODY keyed with the API secret',
       }),
-      [h.timestamp]: Type.String({ description: 'milliseconds since epoch' }),
+      [h.timestamp]: Type.String({ description: 'milliseconds since epoch; within 5 minutes of the server clock' }),
     },
     { additionalProperties: true },
   );
