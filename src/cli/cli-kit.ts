@@ -17,6 +17,17 @@ export interface CliCommand {
 
 export class UsageError extends Error {}
 
+/**
+ * An integer option within `min`..`max`, the bounds the HTTP API sets for the same value (the service
+ * would otherwise clamp it silently): undefined when absent, a usage error for anything else.
+ */
+export function integerOption(value: string | boolean | undefined, name: string, min: number, max: number) {
+  if (value === undefined) return undefined;
+  const n = typeof value === 'string' && /^\d{1,10}$/.test(value) ? Number(value) : Number.NaN;
+  if (!(n >= min && n <= max)) throw new UsageError(`--${name} must be an integer from ${min} to ${max}`);
+  return n;
+}
+
 export function parseCommand(command: CliCommand, argv: string[]): Record<string, string | boolean | undefined> {
   const { values } = parseArgs({
     args: argv,

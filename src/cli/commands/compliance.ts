@@ -1,4 +1,4 @@
-import { type CliCommand, UsageError } from '../cli-kit';
+import { type CliCommand, integerOption } from '../cli-kit';
 
 /** The HTTP API's bounds for the same list (GET /compliance/flags): the service would clamp silently. */
 const MAX_LIMIT = 1000;
@@ -17,9 +17,7 @@ export const complianceCommands: CliCommand[] = [
       limit: { type: 'string', description: `at most this many (default 100, 1 to ${MAX_LIMIT})` },
     },
     async run(app, v) {
-      const limit = typeof v.limit === 'string' && /^\d{1,4}$/.test(v.limit) ? Number(v.limit) : undefined;
-      if (v.limit !== undefined && (limit === undefined || limit < 1 || limit > MAX_LIMIT))
-        throw new UsageError(`--limit must be an integer from 1 to ${MAX_LIMIT}`);
+      const limit = integerOption(v.limit, 'limit', 1, MAX_LIMIT);
       const flags = await app.services.complianceFlags.list(typeof v.operator === 'string' ? v.operator : null, {
         rule: typeof v.rule === 'string' ? v.rule : undefined,
         player: typeof v.player === 'string' ? v.player : undefined,

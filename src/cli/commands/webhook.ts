@@ -1,6 +1,6 @@
 import { DomainError } from '../../errors/codes';
 import type { DeliveryStatus } from '../../webhooks/deliveries';
-import { type CliCommand, UsageError } from '../cli-kit';
+import { type CliCommand, integerOption, UsageError } from '../cli-kit';
 
 const str = (v: string | boolean | undefined): string | undefined =>
   typeof v === 'string' && v !== '' ? v : undefined;
@@ -13,15 +13,6 @@ function eventList(v: string | boolean | undefined): string[] | undefined {
         .split(',')
         .map((s) => s.trim())
         .filter(Boolean);
-}
-
-/** An integer option within the bounds the HTTP API sets for the same value: outside them is a usage error. */
-function integer(v: string | boolean | undefined, name: string, min: number, max: number): number | undefined {
-  const raw = str(v);
-  if (raw === undefined) return undefined;
-  const n = /^\d{1,10}$/.test(raw) ? Number(raw) : Number.NaN;
-  if (!(n >= min && n <= max)) throw new UsageError(`--${name} must be an integer from ${min} to ${max}`);
-  return n;
 }
 
 /** The API's bounds: a rotation overlap of at most 30 days, and pages of 1 to 500 deliveries. */
@@ -107,7 +98,7 @@ export const webhookCommands: CliCommand[] = [
       return app.services.webhooks.rotateSecret(
         null,
         String(v.id),
-        integer(v['overlap-ms'], 'overlap-ms', 0, MAX_OVERLAP_MS),
+        integerOption(str(v['overlap-ms']), 'overlap-ms', 0, MAX_OVERLAP_MS),
       );
     },
   },
@@ -123,7 +114,7 @@ export const webhookCommands: CliCommand[] = [
       const deliveries = await app.services.webhooks.listDeliveries(null, {
         endpointId: String(v.endpoint),
         status: str(v.status) as DeliveryStatus | undefined,
-        limit: integer(v.limit, 'limit', 1, MAX_DELIVERIES),
+        limit: integerOption(str(v.limit), 'limit', 1, MAX_DELIVERIES),
       });
       return { deliveries };
     },
