@@ -98,6 +98,21 @@ describe('admin CLI', () => {
     expect(kept.wallet_url).toBe('https://wallet.keep.test');
   }, 120_000);
 
+  it('rotate-secret refuses an overlap that is not an integer of at most 30 days as a usage error', async () => {
+    const op = await admin('operator', 'create', '--name', 'Overlap Checker');
+    // A non-number, and a number whose expiry no date can hold: both exit 64 and the secret stays.
+    for (const overlap of ['abc', '9007199254740991']) {
+      const answer = await refused('operator', 'rotate-secret', '--id', op.operator_id, '--overlap-ms', overlap);
+      expect(answer, overlap).toEqual({
+        code: 64,
+        stdout: '',
+        error: { error: 'USAGE', message: '--overlap-ms must be an integer from 0 to 2592000000' },
+      });
+    }
+    const rotated = await admin('operator', 'rotate-secret', '--id', op.operator_id, '--overlap-ms', '2592000000');
+    expect(rotated.previous_secret_expires_at).toBeGreaterThan(Date.now() + 2_591_000_000);
+  }, 120_000);
+
   it('create refuses an empty name, one over 100 characters or with control characters, creating nothing', async () => {
     const before = (await admin('operator', 'list')).operators.length;
     const bad: [string, RegExp][] = [

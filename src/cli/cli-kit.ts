@@ -21,6 +21,9 @@ export class UsageError extends Error {}
  * An integer option within `min`..`max`, the bounds the HTTP API sets for the same value (the service
  * would otherwise clamp it silently): undefined when absent, a usage error for anything else.
  */
+/** A secret rotation's overlap, for operators and webhook endpoints alike: at most 30 days. */
+export const MAX_OVERLAP_MS = 30 * 86_400_000;
+
 export function integerOption(value: string | boolean | undefined, name: string, min: number, max: number) {
   if (value === undefined) return undefined;
   const n = typeof value === 'string' && /^\d{1,10}$/.test(value) ? Number(value) : Number.NaN;

@@ -1,7 +1,7 @@
 import { DomainError } from '../../errors/codes';
 import type { Operator, OperatorSettingsPatch } from '../../operators/operator';
 import { MAX_OPERATOR_NAME_LENGTH } from '../../operators/operators';
-import { type CliCommand, UsageError } from '../cli-kit';
+import { type CliCommand, integerOption, MAX_OVERLAP_MS, UsageError } from '../cli-kit';
 
 export function presentOperator(o: Operator): Record<string, unknown> {
   return {
@@ -55,10 +55,7 @@ export const operatorCommands: CliCommand[] = [
       'Issue a new API secret; the old one keeps working for the overlap (SECRET_ROTATION_OVERLAP_MS or --overlap-ms).',
     options: { id, 'overlap-ms': { type: 'string', description: 'override the overlap in milliseconds' } },
     async run(app, v) {
-      const overlap = v['overlap-ms'] === undefined ? undefined : Number(v['overlap-ms']);
-      if (overlap !== undefined && (!Number.isSafeInteger(overlap) || overlap < 0)) {
-        throw new DomainError('VALIDATION_FAILED', '--overlap-ms must be a non-negative integer');
-      }
+      const overlap = integerOption(v['overlap-ms'], 'overlap-ms', 0, MAX_OVERLAP_MS);
       const r = await app.services.operators.rotateSecret(String(v.id), overlap);
       return { operator_id: v.id, api_secret: r.apiSecret, previous_secret_expires_at: r.previousSecretExpiresAt };
     },

@@ -1,6 +1,6 @@
 import { DomainError } from '../../errors/codes';
 import type { DeliveryStatus } from '../../webhooks/deliveries';
-import { type CliCommand, integerOption, UsageError } from '../cli-kit';
+import { type CliCommand, integerOption, MAX_OVERLAP_MS, UsageError } from '../cli-kit';
 
 const str = (v: string | boolean | undefined): string | undefined =>
   typeof v === 'string' && v !== '' ? v : undefined;
@@ -15,8 +15,7 @@ function eventList(v: string | boolean | undefined): string[] | undefined {
         .filter(Boolean);
 }
 
-/** The API's bounds: a rotation overlap of at most 30 days, and pages of 1 to 500 deliveries. */
-const MAX_OVERLAP_MS = 30 * 86_400_000;
+/** The API's bound on a page of deliveries: 1 to 500. */
 const MAX_DELIVERIES = 500;
 
 const endpointId = { type: 'string', required: true, description: 'the endpoint id (we_…)' } as const;
