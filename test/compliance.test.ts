@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ActiveCrashBet, Bet, CashedOutCrashBet, EndedCrashBet } from '../src/bets/bet';
 import { betRepository } from '../src/bets/bet-repository';
 import { FakeClock } from '../src/clock/clock';
+import { complianceRepository } from '../src/compliance/compliance-repository';
 import { ComplianceService } from '../src/compliance/compliance-service';
 import { DEFAULT_OPERATOR_SETTINGS } from '../src/operators/operator';
 import { OperatorModes } from '../src/operators/operator-mode';
@@ -188,6 +189,44 @@ describe.each(STORES)('compliance flags on %s', (store) => {
       ['lucky', { payout: 7000, threshold: 5000 }],
     ]);
     expect(await deliveries(op)).toBe(3);
+  });
+
+  it("pages through flags raised in one instant with starting_after; another operator's is no cursor", async () => {
+    const op = await operatorWith({});
+    const raisedAt = clock.now();
+    // A round's close raises its flags in one transaction: one created_at for all of them.
+    await db.transaction(async (tx) => {
+      for (let i = 0; i < 7; i++) {
+        await complianceRepository.insertFlag(tx, {
+          id: `cf_page_${i}`,
+          operator_id: op,
+          rule: 'large_payout',
+          player: `p${i}`,
+          bet_id: null,
+          details: '{}',
+          created_at: raisedAt,
+        });
+      }
+    });
+    const seen: string[] = [];
+    const pages: number[] = [];
+    let startingAfter: string | undefined;
+    for (let page = 0; page < 6; page++) {
+      const list = await compliance.listFlags(op, { limit: 3, startingAfter }, db);
+      if (list.length === 0) break;
+      pages.push(list.length);
+      seen.push(...list.map((f) => f.flag_id));
+      startingAfter = list.at(-1)!.flag_id;
+    }
+    expect(pages).toEqual([3, 3, 1]);
+    expect(seen).toEqual([0, 1, 2, 3, 4, 5, 6].map((i) => `cf_page_${i}`));
+    // `before` alone, the only cursor there was, cannot leave the first page: every flag has the same instant.
+    expect(await compliance.listFlags(op, { limit: 3, before: raisedAt }, db)).toEqual([]);
+    const other = await operatorWith({});
+    await expect(compliance.listFlags(other, { startingAfter: 'cf_page_0' }, db)).rejects.toMatchObject({
+      code: 'VALIDATION_FAILED',
+      message: 'starting_after: no flag cf_page_0 (give the last flag_id of a page)',
+    });
   });
 
   it('flags a session used from a second place, once per new place', async () => {

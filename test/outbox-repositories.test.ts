@@ -7,6 +7,9 @@ import { settleIdempotencyKey } from '../src/wallet/settlements';
 import { WebhookDeliveryOutbox } from '../src/webhooks/delivery-repository';
 import { freshDatabase, STORES } from './support/harness';
 
+/** No attempt in flight on this worker, and room for every row: what a claim alone sees. */
+const NO_LIMIT = { inFlightByTarget: new Map<string, number>(), perTargetLimit: 1_000 };
+
 const failed = (startedAt: number): AttemptResult => ({
   ok: false,
   statusCode: 503,
@@ -33,10 +36,10 @@ describe.each(STORES)('wallet settlement outbox repository on %s', (store) => {
   });
   afterAll(async () => dispose?.());
 
-  const enqueue = (betId: string) =>
+  const enqueue = (betId: string, operatorId = 'op_1') =>
     db.transaction((tx) =>
       settlementRepository.enqueue(tx, {
-        operatorId: 'op_1',
+        operatorId,
         body: { bet_id: betId, winner: null, pct: null, payout: 10, idempotency_key: settleIdempotencyKey(betId) },
         now: T0,
         firstDelayMs: 0,
@@ -52,6 +55,7 @@ describe.each(STORES)('wallet settlement outbox repository on %s', (store) => {
       leaseMs: LEASE,
       limit: 10,
       maxAttempts: INF,
+      ...NO_LIMIT,
     });
     expect(first).toMatchObject({ id: 'lost1', attempt: 1, leaseUntil: T0 + LEASE });
     // `attempts` counts recorded attempts (as the API shows them): none yet while the first is in flight.
@@ -63,6 +67,7 @@ describe.each(STORES)('wallet settlement outbox repository on %s', (store) => {
         leaseMs: LEASE,
         limit: 10,
         maxAttempts: INF,
+        ...NO_LIMIT,
       }),
     ).toEqual([]);
 
@@ -74,6 +79,7 @@ describe.each(STORES)('wallet settlement outbox repository on %s', (store) => {
       leaseMs: LEASE,
       limit: 10,
       maxAttempts: INF,
+      ...NO_LIMIT,
     });
     expect(second).toMatchObject({ id: 'lost1', attempt: 2 });
     // The first worker's answer arrives after all: its lease is gone, so it changes nothing.
@@ -102,6 +108,7 @@ describe.each(STORES)('wallet settlement outbox repository on %s', (store) => {
       leaseMs: LEASE,
       limit: 10,
       maxAttempts: INF,
+      ...NO_LIMIT,
     });
     await settlementRepository.retryNow(db, 'manual1', T0 + 5);
     await outbox.record([{ kind: 'retry', claim: claim!, result: failed(T0), at: T0 + 60_000 }], T0 + 10);
@@ -114,7 +121,7 @@ describe.each(STORES)('wallet settlement outbox repository on %s', (store) => {
   it('releases open leases (what a SQLite process does at start)', async () => {
     const outbox = new WalletSettlementOutbox(db);
     await enqueue('release1');
-    await outbox.claim({ now: T0, leaseUntil: T0 + 60_000, leaseMs: 60_000, limit: 10, maxAttempts: INF });
+    await outbox.claim({ now: T0, leaseUntil: T0 + 60_000, leaseMs: 60_000, limit: 10, maxAttempts: INF, ...NO_LIMIT });
     await outbox.releaseLeases(T0 + 1);
     const [again] = await outbox.claim({
       now: T0 + 1,
@@ -122,8 +129,30 @@ describe.each(STORES)('wallet settlement outbox repository on %s', (store) => {
       leaseMs: LEASE,
       limit: 10,
       maxAttempts: INF,
+      ...NO_LIMIT,
     });
     expect(again).toMatchObject({ id: 'release1', attempt: 2 });
+  });
+
+  it("keeps each operator's wallet within its share of the calls in flight, leaving the rest unclaimed", async () => {
+    const outbox = new WalletSettlementOutbox(db);
+    const now = T0 + 100 * LEASE;
+    for (let i = 0; i < 4; i++) await enqueue(`share_a${i}`, 'op_hangs');
+    await enqueue('share_b0', 'op_fine');
+    const q = { now, leaseUntil: now + LEASE, leaseMs: LEASE, limit: 10, maxAttempts: INF, perTargetLimit: 2 };
+    // op_hangs already has one call in flight on this worker: one more of its rows fits, op_fine's row too.
+    // (Rows of the tests above are due too; only this test's rows are looked at.)
+    const mine = (claims: { id: string; target: string }[]) => claims.filter((c) => c.id.startsWith('share_'));
+    const first = mine(await outbox.claim({ ...q, inFlightByTarget: new Map([['op_hangs', 1]]) }));
+    expect(first.map((c) => [c.id, c.target])).toEqual([
+      ['share_a0', 'op_hangs'],
+      ['share_b0', 'op_fine'],
+    ]);
+    // At its limit, op_hangs is left out of the query: nothing of it is claimed, and its rows are untouched.
+    expect(mine(await outbox.claim({ ...q, inFlightByTarget: new Map([['op_hangs', 2]]) }))).toEqual([]);
+    expect(await settlementRepository.byBet(db, 'share_a1')).toMatchObject({ attempts: 0, claimedUntil: null });
+    const later = mine(await outbox.claim({ ...q, inFlightByTarget: new Map() }));
+    expect(later.map((c) => c.id)).toEqual(['share_a1', 'share_a2']);
   });
 
   it.runIf(store === 'postgres')('hands disjoint rows to two workers claiming at once', async () => {
@@ -132,7 +161,7 @@ describe.each(STORES)('wallet settlement outbox repository on %s', (store) => {
     const other = new PostgresDatabase({ connectionString: url!, schema: schema! });
     try {
       const now = T0 + 10 * LEASE;
-      const q = { now, leaseUntil: now + LEASE, leaseMs: LEASE, limit: 25, maxAttempts: INF };
+      const q = { now, leaseUntil: now + LEASE, leaseMs: LEASE, limit: 25, maxAttempts: INF, ...NO_LIMIT };
       const [a, b] = await Promise.all([
         new WalletSettlementOutbox(db).claim(q),
         new WalletSettlementOutbox(other).claim(q),
@@ -172,7 +201,7 @@ describe.each(STORES)('webhook delivery outbox repository on %s', (store) => {
   afterAll(async () => dispose?.());
 
   const claim = (outbox: WebhookDeliveryOutbox, now: number, maxAttempts: number) =>
-    outbox.claim({ now, leaseUntil: now + LEASE, leaseMs: LEASE, limit: 10, maxAttempts });
+    outbox.claim({ now, leaseUntil: now + LEASE, leaseMs: LEASE, limit: 10, maxAttempts, ...NO_LIMIT });
   const delivery = () =>
     db.get<{ status: string; attempts: number; last_error: string | null }>(
       `SELECT status, attempts, last_error FROM webhook_deliveries WHERE id = 'dlv_1'`,

@@ -78,6 +78,10 @@ describe.each(STORES)('migration 004_sandbox over existing data on %s', (store) 
         `INSERT INTO operators (id, name, api_key, secret_enc, status, settings, created_at, updated_at)
          VALUES ('op_1', 'Live', 'pk_1', 'x', 'active', '{}', 1, 1)`,
       );
+      await tx.run(
+        `INSERT INTO operators (id, name, api_key, secret_enc, wallet_url, status, settings, created_at, updated_at)
+         VALUES ('op_2', 'Wallet', 'pk_2', 'x', 'https://wallet.example', 'active', '{}', 1, 1)`,
+      );
     });
     await insertRound(db, 'rnd_1', 1);
     await db.transaction((tx) =>
@@ -96,6 +100,12 @@ describe.each(STORES)('migration 004_sandbox over existing data on %s', (store) 
       '009_cash_out_batches',
       '010_set_based_place_bets',
       '011_bets_round_index',
+      '012_wallet_operators',
+    ]);
+    // 012: an operator with a wallet URL settles to it; one without stays webhook-only.
+    expect(await db.all('SELECT id, settles_to_wallet FROM operators ORDER BY id')).toEqual([
+      { id: 'op_1', settles_to_wallet: 0 },
+      { id: 'op_2', settles_to_wallet: 1 },
     ]);
 
     expect(await db.get('SELECT id, round_number, operator_id, scripted FROM rounds')).toEqual({
@@ -105,7 +115,7 @@ describe.each(STORES)('migration 004_sandbox over existing data on %s', (store) 
       scripted: 0,
     });
     expect(await db.get('SELECT id, round_id FROM bets')).toEqual({ id: 'b1', round_id: 'rnd_1' });
-    expect(await db.get('SELECT mode FROM operators')).toEqual({ mode: 'live' });
+    expect(await db.all('SELECT mode FROM operators')).toEqual([{ mode: 'live' }, { mode: 'live' }]);
     if (store === 'sqlite') {
       const raw = (db as SqliteDatabase).raw;
       expect(raw.pragma('foreign_key_check')).toEqual([]);

@@ -1,5 +1,5 @@
 import type { Database } from '../store/database';
-import type { ComplianceFlag, ComplianceService } from './compliance-service';
+import type { ComplianceFlag, ComplianceService, FlagFilter } from './compliance-service';
 
 /**
  * What the surfaces ask of compliance (the flag list on both APIs, the dashboard and the CLI; the
@@ -12,10 +12,7 @@ export class ComplianceFlags {
   ) {}
 
   /** Newest first; every operator's when `scope` is null (the CLI). */
-  list(
-    scope: string | null,
-    filter: { rule?: string; player?: string; before?: number; limit?: number } = {},
-  ): Promise<ComplianceFlag[]> {
+  list(scope: string | null, filter: FlagFilter = {}): Promise<ComplianceFlag[]> {
     return this.rules.listFlags(scope, filter, this.db);
   }
 

@@ -34,11 +34,27 @@ export const complianceRepository = {
     return row !== undefined;
   },
 
-  /** Newest first; every operator's when `scope` is null. */
+  /** One flag, if it is this operator's (any operator's when `scope` is null). */
+  async flagById(db: SqlExecutor, scope: string | null, id: string): Promise<FlagRow | undefined> {
+    return scope === null
+      ? db.get<FlagRow>('SELECT * FROM compliance_flags WHERE id = ?', [id])
+      : db.get<FlagRow>('SELECT * FROM compliance_flags WHERE id = ? AND operator_id = ?', [id, scope]);
+  },
+
+  /**
+   * Newest first, then by id; every operator's when `scope` is null. `after` is the page cursor: the
+   * last flag of the previous page (flags raised by one round's close share a created_at).
+   */
   async listFlags(
     db: SqlExecutor,
     scope: string | null,
-    filter: { rule?: string; player?: string; before?: number; limit: number },
+    filter: {
+      rule?: string;
+      player?: string;
+      before?: number;
+      after?: { createdAt: number; id: string };
+      limit: number;
+    },
   ): Promise<FlagRow[]> {
     const where: string[] = [];
     const params: SqlParam[] = [];
@@ -46,6 +62,10 @@ export const complianceRepository = {
     if (filter.rule !== undefined) where.push('rule = ?'), params.push(filter.rule);
     if (filter.player !== undefined) where.push('player = ?'), params.push(filter.player);
     if (filter.before !== undefined) where.push('created_at < ?'), params.push(filter.before);
+    if (filter.after !== undefined) {
+      where.push('(created_at < ? OR (created_at = ? AND id > ?))');
+      params.push(filter.after.createdAt, filter.after.createdAt, filter.after.id);
+    }
     params.push(filter.limit);
     const filtered = where.length ? ` WHERE ${where.join(' AND ')}` : '';
     return db.all<FlagRow>(`SELECT * FROM compliance_flags${filtered} ORDER BY created_at DESC, id LIMIT ?`, params);

@@ -159,16 +159,22 @@ export class ComplianceService implements ComplianceHooks {
     });
   }
 
-  async listFlags(
-    scope: string | null,
-    filter: { rule?: string; player?: string; before?: number; limit?: number } = {},
-    db: SqlExecutor,
-  ): Promise<ComplianceFlag[]> {
+  async listFlags(scope: string | null, filter: FlagFilter = {}, db: SqlExecutor): Promise<ComplianceFlag[]> {
     if (filter.rule !== undefined && !(COMPLIANCE_RULES as readonly string[]).includes(filter.rule)) {
       throw new DomainError('VALIDATION_FAILED', `rule must be one of ${COMPLIANCE_RULES.join(', ')}`);
     }
     const limit = Math.min(Math.max(filter.limit ?? 100, 1), 1000);
-    const rows = await flags.listFlags(db, scope, { ...filter, limit });
+    let after: { createdAt: number; id: string } | undefined;
+    if (filter.startingAfter !== undefined) {
+      const last = await flags.flagById(db, scope, filter.startingAfter);
+      if (!last) {
+        const message = `starting_after: no flag ${filter.startingAfter} (give the last flag_id of a page)`;
+        throw new DomainError('VALIDATION_FAILED', message);
+      }
+      after = { createdAt: Number(last.created_at), id: last.id };
+    }
+    const { rule, player, before } = filter;
+    const rows = await flags.listFlags(db, scope, { rule, player, before, after, limit });
     return rows.map(presentFlag);
   }
 
@@ -270,6 +276,15 @@ export class ComplianceService implements ComplianceHooks {
 function isStoreError(error: unknown): boolean {
   const e = error as { code?: unknown; name?: string };
   return e?.name === 'SqliteError' || (typeof e?.code === 'string' && /^[0-9A-Z]{5}$/.test(e.code));
+}
+
+/** Which flags a listing returns: filters, and the page cursor (`startingAfter`, the last flag_id of a page). */
+export interface FlagFilter {
+  rule?: string;
+  player?: string;
+  before?: number;
+  startingAfter?: string;
+  limit?: number;
 }
 
 export function presentFlag(r: FlagRow): ComplianceFlag {

@@ -10,6 +10,8 @@ export interface OperatorRow {
   previous_secret_enc: string | null;
   previous_secret_expires_at: number | null;
   wallet_url: string | null;
+  /** 1 once a wallet URL has been set: clearing the URL later pauses the settle calls, nothing more. */
+  settles_to_wallet: number;
   status: OperatorStatus;
   mode: OperatorMode;
   settings: string;
@@ -19,20 +21,32 @@ export interface OperatorRow {
 /** The fields a change may set besides updated_at. */
 export type OperatorChange =
   | { status: OperatorStatus }
-  | { wallet_url: string | null }
+  | { wallet_url: string; settles_to_wallet: 1 }
+  | { wallet_url: null }
   | { settings: string }
   | { secret_enc: string; previous_secret_enc: string; previous_secret_expires_at: number };
 
 export const operatorRepository = {
   async insert(
     tx: SqlExecutor,
-    o: Omit<OperatorRow, 'status' | 'previous_secret_enc' | 'previous_secret_expires_at'>,
+    o: Omit<OperatorRow, 'status' | 'previous_secret_enc' | 'previous_secret_expires_at' | 'settles_to_wallet'>,
   ): Promise<void> {
     await tx.run(
-      `INSERT INTO operators (id, name, api_key, secret_enc, wallet_url, status, mode, settings, created_at,
-         updated_at)
-       VALUES (?, ?, ?, ?, ?, 'active', ?, ?, ?, ?)`,
-      [o.id, o.name, o.api_key, o.secret_enc, o.wallet_url, o.mode, o.settings, o.created_at, o.created_at],
+      `INSERT INTO operators (id, name, api_key, secret_enc, wallet_url, settles_to_wallet, status, mode, settings,
+         created_at, updated_at)
+       VALUES (?, ?, ?, ?, ?, ?, 'active', ?, ?, ?, ?)`,
+      [
+        o.id,
+        o.name,
+        o.api_key,
+        o.secret_enc,
+        o.wallet_url,
+        o.wallet_url === null ? 0 : 1,
+        o.mode,
+        o.settings,
+        o.created_at,
+        o.created_at,
+      ],
     );
   },
 

@@ -167,6 +167,12 @@ export interface Operator {
   name: string;
   apiKey: string;
   walletUrl: string | null;
+  /**
+   * Its Stock Race bets are settled by calls to its wallet: true once a wallet URL has been set.
+   * A cleared URL pauses those calls (settlements stay pending); it does not make the operator
+   * webhook-only, since its players' reserved stakes still wait for them.
+   */
+  settlesToWallet: boolean;
   status: OperatorStatus;
   mode: OperatorMode;
   settings: OperatorSettings;

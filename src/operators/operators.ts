@@ -121,6 +121,7 @@ export class OperatorService {
       apiKey,
       apiSecret,
       walletUrl,
+      settlesToWallet: walletUrl !== null,
       status: 'active',
       mode,
       settings,
@@ -206,7 +207,10 @@ export class OperatorService {
   }
 
   async setWalletUrl(id: string, walletUrl: string | null): Promise<Operator> {
-    await this.update(id, { wallet_url: walletUrl ? await this.checkWalletUrl(walletUrl) : null });
+    await this.update(
+      id,
+      walletUrl ? { wallet_url: await this.checkWalletUrl(walletUrl), settles_to_wallet: 1 } : { wallet_url: null },
+    );
     return this.get(id);
   }
 
@@ -257,7 +261,8 @@ export class OperatorService {
       if (error instanceof DomainError) throw new DomainError(error.code, `wallet_url: ${error.message}`);
       throw error;
     }
-    if (new URL(checked).search) throw new DomainError('INVALID_URL', 'wallet_url: must not carry a query string');
+    // A bare "?" leaves `search` empty but still ends the path: look at the text (the fragment is dropped).
+    if (checked.includes('?')) throw new DomainError('INVALID_URL', 'wallet_url: must not carry a query string');
     return checked.replace(/\/+$/, '');
   }
 
@@ -267,6 +272,7 @@ export class OperatorService {
       name: row.name,
       apiKey: row.api_key,
       walletUrl: row.wallet_url,
+      settlesToWallet: Number(row.settles_to_wallet) === 1,
       status: row.status,
       mode: row.mode === 'test' ? 'test' : 'live',
       settings: this.settingsOf(row),

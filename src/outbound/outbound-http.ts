@@ -14,6 +14,13 @@ import { Agent, request, type Dispatcher } from 'undici';
 import { isNonPublicAddress, publicOnlyLookupVia, systemResolver, type Resolver } from './url-safety';
 
 export const DEFAULT_MAX_RESPONSE_BYTES = 64 * 1024;
+/**
+ * Attempts one target (a webhook endpoint, an operator's wallet) may have in flight at once, on one
+ * instance. The outboxes hold to it, and the agent puts no cap of its own on sockets per origin: an
+ * attempt that queued for a socket would see its deadline run before it was sent, and targets of
+ * different operators that share an origin would wait behind each other's slow answers.
+ */
+export const ATTEMPTS_PER_TARGET = 64;
 
 export interface OutboundAgentOptions {
   timeoutMs: number;
@@ -21,14 +28,13 @@ export interface OutboundAgentOptions {
   allowPrivateTargets: boolean;
   /** How host names are resolved at connect time; the system resolver unless a test injects one. */
   resolve?: Resolver;
-  /** Sockets kept per target origin. */
-  connectionsPerOrigin?: number;
 }
 
 export function createOutboundAgent(o: OutboundAgentOptions): Agent {
   const lookup = o.allowPrivateTargets ? {} : { lookup: publicOnlyLookupVia(o.resolve ?? systemResolver) };
   return new Agent({
-    connections: o.connectionsPerOrigin ?? 64,
+    // No per-origin cap (undici's default): the outboxes bound attempts per target and in all.
+    connections: null,
     keepAliveTimeout: 30_000,
     headersTimeout: o.timeoutMs,
     bodyTimeout: o.timeoutMs,

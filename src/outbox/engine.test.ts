@@ -4,7 +4,9 @@ import { FakeClock } from '../clock/clock';
 import { retryDelayMs, scheduleBackoff } from './backoff';
 import {
   OutboxEngine,
+  TargetBudget,
   type AttemptResult,
+  type ClaimQuery,
   type Outcome,
   type OutboxClaim,
   type OutboxRepository,
@@ -13,6 +15,7 @@ import {
 
 interface Row {
   id: string;
+  target: string;
   status: 'pending' | 'delivered' | 'dead' | 'cancelled';
   attempts: number;
   nextAttemptAt: number;
@@ -25,19 +28,24 @@ class MemoryOutbox implements OutboxRepository<OutboxClaim> {
   readonly log: { id: string; attempt: number; error: string | null }[] = [];
   recordCalls = 0;
 
-  add(id: string, at = 0): void {
-    this.rows.set(id, { id, status: 'pending', attempts: 0, nextAttemptAt: at, claimedUntil: null });
+  add(id: string, at = 0, target = 'only'): void {
+    this.rows.set(id, { id, target, status: 'pending', attempts: 0, nextAttemptAt: at, claimedUntil: null });
   }
 
-  async claim(q: { now: number; leaseUntil: number; limit: number; maxAttempts: number }): Promise<OutboxClaim[]> {
+  async claim(q: ClaimQuery): Promise<OutboxClaim[]> {
+    const budget = new TargetBudget(q);
     const due = [...this.rows.values()]
       .filter(
         (r) =>
-          r.status === 'pending' && r.nextAttemptAt <= q.now && (r.claimedUntil === null || r.claimedUntil <= q.now),
+          r.status === 'pending' &&
+          r.nextAttemptAt <= q.now &&
+          (r.claimedUntil === null || r.claimedUntil <= q.now) &&
+          !budget.full.includes(r.target),
       )
       .slice(0, q.limit);
     const claims: OutboxClaim[] = [];
     for (const r of due) {
+      if (r.attempts < q.maxAttempts && !budget.take(r.target)) continue;
       if (r.claimedUntil !== null && r.attempts > 0) this.log.push({ id: r.id, attempt: r.attempts, error: 'lost' });
       if (r.attempts >= q.maxAttempts) {
         Object.assign(r, { status: 'dead', claimedUntil: null });
@@ -45,7 +53,7 @@ class MemoryOutbox implements OutboxRepository<OutboxClaim> {
       }
       r.attempts++;
       r.claimedUntil = q.leaseUntil;
-      claims.push({ id: r.id, attempt: r.attempts, leaseUntil: q.leaseUntil });
+      claims.push({ id: r.id, target: r.target, attempt: r.attempts, leaseUntil: q.leaseUntil });
     }
     return claims;
   }
@@ -70,7 +78,11 @@ class MemoryOutbox implements OutboxRepository<OutboxClaim> {
 /** Answers each attempt as told, or holds it until released (to see what is in flight). */
 class ScriptedSender implements OutboxSender<OutboxClaim> {
   answer: (c: OutboxClaim) => boolean | null = () => true;
+  /** The error text of a failed attempt, as the far end's answer would give it. */
+  failure = 'HTTP 500';
   hold = false;
+  /** A target whose attempts never end until released (a receiver that hangs). */
+  stalled: string | null = null;
   inFlight = 0;
   maxSeen = 0;
   closed = 0;
@@ -79,7 +91,7 @@ class ScriptedSender implements OutboxSender<OutboxClaim> {
   async send(c: OutboxClaim): Promise<Omit<AttemptResult, 'startedAt'> | null> {
     this.inFlight++;
     this.maxSeen = Math.max(this.maxSeen, this.inFlight);
-    if (this.hold) await new Promise<void>((r) => this.held.push(r));
+    if (this.hold || c.target === this.stalled) await new Promise<void>((r) => this.held.push(r));
     this.inFlight--;
     const ok = this.answer(c);
     if (ok === null) return null;
@@ -87,7 +99,7 @@ class ScriptedSender implements OutboxSender<OutboxClaim> {
       ok,
       statusCode: ok ? 200 : 500,
       latencyMs: 1,
-      error: ok ? null : 'HTTP 500',
+      error: ok ? null : this.failure,
       responseExcerpt: null,
       retryAfterMs: null,
     };
@@ -95,6 +107,7 @@ class ScriptedSender implements OutboxSender<OutboxClaim> {
 
   release(): void {
     this.hold = false;
+    this.stalled = null;
     for (const r of this.held.splice(0)) r();
   }
 
@@ -105,8 +118,17 @@ class ScriptedSender implements OutboxSender<OutboxClaim> {
 
 const flush = () => new Promise((r) => setImmediate(r));
 
+/** No attempt in flight, and room for every row: a claim made outside the engine. */
+const NO_LIMIT = { inFlightByTarget: new Map<string, number>(), perTargetLimit: 1_000 };
+
 function setup(
-  o: { schedule?: number[]; attempts?: 'schedule' | 'unbounded'; maxInFlight?: number; batchSize?: number } = {},
+  o: {
+    schedule?: number[];
+    attempts?: 'schedule' | 'unbounded';
+    maxInFlight?: number;
+    maxInFlightPerTarget?: number;
+    batchSize?: number;
+  } = {},
 ) {
   const clock = new FakeClock(1_000_000);
   const repository = new MemoryOutbox();
@@ -122,6 +144,7 @@ function setup(
     pollIntervalMs: 50,
     batchSize: o.batchSize ?? 10,
     maxInFlight: o.maxInFlight ?? 10,
+    maxInFlightPerTarget: o.maxInFlightPerTarget ?? o.maxInFlight ?? 10,
     releaseLeasesAtStart: true,
   });
   return { clock, repository, sender, engine };
@@ -165,6 +188,16 @@ describe('OutboxEngine', () => {
     expect(repository.rows.get('a')).toMatchObject({ status: 'delivered', attempts: 7 });
   });
 
+  it('records the text of an answer with its NUL characters replaced, so every store can hold it', async () => {
+    const { repository, sender, engine } = setup();
+    sender.answer = () => false;
+    sender.failure = 'HTTP 500: bad\u0000reply';
+    repository.add('a');
+    await engine.drain();
+    // PostgreSQL text cannot hold a NUL: one such answer would fail the batch's whole record transaction.
+    expect(repository.log).toEqual([{ id: 'a', attempt: 1, error: 'HTTP 500: bad\uFFFDreply' }]);
+  });
+
   it('records a sender that had nothing to send as cancelled, without an attempt log entry', async () => {
     const { repository, sender, engine } = setup();
     sender.answer = () => null;
@@ -187,6 +220,27 @@ describe('OutboxEngine', () => {
     expect([...repository.rows.values()].every((r) => r.status === 'delivered')).toBe(true);
   });
 
+  it("keeps a target that hangs within its share of the attempts, so other targets' rows go out", async () => {
+    const { repository, sender, engine } = setup({ maxInFlight: 4, maxInFlightPerTarget: 2, batchSize: 1 });
+    for (let i = 0; i < 6; i++) repository.add(`hangs${i}`, 0, 'hangs');
+    repository.add('fine', 0, 'fine');
+    sender.stalled = 'hangs';
+    const draining = engine.drain();
+    for (let i = 0; i < 10; i++) await flush();
+    // Two of the hanging target's attempts are in flight, no more; the other target's row was delivered.
+    expect(sender.inFlight).toBe(2);
+    expect(repository.rows.get('fine')!.status).toBe('delivered');
+    expect([...repository.rows.values()].filter((r) => r.claimedUntil !== null).map((r) => r.id)).toEqual([
+      'hangs0',
+      'hangs1',
+    ]);
+    sender.release();
+    expect(await draining).toBe(7);
+    // The two stalled attempts and the other target's one: the hanging target never had a third.
+    expect(sender.maxSeen).toBe(3);
+    expect([...repository.rows.values()].every((r) => r.status === 'delivered')).toBe(true);
+  });
+
   it('bounds a drain by its number of claims, so zero delays cannot spin', async () => {
     const { repository, sender, engine } = setup({ schedule: [0, 0], attempts: 'unbounded' });
     sender.answer = () => false;
@@ -202,8 +256,10 @@ describe('OutboxEngine', () => {
     await repository.claim({
       now: clock.now(),
       leaseUntil: clock.now() + 5_000,
+      leaseMs: 5_000,
       limit: 10,
       maxAttempts: Number.POSITIVE_INFINITY,
+      ...NO_LIMIT,
     });
     expect(await engine.drain()).toBe(0);
     clock.advance(5_000);
@@ -219,7 +275,8 @@ describe('OutboxEngine', () => {
   it('releases open leases at start, and stops gracefully: claims end, sends in flight are recorded', async () => {
     const { clock, repository, sender, engine } = setup();
     repository.add('stale');
-    await repository.claim({ now: clock.now(), leaseUntil: clock.now() + 5_000, limit: 1, maxAttempts: 3 });
+    const lease = { leaseUntil: clock.now() + 5_000, leaseMs: 5_000 };
+    await repository.claim({ now: clock.now(), ...lease, limit: 1, maxAttempts: 3, ...NO_LIMIT });
     repository.add('b');
     sender.hold = true;
     await engine.start();

@@ -8,6 +8,11 @@ export const LOST_ATTEMPT = 'outcome unknown: the worker stopped before it recor
 /** A row this worker claimed. `leaseUntil` is the lease it holds and proves ownership by. */
 export interface OutboxClaim {
   id: string;
+  /**
+   * Whom the attempt calls (a webhook endpoint, an operator's wallet): the claims of one target share
+   * its limit of attempts in flight, so a target that never answers holds only its own share.
+   */
+  target: string;
   /** The number of the attempt this claim makes (1-based), fixed at claim time: never sent twice. */
   attempt: number;
   leaseUntil: number;
@@ -41,6 +46,33 @@ export interface ClaimQuery {
   limit: number;
   /** A row with this many attempts spent is dead-lettered instead of claimed (Infinity: never). */
   maxAttempts: number;
+  /** This worker's attempts in flight, per target (only targets with at least one). */
+  inFlightByTarget: ReadonlyMap<string, number>;
+  /** Attempts one target may have in flight on this worker at once. */
+  perTargetLimit: number;
+}
+
+/**
+ * A claim's share-out among targets, for the repositories: the targets to leave out of the query
+ * (already at their limit), then `take` for each candidate row in due order, which says whether the
+ * row fits in its target's remaining room. Rows that do not fit stay as they are, unclaimed.
+ */
+export class TargetBudget {
+  private readonly used: Map<string, number>;
+  /** The targets with no room left: the claim's query leaves their rows out. */
+  readonly full: readonly string[];
+
+  constructor(private readonly q: Pick<ClaimQuery, 'inFlightByTarget' | 'perTargetLimit'>) {
+    this.used = new Map(q.inFlightByTarget);
+    this.full = [...this.used].filter(([, n]) => n >= q.perTargetLimit).map(([target]) => target);
+  }
+
+  take(target: string): boolean {
+    const n = this.used.get(target) ?? 0;
+    if (n >= this.q.perTargetLimit) return false;
+    this.used.set(target, n + 1);
+    return true;
+  }
 }
 
 /** The SQL side of one outbox: its own table and columns, behind these calls. */
@@ -82,6 +114,8 @@ export interface OutboxEngineOptions<C extends OutboxClaim> {
   batchSize: number;
   /** Attempts in flight at once. */
   maxInFlight: number;
+  /** Attempts in flight at once for one target (see OutboxClaim.target); at most maxInFlight. */
+  maxInFlightPerTarget: number;
   /** SQLite: one process owns the store, so leases still open at start are released. */
   releaseLeasesAtStart: boolean;
 }
@@ -99,14 +133,15 @@ export class OutboxEngine<C extends OutboxClaim> {
   private running = false;
   private loopDone: Promise<void> = Promise.resolve();
   private inFlight = 0;
+  private readonly inFlightByTarget = new Map<string, number>();
   private waiters: (() => void)[] = [];
   private sleeper: { handle: TimerHandle; wake: () => void } | null = null;
   private finished: { claim: C; result: AttemptResult | null }[] = [];
   private flushing: Promise<void> | null = null;
 
   constructor(private readonly o: OutboxEngineOptions<C>) {
-    if (o.maxInFlight < 1 || o.batchSize < 1) {
-      throw new Error(`${o.name} outbox: batchSize and maxInFlight must be at least 1`);
+    if (o.maxInFlight < 1 || o.batchSize < 1 || o.maxInFlightPerTarget < 1) {
+      throw new Error(`${o.name} outbox: batchSize, maxInFlight and maxInFlightPerTarget must be at least 1`);
     }
   }
 
@@ -217,9 +252,14 @@ export class OutboxEngine<C extends OutboxClaim> {
       leaseMs: this.o.leaseMs,
       limit: room,
       maxAttempts: this.o.backoff.maxAttempts,
+      inFlightByTarget: this.inFlightByTarget,
+      perTargetLimit: this.o.maxInFlightPerTarget,
     });
     this.inFlight += claimed.length;
-    for (const c of claimed) void this.attempt(c);
+    for (const c of claimed) {
+      this.inFlightByTarget.set(c.target, (this.inFlightByTarget.get(c.target) ?? 0) + 1);
+      void this.attempt(c);
+    }
     return claimed.length;
   }
 
@@ -228,7 +268,16 @@ export class OutboxEngine<C extends OutboxClaim> {
     try {
       const result = await this.o.sender.send(claim, startedAt);
       // Once per delivery or settlement attempt: no spread (see docs/decisions.md, the spread rule).
-      this.finished.push({ claim, result: result && Object.assign({}, result, { startedAt }) });
+      // The far end's text goes into the attempt log: PostgreSQL text cannot hold a NUL, and one such
+      // answer would fail the transaction that records every answer of its batch, for every operator.
+      const stored =
+        result &&
+        Object.assign({}, result, {
+          startedAt,
+          error: storable(result.error),
+          responseExcerpt: storable(result.responseExcerpt),
+        });
+      this.finished.push({ claim, result: stored });
     } catch (error) {
       this.o.logger.error(
         { err: error, ...this.fields(claim) },
@@ -236,6 +285,9 @@ export class OutboxEngine<C extends OutboxClaim> {
       );
     } finally {
       this.inFlight--;
+      const left = (this.inFlightByTarget.get(claim.target) ?? 1) - 1;
+      if (left > 0) this.inFlightByTarget.set(claim.target, left);
+      else this.inFlightByTarget.delete(claim.target);
       this.flush();
       this.notify();
     }
@@ -282,4 +334,9 @@ export class OutboxEngine<C extends OutboxClaim> {
     if (claim.attempt >= this.o.backoff.maxAttempts) return { kind: 'dead', claim, result };
     return { kind: 'retry', claim, result, at: now + this.o.backoff.delayAfter(claim.attempt, result.retryAfterMs) };
   }
+}
+
+/** NUL characters replaced by U+FFFD, the replacement character, so that any store can hold the text. */
+function storable(text: string | null): string | null {
+  return text === null || !text.includes('\u0000') ? text : text.replaceAll('\u0000', '\uFFFD');
 }

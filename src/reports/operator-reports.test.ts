@@ -11,6 +11,7 @@ const operator: Operator = {
   name: 'Stats',
   apiKey: 'pk_stats',
   walletUrl: null,
+  settlesToWallet: false,
   status: 'active',
   mode: 'live',
   settings: { ...DEFAULT_OPERATOR_SETTINGS, stock_race: { ...DEFAULT_OPERATOR_SETTINGS.stock_race, rtp_bp: 9500 } },

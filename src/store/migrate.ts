@@ -11,6 +11,7 @@ import * as m008timing from './migrations/008_cash_out_timing_precheck';
 import * as m009cashouts from './migrations/009_cash_out_batches';
 import * as m010setbets from './migrations/010_set_based_place_bets';
 import * as m011betsround from './migrations/011_bets_round_index';
+import * as m012walletoperators from './migrations/012_wallet_operators';
 import type { PostgresDatabase } from './postgres';
 import type { SqliteDatabase } from './sqlite';
 
@@ -31,6 +32,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '009_cash_out_batches': m009cashouts,
   '010_set_based_place_bets': m010setbets,
   '011_bets_round_index': m011betsround,
+  '012_wallet_operators': m012walletoperators,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };

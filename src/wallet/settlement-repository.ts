@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { DomainError } from '../errors/codes';
 import { afterCommit } from '../observability/instrumented-db';
-import { LOST_ATTEMPT, type ClaimQuery, type Outcome, type OutboxRepository } from '../outbox/engine';
+import { LOST_ATTEMPT, TargetBudget, type ClaimQuery, type Outcome, type OutboxRepository } from '../outbox/engine';
 import { skipLocked, type Database, type SqlExecutor, nullableNumber } from '../store/database';
 import type { AttemptRow, Settlement, SettlementClaim, SettlementStatus, SettleBody } from './settlements';
 
@@ -60,7 +60,15 @@ export const settlementRepository = {
 
   /** Claims due rows for one attempt each (see WalletSettlementOutbox.claim); tests and tools. */
   async claimDue(db: Database, now: number, leaseMs: number, limit: number): Promise<Settlement[]> {
-    const q = { now, leaseUntil: now + leaseMs, leaseMs, limit, maxAttempts: Number.POSITIVE_INFINITY };
+    const q = {
+      now,
+      leaseUntil: now + leaseMs,
+      leaseMs,
+      limit,
+      maxAttempts: Number.POSITIVE_INFINITY,
+      inFlightByTarget: new Map<string, number>(),
+      perTargetLimit: limit,
+    };
     return (await new WalletSettlementOutbox(db).claim(q)).map((c) => c.settlement);
   },
 
@@ -147,15 +155,19 @@ export class WalletSettlementOutbox implements OutboxRepository<SettlementClaim>
   /** Never dead-letters: `maxAttempts` is not consulted (the wallet outbox retries until a 2xx). */
   async claim(q: ClaimQuery): Promise<SettlementClaim[]> {
     const { now, leaseUntil, leaseMs, limit } = q;
+    // The target is the operator (its wallet): one whose wallet hangs holds only its own share of the calls.
+    const budget = new TargetBudget(q);
+    const full = budget.full.length === 0 ? '' : ` AND operator_id NOT IN (${budget.full.map(() => '?').join(', ')})`;
     return this.db.transaction(async (tx) => {
       const rows = await tx.all<SettlementRow>(
         `SELECT * FROM wallet_settlements
-         WHERE status = 'pending' AND next_attempt_at <= ? AND (claimed_until IS NULL OR claimed_until <= ?)
+         WHERE status = 'pending' AND next_attempt_at <= ? AND (claimed_until IS NULL OR claimed_until <= ?)${full}
          ORDER BY next_attempt_at, bet_id LIMIT ?${skipLocked(tx)}`,
-        [now, now, limit],
+        [now, now, ...budget.full, limit],
       );
       const claimed: SettlementClaim[] = [];
       for (const row of rows) {
+        if (!budget.take(row.operator_id)) continue;
         // A lease still on the row was never answered (a recorded attempt clears it): that attempt is lost.
         const lost = row.claimed_until !== null;
         const r = await tx.run(
@@ -175,7 +187,7 @@ export class WalletSettlementOutbox implements OutboxRepository<SettlementClaim>
         }
         // Once per claimed settlement: the fresh object is amended, not spread (docs/decisions.md).
         const settlement = Object.assign(toSettlement(row), { attempts: recorded, claimedUntil: leaseUntil });
-        claimed.push({ id: row.bet_id, attempt: recorded + 1, leaseUntil, settlement });
+        claimed.push({ id: row.bet_id, target: row.operator_id, attempt: recorded + 1, leaseUntil, settlement });
       }
       return claimed;
     });

@@ -9,7 +9,7 @@ import { migrate } from '../store/migrate';
 import { SqliteDatabase } from '../store/sqlite';
 import { settlementRepository } from './settlement-repository';
 import { retryDelayMs, settleIdempotencyKey } from './settlements';
-import { WalletSettlementWorker } from './wallet-worker';
+import { settleUrl, WalletSettlementWorker } from './wallet-worker';
 
 interface Received {
   path: string;
@@ -48,6 +48,7 @@ describe('WalletSettlementWorker', () => {
       name: 'W',
       apiKey: 'pk_test',
       walletUrl: `http://127.0.0.1:${port}/wallet`,
+      settlesToWallet: true,
       status: 'active',
       mode: 'live',
       settings: DEFAULT_OPERATOR_SETTINGS,
@@ -223,5 +224,15 @@ describe('WalletSettlementWorker', () => {
   it('retryDelayMs repeats the last interval', () => {
     expect([0, 1, 2, 3, 50].map((a) => retryDelayMs(schedule, a))).toEqual([0, 1_000, 5_000, 5_000, 5_000]);
     expect(retryDelayMs([], 3)).toBe(0);
+  });
+});
+
+describe('settleUrl', () => {
+  it('appends the settle path to the URL path, also for a row stored with a bare "?" before it was refused', () => {
+    expect(settleUrl('https://wallet.example/api')).toBe('https://wallet.example/api/v1/bets/settle');
+    expect(settleUrl('https://wallet.example/api/')).toBe('https://wallet.example/api/v1/bets/settle');
+    expect(settleUrl('https://wallet.example')).toBe('https://wallet.example/v1/bets/settle');
+    // Text concatenation made this https://wallet.example/api?/v1/bets/settle: the path in the query.
+    expect(settleUrl('https://wallet.example/api?')).toBe('https://wallet.example/api/v1/bets/settle');
   });
 });

@@ -41,6 +41,8 @@ export interface WalletWorkerOptions {
   simulatedWallet?: (s: Settlement) => Promise<Omit<AttemptResult, 'startedAt' | 'latencyMs'>>;
   /** Deliveries in flight at once (each waits on an operator's wallet, not on this process). */
   concurrency?: number;
+  /** Deliveries in flight at once to one operator's wallet: a wallet that hangs holds only these. */
+  concurrencyPerOperator?: number;
   /** Replaces the worker's own guarded agent (and with it the connect-time address check). */
   dispatcher?: Dispatcher;
 }
@@ -48,8 +50,19 @@ export interface WalletWorkerOptions {
 export const SETTLE_PATH = '/v1/bets/settle';
 const EXCERPT_CHARS = 500;
 
-/** The URL a settlement goes to: the operator's wallet base URL (which may carry a path) + /v1/bets/settle. */
-export const settleUrl = (walletUrl: string): string => `${walletUrl.replace(/\/+$/, '')}${SETTLE_PATH}`;
+/**
+ * The URL a settlement goes to: the operator's wallet base URL (which may carry a path) + /v1/bets/settle.
+ * Appended to the path, not the text: a stored URL ending in a bare `?` would otherwise put the
+ * settle path in the query string.
+ */
+export function settleUrl(walletUrl: string): string {
+  const url = new URL(walletUrl);
+  const query = url.search;
+  url.search = '';
+  url.pathname = `${url.pathname.replace(/\/+$/, '')}${SETTLE_PATH}`;
+  url.search = query;
+  return url.toString();
+}
 
 /**
  * Delivers the wallet settlement outbox on the shared outbox engine (src/outbox): claims due rows,
@@ -63,7 +76,7 @@ export class WalletSettlementWorker {
   private readonly engine: OutboxEngine<SettlementClaim>;
 
   constructor(o: WalletWorkerOptions) {
-    const concurrency = o.concurrency ?? 16;
+    const concurrency = o.concurrency ?? 64;
     this.engine = new OutboxEngine({
       name: 'wallet settlement',
       logFields: (c) => ({ bet_id: c.id, operator_id: c.settlement.operatorId }),
@@ -75,8 +88,11 @@ export class WalletSettlementWorker {
       // Long enough to cover a whole attempt (the request times out first) plus recording it.
       leaseMs: o.timeoutMs + 1_000,
       pollIntervalMs: o.pollIntervalMs,
-      batchSize: concurrency,
+      // A claim waits for this much room: smaller than the whole, so slots held by a hanging wallet do
+      // not keep the others' settlements from being claimed.
+      batchSize: Math.min(16, concurrency),
       maxInFlight: concurrency,
+      maxInFlightPerTarget: Math.min(o.concurrencyPerOperator ?? 16, concurrency),
       releaseLeasesAtStart: o.db.dialect === 'sqlite',
     });
   }

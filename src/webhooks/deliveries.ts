@@ -48,8 +48,10 @@ function present(r: DeliveryRow): DeliveryView {
 export interface DeliveryFilter {
   endpointId?: string;
   status?: DeliveryStatus;
-  /** Only deliveries created strictly before this instant (ms): the page cursor. */
+  /** Only deliveries created strictly before this instant (ms). */
   before?: number;
+  /** The page cursor: the last delivery of the previous page; the page goes on after it. */
+  startingAfter?: string;
   limit?: number;
 }
 
@@ -72,11 +74,21 @@ export class WebhookDeliveryService {
       throw new DomainError('VALIDATION_FAILED', `status must be one of ${DELIVERY_STATUSES.join(', ')}`);
     }
     const limit = Math.min(Math.max(filter.limit ?? 50, 1), 500);
+    let after: { createdAt: number; id: string } | undefined;
+    if (filter.startingAfter !== undefined) {
+      const last = await deliveryRepository.byId(this.db, scope, filter.startingAfter);
+      if (!last) {
+        const message = `starting_after: no delivery ${filter.startingAfter} (give the last delivery_id of a page)`;
+        throw new DomainError('VALIDATION_FAILED', message);
+      }
+      after = { createdAt: Number(last.created_at), id: last.id };
+    }
     const rows = await deliveryRepository.list(this.db, {
       operatorId: scope,
       endpointId: filter.endpointId,
       status: filter.status,
       before: filter.before,
+      after,
       limit,
     });
     return rows.map(present);
@@ -101,7 +113,7 @@ export class WebhookDeliveryService {
   /**
    * Queues the same event for the same endpoint again as a new delivery with a fresh budget of
    * attempts; the old one stays as it was, for the record. A delivery still being retried is left
-   * to its schedule.
+   * to its schedule, and so is a re-send of the same event to the same endpoint that is still pending.
    */
   async resend(scope: Scope, id: string, inTx: WriteTransaction = this.ownTransaction): Promise<DeliveryView> {
     const old = await this.row(scope, id);
@@ -121,6 +133,16 @@ export class WebhookDeliveryService {
     // already show the dispatcher's first attempt.
     const queued = await inTx(async (tx) => {
       const { event_id: eventId, endpoint_id: endpointId, operator_id: operatorId } = old;
+      // One re-send at a time: like a pending delivery, a queued re-send is still on its schedule.
+      const since = Number(old.created_at);
+      const pending = await deliveryRepository.pendingResendOf(tx, { eventId, endpointId, operatorId, since });
+      if (pending !== undefined) {
+        throw new DomainError(
+          'ILLEGAL_TRANSITION',
+          `event ${eventId} is already being re-sent to endpoint ${endpointId} (delivery ${pending}, still pending); ` +
+            'it cannot be re-sent again until that one is delivered or dead',
+        );
+      }
       await deliveryRepository.requeue(tx, { id: newId, resendOf: old.id, eventId, endpointId, operatorId, now });
       return this.row(scope, newId, tx);
     });

@@ -1,8 +1,16 @@
 import { timeOrderedId } from '../ids/time-ordered-id';
 import { randomUUID } from 'node:crypto';
 import { afterCommit } from '../observability/instrumented-db';
-import { LOST_ATTEMPT, type ClaimQuery, type Outcome, type OutboxClaim, type OutboxRepository } from '../outbox/engine';
 import {
+  LOST_ATTEMPT,
+  TargetBudget,
+  type ClaimQuery,
+  type Outcome,
+  type OutboxClaim,
+  type OutboxRepository,
+} from '../outbox/engine';
+import {
+  forUpdate,
   nullableNumber,
   skipLocked,
   type Database,
@@ -62,20 +70,25 @@ export class WebhookDeliveryOutbox implements OutboxRepository<WebhookClaim> {
 
   async claim(q: ClaimQuery): Promise<WebhookClaim[]> {
     const { now, leaseUntil, leaseMs, limit, maxAttempts } = q;
+    // The target is the endpoint: one that never answers holds only its own share of the sends.
+    const budget = new TargetBudget(q);
+    const full = budget.full.length === 0 ? '' : ` AND endpoint_id NOT IN (${marks(budget.full)})`;
     const rows = await this.db.transaction(async (tx) => {
       const due = await tx.all<ClaimRow>(
         `SELECT id, event_id, endpoint_id, attempts, claimed_until FROM webhook_deliveries
          WHERE status = 'pending' AND next_attempt_at <= ? AND (claimed_until IS NULL OR claimed_until <= ?)
            AND NOT EXISTS (SELECT 1 FROM operators o
-                           WHERE o.id = webhook_deliveries.operator_id AND o.status <> 'active')
+                           WHERE o.id = webhook_deliveries.operator_id AND o.status <> 'active')${full}
          ORDER BY next_attempt_at LIMIT ?${skipLocked(tx)}`,
-        [now, now, limit],
+        [now, now, ...budget.full, limit],
       );
       if (due.length === 0) return [];
       const exhausted: string[] = [];
       const take: ClaimRow[] = [];
       for (const row of due) {
         const used = Number(row.attempts);
+        // Over its endpoint's room: left untouched for a later claim (one that is exhausted sends nothing).
+        if (used < maxAttempts && !budget.take(row.endpoint_id)) continue;
         if (row.claimed_until !== null && used > 0) {
           await tx.run(
             `INSERT INTO webhook_attempts
@@ -109,6 +122,7 @@ export class WebhookDeliveryOutbox implements OutboxRepository<WebhookClaim> {
     const events = await this.events([...new Set(rows.map((r) => r.event_id))]);
     return rows.map((r) => ({
       id: r.id,
+      target: r.endpoint_id,
       eventId: r.event_id,
       endpointId: r.endpoint_id,
       attempt: Number(r.attempts) + 1,
@@ -314,6 +328,25 @@ export const deliveryRepository = {
     );
   },
 
+  /**
+   * The delivery of this event to this endpoint still on its schedule (a re-send queued earlier), if
+   * any. Locks the endpoint row first (PostgreSQL) so two re-sends of one event queue one delivery:
+   * the second waits for the first to commit and then sees its row.
+   */
+  async pendingResendOf(
+    tx: SqlExecutor,
+    d: { eventId: string; endpointId: string; operatorId: string; since: number },
+  ): Promise<string | undefined> {
+    await tx.get(`SELECT id FROM webhook_endpoints WHERE id = ?${forUpdate(tx)}`, [d.endpointId]);
+    const row = await tx.get<{ id: string }>(
+      `SELECT id FROM webhook_deliveries
+       WHERE operator_id = ? AND status = 'pending' AND created_at >= ? AND event_id = ? AND endpoint_id = ?
+       LIMIT 1`,
+      [d.operatorId, d.since, d.eventId, d.endpointId],
+    );
+    return row?.id;
+  },
+
   /** An endpoint disabled or deleted receives nothing, including what was queued for it before. */
   cancelPendingOf(tx: SqlExecutor, endpointId: string, why: string, now: number): Promise<RunResult> {
     return tx.run(
@@ -324,7 +357,11 @@ export const deliveryRepository = {
     );
   },
 
-  /** Newest first; `operatorId` null: every operator's. `before` is the page cursor (created_at, exclusive). */
+  /**
+   * Newest first, then by id; `operatorId` null: every operator's. `after` is the page cursor: the
+   * last row of the previous page (rows of one round share a created_at, so its id breaks the tie).
+   * `before` keeps only rows created before an instant.
+   */
   list(
     db: SqlExecutor,
     filter: {
@@ -332,6 +369,7 @@ export const deliveryRepository = {
       endpointId?: string;
       status?: DeliveryRow['status'];
       before?: number;
+      after?: { createdAt: number; id: string };
       limit: number;
     },
   ): Promise<DeliveryRow[]> {
@@ -341,6 +379,10 @@ export const deliveryRepository = {
     if (filter.endpointId) where.push('d.endpoint_id = ?'), params.push(filter.endpointId);
     if (filter.status) where.push('d.status = ?'), params.push(filter.status);
     if (filter.before !== undefined) where.push('d.created_at < ?'), params.push(filter.before);
+    if (filter.after !== undefined) {
+      where.push('(d.created_at < ? OR (d.created_at = ? AND d.id > ?))');
+      params.push(filter.after.createdAt, filter.after.createdAt, filter.after.id);
+    }
     params.push(filter.limit);
     return db.all<DeliveryRow>(
       `${SELECT}${where.length ? ` WHERE ${where.join(' AND ')}` : ''} ORDER BY d.created_at DESC, d.id LIMIT ?`,

@@ -8,6 +8,7 @@ import { WebhookDeliveryOutbox, type WebhookClaim } from './delivery-repository'
 import type { WebhookEndpointService } from './endpoints';
 import { WebhookSender, type SigningMaterial } from './sender';
 import type { Resolver } from '../outbound/url-safety';
+import { ATTEMPTS_PER_TARGET } from '../outbound/outbound-http';
 
 export interface DispatcherOptions {
   db: Database;
@@ -156,6 +157,7 @@ export class WebhookDispatcher {
       pollIntervalMs: o.pollIntervalMs,
       batchSize: o.batchSize ?? 200,
       maxInFlight: o.maxInFlight ?? 1000,
+      maxInFlightPerTarget: ATTEMPTS_PER_TARGET,
       releaseLeasesAtStart: o.db.dialect === 'sqlite',
     });
   }

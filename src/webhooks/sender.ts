@@ -98,8 +98,6 @@ export interface SenderOptions {
   maxResponseBytes?: number;
   /** Connect-time resolution; injectable so tests need no DNS. */
   resolve?: Resolver;
-  /** Sockets kept per target origin. */
-  connectionsPerOrigin?: number;
 }
 
 export class WebhookSender {
@@ -112,7 +110,6 @@ export class WebhookSender {
       timeoutMs: o.timeoutMs,
       allowPrivateTargets: o.allowPrivateTargets,
       resolve: o.resolve,
-      connectionsPerOrigin: o.connectionsPerOrigin,
     });
   }
 

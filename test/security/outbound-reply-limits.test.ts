@@ -82,6 +82,7 @@ describe('outbound replies are capped in size and time', () => {
         apiKey: 'pk_1',
         mode: 'live',
         walletUrl: `http://127.0.0.1:${port}/wallet`,
+        settlesToWallet: true,
         status: 'active',
         settings: DEFAULT_OPERATOR_SETTINGS,
         createdAt: 0,

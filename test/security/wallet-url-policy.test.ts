@@ -101,6 +101,7 @@ describe('SSRF: operator wallet_url in production', () => {
         ['https://localhost/', 'wallet_url: localhost is not a public host name'],
         ['https://user:pw@wallet.casino.example/', 'wallet_url: the URL must not carry a user name or password'],
         ['https://wallet.casino.example/api?x=1', 'wallet_url: must not carry a query string'],
+        ['https://wallet.casino.example/api?', 'wallet_url: must not carry a query string'],
       ];
       for (const [url, message] of cases) {
         await expect(operators.create({ name: 'W', walletUrl: url }), url).rejects.toMatchObject({
@@ -161,6 +162,7 @@ describe('SSRF: operator wallet_url in production', () => {
           apiKey: 'pk_1',
           mode: 'live',
           walletUrl: stored.walletUrl,
+          settlesToWallet: true,
           status: 'active',
           settings: {} as never,
           createdAt: 0,

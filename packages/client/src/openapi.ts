@@ -372,6 +372,8 @@ export interface paths {
                     player?: string;
                     /** @description one of large_stake, large_payout, bet_velocity, machine_timing, session_multi_place */
                     rule?: "large_stake" | "large_payout" | "bet_velocity" | "machine_timing" | "session_multi_place";
+                    /** @description must be a flag_id: the last one of the previous page, after which this page goes on (the page cursor; flags raised by one round's close share created_at, so `before` alone cannot page them) */
+                    starting_after?: string;
                 };
                 header?: never;
                 path?: never;
@@ -2795,6 +2797,8 @@ export interface paths {
                     endpoint_id?: string;
                     /** @description must be an integer from 1 to 500 */
                     limit?: string;
+                    /** @description must be a delivery_id: the last one of the previous page, after which this page goes on (the page cursor; deliveries of one round share created_at, so `before` alone cannot page them) */
+                    starting_after?: string;
                     /** @description one of pending, delivered, dead, cancelled */
                     status?: "pending" | "delivered" | "dead" | "cancelled";
                 };
@@ -5619,6 +5623,8 @@ export interface paths {
                     player?: string;
                     /** @description one of large_stake, large_payout, bet_velocity, machine_timing, session_multi_place */
                     rule?: "large_stake" | "large_payout" | "bet_velocity" | "machine_timing" | "session_multi_place";
+                    /** @description must be a flag_id: the last one of the previous page, after which this page goes on (the page cursor; flags raised by one round's close share created_at, so `before` alone cannot page them) */
+                    starting_after?: string;
                 };
                 header: {
                     /** @description the operator API key */
@@ -8468,6 +8474,8 @@ export interface paths {
                     endpoint_id?: string;
                     /** @description must be an integer from 1 to 500 */
                     limit?: string;
+                    /** @description must be a delivery_id: the last one of the previous page, after which this page goes on (the page cursor; deliveries of one round share created_at, so `before` alone cannot page them) */
+                    starting_after?: string;
                     /** @description one of pending, delivered, dead, cancelled */
                     status?: "pending" | "delivered" | "dead" | "cancelled";
                 };

@@ -15,12 +15,14 @@ export const complianceCommands: CliCommand[] = [
       },
       player: { type: 'string', description: 'only this player' },
       limit: { type: 'string', description: `at most this many (default 100, 1 to ${MAX_LIMIT})` },
+      'starting-after': { type: 'string', description: 'the last flag id of the previous page: the next page' },
     },
     async run(app, v) {
       const limit = integerOption(v.limit, 'limit', 1, MAX_LIMIT);
       const flags = await app.services.complianceFlags.list(typeof v.operator === 'string' ? v.operator : null, {
         rule: typeof v.rule === 'string' ? v.rule : undefined,
         player: typeof v.player === 'string' ? v.player : undefined,
+        startingAfter: typeof v['starting-after'] === 'string' ? v['starting-after'] : undefined,
         limit,
       });
       return { flags };

@@ -9,6 +9,7 @@ export function presentOperator(o: Operator): Record<string, unknown> {
     name: o.name,
     api_key: o.apiKey,
     wallet_url: o.walletUrl,
+    settles_to_wallet: o.settlesToWallet,
     status: o.status,
     mode: o.mode,
     livemode: o.mode === 'live',

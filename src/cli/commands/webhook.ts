@@ -108,11 +108,13 @@ export const webhookCommands: CliCommand[] = [
       endpoint: { type: 'string', required: true, description: 'the endpoint id (we_…)' },
       status: { type: 'string', description: 'pending | delivered | dead | cancelled' },
       limit: { type: 'string', description: `at most this many (default 50, 1 to ${MAX_DELIVERIES})` },
+      'starting-after': { type: 'string', description: 'the last delivery id of the previous page: the next page' },
     },
     async run(app, v) {
       const deliveries = await app.services.webhooks.listDeliveries(null, {
         endpointId: String(v.endpoint),
         status: str(v.status) as DeliveryStatus | undefined,
+        startingAfter: str(v['starting-after']),
         limit: integerOption(str(v.limit), 'limit', 1, MAX_DELIVERIES),
       });
       return { deliveries };

@@ -10,6 +10,9 @@ const COPY_KEY = html`<button type="button" data-copy="api-key">Copy</button>`;
 const SIGNS_BOTH = 'The same key and secret sign requests on both surfaces (and the settle calls to your wallet).';
 const CONFIRM_BOX = html`<input type="checkbox" name="confirm" value="1" required>`;
 
+const WEBHOOK_ONLY = 'none (Stock Race results reach you by the bet.settled webhook only)';
+const WALLET_PAUSED = 'none: settle calls are paused and wait, pending, until a wallet URL is set again';
+
 export function credentialsPage(o: { user: PageUser; operator: Operator; overlapMs: number; now: number }): string {
   const op = o.operator;
   const overlapActive = op.previousSecretExpiresAt !== null && op.previousSecretExpiresAt > o.now;
@@ -19,7 +22,7 @@ export function credentialsPage(o: { user: PageUser; operator: Operator; overlap
 <dt><label for="api-key">API key</label></dt>
 <dd><input id="api-key" class="mono" readonly value="${op.apiKey}" data-select-on-focus> ${COPY_KEY}</dd>
 <dt>Wallet URL</dt>
-<dd class="wrap">${op.walletUrl ?? 'none (Stock Race results reach you by the bet.settled webhook only)'}</dd>
+<dd class="wrap">${op.walletUrl ?? (op.settlesToWallet ? WALLET_PAUSED : WEBHOOK_ONLY)}</dd>
 <dt>Secret overlap window</dt><dd>${
     overlapActive
       ? html`The previous secret is still accepted until ${time(op.previousSecretExpiresAt)}.`

@@ -19,7 +19,16 @@ import {
 import type { Database, SqlExecutor } from '../../store/database';
 import type { DomainEvent } from '../../webhooks/domain-event';
 import { recordEvents } from '../../webhooks/events';
-import { cashedOutBet, crashPointOf, effectiveTarget, liveMultiplier, scriptedCrashPoint } from './crash-rules';
+import {
+  cashedOutBet,
+  crashPointOf,
+  effectiveTarget,
+  type ExitCursor,
+  liveMultiplier,
+  type PlannedExit,
+  scriptedCrashPoint,
+  walkExits,
+} from './crash-rules';
 import { engineHeartbeatMs } from '../../config/game-defaults';
 import { crashElapsedMs, formatMultiplier, GROWTH_PER_MS, presentCrashOutcome } from './multiplier';
 
@@ -39,16 +48,20 @@ export interface CrashGameOptions {
   houseEdgeBp: number;
 }
 
-interface Exit {
-  bet: ActiveCrashBet;
-  at: number;
-  kind: 'auto' | 'forced';
+type Exit = PlannedExit<ActiveCrashBet>;
+
+/** One operator's bets that leave on their own, sorted by exit multiplier, and how far a tick has read. */
+interface ExitQueue {
+  exits: Exit[];
+  next: number;
 }
 
 /**
  * Crash on the shared engine. While a round runs, bets that leave on their own (auto cash-out or the
- * per-bet cap) wait in a list sorted by exit multiplier: each tick pops the due prefix, so a tick
- * costs what it pays out, not what the round holds. Each is paid at exactly its target.
+ * per-bet cap) wait in one list per operator sorted by exit multiplier: each tick pops the due prefix,
+ * so a tick costs what it pays out, not what the round holds. Each is paid at exactly its target, and
+ * once an operator's per-round cap is reached every bet of it still in is paid at the force point
+ * (walkExits), also when the round crashed before a tick got there.
  */
 export class CrashGame implements GameDriver {
   readonly game = 'crash' as const;
@@ -58,8 +71,7 @@ export class CrashGame implements GameDriver {
   readonly tickMs: number;
   // Players cash out while the round runs, on any instance: they need proof the engine is alive.
   readonly heartbeatMs: number;
-  private exits: Exit[] = [];
-  private nextExit = 0;
+  private queues = new Map<string, ExitQueue>();
   private exposure = new Map<string, number>();
   private active = new Map<string, ActiveCrashBet>();
   private settings = new Map<string, OperatorSettings>();
@@ -102,8 +114,7 @@ export class CrashGame implements GameDriver {
 
   async onRunning(round: RunningRound): Promise<void> {
     this.roundId = round.id;
-    this.exits = [];
-    this.nextExit = 0;
+    this.queues.clear();
     this.exposure.clear();
     this.active.clear();
     this.settings.clear();
@@ -111,38 +122,20 @@ export class CrashGame implements GameDriver {
     for (const bet of bets) {
       const s = await this.settingsFor(bet.operatorId);
       const target = effectiveTarget(bet, s.crash.max_payout_per_bet);
-      this.exits.push({ bet, at: target.at, kind: target.kind });
+      let queue = this.queues.get(bet.operatorId);
+      if (!queue) this.queues.set(bet.operatorId, (queue = { exits: [], next: 0 }));
+      queue.exits.push({ bet, at: target.at, kind: target.kind });
       this.active.set(bet.id, bet);
       this.exposure.set(bet.operatorId, (this.exposure.get(bet.operatorId) ?? 0) + bet.amount);
     }
-    this.exits.sort((a, b) => a.at - b.at);
+    for (const queue of this.queues.values()) queue.exits.sort((a, b) => a.at - b.at);
   }
 
   async onTick(round: RunningRound, now: number): Promise<Record<string, unknown>> {
     const crash = this.crashPoint(round);
     const m = liveMultiplier(now - round.runningAt, crash);
     const due: Exit[] = [];
-    for (let exit = this.exits[this.nextExit]; exit !== undefined && exit.at <= m; exit = this.exits[++this.nextExit]) {
-      if (exit.at <= crash && this.active.has(exit.bet.id)) due.push(exit);
-    }
-    // Per-round cap: once an operator's open exposure at this multiplier reaches its limit, every
-    // bet of that operator still in the round is cashed out here.
-    const capReached = (operatorId: string): boolean => {
-      const s = this.settings.get(operatorId);
-      const stake = this.exposure.get(operatorId) ?? 0;
-      return !!s && stake > 0 && Math.floor((stake * m) / 100) >= s.crash.max_payout_per_round;
-    };
-    for (const operatorId of [...this.exposure.keys()]) {
-      if (!capReached(operatorId)) continue;
-      // Players cash out through every instance, and only the ones this process served are known
-      // here: before forcing anyone out, drop what the store says already left the round.
-      if (this.roundId === round.id) await this.syncWithStore(round.id, operatorId);
-      if (!capReached(operatorId)) continue;
-      for (const bet of this.active.values()) {
-        if (bet.operatorId === operatorId && !due.some((d) => d.bet.id === bet.id))
-          due.push({ bet, at: m, kind: 'forced' });
-      }
-    }
+    for (const [operatorId, queue] of this.queues) await this.collectDue(round, operatorId, queue, m, due);
     if (due.length > 0 && this.roundId === round.id) {
       await this.o.db.transaction(async (tx) => {
         const events: DomainEvent[] = [];
@@ -156,6 +149,45 @@ export class CrashGame implements GameDriver {
     }
     // The live feed goes to every operator and player: it carries the curve only, nothing about bets.
     return { multiplier: formatMultiplier(m), elapsed_ms: Math.max(0, now - round.runningAt) };
+  }
+
+  /**
+   * The exits of one operator due by multiplier `m`: its bets' own exits before its per-round force
+   * point, then, once the curve has reached that point, every bet of it still in, at the point.
+   */
+  private async collectDue(round: RunningRound, operatorId: string, queue: ExitQueue, m: number, due: Exit[]) {
+    const cap = (await this.settingsFor(operatorId)).crash.max_payout_per_round;
+    const cursor = this.cursorOf(queue);
+    let walk = walkExits(cursor, this.exposure.get(operatorId) ?? 0, cap, m);
+    if (walk.forcedAt !== null && this.roundId === round.id) {
+      // Players cash out through every instance, and only the ones this process served are known
+      // here: before forcing anyone out, drop what the store says already left the round.
+      await this.syncWithStore(round.id, operatorId);
+      const taken = walk.taken.filter((exit) => this.active.has(exit.bet.id));
+      let open = this.exposure.get(operatorId) ?? 0;
+      for (const exit of taken) open -= exit.bet.amount;
+      const more = walkExits(cursor, open, cap, m);
+      walk = { taken: taken.concat(more.taken), forcedAt: more.forcedAt };
+    }
+    for (const exit of walk.taken) due.push(exit);
+    if (walk.forcedAt === null) return;
+    for (let exit = cursor.peek(); exit !== undefined; cursor.take(), exit = cursor.peek()) {
+      due.push({ bet: exit.bet, at: walk.forcedAt, kind: 'forced' });
+    }
+  }
+
+  /** Reads a queue from where the last tick stopped, passing over bets that already left by hand. */
+  private cursorOf(queue: ExitQueue): ExitCursor<ActiveCrashBet> {
+    return {
+      peek: () => {
+        let exit = queue.exits[queue.next];
+        while (exit !== undefined && !this.active.has(exit.bet.id)) exit = queue.exits[++queue.next];
+        return exit;
+      },
+      take: () => {
+        queue.next++;
+      },
+    };
   }
 
   /** A manual cash-out served by this process: stop tracking the bet. */
@@ -172,19 +204,38 @@ export class CrashGame implements GameDriver {
     const crash = this.crashPoint(round);
     const events: DomainEvent[] = [];
     // Decided from the store, not from memory: a bet whose exit was due at or below the crash point
-    // is paid at it even if a tick never got to it, and everything else in the round loses.
+    // is paid at it even if a tick never got to it, so is an operator's per-round force point, and
+    // everything else in the round loses.
+    const byOperator = new Map<string, Exit[]>();
     for (const bet of await betRepository.activeCrashBets(tx, round.id)) {
-      const s = await this.settingsFor(bet.operatorId);
-      const target = effectiveTarget(bet, s.crash.max_payout_per_bet);
-      const settled =
-        target.at <= crash
-          ? await this.settle(tx, bet, target.at, target.kind, now)
-          : await this.finish(tx, bet, { status: 'lost', payout: 0 }, now);
-      if (settled) events.push(betSettledEvent(settled));
+      const target = effectiveTarget(bet, (await this.settingsFor(bet.operatorId)).crash.max_payout_per_bet);
+      let exits = byOperator.get(bet.operatorId);
+      if (!exits) byOperator.set(bet.operatorId, (exits = []));
+      exits.push({ bet, at: target.at, kind: target.kind });
+    }
+    for (const [operatorId, exits] of byOperator) {
+      exits.sort((a, b) => a.at - b.at);
+      let open = 0;
+      for (const exit of exits) open += exit.bet.amount;
+      let next = 0;
+      const cursor = { peek: () => exits[next], take: () => void next++ };
+      const cap = (await this.settingsFor(operatorId)).crash.max_payout_per_round;
+      const { taken, forcedAt } = walkExits(cursor, open, cap, crash);
+      for (const exit of taken) {
+        const settled = await this.settle(tx, exit.bet, exit.at, exit.kind, now);
+        if (settled) events.push(betSettledEvent(settled));
+      }
+      for (const { bet } of exits.slice(next)) {
+        const settled =
+          forcedAt !== null
+            ? await this.settle(tx, bet, forcedAt, 'forced', now)
+            : await this.finish(tx, bet, { status: 'lost', payout: 0 }, now);
+        if (settled) events.push(betSettledEvent(settled));
+      }
     }
     this.roundId = null;
     this.active.clear();
-    this.exits = [];
+    this.queues.clear();
     return { outcome: { crash_point: crash }, events };
   }
 
@@ -197,7 +248,7 @@ export class CrashGame implements GameDriver {
     if (this.roundId === round.id) {
       this.roundId = null;
       this.active.clear();
-      this.exits = [];
+      this.queues.clear();
     }
     return events;
   }

@@ -28,9 +28,18 @@ export function scriptedCrashPoint(round: {
   return (scripted as number) >= 100 ? (scripted as number) : null;
 }
 
-/** Lowest multiplier (hundredths) at which a bet of `amount` reaches `maxPayout`: its forced cash-out. */
+/**
+ * Lowest multiplier (hundredths) at which a bet of `amount` reaches `maxPayout`: its forced cash-out.
+ * While `maxPayout * 100` is an exact double the division cannot round a fraction onto a whole
+ * number (half an ulp of the quotient is under 1/amount), so the ceiling is exact; a larger cap (the
+ * settings allow up to 2^53 - 1) was already rounded and could put the point one hundredth early,
+ * below the cap, so it goes through BigInt. A point beyond the safe range is never reached.
+ */
 export function capMultiplier(amount: number, maxPayout: number): number {
-  return Math.max(101, Math.ceil((maxPayout * 100) / amount));
+  const scaled = maxPayout * 100;
+  if (Number.isSafeInteger(scaled)) return Math.max(101, Math.ceil(scaled / amount));
+  const stake = BigInt(amount);
+  return Math.max(101, Number((BigInt(maxPayout) * 100n + stake - 1n) / stake));
 }
 
 /**
@@ -44,6 +53,54 @@ export function effectiveTarget(
   const cap = capMultiplier(bet.amount, maxPayoutPerBet);
   if (bet.autoCashout !== null && bet.autoCashout <= cap) return { at: bet.autoCashout, kind: 'auto' };
   return { at: cap, kind: 'forced' };
+}
+
+/** Where a bet leaves the round and why. */
+export interface PlannedExit<B extends { amount: number }> {
+  bet: B;
+  at: number;
+  kind: 'auto' | 'forced';
+}
+
+/** One operator's own exits in rising order, read one at a time (a list, or the engine's queue). */
+export interface ExitCursor<B extends { amount: number }> {
+  peek(): PlannedExit<B> | undefined;
+  take(): void;
+}
+
+/**
+ * The per-round cap's force point for one operator: the first multiplier (hundredths) at which the
+ * stake it still has open in the round, times the multiplier, reaches its max_payout_per_round.
+ */
+export function roundForcePoint(openStake: number, maxPayoutPerRound: number): number {
+  return openStake > 0 ? capMultiplier(openStake, maxPayoutPerRound) : Number.POSITIVE_INFINITY;
+}
+
+/**
+ * Walks one operator's own exits (auto targets and per-bet cap points, rising) up to the multiplier
+ * `upTo`. An exit before the per-round force point is taken, and its stake leaves the open exposure,
+ * which moves the force point up; the walk stops at the first exit past `upTo` or at the force point,
+ * whichever comes first. `forcedAt` is the force point when the curve reached it by `upTo`: every bet
+ * still in is cashed out there, wherever a tick happened to fall (bustabit's force cash-out).
+ */
+export function walkExits<B extends { amount: number }>(
+  exits: ExitCursor<B>,
+  openStake: number,
+  maxPayoutPerRound: number,
+  upTo: number,
+): { taken: PlannedExit<B>[]; forcedAt: number | null } {
+  const taken: PlannedExit<B>[] = [];
+  let open = openStake;
+  for (;;) {
+    const force = roundForcePoint(open, maxPayoutPerRound);
+    const next = exits.peek();
+    if (next === undefined || next.at >= force || next.at > upTo) {
+      return { taken, forcedAt: force <= upTo ? force : null };
+    }
+    taken.push(next);
+    open -= next.bet.amount;
+    exits.take();
+  }
 }
 
 export function cappedPayout(amount: number, multiplier: number, maxPayoutPerBet: number): number {

@@ -1,23 +1,17 @@
-import pino from 'pino';
-import { randomBytes } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { betRepository } from '../../bets/bet-repository';
 import { reserveStockRaceBet } from './stock-race-bets';
 import { FakeClock } from '../../clock/clock';
 import type { BetContext } from '../../bets/bet-context';
-import { noCompliance } from '../../bets/compliance-hooks';
-import { DEFAULT_SYMBOLS } from '../../config/config';
 import type { Operator } from '../../operators/operator';
-import { OperatorModes } from '../../operators/operator-mode';
-import { OperatorService } from '../../operators/operators';
-import { SecretBox } from '../../operators/secret-box';
+import type { OperatorService } from '../../operators/operators';
 import type { OpenRound, RunningRound } from '../engine/round';
 import { roundRepository } from '../engine/round-repository';
-import { SessionService } from '../../sessions/session-service';
-import { migrate } from '../../store/migrate';
-import { SqliteDatabase } from '../../store/sqlite';
+import type { SessionService } from '../../sessions/session-service';
+import type { SqliteDatabase } from '../../store/sqlite';
 import { settlementRepository } from '../../wallet/settlement-repository';
-import { StockRaceGame } from './stock-race-game';
+import type { StockRaceGame } from './stock-race-game';
+import { stockRaceWorld } from '../../../test/support/stock-race-world';
 
 // sha256("surface-b-test-0"): NVDA wins at +8.85% (AAPL +7.52, META +8.43, GOOG -3.73, …).
 const SEED_NVDA = '75fed4db566aa59dc746e89f1a940794d6ac7af868d356f9f13608cabc3c62b1';
@@ -35,27 +29,8 @@ describe('StockRaceGame settling a round', () => {
 
   beforeEach(async () => {
     clock = new FakeClock(1_800_000_000_000);
-    db = new SqliteDatabase({ filename: ':memory:' });
-    await migrate(db);
     // wallet.test never resolves here, and nothing in this file calls the wallet.
-    operators = new OperatorService(db, new SecretBox(randomBytes(32)), clock, 1000, { allowPrivateTargets: true });
-    sessions = new SessionService(db, clock, {
-      publicBaseUrl: 'https://game.test',
-      ttlMs: 3_600_000,
-      allowLoopbackHttp: false,
-    });
-    writes = { compliance: noCompliance, modes: new OperatorModes() };
-    game = new StockRaceGame({
-      logger: pino({ level: 'silent' }),
-      ...writes,
-      operatorOf: (tx, id) => operators.get(id, tx),
-      symbols: DEFAULT_SYMBOLS,
-      bettingWindowMs: 1000,
-      raceMs: 2000,
-      pauseMs: 100,
-      tickMs: 100,
-      firstSettleDelayMs: 0,
-    });
+    ({ db, operators, sessions, writes, game } = await stockRaceWorld(clock));
     round = await db.transaction((tx) =>
       roundRepository.insert(tx, {
         game: 'stock_race',

@@ -166,8 +166,9 @@ export class StockRaceGame implements GameDriver {
   }
 
   /**
-   * Operators without a wallet_url learn the result from the bet.settled webhook only; a sandbox
-   * operator without one is settled by the simulated wallet, through the same outbox.
+   * Operators that never had a wallet_url learn the result from the bet.settled webhook only; a
+   * sandbox operator without one is settled by the simulated wallet, through the same outbox. One
+   * whose URL was cleared (a paused wallet) still gets its rows: they wait, pending, for a new URL.
    */
   private async enqueueSettle(
     tx: SqlExecutor,
@@ -177,7 +178,7 @@ export class StockRaceGame implements GameDriver {
     pct: number | null,
     now: number,
   ): Promise<void> {
-    if (!operator.walletUrl && operator.mode !== 'test') return;
+    if (!operator.settlesToWallet && operator.mode !== 'test') return;
     const body: SettleBody = {
       bet_id: bet.id,
       winner,

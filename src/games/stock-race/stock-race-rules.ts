@@ -43,20 +43,35 @@ export function stakeToMinor(settings: OperatorSettings, currency: string, stake
 }
 
 /**
+ * The largest payout in minor units that every surface carries exactly: a JSON number holds any
+ * decimal of at most 15 significant digits (minorToDecimal), and any safe integer when the currency
+ * has no minor unit. The settings allow stake limits and caps up to 2^53 − 1, so without this
+ * ceiling a cap or RTP raised after a big reservation made the round's close throw on every retry
+ * (the payout could not be presented), holding every operator's bets of that round.
+ */
+function exactPayoutCeiling(exponent: number): number {
+  return exponent === 0 ? Number.MAX_SAFE_INTEGER : 999_999_999_999_999;
+}
+
+/**
  * The per-bet payout cap in minor units. Never throws: it runs inside the transaction that closes a
  * round, where a misconfigured cap (more decimals than the currency) must not stop the round.
  */
 export function payoutCapMinor(settings: OperatorSettings, currency: string): number {
   const exponent = currencyExponent(currency);
+  const ceiling = exactPayoutCeiling(exponent);
   const major = settings.stock_race.max_payout_major;
   try {
-    return decimalToMinor(major, exponent);
+    return Math.min(decimalToMinor(major, exponent), ceiling);
   } catch {
-    return Math.max(0, Math.min(Number.MAX_SAFE_INTEGER, Math.floor(major * 10 ** exponent)));
+    return Math.max(0, Math.min(ceiling, Math.floor(major * 10 ** exponent)));
   }
 }
 
-/** What a k-of-N bet pays when its stock wins: the RTP formula, floored, then capped. */
+/**
+ * What a k-of-N bet pays when its stock wins: the RTP formula, floored, then capped. Never throws
+ * for a stored bet either: a product beyond the safe range is beyond the cap, so the bet pays the cap.
+ */
 export function winningPayoutMinor(
   settings: OperatorSettings,
   currency: string,
@@ -64,8 +79,16 @@ export function winningPayoutMinor(
   symbolCount: number,
   selectedCount: number,
 ): number {
-  const raw = stockRacePayoutMinor(stakeMinor, symbolCount, selectedCount, settings.stock_race.rtp_bp);
-  return Math.min(raw, payoutCapMinor(settings, currency));
+  const cap = payoutCapMinor(settings, currency);
+  let raw: number;
+  try {
+    raw = stockRacePayoutMinor(stakeMinor, symbolCount, selectedCount, settings.stock_race.rtp_bp);
+  } catch (error) {
+    // stockRacePayoutMinor refuses only a payout above 2^53 − 1 with this code, and the cap is below that.
+    if (error instanceof DomainError && error.code === 'STAKE_OUT_OF_RANGE') return cap;
+    throw error;
+  }
+  return Math.min(raw, cap);
 }
 
 /** Selections must be distinct symbols of the round, at least one, and not every stock (a sure win). */

@@ -14,6 +14,15 @@ const FlagQuery = Type.Object(
     before: Type.Optional(
       Type.String({ pattern: '^\\d{1,15}$', description: 'must be milliseconds since epoch: flags raised before it' }),
     ),
+    starting_after: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 100,
+        description:
+          'must be a flag_id: the last one of the previous page, after which this page goes on ' +
+          "(the page cursor; flags raised by one round's close share created_at, so `before` alone cannot page them)",
+      }),
+    ),
     limit: Type.Optional(Type.String({ pattern: '^\\d{1,4}$', description: 'must be an integer from 1 to 1000' })),
   },
   { additionalProperties: false },
@@ -50,6 +59,7 @@ export function complianceRoutes(surface: Surface) {
           rule: q.rule,
           player: q.player,
           before: q.before === undefined ? undefined : Number(q.before),
+          startingAfter: q.starting_after,
           limit,
         });
         return { flags: flags.map(({ operator_id: _o, ...f }) => f) };

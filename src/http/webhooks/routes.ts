@@ -187,6 +187,7 @@ export function webhookRoutes(surface: Surface) {
           status: q.status as DeliveryStatus | undefined,
           endpointId: q.endpoint_id,
           before: q.before === undefined ? undefined : Number(q.before),
+          startingAfter: q.starting_after,
           limit: q.limit === undefined ? 50 : Number(q.limit),
         });
         return { deliveries };

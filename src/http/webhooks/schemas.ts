@@ -153,6 +153,15 @@ export const DeliveryQuery = Type.Object(
         description: 'must be milliseconds since epoch: deliveries created before it',
       }),
     ),
+    starting_after: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 100,
+        description:
+          'must be a delivery_id: the last one of the previous page, after which this page goes on ' +
+          '(the page cursor; deliveries of one round share created_at, so `before` alone cannot page them)',
+      }),
+    ),
     limit: Type.Optional(
       Type.String({
         pattern: '^(?:[1-9]|[1-9][0-9]|[1-4][0-9]{2}|500)$',
