@@ -64,17 +64,21 @@ describe.each(STORES)('odd wallet answers and settlement retries (%s)', (store) 
       op_a: operatorFor('op_a', `${base}/a`),
       op_b: operatorFor('op_b', `${base}/b`),
     };
-    worker = new WalletSettlementWorker({
+    worker = workerWithDeadline(400);
+  });
+
+  /** The settlement worker of these tests, its calls given `timeoutMs` to answer. */
+  const workerWithDeadline = (timeoutMs: number) =>
+    new WalletSettlementWorker({
       db,
       clock,
       logger: pino({ level: 'silent' }),
       credentialsOf: async (id) => operators[id]!,
       retryScheduleMs: schedule,
-      timeoutMs: 400,
+      timeoutMs,
       allowPrivateTargets: true,
       pollIntervalMs: 50,
     });
-  });
 
   afterEach(async () => {
     await worker.stop();
@@ -221,6 +225,9 @@ describe.each(STORES)('odd wallet answers and settlement retries (%s)', (store) 
   });
 
   it('a "Retry now" while the attempt is in flight is not sent twice at once and keeps the key', async () => {
+    // The held call must still be in flight after the retry's transaction, however loaded the machine.
+    await worker.stop();
+    worker = workerWithDeadline(10_000);
     await enqueue('b3');
     let release: (() => void) | null = null;
     answer = (_req, res) => {

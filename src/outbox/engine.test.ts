@@ -75,6 +75,32 @@ class MemoryOutbox implements OutboxRepository<OutboxClaim> {
   }
 }
 
+/**
+ * A store whose claim reads its snapshot before an answer being written lands, and returns only
+ * after it did (two PostgreSQL transactions interleaving): the claim finds nothing due, although the
+ * answer made its row due again.
+ */
+class InterleavingOutbox extends MemoryOutbox {
+  private written: (() => void)[] = [];
+  private interleaved = false;
+
+  override async claim(q: ClaimQuery): Promise<OutboxClaim[]> {
+    const claims = await super.claim(q);
+    if (claims.length === 0 && !this.interleaved) {
+      this.interleaved = true;
+      await new Promise<void>((r) => this.written.push(r));
+      await new Promise((r) => setImmediate(r));
+    }
+    return claims;
+  }
+
+  override async record(outcomes: readonly Outcome<OutboxClaim>[]): Promise<void> {
+    await new Promise((r) => setImmediate(r));
+    await super.record(outcomes);
+    for (const r of this.written.splice(0)) r();
+  }
+}
+
 /** Answers each attempt as told, or holds it until released (to see what is in flight). */
 class ScriptedSender implements OutboxSender<OutboxClaim> {
   answer: (c: OutboxClaim) => boolean | null = () => true;
@@ -128,10 +154,11 @@ function setup(
     maxInFlight?: number;
     maxInFlightPerTarget?: number;
     batchSize?: number;
+    repository?: MemoryOutbox;
   } = {},
 ) {
   const clock = new FakeClock(1_000_000);
-  const repository = new MemoryOutbox();
+  const repository = o.repository ?? new MemoryOutbox();
   const sender = new ScriptedSender();
   const engine = new OutboxEngine({
     name: 'test',
@@ -239,6 +266,21 @@ describe('OutboxEngine', () => {
     // The two stalled attempts and the other target's one: the hanging target never had a third.
     expect(sender.maxSeen).toBe(3);
     expect([...repository.rows.values()].every((r) => r.status === 'delivered')).toBe(true);
+  });
+
+  it('does not end a drain on an empty claim that ran while an answer made its row due again', async () => {
+    const repository = new InterleavingOutbox();
+    const { sender, engine } = setup({ schedule: [0, 0], attempts: 'unbounded', repository });
+    let calls = 0;
+    sender.answer = () => ++calls > 1;
+    repository.add('a');
+    sender.hold = true;
+    const draining = engine.drain();
+    await flush();
+    sender.release();
+    // The first answer (a failure, due again at once) lands while the next claim holds its snapshot.
+    expect(await draining).toBe(2);
+    expect(repository.rows.get('a')).toMatchObject({ status: 'delivered', attempts: 2 });
   });
 
   it('bounds a drain by its number of claims, so zero delays cannot spin', async () => {

@@ -138,6 +138,8 @@ export class OutboxEngine<C extends OutboxClaim> {
   private sleeper: { handle: TimerHandle; wake: () => void } | null = null;
   private finished: { claim: C; result: AttemptResult | null }[] = [];
   private flushing: Promise<void> | null = null;
+  /** Batches of answers written so far: a drain that claimed nothing while one was written looks again. */
+  private recordedBatches = 0;
 
   constructor(private readonly o: OutboxEngineOptions<C>) {
     if (o.maxInFlight < 1 || o.batchSize < 1 || o.maxInFlightPerTarget < 1) {
@@ -175,13 +177,19 @@ export class OutboxEngine<C extends OutboxClaim> {
     let total = 0;
     for (let claims = 0; claims < maxClaims; ) {
       await this.capacity(1);
+      const recordedBefore = this.recordedBatches;
       const n = await this.claimAndSend();
       total += n;
       if (n > 0) {
         claims++;
         continue;
       }
-      if (this.inFlight === 0 && !this.flushing && this.finished.length === 0) return total;
+      if (this.inFlight === 0 && !this.flushing && this.finished.length === 0) {
+        // An answer written while the claim ran may have made its row due again (a retry now, a zero
+        // delay): its wake-up came before this drain was waiting, so look once more.
+        if (this.recordedBatches !== recordedBefore) continue;
+        return total;
+      }
       // Something is still in flight or being written: wait for it, then look again.
       await new Promise<void>((r) => this.waiters.push(r));
     }
@@ -313,6 +321,7 @@ export class OutboxEngine<C extends OutboxClaim> {
     const now = this.o.clock.now();
     const outcomes = batch.map(({ claim, result }) => this.decide(claim, result, now));
     await this.o.repository.record(outcomes, now);
+    this.recordedBatches++;
     for (const o of outcomes) {
       if (o.kind === 'dead') {
         this.o.logger.warn(
