@@ -311,11 +311,16 @@ export async function createApp(config: Config, overrides: AppOverrides = {}): P
     crashGame,
     engines: { crash: crashEngine, stockRace: stockRaceEngine },
     stockRaceGame,
-    sessions: new SessionService(db, clock, {
-      publicBaseUrl: config.publicBaseUrl,
-      ttlMs: config.sessionTtlMs,
-      allowLoopbackHttp: config.env !== 'production',
-    }),
+    sessions: new SessionService(
+      db,
+      clock,
+      {
+        publicBaseUrl: config.publicBaseUrl,
+        ttlMs: config.sessionTtlMs,
+        allowLoopbackHttp: config.env !== 'production',
+      },
+      operators,
+    ),
     walletWorker,
     feed,
     streams,

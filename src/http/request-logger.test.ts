@@ -1,7 +1,7 @@
 import pino from 'pino';
 import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
-import { LazyRequestLogger, logsAt } from './request-logger';
+import { LazyRequestLogger, loggableUrl, logsAt } from './request-logger';
 
 function memoryLogger(level: string) {
   const lines: Record<string, unknown>[] = [];
@@ -45,5 +45,18 @@ describe('request logger', () => {
     ]);
     // The service's own logger is untouched by the request's level.
     expect(logger.level).toBe('info');
+  });
+});
+
+describe('loggableUrl', () => {
+  it("replaces a player token's value however its query key is spelled, and keeps the rest", () => {
+    expect(loggableUrl('/play?token=abc')).toBe('/play?token=%5Bredacted%5D');
+    // The query parser decodes a percent-encoded key: `%74oken` opens the session just as `token` does.
+    expect(loggableUrl('/play?%74oken=abc&x=1')).not.toContain('abc');
+    expect(loggableUrl('/play/feed?game=crash&TOKEN=abc&token=def')).toBe(
+      '/play/feed?game=crash&TOKEN=%5Bredacted%5D&token=%5Bredacted%5D',
+    );
+    expect(loggableUrl('/api/public/v1/rounds/current')).toBe('/api/public/v1/rounds/current');
+    expect(loggableUrl('/v1/compliance/flags?rule=large_stake')).toBe('/v1/compliance/flags?rule=large_stake');
   });
 });

@@ -71,3 +71,18 @@ export const lazyChildLoggerFactory = (
 /** Whether a logger would write at `level` (a logger without isLevelEnabled is assumed to). */
 export const logsAt = (log: FastifyBaseLogger, level: LevelName): boolean =>
   typeof (log as Partial<Logger>).isLevelEnabled === 'function' ? (log as Logger).isLevelEnabled(level) : true;
+
+/**
+ * The URL as a log line may carry it. Player launch tokens travel in the query string: the query is
+ * read the way the query parser reads it (a percent-encoded key included), and a token's value is
+ * replaced, so no spelling of the key lets one reach the logs.
+ */
+export function loggableUrl(url: string): string {
+  const mark = url.indexOf('?');
+  if (mark < 0) return url;
+  const query = new URLSearchParams(url.slice(mark + 1));
+  for (const key of new Set(query.keys())) {
+    if (key.trim().toLowerCase() === 'token') query.set(key, '[redacted]');
+  }
+  return `${url.slice(0, mark)}?${query.toString()}`;
+}

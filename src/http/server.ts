@@ -8,7 +8,7 @@ import type { Duplex } from 'node:stream';
 import { DomainError, type ErrorCode } from '../errors/codes';
 import type { AppServices } from '../services';
 import { absentBodyAsEmpty, bodyEncodingRefusal, decorateRawBody, parseJsonBody } from './json-body';
-import { lazyChildLoggerFactory, logsAt } from './request-logger';
+import { lazyChildLoggerFactory, loggableUrl, logsAt } from './request-logger';
 import { announceDeprecations } from './deprecation';
 import { surfaceA, surfaceARoutes } from './surface-a/routes';
 import { surfaceB } from './surface-b/routes';
@@ -220,8 +220,7 @@ export async function buildHttpServer(s: AppServices, options: HttpOptions = {})
   app.addHook('onResponse', (req, reply, done) => {
     const failed = reply.statusCode >= 500;
     if (failed || logsAt(req.log, 'debug')) {
-      // Player launch tokens travel in the query string: never let them reach the logs.
-      const url = req.url.replace(/([?&]token=)[^&]*/g, '$1[redacted]');
+      const url = loggableUrl(req.url);
       // The request's logger already carries reqId: the entry does not repeat the key.
       const entry = {
         method: req.method,

@@ -8,6 +8,7 @@ import type { AppServices } from '../services';
 import { documentSecurity, SURFACE_SECURITY } from './openapi';
 import type { AuthFailureLimiter, BucketLimits, OperatorRateLimiter, RateDecision } from '../admission/rate-limit';
 import type { SeenSignatureStore } from '../admission/replay-guard';
+import type { IdempotencyService } from '../idempotency/idempotency';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -52,6 +53,8 @@ export interface AuthDeps {
   seenSignatures: SeenSignatureStore;
   authFailures: AuthFailureLimiter;
   bodyLimitBytes: number;
+  /** Where a keyed request refused after its signature check leaves its signature (see refuseSigned). */
+  refusedSignatures: Pick<IdempotencyService, 'noteRefused'>;
 }
 
 export class HttpProblem extends DomainError {
@@ -250,7 +253,10 @@ function authenticateRequest(
     toleranceMs: deps.signatureToleranceMs,
   });
   if (!check.ok) throw new DomainError(check.code, renameHeaders(check.message, surface));
-  if (operator.status !== 'active') throw new DomainError('OPERATOR_DISABLED', 'this operator account is disabled');
+  if (operator.status !== 'active') {
+    const disabled = new DomainError('OPERATOR_DISABLED', 'this operator account is disabled');
+    return refuseSigned(deps, req, operator, timestamp, signature, disabled);
+  }
   const limits = bucketLimits(operator, deps.defaultRateLimit);
   let decision: RateDecision | Promise<RateDecision>;
   try {
@@ -281,7 +287,8 @@ function afterBucket(
   if (!decision.allowed) {
     reply.header('ratelimit-remaining', '0');
     const message = `rate limit exceeded: ${limits.burst} burst, ${limits.refillPerSecond} requests per second`;
-    throw new HttpProblem('RATE_LIMITED', message, { 'retry-after': String(decision.retryAfterSeconds) });
+    const limited = new HttpProblem('RATE_LIMITED', message, { 'retry-after': String(decision.retryAfterSeconds) });
+    return refuseSigned(deps, req, operator, timestamp, signature, limited);
   }
   reply.header('ratelimit-remaining', String(decision.remaining));
   if (READS.has(req.method)) {
@@ -293,27 +300,71 @@ function afterBucket(
     req.operator = operator;
     return undefined;
   }
-  // The record's key: the signed timestamp, then the signature's first 128 bits, lowercased (the
-  // signature is compared as bytes, so its hex case must not make a new entry). Two different
-  // requests share it with odds of 2^-128. Leading with the timestamp (near-monotonic within
-  // the window) makes each insert land at the end of the index instead of on a random page.
-  const seen = `${timestamp.padStart(15, '0')}.${signature.slice(0, SEEN_HEX_LENGTH).toLowerCase()}`;
+  const seen = signatureRecord(timestamp, signature);
   if (mode === 'idempotency-key') {
     req.signatureRecord = seen;
     req.operator = operator;
     return undefined;
   }
-  // Kept a little past the window so instances whose clocks differ slightly still agree.
-  const expiresAt = Number(timestamp) + deps.signatureToleranceMs + 60_000;
-  return unavailableOnFailure(req, () => deps.seenSignatures.claim(seen, 'once', expiresAt)).then((verdict) => {
-    if (verdict !== 'first') {
-      throw new DomainError(
-        'REQUEST_REPLAYED',
-        'this signed request was already received; sign each new request afresh (new timestamp)',
-      );
-    }
-    req.operator = operator;
-  });
+  return unavailableOnFailure(req, () => deps.seenSignatures.claim(seen, 'once', seenUntil(deps, timestamp))).then(
+    (verdict) => {
+      if (verdict !== 'first') {
+        throw new DomainError(
+          'REQUEST_REPLAYED',
+          'this signed request was already received; sign each new request afresh (new timestamp)',
+        );
+      }
+      req.operator = operator;
+    },
+  );
+}
+
+/**
+ * The record of a signature: the signed timestamp, then the signature's first 128 bits, lowercased
+ * (the signature is compared as bytes, so its hex case must not make a new entry). Two different
+ * requests share it with odds of 2^-128. Leading with the timestamp (near-monotonic within the
+ * window) makes each insert land at the end of the index instead of on a random page.
+ */
+function signatureRecord(timestamp: string, signature: string): string {
+  return `${timestamp.padStart(15, '0')}.${signature.slice(0, SEEN_HEX_LENGTH).toLowerCase()}`;
+}
+
+/** Kept a little past the window so instances whose clocks differ slightly still agree. */
+function seenUntil(deps: AuthDeps, timestamp: string): number {
+  return Number(timestamp) + deps.signatureToleranceMs + 60_000;
+}
+
+/**
+ * Refuses a request whose signature was already checked (rate limited, operator disabled). The
+ * bytes of a refused state-changing request must not be taken later: captured and sent again under
+ * another Idempotency-Key, or once the bucket has refilled, they would do what the operator's own
+ * retry does, a second time. A keyed route records the signature with the key it carried (the same
+ * bytes under that key may still claim it: a resend after the 429); a route without a key marks it
+ * seen. Recording is best effort: a store that fails it does not change the answer.
+ */
+function refuseSigned(
+  deps: AuthDeps,
+  req: FastifyRequest,
+  operator: OperatorCredentials,
+  timestamp: string,
+  signature: string,
+  refusal: Error,
+): Promise<void> {
+  const mode = req.routeOptions.config?.replay;
+  if (READS.has(req.method) || mode === 'signed-body' || mode === 'no-effect') return Promise.reject(refusal);
+  const seen = signatureRecord(timestamp, signature);
+  const key = req.headers['idempotency-key'];
+  const record =
+    mode === 'idempotency-key'
+      ? deps.refusedSignatures.noteRefused(operator.id, typeof key === 'string' ? key : '', seen)
+      : deps.seenSignatures.claim(seen, 'once', seenUntil(deps, timestamp));
+  return record.then(
+    () => Promise.reject(refusal),
+    (err: unknown) => {
+      req.log.warn({ err }, "could not record a refused request's signature");
+      return Promise.reject(refusal);
+    },
+  );
 }
 
 /** A shared-state failure (Redis or the store unreachable) is a 503 to retry, not a 500. */
@@ -445,7 +496,10 @@ export function describeValidation(issues: ValidationIssue[], context: string): 
 export function guardSurface(
   app: FastifyInstance,
   surface: Surface,
-  s: Pick<AppServices, 'operators' | 'clock' | 'limiter' | 'config' | 'seenSignatures' | 'authFailures'>,
+  s: Pick<
+    AppServices,
+    'operators' | 'clock' | 'limiter' | 'config' | 'seenSignatures' | 'authFailures' | 'idempotency'
+  >,
   options: { ownsNotFound?: boolean } = {},
 ): void {
   const deps: AuthDeps = {
@@ -457,6 +511,7 @@ export function guardSurface(
     seenSignatures: s.seenSignatures,
     authFailures: s.authFailures,
     bodyLimitBytes: s.config.bodyLimitBytes,
+    refusedSignatures: s.idempotency,
   };
   app.addHook('onRequest', screener(surface, deps));
   app.addHook('preValidation', authenticator(surface, deps));

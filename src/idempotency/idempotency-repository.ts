@@ -42,6 +42,44 @@ export const idempotencyRepository = {
     );
   },
 
+  /**
+   * Records a signature that was answered from a key it did not claim (an idempotent retry signed
+   * afresh): the signature index then refuses those bytes under any other key. The row sits under
+   * `retried:<operator id>`, which no operator id (`op_…`) equals, so no key lookup ever reads it; it is
+   * purged with the keys. `changes` 0: the signature was already recorded.
+   */
+  noteSignature(tx: SqlExecutor, c: KeyClaimRow): Promise<RunResult> {
+    return tx.run(
+      `INSERT INTO idempotency_keys (operator_id, idem_key, request_hash, created_at, signature)
+           VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
+      [`retried:${c.operatorId}`, c.signature, c.requestHash, c.createdAt, c.signature],
+    );
+  },
+
+  /**
+   * Records the signature of a request refused after its signature was checked and before any key was
+   * claimed (rate limited, operator disabled), with the key it carried: the same bytes under another
+   * key are then refused as a replay, while the same bytes under the same key (a resend after the
+   * 429) may still claim it (releaseRefusal). The row sits under `refused:<operator id>`, which no
+   * operator id equals, and is purged with the keys.
+   */
+  noteRefusal(tx: SqlExecutor, r: { operatorId: string; key: string; signature: string; createdAt: number }) {
+    return tx.run(
+      `INSERT INTO idempotency_keys (operator_id, idem_key, request_hash, created_at, signature)
+           VALUES (?, ?, '', ?, ?) ON CONFLICT DO NOTHING`,
+      [`refused:${r.operatorId}`, `${r.key}\n${r.signature}`, r.createdAt, r.signature],
+    );
+  },
+
+  /** Drops the refusal record of these very bytes under this very key; `changes` 1: there was one. */
+  releaseRefusal(tx: SqlExecutor, r: { operatorId: string; key: string; signature: string }): Promise<RunResult> {
+    return tx.run('DELETE FROM idempotency_keys WHERE operator_id = ? AND idem_key = ? AND signature = ?', [
+      `refused:${r.operatorId}`,
+      `${r.key}\n${r.signature}`,
+      r.signature,
+    ]);
+  },
+
   byKey(db: SqlExecutor, operatorId: string, key: string): Promise<KeyRow | undefined> {
     return db.get<KeyRow>(
       'SELECT request_hash, status_code, response FROM idempotency_keys WHERE operator_id = ? AND idem_key = ?',

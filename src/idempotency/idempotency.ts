@@ -207,8 +207,12 @@ export class IdempotencyService {
       // Written out rather than `{ ...answer, replayed }`: a spread followed by more properties is a
       // slow path on Node 20, and every money command passes here.
       if (!('outcome' in answer)) return { statusCode: answer.statusCode, body: answer.body, replayed: false };
-      if (answer.outcome === 'existing') return this.fromRow(answer, hash);
-      if (answer.outcome === 'signature_replayed') throw replayedUnderAnotherKey();
+      if (answer.outcome === 'existing') {
+        await this.noteSignature(scope, hash);
+        return this.fromRow(answer, hash);
+      }
+      // A signature already recorded: a replay, unless these very bytes were refused before they
+      // claimed their key (a resend after a 429), which the full path tells apart.
       return this.run(scope, hash, present, effect);
     });
   }
@@ -249,19 +253,31 @@ export class IdempotencyService {
   ): Promise<IdempotentResult> {
     // No lookup before the transaction: claiming the key inside it finds any earlier use anyway, and
     // a new key (the common case) then costs no extra read.
+    let earlier: KeyRow | undefined;
     try {
-      return await this.db.transaction(async (tx) => {
-        const claimed = await idempotencyRepository.claim(tx, this.claimRow(scope, hash));
+      const result = await this.db.transaction(async (tx): Promise<IdempotentResult | undefined> => {
+        let claimed = await idempotencyRepository.claim(tx, this.claimRow(scope, hash));
+        if (claimed.changes === 0 && scope.signature !== undefined) {
+          const refusal = { operatorId: scope.operatorId, key: scope.key, signature: scope.signature };
+          // The same bytes under the same key, refused before they claimed it (a 429): the request
+          // again, not a replay; its refusal record goes and the key is claimed now.
+          if ((await idempotencyRepository.releaseRefusal(tx, refusal)).changes === 1) {
+            claimed = await idempotencyRepository.claim(tx, this.claimRow(scope, hash));
+          }
+        }
         if (claimed.changes === 0) {
-          const row = await idempotencyRepository.byKey(tx, scope.operatorId, scope.key);
+          earlier = await idempotencyRepository.byKey(tx, scope.operatorId, scope.key);
           // No row under this key: the conflict was on the signature, already recorded under another key.
-          if (!row) throw replayedUnderAnotherKey();
-          return this.fromRow(row, hash);
+          if (!earlier) throw replayedUnderAnotherKey();
+          // Answered from the row below (outside: a refusal thrown here would roll the record back).
+          if (scope.signature !== undefined) await idempotencyRepository.noteSignature(tx, this.claimRow(scope, hash));
+          return undefined;
         }
         const response = await effect(tx);
         await this.complete(tx, scope, response);
         return { statusCode: response.statusCode, body: response.body, replayed: false };
       });
+      if (result) return result;
     } catch (error) {
       if (!isDomainError(error) || NOT_STORED.has(error.code)) throw error;
       // The effect refused: nothing changed. Remember the refusal under the key, unless a
@@ -276,10 +292,15 @@ export class IdempotencyService {
           response.statusCode,
           JSON.stringify(response.body),
         );
+        // Another request stored its answer first: this one is answered from it, its signature unrecorded.
+        if (r.changes === 0 && scope.signature !== undefined) {
+          await idempotencyRepository.noteSignature(tx, this.claimRow(scope, hash));
+        }
         return r.changes;
       });
       return this.replayAfterRefusal(scope, hash, response);
     }
+    return this.fromRow(earlier!, hash);
   }
 
   private async replayAfterRefusal(
@@ -299,6 +320,7 @@ export class IdempotencyService {
   }
 
   private async replay(scope: IdempotencyScope, hash: string): Promise<IdempotentResult> {
+    await this.noteSignature(scope, hash);
     const row = await this.lookup(scope);
     if (!row) {
       throw new DomainError(
@@ -307,6 +329,26 @@ export class IdempotencyService {
       );
     }
     return this.fromRow(row, hash);
+  }
+
+  /**
+   * A signed request answered from a key it did not claim (an idempotent retry signed afresh, a
+   * duplicate that waited, a reuse refused) had its signature recorded by no claim: it is recorded now,
+   * before the answer, so its bytes captured and sent under another key are REQUEST_REPLAYED, never a
+   * second bet. Only retries pay this write; a first request records its signature with its claim.
+   */
+  private async noteSignature(scope: IdempotencyScope, hash: string): Promise<void> {
+    if (scope.signature === undefined) return;
+    await this.db.transaction((tx) => idempotencyRepository.noteSignature(tx, this.claimRow(scope, hash)));
+  }
+
+  /**
+   * A signed request refused after its signature was checked and before it reached its key (rate
+   * limited, operator disabled): its bytes must not be taken later under another key.
+   */
+  async noteRefused(operatorId: string, key: string, signature: string): Promise<void> {
+    const createdAt = this.now();
+    await this.db.transaction((tx) => idempotencyRepository.noteRefusal(tx, { operatorId, key, signature, createdAt }));
   }
 
   private lookup(scope: IdempotencyScope): Promise<KeyRow | undefined> {

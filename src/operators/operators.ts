@@ -2,7 +2,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import type { ChangeBus } from '../cluster/change-bus';
 import type { Clock } from '../clock/clock';
 import { DomainError } from '../errors/codes';
-import type { Database, SqlExecutor } from '../store/database';
+import { readerOf, type Database, type ReadOptions, type SqlExecutor } from '../store/database';
 import { checkTargetUrl, type Resolver } from '../outbound/url-safety';
 import {
   DEFAULT_OPERATOR_SETTINGS,
@@ -141,9 +141,12 @@ export class OperatorService {
     return this.toOperator(row);
   }
 
-  /** Whether the operator exists and is enabled, read from the store (a disable on any instance shows at once). */
-  async isActive(id: string): Promise<boolean> {
-    return (await operators.byId(this.db, id))?.status === 'active';
+  /**
+   * Whether the operator exists and is enabled, read from the store (a disable on any instance shows at
+   * once). `readOnly`: on the store's read path, for pages that must never wait for a writer.
+   */
+  async isActive(id: string, options?: ReadOptions): Promise<boolean> {
+    return (await operators.byId(readerOf(this.db, options), id))?.status === 'active';
   }
 
   /**

@@ -54,6 +54,8 @@ interface Running {
 }
 
 const FIRST_ROUND_WAIT_MS = 2_000;
+/** How often a sandbox feed served away from its engine reads the store (the live feed's poll). */
+const FOLLOW_POLL_MS = 500;
 
 /**
  * Test mode. Each sandbox (test-mode) operator gets its own rounds per game, run by its own
@@ -67,6 +69,9 @@ export class SandboxService {
   private readonly starting = new Map<string, Promise<Running>>();
   private readonly timings = new Map<string, SandboxTiming>();
   private readonly feedEmitter = new EventEmitter();
+  /** Feeds followed from the store on this instance, and the last transition each one carried. */
+  private readonly followers = new Map<string, { timer: NodeJS.Timeout; subscribers: number }>();
+  private readonly lastSeen = new Map<string, string>();
   private sweepTimer: TimerHandle | null = null;
   private stopped = false;
 
@@ -74,7 +79,10 @@ export class SandboxService {
     this.feedEmitter.setMaxListeners(0);
   }
 
-  /** The live feed of one sandbox, shaped like the live one (round transitions and ticks). */
+  /**
+   * The live feed of one sandbox, shaped like the live one (round transitions and ticks). The engine's
+   * events reach only the instance that leads it; every other instance follows the store (see follow).
+   */
   feedOf(operatorId: string): Pick<LiveFeed, 'snapshot' | 'subscribe'> {
     return {
       snapshot: async (game) => {
@@ -84,9 +92,54 @@ export class SandboxService {
       subscribe: (game, listener) => {
         const key = `${operatorId}:${game}`;
         this.feedEmitter.on(key, listener);
-        return () => this.feedEmitter.off(key, listener);
+        this.follow(operatorId, game);
+        return () => {
+          this.feedEmitter.off(key, listener);
+          this.unfollow(key);
+        };
       },
     };
+  }
+
+  /**
+   * While a sandbox feed has subscribers here, polls the store for its transitions unless this
+   * instance leads the sandbox's engine (whose events already reach them), as the live feed's
+   * followers do: with several instances, a player's feed is often served where the engine is not.
+   */
+  private follow(operatorId: string, game: Game): void {
+    const key = `${operatorId}:${game}`;
+    const existing = this.followers.get(key);
+    if (existing) {
+      existing.subscribers++;
+      return;
+    }
+    const timer = setInterval(() => void this.pollFollower(operatorId, game), FOLLOW_POLL_MS);
+    timer.unref();
+    this.followers.set(key, { timer, subscribers: 1 });
+  }
+
+  private unfollow(key: string): void {
+    const follower = this.followers.get(key);
+    if (!follower || --follower.subscribers > 0) return;
+    clearInterval(follower.timer);
+    this.followers.delete(key);
+  }
+
+  private async pollFollower(operatorId: string, game: Game): Promise<void> {
+    const key = `${operatorId}:${game}`;
+    if (this.running.get(key)?.engine.isLeader) return;
+    const round = await roundRepository.latest(this.o.db, game, operatorId).catch(() => undefined);
+    if (!round) return;
+    const seen = `${round.id}:${round.status}`;
+    if (this.lastSeen.get(key) !== seen) {
+      this.lastSeen.set(key, seen);
+      this.feedEmitter.emit(key, { event: 'round', data: { ...presentRound(round) } });
+    }
+    if (round.status === 'running' && round.runningAt !== null) {
+      const now = this.o.clock.now();
+      const data = { round_id: round.id, round_number: round.roundNumber, at: now, elapsed_ms: now - round.runningAt };
+      this.feedEmitter.emit(key, { event: 'tick', data });
+    }
   }
 
   start(): void {
@@ -98,6 +151,8 @@ export class SandboxService {
     this.stopped = true;
     this.sweepTimer?.cancel();
     this.sweepTimer = null;
+    for (const follower of this.followers.values()) clearInterval(follower.timer);
+    this.followers.clear();
     await Promise.allSettled([...this.starting.values()]);
     await Promise.all([...this.running.values()].map((r) => r.engine.stop()));
     this.running.clear();
@@ -272,6 +327,7 @@ export class SandboxService {
         e.type === 'round.tick'
           ? { event: 'tick', data: { round_id: e.round.id, round_number: e.round.roundNumber, at: e.at, ...e.data } }
           : { event: 'round', data: { ...presentRound(e.round) } };
+      if (e.type !== 'round.tick') this.lastSeen.set(feedKey, `${e.round.id}:${e.round.status}`);
       this.feedEmitter.emit(feedKey, message);
     });
     const entry: Running = { operatorId, game, engine, crash, lastUsed: this.o.clock.now() };

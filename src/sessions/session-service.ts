@@ -3,6 +3,7 @@ import type { Clock } from '../clock/clock';
 import { DomainError } from '../errors/codes';
 import { isKnownCurrency } from '../money/currency';
 import type { Operator } from '../operators/operator';
+import type { OperatorService } from '../operators/operators';
 import { readerOf, type Database, type ReadOptions, type SqlExecutor, type WriteTransaction } from '../store/database';
 import type { PlayerSession } from './session';
 import { sessionRepository } from './session-repository';
@@ -74,6 +75,8 @@ export class SessionService {
     private readonly db: Database,
     private readonly clock: Clock,
     private readonly settings: SessionSettings,
+    /** Whether a session's operator is enabled: a disabled operator's players open nothing. */
+    private readonly operators: Pick<OperatorService, 'isActive'>,
   ) {}
 
   /** `inTx`: the transaction to write in (a keyed request claims its Idempotency-Key in the same one). */
@@ -100,14 +103,18 @@ export class SessionService {
   }
 
   /**
-   * The session a player page token opens: SESSION_NOT_FOUND for an unknown token, SESSION_EXPIRED
-   * after expires_at.
+   * The session a player page token opens: SESSION_NOT_FOUND for an unknown token, OPERATOR_DISABLED
+   * while its operator is disabled (an open feed ends on the recheck; its reconnect must not reopen it),
+   * SESSION_EXPIRED after expires_at. `readOnly`: the player page reads on the store's read path, so
+   * opening a page never waits for a writer.
    */
-  /** `readOnly`: the player page reads on the store's read path, so opening a page never waits for a writer. */
   async byToken(token: string | undefined, options?: ReadOptions): Promise<PlayerSession> {
     if (!token || !TOKEN.test(token)) throw new DomainError('SESSION_NOT_FOUND', 'this link does not open a session');
     const session = await sessionRepository.byTokenHash(readerOf(this.db, options), hashToken(token));
     if (!session) throw new DomainError('SESSION_NOT_FOUND', 'this link does not open a session');
+    if (!(await this.operators.isActive(session.operatorId, options))) {
+      throw new DomainError('OPERATOR_DISABLED', 'the operator of this game session is disabled');
+    }
     return assertLive(session, this.clock.now());
   }
 

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { DomainError } from '../errors/codes';
 import { afterCommit } from '../observability/instrumented-db';
+import { OperatorModes } from '../operators/operator-mode';
 import { LOST_ATTEMPT, TargetBudget, type ClaimQuery, type Outcome, type OutboxRepository } from '../outbox/engine';
 import { skipLocked, type Database, type SqlExecutor, nullableNumber } from '../store/database';
 import type { AttemptRow, Settlement, SettlementClaim, SettlementStatus, SettleBody } from './settlements';
@@ -141,6 +142,9 @@ export const settlementRepository = {
  * it on an unbounded backoff) and never cancelled.
  */
 export class WalletSettlementOutbox implements OutboxRepository<SettlementClaim> {
+  /** Sandboxes' settlements (their simulated wallet's failures too) stay out of the live metrics. */
+  private readonly modes = new OperatorModes();
+
   constructor(private readonly db: Database) {}
 
   async releaseLeases(now: number): Promise<void> {
@@ -196,6 +200,10 @@ export class WalletSettlementOutbox implements OutboxRepository<SettlementClaim>
   /** Logs each attempt and moves its row on: delivered, or due again (a manual retry's time wins). */
   async record(outcomes: readonly Outcome<SettlementClaim>[], now: number): Promise<void> {
     await this.db.transaction(async (tx) => {
+      const sandboxes = await this.modes.testModeOperators(
+        tx,
+        outcomes.map((o) => o.claim.settlement.operatorId),
+      );
       for (const o of outcomes) {
         if (o.kind === 'dead' || o.kind === 'cancelled') throw new Error(`a wallet settlement is never ${o.kind}`);
         const { settlement: s, attempt, leaseUntil } = o.claim;
@@ -206,7 +214,9 @@ export class WalletSettlementOutbox implements OutboxRepository<SettlementClaim>
         // Gone, or taken by another worker after this lease ran out: that worker logged this attempt as lost.
         if (!current || nullableNumber(current.claimed_until) !== leaseUntil) continue;
         const r = o.result;
-        afterCommit(tx, (m) => m.walletSettlements.inc({ outcome: o.kind === 'delivered' ? 'delivered' : 'failed' }));
+        if (!sandboxes.has(s.operatorId)) {
+          afterCommit(tx, (m) => m.walletSettlements.inc({ outcome: o.kind === 'delivered' ? 'delivered' : 'failed' }));
+        }
         await tx.run(
           `INSERT INTO wallet_attempts
              (id, bet_id, attempt, started_at, latency_ms, status_code, error, response_excerpt)
@@ -235,10 +245,15 @@ export class WalletSettlementOutbox implements OutboxRepository<SettlementClaim>
   }
 }
 
-/** Settlements the wallet has not confirmed yet, and when the oldest was written (the outbox gauges). */
+/**
+ * Settlements the wallet has not confirmed yet, and when the oldest was written (the outbox gauges):
+ * live operators' only, so a sandbox's simulated wallet outage raises no alert.
+ */
 export async function settlementBacklog(db: SqlExecutor): Promise<{ pending: number; oldestAt: number | null }> {
   const row = await db.get<{ pending: number | string; oldest: number | string | null }>(
-    `SELECT COUNT(*) AS pending, MIN(created_at) AS oldest FROM wallet_settlements WHERE status = 'pending'`,
+    `SELECT COUNT(*) AS pending, MIN(created_at) AS oldest FROM wallet_settlements s
+     WHERE status = 'pending'
+       AND NOT EXISTS (SELECT 1 FROM operators o WHERE o.id = s.operator_id AND o.mode = 'test')`,
   );
   return { pending: Number(row?.pending ?? 0), oldestAt: nullableNumber(row?.oldest) };
 }

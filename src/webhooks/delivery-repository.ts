@@ -137,8 +137,9 @@ export class WebhookDeliveryOutbox implements OutboxRepository<WebhookClaim> {
    * meanwhile, or reclaimed after an expired lease, is not overwritten.
    */
   async record(outcomes: readonly Outcome<WebhookClaim>[], now: number): Promise<void> {
+    // A sandbox's deliveries (events with livemode 0) stay out of the live metrics.
     const count = { delivered: 0, retry: 0, dead: 0, cancelled: 0 };
-    for (const o of outcomes) count[o.kind]++;
+    for (const o of outcomes) if (Number(o.claim.event?.livemode ?? 1) === 1) count[o.kind]++;
     await this.db.transaction(async (tx) => {
       afterCommit(tx, (m) => {
         for (const outcome of ['delivered', 'dead', 'cancelled', 'retry'] as const)
@@ -406,10 +407,12 @@ export const deliveryRepository = {
   },
 };
 
-/** Deliveries not yet made, and when the oldest was queued (the outbox gauges). */
+/** Deliveries not yet made, and when the oldest was queued (the outbox gauges): live operators' only. */
 export async function deliveryBacklog(db: SqlExecutor): Promise<{ pending: number; oldestAt: number | null }> {
   const row = await db.get<{ pending: number | string; oldest: number | string | null }>(
-    `SELECT COUNT(*) AS pending, MIN(created_at) AS oldest FROM webhook_deliveries WHERE status = 'pending'`,
+    `SELECT COUNT(*) AS pending, MIN(created_at) AS oldest FROM webhook_deliveries d
+     WHERE status = 'pending'
+       AND NOT EXISTS (SELECT 1 FROM operators o WHERE o.id = d.operator_id AND o.mode = 'test')`,
   );
   return { pending: Number(row?.pending ?? 0), oldestAt: nullableNumber(row?.oldest) };
 }

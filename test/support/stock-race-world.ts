@@ -21,11 +21,12 @@ export async function stockRaceWorld(clock: FakeClock) {
   const db = new SqliteDatabase({ filename: ':memory:' });
   await migrate(db);
   const operators = new OperatorService(db, new SecretBox(randomBytes(32)), clock, 1000, { allowPrivateTargets: true });
-  const sessions = new SessionService(db, clock, {
-    publicBaseUrl: 'https://game.test',
-    ttlMs: 3_600_000,
-    allowLoopbackHttp: false,
-  });
+  const sessions = new SessionService(
+    db,
+    clock,
+    { publicBaseUrl: 'https://game.test', ttlMs: 3_600_000, allowLoopbackHttp: false },
+    operators,
+  );
   const writes: BetContext = { compliance: noCompliance, modes: new OperatorModes() };
   const game = new StockRaceGame({
     logger: pino({ level: 'silent' }),
