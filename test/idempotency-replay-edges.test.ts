@@ -501,7 +501,7 @@ describe('captured requests that were first refused by the rate limit', () => {
     expect(forged.body.code).toBe('REQUEST_REPLAYED');
   });
 
-  it('a rate-limited place-bet sent again as it is under its own key is placed once; under another, refused', async () => {
+  it('a rate-limited place-bet resent as is under its own key is placed once; under another, refused', async () => {
     const op = await t.createOperator({ settings: slow });
     const call = client(t.baseUrl, op);
     await bettingOpen(call);

@@ -17,6 +17,13 @@ export function field(body: FormBody, name: string): string {
   return typeof first === 'string' ? first : '';
 }
 
+/** Whether a parsed form holds a NUL character in any name or value (PostgreSQL text cannot hold one). */
+export function hasNul(body: unknown): boolean {
+  if (body === null || typeof body !== 'object') return false;
+  const nul = (x: unknown) => typeof x === 'string' && x.includes('\u0000');
+  return Object.entries(body).some(([k, v]) => nul(k) || (Array.isArray(v) ? v : [v]).some(nul));
+}
+
 /** Every value of a repeated field (checkbox groups); values that are not text are left out. */
 export function fields(body: FormBody, name: string): string[] {
   const v = valueOf(body, name);

@@ -2,14 +2,14 @@ import cookie from '@fastify/cookie';
 import formbody from '@fastify/formbody';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { randomBytes } from 'node:crypto';
-import { isDomainError, type ErrorCode } from '../errors/codes';
+import { DomainError, isDomainError, type ErrorCode } from '../errors/codes';
 import { SURFACE_B_STATUS } from '../http/error-maps';
 import { hideFromOpenApi } from '../http/openapi';
 import type { AppServices } from '../services';
 import { ASSET_PATH, DASHBOARD_ASSETS, serveAssets } from './assets';
 import { sameToken } from '../dashboard-users/dashboard-auth';
 import './context';
-import { field, type FormBody } from './forms';
+import { field, hasNul, type FormBody } from './forms';
 import { complianceRoutes } from './routes/compliance';
 import { credentialRoutes } from './routes/credentials';
 import { liveRoutes } from './routes/live';
@@ -19,7 +19,8 @@ import { errorPage, loginPage } from './views/login';
 
 const SESSION_COOKIE = 'dash_session';
 const LOGIN_COOKIE = 'dash_login';
-const NEXT = /^\/dashboard(?:[/?][^\s\\]*)?$/;
+// Printable ASCII only: a Location header cannot carry anything else (Node refuses it with a 500).
+const NEXT = /^\/dashboard(?:[/?][!-[\]-~]*)?$/;
 
 /** Where to go after signing in: only somewhere inside the dashboard, never another site. */
 const safeNext = (raw: unknown): string =>
@@ -48,6 +49,11 @@ export async function dashboardRoutes(app: FastifyInstance, s: AppServices): Pro
   // The service's root parser set is JSON only; forms are accepted here and nowhere else.
   if (!app.hasContentTypeParser('application/x-www-form-urlencoded'))
     await app.register(formbody, { bodyLimit: 16 * 1024 });
+
+  // JSON bodies are checked at the root; a form's %00 decodes to a NUL that PostgreSQL text cannot hold.
+  app.addHook('preValidation', async (req) => {
+    if (hasNul(req.body)) throw new DomainError('VALIDATION_FAILED', 'the form contains a NUL character (%00)');
+  });
 
   app.addHook('onSend', async (req, reply) => {
     reply.header('x-content-type-options', 'nosniff');

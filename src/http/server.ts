@@ -3,7 +3,7 @@ import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { STATUS_CODES, type ServerOptions, type ServerResponse } from 'node:http';
+import { type IncomingMessage, STATUS_CODES, type ServerOptions, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { DomainError, type ErrorCode } from '../errors/codes';
 import type { AppServices } from '../services';
@@ -54,6 +54,11 @@ function clientErrorHandler(error: Error & { code?: string; rawPacket?: unknown 
       : error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
         ? ['REQUEST_TIMEOUT', 'the request was not received in time']
         : ['VALIDATION_FAILED', 'the request is not valid HTTP/1.1'];
+  writeRawError(socket, surface, code, message);
+}
+
+/** An error in the surface's shape written straight to the socket, which is then closed. */
+function writeRawError(socket: Duplex, surface: Surface, code: ErrorCode, message: string): void {
   const status = surface.status[code];
   const body = JSON.stringify(surface.errorBody(code, message, randomUUID()));
   if (socket.writable) {
@@ -63,6 +68,27 @@ function clientErrorHandler(error: Error & { code?: string; rawPacket?: unknown 
     );
   }
   socket.destroy();
+}
+
+/**
+ * Requests Node answers by itself unless asked not to: an `Expect` other than 100-continue (an empty
+ * 417) and CONNECT (the socket dropped without a word). Both get an error in the surface's shape.
+ */
+function answerWhatNodeWouldDrop(server: FastifyInstance['server']): void {
+  server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) => {
+    const surface = surfaceFor(req.url);
+    const message = 'the Expect header may only be 100-continue';
+    const body = JSON.stringify(surface.errorBody('VALIDATION_FAILED', message, randomUUID()));
+    res.writeHead(surface.status.VALIDATION_FAILED, {
+      'content-type': 'application/json; charset=utf-8',
+      'content-length': Buffer.byteLength(body),
+      connection: 'close',
+    });
+    res.end(body);
+  });
+  server.on('connect', (req: IncomingMessage, socket: Duplex) => {
+    writeRawError(socket, surfaceFor(req.url), 'NOT_FOUND', `no route ${req.method} ${req.url ?? ''}`);
+  });
 }
 
 /**
@@ -151,6 +177,7 @@ export async function buildHttpServer(s: AppServices, options: HttpOptions = {})
     },
     return503OnClosing: false,
   }) as unknown as FastifyInstance;
+  answerWhatNodeWouldDrop(app.server);
 
   // Whatever no surface scope handles (a path outside every prefix, a body refused before routing)
   // is answered in a surface's shape, never Fastify's own.
