@@ -5,48 +5,10 @@ import { isDomainError } from '../src/errors/codes';
 import { SURFACE_B_STATUS } from '../src/http/error-maps';
 import { settlementRepository } from '../src/wallet/settlement-repository';
 import { settleIdempotencyKey } from '../src/wallet/settlements';
+import { browser, csrfOf } from './support/dashboard-browser';
 import { startTestApp, type TestApp, type TestOperator } from './support/harness';
 
 const PASSWORD = 'long enough password';
-
-/** A browser-like client: keeps cookies, never follows redirects, posts forms. */
-function browser(baseUrl: string) {
-  const jar = new Map<string, string>();
-  const cookies: string[] = [];
-  async function go(
-    method: string,
-    path: string,
-    form?: Record<string, string | string[]>,
-    headers: Record<string, string> = {},
-  ) {
-    const body = form
-      ? new URLSearchParams(
-          Object.entries(form).flatMap(([k, v]) => (Array.isArray(v) ? v : [v]).map((x): [string, string] => [k, x])),
-        )
-      : undefined;
-    const res = await fetch(`${baseUrl}${path}`, {
-      method,
-      redirect: 'manual',
-      headers: {
-        cookie: [...jar].map(([k, v]) => `${k}=${v}`).join('; '),
-        ...(body ? { 'content-type': 'application/x-www-form-urlencoded' } : {}),
-        ...headers,
-      },
-      body,
-    });
-    for (const c of res.headers.getSetCookie()) {
-      cookies.push(c);
-      const [pair] = c.split(';');
-      const [k, v] = pair!.split('=');
-      if (v) jar.set(k!, v);
-      else jar.delete(k!);
-    }
-    return { status: res.status, headers: res.headers, text: await res.text() };
-  }
-  return { go, jar, cookies };
-}
-
-const csrfOf = (html: string): string => /name="_csrf" value="([^"]+)"/.exec(html)![1]!;
 
 async function signIn(baseUrl: string, email: string) {
   const b = browser(baseUrl);
