@@ -89,6 +89,8 @@ describe.each(STORES)('wallet URL and operator status changed while bets are ope
     await t.app.services.operators.setStatus(op.id, 'disabled');
     await eventually(async () => (await betStatus(betId)) !== 'reserved', 15_000);
     await eventually(async () => received.some((r) => r.bet_id === betId), 5_000);
-    expect((await settlementRepository.byBet(t.app.db, betId))!.status).toBe('delivered');
+    // The wallet has answered; the worker records its 2xx right after.
+    const settled = async () => (await settlementRepository.byBet(t.app.db, betId))?.status === 'delivered';
+    expect(await eventually(settled, 5_000)).toBe(true);
   });
 });
