@@ -1,4 +1,4 @@
-import type { SqlExecutor, SqlParam } from '../store/database';
+import { continueAfter, type PageCursor, type SqlExecutor, type SqlParam } from '../store/database';
 import type { ComplianceRule } from '../webhooks/payloads';
 
 /** A compliance_flags row: `details` holds the flag's context and measurements as JSON. */
@@ -52,7 +52,7 @@ export const complianceRepository = {
       rule?: string;
       player?: string;
       before?: number;
-      after?: { createdAt: number; id: string };
+      after?: PageCursor;
       limit: number;
     },
   ): Promise<FlagRow[]> {
@@ -62,10 +62,7 @@ export const complianceRepository = {
     if (filter.rule !== undefined) where.push('rule = ?'), params.push(filter.rule);
     if (filter.player !== undefined) where.push('player = ?'), params.push(filter.player);
     if (filter.before !== undefined) where.push('created_at < ?'), params.push(filter.before);
-    if (filter.after !== undefined) {
-      where.push('(created_at < ? OR (created_at = ? AND id > ?))');
-      params.push(filter.after.createdAt, filter.after.createdAt, filter.after.id);
-    }
+    if (filter.after !== undefined) continueAfter(where, params, filter.after);
     params.push(filter.limit);
     const filtered = where.length ? ` WHERE ${where.join(' AND ')}` : '';
     return db.all<FlagRow>(`SELECT * FROM compliance_flags${filtered} ORDER BY created_at DESC, id LIMIT ?`, params);

@@ -7,7 +7,7 @@ import { DEFAULT_OPERATOR_SETTINGS } from '../operators/operator';
 import { settingsFromStore } from '../operators/settings-check';
 import type { OperatorModes } from '../operators/operator-mode';
 import { operatorRepository } from '../operators/operator-repository';
-import type { Database, SqlExecutor } from '../store/database';
+import type { Database, PageCursor, SqlExecutor } from '../store/database';
 import type { DomainEvent } from '../webhooks/domain-event';
 import { recordEvents } from '../webhooks/events';
 import { COMPLIANCE_RULES, type ComplianceRule } from '../webhooks/payloads';
@@ -164,7 +164,7 @@ export class ComplianceService implements ComplianceHooks {
       throw new DomainError('VALIDATION_FAILED', `rule must be one of ${COMPLIANCE_RULES.join(', ')}`);
     }
     const limit = Math.min(Math.max(filter.limit ?? 100, 1), 1000);
-    let after: { createdAt: number; id: string } | undefined;
+    let after: PageCursor | undefined;
     if (filter.startingAfter !== undefined) {
       const last = await flags.flagById(db, scope, filter.startingAfter);
       if (!last) {

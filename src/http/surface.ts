@@ -291,17 +291,13 @@ function afterBucket(
     return refuseSigned(deps, req, operator, timestamp, signature, limited);
   }
   reply.header('ratelimit-remaining', String(decision.remaining));
-  if (READS.has(req.method)) {
-    req.operator = operator;
-    return undefined;
-  }
-  const mode = req.routeOptions.config?.replay;
-  if (mode === 'signed-body' || mode === 'no-effect') {
+  const record = replayRecordOf(req);
+  if (record === 'none') {
     req.operator = operator;
     return undefined;
   }
   const seen = signatureRecord(timestamp, signature);
-  if (mode === 'idempotency-key') {
+  if (record === 'on-key') {
     req.signatureRecord = seen;
     req.operator = operator;
     return undefined;
@@ -317,6 +313,18 @@ function afterBucket(
       req.operator = operator;
     },
   );
+}
+
+/**
+ * How a request's accepted signature is kept against replays (see `replay` on the route config):
+ * not at all (reads, a key inside the signed body, a POST that only computes), on its idempotency
+ * key's row, or as seen once.
+ */
+function replayRecordOf(req: FastifyRequest): 'none' | 'on-key' | 'once' {
+  if (READS.has(req.method)) return 'none';
+  const mode = req.routeOptions.config?.replay;
+  if (mode === 'signed-body' || mode === 'no-effect') return 'none';
+  return mode === 'idempotency-key' ? 'on-key' : 'once';
 }
 
 /**
@@ -350,15 +358,15 @@ function refuseSigned(
   signature: string,
   refusal: Error,
 ): Promise<void> {
-  const mode = req.routeOptions.config?.replay;
-  if (READS.has(req.method) || mode === 'signed-body' || mode === 'no-effect') return Promise.reject(refusal);
+  const record = replayRecordOf(req);
+  if (record === 'none') return Promise.reject(refusal);
   const seen = signatureRecord(timestamp, signature);
   const key = req.headers['idempotency-key'];
-  const record =
-    mode === 'idempotency-key'
+  const recorded =
+    record === 'on-key'
       ? deps.refusedSignatures.noteRefused(operator.id, typeof key === 'string' ? key : '', seen)
       : deps.seenSignatures.claim(seen, 'once', seenUntil(deps, timestamp));
-  return record.then(
+  return recorded.then(
     () => Promise.reject(refusal),
     (err: unknown) => {
       req.log.warn({ err }, "could not record a refused request's signature");

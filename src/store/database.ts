@@ -106,6 +106,21 @@ export const nullableNumber = (v: number | string | null | undefined): number | 
   v === null || v === undefined ? null : Number(v);
 
 /**
+ * A keyset page cursor over a listing ordered `created_at DESC, id`: the last row of the previous
+ * page. Rows written by one transaction share a created_at, so the id breaks the tie.
+ */
+export interface PageCursor {
+  createdAt: number;
+  id: string;
+}
+
+/** Adds the condition that continues such a listing after `cursor` (`prefix`: the table's alias and a dot). */
+export function continueAfter(where: string[], params: SqlParam[], cursor: PageCursor, prefix = ''): void {
+  where.push(`(${prefix}created_at < ? OR (${prefix}created_at = ? AND ${prefix}id > ?))`);
+  params.push(cursor.createdAt, cursor.createdAt, cursor.id);
+}
+
+/**
  * How a service read reaches the store. `readOnly`: the read-only path (`Database.reads`), for page
  * loads that must never wait behind a writer; the default reads through the primary connection.
  */

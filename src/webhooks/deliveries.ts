@@ -1,7 +1,13 @@
 import { timeOrderedId } from '../ids/time-ordered-id';
 import type { Clock } from '../clock/clock';
 import { DomainError } from '../errors/codes';
-import { type Database, type SqlExecutor, type WriteTransaction, nullableNumber } from '../store/database';
+import {
+  type Database,
+  type PageCursor,
+  type SqlExecutor,
+  type WriteTransaction,
+  nullableNumber,
+} from '../store/database';
 import { type AttemptLogRow, type DeliveryRow, deliveryRepository } from './delivery-repository';
 import type { Scope, WebhookEndpointService } from './endpoints';
 
@@ -74,7 +80,7 @@ export class WebhookDeliveryService {
       throw new DomainError('VALIDATION_FAILED', `status must be one of ${DELIVERY_STATUSES.join(', ')}`);
     }
     const limit = Math.min(Math.max(filter.limit ?? 50, 1), 500);
-    let after: { createdAt: number; id: string } | undefined;
+    let after: PageCursor | undefined;
     if (filter.startingAfter !== undefined) {
       const last = await deliveryRepository.byId(this.db, scope, filter.startingAfter);
       if (!last) {

@@ -10,10 +10,12 @@ import {
   type OutboxRepository,
 } from '../outbox/engine';
 import {
+  continueAfter,
   forUpdate,
   nullableNumber,
   skipLocked,
   type Database,
+  type PageCursor,
   type RunResult,
   type SqlExecutor,
   type SqlParam,
@@ -370,7 +372,7 @@ export const deliveryRepository = {
       endpointId?: string;
       status?: DeliveryRow['status'];
       before?: number;
-      after?: { createdAt: number; id: string };
+      after?: PageCursor;
       limit: number;
     },
   ): Promise<DeliveryRow[]> {
@@ -380,10 +382,7 @@ export const deliveryRepository = {
     if (filter.endpointId) where.push('d.endpoint_id = ?'), params.push(filter.endpointId);
     if (filter.status) where.push('d.status = ?'), params.push(filter.status);
     if (filter.before !== undefined) where.push('d.created_at < ?'), params.push(filter.before);
-    if (filter.after !== undefined) {
-      where.push('(d.created_at < ? OR (d.created_at = ? AND d.id > ?))');
-      params.push(filter.after.createdAt, filter.after.createdAt, filter.after.id);
-    }
+    if (filter.after !== undefined) continueAfter(where, params, filter.after, 'd.');
     params.push(filter.limit);
     return db.all<DeliveryRow>(
       `${SELECT}${where.length ? ` WHERE ${where.join(' AND ')}` : ''} ORDER BY d.created_at DESC, d.id LIMIT ?`,

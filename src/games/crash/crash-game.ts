@@ -119,16 +119,28 @@ export class CrashGame implements GameDriver {
     this.active.clear();
     this.settings.clear();
     const bets = await betRepository.activeCrashBets(this.o.db, round.id);
-    for (const bet of bets) {
-      const s = await this.settingsFor(bet.operatorId);
-      const target = effectiveTarget(bet, s.crash.max_payout_per_bet);
-      let queue = this.queues.get(bet.operatorId);
-      if (!queue) this.queues.set(bet.operatorId, (queue = { exits: [], next: 0 }));
-      queue.exits.push({ bet, at: target.at, kind: target.kind });
-      this.active.set(bet.id, bet);
-      this.exposure.set(bet.operatorId, (this.exposure.get(bet.operatorId) ?? 0) + bet.amount);
+    for (const [operatorId, exits] of await this.ownExitsByOperator(bets)) {
+      this.queues.set(operatorId, { exits, next: 0 });
+      let open = 0;
+      for (const exit of exits) {
+        this.active.set(exit.bet.id, exit.bet);
+        open += exit.bet.amount;
+      }
+      this.exposure.set(operatorId, open);
     }
-    for (const queue of this.queues.values()) queue.exits.sort((a, b) => a.at - b.at);
+  }
+
+  /** Each operator's bets with where they leave on their own (auto target, per-bet cap), rising. */
+  private async ownExitsByOperator(bets: readonly ActiveCrashBet[]): Promise<Map<string, Exit[]>> {
+    const byOperator = new Map<string, Exit[]>();
+    for (const bet of bets) {
+      const target = effectiveTarget(bet, (await this.settingsFor(bet.operatorId)).crash.max_payout_per_bet);
+      let exits = byOperator.get(bet.operatorId);
+      if (!exits) byOperator.set(bet.operatorId, (exits = []));
+      exits.push({ bet, at: target.at, kind: target.kind });
+    }
+    for (const exits of byOperator.values()) exits.sort((a, b) => a.at - b.at);
+    return byOperator;
   }
 
   async onTick(round: RunningRound, now: number): Promise<Record<string, unknown>> {
@@ -206,15 +218,8 @@ export class CrashGame implements GameDriver {
     // Decided from the store, not from memory: a bet whose exit was due at or below the crash point
     // is paid at it even if a tick never got to it, so is an operator's per-round force point, and
     // everything else in the round loses.
-    const byOperator = new Map<string, Exit[]>();
-    for (const bet of await betRepository.activeCrashBets(tx, round.id)) {
-      const target = effectiveTarget(bet, (await this.settingsFor(bet.operatorId)).crash.max_payout_per_bet);
-      let exits = byOperator.get(bet.operatorId);
-      if (!exits) byOperator.set(bet.operatorId, (exits = []));
-      exits.push({ bet, at: target.at, kind: target.kind });
-    }
+    const byOperator = await this.ownExitsByOperator(await betRepository.activeCrashBets(tx, round.id));
     for (const [operatorId, exits] of byOperator) {
-      exits.sort((a, b) => a.at - b.at);
       let open = 0;
       for (const exit of exits) open += exit.bet.amount;
       let next = 0;
