@@ -144,6 +144,7 @@ async function placeOne(n: number): Promise<void> {
       autoCashout: null,
       selections: null,
       status: 'active',
+      potentialPayout: null,
     },
     velocity: { limit: 120, since: now - 60_000 },
   });

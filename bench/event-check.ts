@@ -38,6 +38,7 @@ const bet = (operatorId: string, i: number): CashedOutCrashBet => ({
   autoCashout: null,
   selections: null,
   status: 'cashed_out',
+  potentialPayout: null,
   payout: 237,
   cashoutMultiplier: 237,
   cashoutKind: 'manual',

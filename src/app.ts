@@ -85,24 +85,31 @@ export interface App {
   stop(): Promise<void>;
 }
 
-export function createLogger(config: Config): Logger {
-  return pino({
-    level: config.logLevel,
-    // Secrets never reach the logs, whichever object carries them.
-    redact: {
-      paths: [
-        'req.headers["x-signature"]',
-        'req.headers.authorization',
-        'req.headers.cookie',
-        '*.secret',
-        '*.api_secret',
-        '*.apiSecret',
-        '*.endpoint_secret',
-        '*.password',
-      ],
-      censor: '[redacted]',
+/**
+ * The service's logger. `destination` defaults to stdout (the service's logs); the admin CLI passes
+ * stderr, since its stdout carries the one JSON document scripts parse.
+ */
+export function createLogger(config: Config, destination?: pino.DestinationStream): Logger {
+  return pino(
+    {
+      level: config.logLevel,
+      // Secrets never reach the logs, whichever object carries them.
+      redact: {
+        paths: [
+          'req.headers["x-signature"]',
+          'req.headers.authorization',
+          'req.headers.cookie',
+          '*.secret',
+          '*.api_secret',
+          '*.apiSecret',
+          '*.endpoint_secret',
+          '*.password',
+        ],
+        censor: '[redacted]',
+      },
     },
-  });
+    destination,
+  );
 }
 
 /** What a service process says at start when it runs on PostgreSQL without Redis (null when all is shared). */

@@ -78,6 +78,7 @@ describe.each(STORES)('compliance flags on %s', (store) => {
       autoCashout: null,
       selections: null,
       status: 'active',
+      potentialPayout: null,
       placedAt: clock.now(),
       ...over,
     };

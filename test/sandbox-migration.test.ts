@@ -101,6 +101,7 @@ describe.each(STORES)('migration 004_sandbox over existing data on %s', (store) 
       '010_set_based_place_bets',
       '011_bets_round_index',
       '012_wallet_operators',
+      '013_quoted_payouts',
     ]);
     // 012: an operator with a wallet URL settles to it; one without stays webhook-only.
     expect(await db.all('SELECT id, settles_to_wallet FROM operators ORDER BY id')).toEqual([

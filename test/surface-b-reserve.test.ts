@@ -243,6 +243,13 @@ describe.each(STORES)('POST /v1/bets/reserve and the Stock Race reads on %s', (s
   it('closes betting at betting_closes_at (409 BETTING_CLOSED), races, then settles bets from the seed', async () => {
     const kept = await reserve({ ...base(), selected_stocks: ['NVDA', 'TSLA'], stake: 2 });
     const lost = await reserve({ ...base(), selected_stocks: ['AAPL'], stake: 3 });
+    // Quoted 100 × 8 × 95% = 760.00 under the default settings, then the operator halves its RTP and
+    // lowers its cap during the window: the close pays what the answer quoted (migration 013).
+    const quoted = await reserve({ ...base(), selected_stocks: ['NVDA'], stake: 100 });
+    expect(quoted.body.potential_payout).toBe(760);
+    await t.app.services.operators.updateSettings(op.id, { stock_race: { rtp_bp: 4750, max_payout_major: 300 } });
+    const after = await reserve({ ...base(), selected_stocks: ['NVDA'], stake: 100 });
+    expect(after.body.potential_payout).toBe(300);
     await clock.advanceAsync(WINDOW);
     const closed = await reserve(base());
     expect([closed.status, closed.body.error]).toEqual([409, 'BETTING_CLOSED']);
@@ -260,6 +267,8 @@ describe.each(STORES)('POST /v1/bets/reserve and the Stock Race reads on %s', (s
     expect(round.outcome).toMatchObject({ winner: 'NVDA', pct: 8.85 });
     expect((await get(`/v1/bets/${kept.body.bet_id}`)).body).toMatchObject({ status: 'won', payout: 7.6 });
     expect((await get(`/v1/bets/${lost.body.bet_id}`)).body).toMatchObject({ status: 'lost', payout: 0 });
+    expect((await get(`/v1/bets/${quoted.body.bet_id}`)).body).toMatchObject({ status: 'won', payout: 760 });
+    expect((await get(`/v1/bets/${after.body.bet_id}`)).body).toMatchObject({ status: 'won', payout: 300 });
     // This operator has no wallet_url: bet.settled events only, no settle calls.
     expect((await get('/v1/settlements')).body).toEqual({ settlements: [] });
   });

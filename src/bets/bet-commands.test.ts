@@ -76,6 +76,7 @@ describe.each(STORES)('place-bet command unit on %s', (kind) => {
             autoCashout: null,
             selections: null,
             status: 'active',
+            potentialPayout: null,
           },
           velocity: options.velocityLimit ? { limit: options.velocityLimit, since: now - 60_000 } : null,
         };
@@ -158,6 +159,7 @@ describe.each(STORES)('place-bet command unit on %s', (kind) => {
         autoCashout: null,
         selections: null,
         status: 'reserved',
+        potentialPayout: null,
       },
       velocity: null,
     });
@@ -183,6 +185,7 @@ describe.each(STORES)('place-bet command unit on %s', (kind) => {
         autoCashout: null,
         selections: null,
         status: 'active' as const,
+        potentialPayout: null,
       },
       velocity: null,
     };
@@ -220,6 +223,7 @@ describe.each(STORES)('place-bet command unit on %s', (kind) => {
           autoCashout: null,
           selections: null,
           status: 'active',
+          potentialPayout: null,
         },
         velocity: null,
       }),

@@ -131,6 +131,8 @@ export interface PlaceBetCommand {
     /** JSON text, as stored. */
     selections: string | null;
     status: 'active' | 'reserved';
+    /** Stock Race: what the bet pays if it wins, as its answer quotes it; Crash: null. */
+    potentialPayout: number | null;
   };
   /** Bet velocity rule: more bets than `limit` since `since` (this one included) needs the full path. */
   velocity: { limit: number; since: number } | null;
@@ -174,12 +176,12 @@ export async function runCommand<T>(
   }
 }
 
-const PLACE_BET_SQL = `SELECT rbs_place_bet(${Array.from({ length: 24 }, () => '?').join(', ')}) AS r`;
+const PLACE_BET_SQL = `SELECT rbs_place_bet(${Array.from({ length: 25 }, () => '?').join(', ')}) AS r`;
 const PLACE_BETS_SQL = 'SELECT rbs_place_bets(?::jsonb) AS r';
 /** Upper bound on bets sent in one rbs_place_bets call. */
 const MAX_BETS_PER_CALL = 64;
 
-/** rbs_place_bet's 24 arguments in order; rbs_place_bets takes a JSON array of these. */
+/** rbs_place_bet's 25 arguments in order (migration 013 added the last); rbs_place_bets takes a JSON array of these. */
 export function placeBetParams(c: PlaceBetCommand): SqlParam[] {
   return [
     c.claim.operatorId,
@@ -206,6 +208,7 @@ export function placeBetParams(c: PlaceBetCommand): SqlParam[] {
     c.bet.status,
     c.velocity?.limit ?? 0,
     c.velocity?.since ?? 0,
+    c.bet.potentialPayout,
   ];
 }
 
@@ -259,7 +262,7 @@ interface RoundRow {
   operator_id?: string | null;
 }
 
-/** rbs_place_bet (migration 007), statement for statement, as a synchronous SQLite unit. */
+/** rbs_place_bet (migrations 007 and 013), statement for statement, as a synchronous SQLite unit. */
 export function placeBetSync(tx: SyncExecutor, c: PlaceBetCommand): PlaceBetAnswer {
   const now = c.claim.now;
   let answer: StoredText | null = c.refusal;
@@ -301,8 +304,8 @@ export function placeBetSync(tx: SyncExecutor, c: PlaceBetCommand): PlaceBetAnsw
   tx.run(
     `INSERT INTO bets (id, operator_id, game, round_id, round_number, player, session_id, currency, amount,
        auto_cashout,
-       selections, status, payout, cashout_multiplier, cashout_kind, placed_at, settled_at)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL, NULL, ?, NULL)`,
+       selections, status, payout, cashout_multiplier, cashout_kind, placed_at, settled_at, potential_payout)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL, NULL, ?, NULL, ?)`,
     [
       b.id,
       c.claim.operatorId,
@@ -317,6 +320,7 @@ export function placeBetSync(tx: SyncExecutor, c: PlaceBetCommand): PlaceBetAnsw
       b.selections,
       b.status,
       now,
+      b.potentialPayout,
     ],
   );
   return { outcome: 'placed', round_id: round!.id, round_number: Number(round!.round_number) };

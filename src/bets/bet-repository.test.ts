@@ -14,6 +14,7 @@ const raceRow = (over: Partial<BetRow> = {}): BetRow =>
     auto_cashout: null,
     selections: '["NVDA","AAPL"]',
     status: 'reserved',
+    potential_payout: 1900,
     ...over,
   });
 
@@ -41,6 +42,7 @@ describe('a bet row becomes the bet type its game and status say', () => {
       selections: null,
       status: 'active',
       placedAt: 1_000,
+      potentialPayout: null,
     });
     expect(toBet(crashRow(cashedOut))).toMatchObject({
       status: 'cashed_out',
@@ -55,7 +57,16 @@ describe('a bet row becomes the bet type its game and status say', () => {
       cashoutMultiplier: null,
       cashoutKind: null,
     });
-    expect(toBet(raceRow())).toMatchObject({ game: 'stock_race', sessionId: 'ses_1', selections: ['NVDA', 'AAPL'] });
+    expect(toBet(raceRow())).toMatchObject({
+      game: 'stock_race',
+      sessionId: 'ses_1',
+      selections: ['NVDA', 'AAPL'],
+      potentialPayout: 1900,
+    });
+    // PostgreSQL hands a bigint back as text; a bet reserved before quotes were stored has none.
+    expect(toBet(raceRow({ potential_payout: '1900' as never })).potentialPayout).toBe(1900);
+    expect(toBet(raceRow({ potential_payout: null })).potentialPayout).toBeNull();
+    expect(() => toBet(crashRow({ potential_payout: 1900 }))).toThrow(BetRowMisfit);
     expect(toBet(raceRow({ status: 'won', payout: 1900, settled_at: 2_000 }))).toMatchObject({
       status: 'won',
       payout: 1900,
@@ -126,6 +137,7 @@ describe('betRepository on a store row that does not fit its variant', () => {
       autoCashout: null,
       selections: null,
       status: 'active',
+      potentialPayout: null,
       placedAt: 1_500,
     };
     await db.transaction((tx) => betRepository.insert(tx, bet));

@@ -28,6 +28,8 @@ export interface BetRow {
   cashout_kind: CashoutKind | null;
   placed_at: number;
   settled_at: number | null;
+  /** Stock Race: the winning payout quoted at reserve (null before migration 013); Crash: always null. */
+  potential_payout: number | null;
 }
 
 /** A row that breaks the invariants of its bet's type: a defect in whatever wrote it, never a client error. */
@@ -92,8 +94,8 @@ export function toBet(r: BetRow): Bet {
   const open = payout === null && multiplier === null && r.cashout_kind === null && settledAt === null;
 
   if (r.game === 'crash') {
-    if (r.session_id !== null || r.currency !== null || r.selections !== null) {
-      throw new BetRowMisfit(r, 'a Crash bet has no session, currency or selections');
+    if (r.session_id !== null || r.currency !== null || r.selections !== null || r.potential_payout !== null) {
+      throw new BetRowMisfit(r, 'a Crash bet has no session, currency, selections or quoted payout');
     }
     // Object.assign onto the fresh base rather than `{ ...base, game, … }`: on Node 20's V8 a spread
     // followed by more properties takes a slow runtime path (microseconds a row); the keys' order is
@@ -104,6 +106,7 @@ export function toBet(r: BetRow): Bet {
       currency: null,
       selections: null,
       autoCashout: nullableNumber(r.auto_cashout),
+      potentialPayout: null,
     });
     switch (r.status) {
       case 'active':
@@ -138,6 +141,7 @@ export function toBet(r: BetRow): Bet {
       currency: r.currency,
       selections: parseSelections(r),
       autoCashout: null,
+      potentialPayout: nullableNumber(r.potential_payout),
     });
     switch (r.status) {
       case 'reserved':
@@ -173,8 +177,9 @@ export const betRepository = {
     const result = isSettled(bet) ? bet : null;
     await tx.run(
       `INSERT INTO bets (id, operator_id, game, round_id, round_number, player, session_id, currency, amount,
-         auto_cashout, selections, status, payout, cashout_multiplier, cashout_kind, placed_at, settled_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+         auto_cashout, selections, status, payout, cashout_multiplier, cashout_kind, placed_at, settled_at,
+         potential_payout)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       [
         bet.id,
         bet.operatorId,
@@ -193,6 +198,7 @@ export const betRepository = {
         result?.cashoutKind ?? null,
         bet.placedAt,
         result?.settledAt ?? null,
+        bet.potentialPayout,
       ],
     );
   },

@@ -28,6 +28,7 @@ const active: ActiveCrashBet = {
   autoCashout: null,
   selections: null,
   status: 'active',
+  potentialPayout: null,
   placedAt: 1_000,
 };
 

@@ -33,6 +33,8 @@ interface CrashBetBase extends BetBase {
   selections: null;
   /** Hundredths; null when the player cashes out by hand (or is forced out at the per-bet cap). */
   autoCashout: number | null;
+  /** A Crash bet's payout depends on when it leaves: nothing is quoted when it is placed. */
+  potentialPayout: null;
 }
 
 /** The result of a settled bet; only a cash-out has a multiplier and a kind. */
@@ -68,6 +70,14 @@ interface StockRaceBetBase extends BetBase {
   currency: string;
   selections: string[];
   autoCashout: null;
+  /**
+   * What the bet pays if one of its stocks wins (minor units), fixed when it was reserved: the
+   * `potential_payout` its reserve answer quoted, under the operator's RTP and per-bet cap of that
+   * moment, so a later change of settings neither cuts nor raises it. Only the operator's per-round
+   * cap can lower it at the close. null: reserved before the quote was stored (migration 013); such
+   * a bet is paid under the settings in force at the close.
+   */
+  potentialPayout: number | null;
 }
 
 export interface ReservedStockRaceBet extends StockRaceBetBase {
@@ -105,6 +115,7 @@ export function placementOf(bet: OpenBet): Omit<OpenBet, 'status'> {
     currency: bet.currency,
     selections: bet.selections,
     autoCashout: bet.autoCashout,
+    potentialPayout: bet.potentialPayout,
   } as Omit<OpenBet, 'status'>;
 }
 

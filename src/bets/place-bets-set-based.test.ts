@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freshDatabase, PG_URL, STORES } from '../../test/support/harness';
 import type { Database, SqlParam } from '../store/database';
 import * as m010 from '../store/migrations/010_set_based_place_bets';
+import * as m013 from '../store/migrations/013_quoted_payouts';
 import type { PostgresDatabase } from '../store/postgres';
 import { type PlaceBetCommand, placeBetParams } from './bet-commands';
 
@@ -199,6 +200,7 @@ describe.runIf(STORES.includes('postgres'))('set-based rbs_place_bets on postgre
           autoCashout: next() < 0.5 ? null : 100 + Math.floor(next() * 900),
           selections: stock ? JSON.stringify([pick(['AAA', 'BBB', 'CCC'])]) : null,
           status: stock ? 'reserved' : 'active',
+          potentialPayout: stock ? 3800 : null,
         },
         velocity: limit > 0 ? { limit, since: now - WINDOW } : null,
       });
@@ -321,6 +323,7 @@ describe.runIf(STORES.includes('postgres'))('set-based rbs_place_bets on postgre
           autoCashout: null,
           selections: null,
           status: 'active',
+          potentialPayout: null,
         },
         velocity: { limit: 2, since: NOW - WINDOW },
       }),
@@ -338,7 +341,7 @@ describe.runIf(STORES.includes('postgres'))('set-based rbs_place_bets on postgre
     expect((await run('rbs_place_bets', s, true)).answers).toEqual([]);
   });
 
-  it('goes back to 007’s loop on the way down, and forward again', async () => {
+  it('goes back to 007’s loop on the way down (through 013, which drops quotes), and forward again', async () => {
     const kysely = new Kysely<unknown>({ dialect: new PostgresDialect({ pool: (db as PostgresDatabase).pool }) });
     const functions = async () =>
       (
@@ -349,11 +352,21 @@ describe.runIf(STORES.includes('postgres'))('set-based rbs_place_bets on postgre
       ).rows.map((r: { proname: string }) => r.proname);
     const s = scenario(11);
     const before = await run('rbs_place_bets', s);
+    const quotes = (r: Run) => (r.bets as { potential_payout: unknown }[]).map((b) => b.potential_payout);
+    // The scenario places Stock Race bets with quotes, which the way back must write again.
+    expect(quotes(before)).toContain(3800);
+    const withoutQuotes = {
+      ...before,
+      bets: (before.bets as { potential_payout: unknown }[]).map(({ potential_payout: _, ...bet }) => bet),
+    };
+    await m013.down(kysely);
     await m010.down(kysely);
     expect(await functions()).toEqual(['rbs_place_bets']);
-    expect(await run('rbs_place_bets', s)).toEqual(before);
+    expect(await run('rbs_place_bets', s)).toEqual(withoutQuotes);
     await m010.up(kysely);
+    await m013.up(kysely);
     expect(await functions()).toEqual(['rbs_place_bets', 'rbs_place_bets_each']);
     expect(await run('rbs_place_bets', s, true)).toEqual(before);
+    expect(await run('rbs_place_bets_each', s)).toEqual(before);
   });
 });

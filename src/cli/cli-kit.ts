@@ -17,13 +17,13 @@ export interface CliCommand {
 
 export class UsageError extends Error {}
 
+/** A secret rotation's overlap, for operators and webhook endpoints alike: at most 30 days. */
+export const MAX_OVERLAP_MS = 30 * 86_400_000;
+
 /**
  * An integer option within `min`..`max`, the bounds the HTTP API sets for the same value (the service
  * would otherwise clamp it silently): undefined when absent, a usage error for anything else.
  */
-/** A secret rotation's overlap, for operators and webhook endpoints alike: at most 30 days. */
-export const MAX_OVERLAP_MS = 30 * 86_400_000;
-
 export function integerOption(value: string | boolean | undefined, name: string, min: number, max: number) {
   if (value === undefined) return undefined;
   const n = typeof value === 'string' && /^\d{1,10}$/.test(value) ? Number(value) : Number.NaN;
@@ -31,13 +31,43 @@ export function integerOption(value: string | boolean | undefined, name: string,
   return n;
 }
 
+/**
+ * A string option: undefined when absent. An empty value (`--x=`, or `--x "$UNSET"` in a script) is a
+ * usage error rather than "absent": read as absent it widened a filter, reset a cursor or took a default.
+ */
+export function stringOption(value: string | boolean | undefined, name: string): string | undefined {
+  if (value === '') throw new UsageError(`--${name} must not be empty`);
+  return typeof value === 'string' ? value : undefined;
+}
+
+/**
+ * An `--operator` filter: undefined when absent, else an existing operator's id. An empty list for a
+ * mistyped id would read as "this operator has none", so it is the NOT_FOUND `webhook add` gives.
+ */
+export async function operatorFilter(
+  app: { services: AppServices },
+  value: string | boolean | undefined,
+): Promise<string | undefined> {
+  const id = stringOption(value, 'operator');
+  if (id !== undefined) await app.services.operators.get(id);
+  return id;
+}
+
 export function parseCommand(command: CliCommand, argv: string[]): Record<string, string | boolean | undefined> {
-  const { values } = parseArgs({
+  const { values, tokens } = parseArgs({
     args: argv,
     options: Object.fromEntries(Object.entries(command.options).map(([k, v]) => [k, { type: v.type }])),
     strict: true,
     allowPositionals: false,
+    tokens: true,
   });
+  // parseArgs keeps the last of a repeated option: `--id A --id B` would act on B without a word.
+  const seen = new Set<string>();
+  for (const token of tokens) {
+    if (token.kind !== 'option') continue;
+    if (seen.has(token.name)) throw new UsageError(`--${token.name} was given more than once`);
+    seen.add(token.name);
+  }
   for (const [name, spec] of Object.entries(command.options)) {
     if (spec.required && (values[name] === undefined || values[name] === ''))
       throw new UsageError(`--${name} is required`);

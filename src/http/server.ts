@@ -127,7 +127,11 @@ export function requestDeadlines(
 
 /** Builds the HTTP server: parsing, validation settings, OpenAPI, and the surfaces. */
 export async function buildHttpServer(s: AppServices, options: HttpOptions = {}): Promise<FastifyInstance> {
-  const deadlines = requestDeadlines(s.config.requestTimeoutMs);
+  // Node would answer an HTTP/1.1 request without Host itself, a 400 with an empty body and no
+  // code: the onRequest hook below refuses it instead, in the surface's error shape.
+  // What measures a request (onResponse below); frameworkErrors, built first, reads it once it is set.
+  let observeUnhooked: ((req: FastifyRequest, reply: FastifyReply) => void) | null = null;
+  const deadlines = { ...requestDeadlines(s.config.requestTimeoutMs), requireHostHeader: false };
   // Fastify hands `https` (else `http`) to Node's createServer: the deadlines go in whichever is used.
   const https = s.config.tls
     ? { key: readFileSync(s.config.tls.keyFile), cert: readFileSync(s.config.tls.certFile), ...deadlines }
@@ -167,6 +171,11 @@ export async function buildHttpServer(s: AppServices, options: HttpOptions = {})
     // Errors the router raises before any route runs (a bad percent-encoding, a path parameter
     // over the length limit) take the surface's shape like every other error.
     frameworkErrors: (error, req, reply) => {
+      // Answered on a route context made before any hook was added: neither onSend (x-request-id)
+      // nor onResponse (request metrics, the server span) runs for these, so both are done here.
+      void (reply as FastifyReply).header('x-request-id', String(req.id));
+      const measure = observeUnhooked;
+      if (measure) reply.raw.once('finish', () => measure(req as FastifyRequest, reply as FastifyReply));
       if (error.code === 'FST_ERR_MAX_PARAM_LENGTH') {
         const surface = surfaceFor(req.url);
         const message = 'a path segment is longer than any identifier of this API';
@@ -220,6 +229,7 @@ export async function buildHttpServer(s: AppServices, options: HttpOptions = {})
   // Not in development, where a laptop's localhost would be pinned to https for a year.
   const hsts = Boolean(s.config.tls || s.config.trustProxyTls) && s.config.env !== 'development';
   const observe = options.observability ? instrumentHttp(app, options.observability) : null;
+  observeUnhooked = observe;
   // One hook per stage for every request, each a plain callback: every hook costs a call through
   // Fastify's hook runner, and an async hook a promise and a microtask turn as well.
   app.addHook('onRequest', (req, reply, done) => {
@@ -227,6 +237,10 @@ export async function buildHttpServer(s: AppServices, options: HttpOptions = {})
     // refuse it before any route looks it up.
     if (req.url.includes('%00')) {
       return done(new DomainError('VALIDATION_FAILED', 'the URL contains a NUL character (%00)'));
+    }
+    // HTTP/1.1 requires Host (RFC 9112, 3.2); HTTP/1.0 may leave it out.
+    if (req.headers.host === undefined && req.raw.httpVersion === '1.1') {
+      return done(new DomainError('VALIDATION_FAILED', 'an HTTP/1.1 request must carry a Host header'));
     }
     if (!closing) return done();
     // Requests that arrive on open connections after shutdown began are refused in the surface's

@@ -29,6 +29,38 @@ export interface MetricSources {
   leaders: () => { game: GameLabel; leader: boolean }[];
 }
 
+type Backlog = Awaited<ReturnType<MetricSources['outboxBacklog']>>;
+
+/** Well under Prometheus's default scrape timeout (10 s). */
+const BACKLOG_READ_TIMEOUT_MS = 2_000;
+
+/**
+ * Every queue's backlog, or null when the store does not answer. prom-client fails the whole scrape
+ * when one collect throws, and a database outage is exactly when the request and process series
+ * matter: the outbox gauges are then left out of the scrape (absent, not a stale or made-up 0).
+ */
+async function readBacklogs(sources: MetricSources): Promise<[OutboxQueue, Backlog][] | null> {
+  let timer: NodeJS.Timeout | undefined;
+  // A store that hangs (a pool with every connection taken) must not hang the scrape past
+  // Prometheus's timeout either: the read is abandoned after BACKLOG_READ_TIMEOUT_MS.
+  const late = new Promise<null>((resolve) => {
+    timer = setTimeout(() => resolve(null), BACKLOG_READ_TIMEOUT_MS);
+    timer.unref();
+  });
+  const read = async (): Promise<[OutboxQueue, Backlog][]> => {
+    const backlogs: [OutboxQueue, Backlog][] = [];
+    for (const queue of OUTBOX_QUEUES) backlogs.push([queue, await sources.outboxBacklog(queue)]);
+    return backlogs;
+  };
+  try {
+    return await Promise.race([read(), late]);
+  } catch {
+    return null;
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 /**
  * The service's Prometheus metrics, in a registry of their own (never the process-wide default, so
  * several apps in one process, as in tests, do not share counters). Labels are bounded by
@@ -98,7 +130,9 @@ export class ServiceMetrics {
       labelNames: ['queue'],
       registers,
       async collect() {
-        for (const queue of OUTBOX_QUEUES) this.set({ queue }, (await sources.outboxBacklog(queue)).pending);
+        const backlogs = await readBacklogs(sources);
+        if (backlogs === null) return this.reset();
+        for (const [queue, backlog] of backlogs) this.set({ queue }, backlog.pending);
       },
     });
     new Gauge({
@@ -107,8 +141,9 @@ export class ServiceMetrics {
       labelNames: ['queue'],
       registers,
       async collect() {
-        for (const queue of OUTBOX_QUEUES) {
-          const { oldestAt } = await sources.outboxBacklog(queue);
+        const backlogs = await readBacklogs(sources);
+        if (backlogs === null) return this.reset();
+        for (const [queue, { oldestAt }] of backlogs) {
           this.set({ queue }, oldestAt === null ? 0 : Math.max(0, (sources.now() - oldestAt) / 1000));
         }
       },

@@ -6,11 +6,13 @@
  */
 import type { IncomingMessage } from 'node:http';
 import {
+  type Context,
   context,
   defaultTextMapGetter,
   defaultTextMapSetter,
   ROOT_CONTEXT,
   SpanKind,
+  type SpanOptions,
   SpanStatusCode,
   trace,
   type Span,
@@ -19,7 +21,7 @@ import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-ho
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { resourceFromAttributes } from '@opentelemetry/resources';
-import { BasicTracerProvider, BatchSpanProcessor } from '@opentelemetry/sdk-trace-base';
+import { BasicTracerProvider, BatchSpanProcessor, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import type { Dialect } from '../store/database';
 import type { StoreSpans } from './instrumented-db';
 import type { OutboundTracer } from './outbound';
@@ -86,11 +88,8 @@ export class Tracing implements StoreSpans, OutboundTracer {
 
   transaction<T>(label: string | undefined, run: () => Promise<T>): Promise<T> {
     const name = label ? `db.transaction ${label}` : 'db.transaction';
-    return this.tracer.startActiveSpan(
-      name,
-      { kind: SpanKind.CLIENT, attributes: { 'db.system.name': this.o.dialect } },
-      (span) => this.finish(span, run()),
-    );
+    const options: SpanOptions = { kind: SpanKind.CLIENT, attributes: { 'db.system.name': this.o.dialect } };
+    return this.tracer.startActiveSpan(name, options, this.parentFor(options), (span) => this.finish(span, run()));
   }
 
   call<T extends { statusCode: number }>(
@@ -100,7 +99,8 @@ export class Tracing implements StoreSpans, OutboundTracer {
     run: () => Promise<T>,
   ): Promise<T> {
     const attributes = { 'http.request.method': 'POST', 'server.address': url.hostname, 'url.path': url.pathname };
-    return this.tracer.startActiveSpan(name, { kind: SpanKind.CLIENT, attributes }, (span) => {
+    const options: SpanOptions = { kind: SpanKind.CLIENT, attributes };
+    return this.tracer.startActiveSpan(name, options, this.parentFor(options), (span) => {
       this.propagator.inject(context.active(), headers, defaultTextMapSetter);
       return this.finish(
         span,
@@ -111,6 +111,22 @@ export class Tracing implements StoreSpans, OutboundTracer {
         }),
       );
     });
+  }
+
+  /**
+   * The context a new span starts in. Work a request starts without awaiting it (a sandbox engine
+   * started by a test operator's first call, a loop it schedules) keeps that request's context for
+   * as long as it runs. Once the span it would join has ended, the work starts a trace of its own,
+   * linked to that span, rather than adding to a finished request's trace for hours. The usual
+   * case (the request still open, or no span at all) allocates nothing here.
+   */
+  private parentFor(options: SpanOptions): Context {
+    const active = context.active();
+    const parent = trace.getSpan(active);
+    // Only the SDK's own spans say whether they ended; a caller's remote parent never has.
+    if (parent === undefined || (parent as Partial<ReadableSpan>).ended !== true) return active;
+    options.links = [{ context: parent.spanContext() }];
+    return ROOT_CONTEXT;
   }
 
   /** Sends what is still buffered; called on shutdown. */

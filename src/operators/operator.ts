@@ -68,8 +68,17 @@ export const OperatorSettingsSchema = Type.Object(
           maximum: MAX,
           description: 'a positive number of major units of the bet currency',
         }),
+        /**
+         * What one round pays this operator's winners in one currency, at most (major units of that
+         * currency): above it every winner of that currency is paid the same share of what it won.
+         */
+        max_payout_per_round_major: Type.Number({
+          exclusiveMinimum: 0,
+          maximum: MAX,
+          description: 'a positive number of major units of each currency',
+        }),
       },
-      { ...exact, description: 'an object {rtp_bp, max_payout_major}' },
+      { ...exact, description: 'an object {rtp_bp, max_payout_major, max_payout_per_round_major}' },
     ),
     /** Overrides the service-wide token bucket for this operator's key; null uses the service's. */
     rate_limit: Type.Union(
@@ -140,7 +149,7 @@ export const DEFAULT_OPERATOR_SETTINGS: OperatorSettings = {
   currencies: ['EUR', 'USD', 'GBP'],
   stake_limits: {},
   crash: { max_payout_per_bet: 10_000_000, max_payout_per_round: 100_000_000 },
-  stock_race: { rtp_bp: 9500, max_payout_major: 100_000 },
+  stock_race: { rtp_bp: 9500, max_payout_major: 100_000, max_payout_per_round_major: 1_000_000 },
   rate_limit: null,
   compliance: {
     large_stake: 500_000,

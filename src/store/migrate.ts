@@ -12,6 +12,7 @@ import * as m009cashouts from './migrations/009_cash_out_batches';
 import * as m010setbets from './migrations/010_set_based_place_bets';
 import * as m011betsround from './migrations/011_bets_round_index';
 import * as m012walletoperators from './migrations/012_wallet_operators';
+import * as m013quotedpayouts from './migrations/013_quoted_payouts';
 import type { PostgresDatabase } from './postgres';
 import type { SqliteDatabase } from './sqlite';
 
@@ -33,6 +34,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '010_set_based_place_bets': m010setbets,
   '011_bets_round_index': m011betsround,
   '012_wallet_operators': m012walletoperators,
+  '013_quoted_payouts': m013quotedpayouts,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };

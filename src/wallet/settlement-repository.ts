@@ -5,6 +5,15 @@ import { OperatorModes } from '../operators/operator-mode';
 import { LOST_ATTEMPT, TargetBudget, type ClaimQuery, type Outcome, type OutboxRepository } from '../outbox/engine';
 import { skipLocked, type Database, type SqlExecutor, nullableNumber } from '../store/database';
 import type { AttemptRow, Settlement, SettlementClaim, SettlementStatus, SettleBody } from './settlements';
+import type { OperatorMode } from '../operators/operator';
+
+/** Which settlements a list shows: one operator's, or one mode's operators' (the CLI: live ones), by status. */
+export interface SettlementFilter {
+  operatorId?: string;
+  mode?: OperatorMode;
+  status?: SettlementStatus;
+  limit: number;
+}
 
 interface SettlementRow {
   bet_id: string;
@@ -78,13 +87,11 @@ export const settlementRepository = {
     return row ? toSettlement(row) : undefined;
   },
 
-  async list(
-    db: SqlExecutor,
-    filter: { operatorId?: string; status?: SettlementStatus; limit: number },
-  ): Promise<Settlement[]> {
+  async list(db: SqlExecutor, filter: SettlementFilter): Promise<Settlement[]> {
     const where: string[] = [];
     const params: (string | number)[] = [];
     if (filter.operatorId) where.push('operator_id = ?'), params.push(filter.operatorId);
+    if (filter.mode) where.push('operator_id IN (SELECT id FROM operators WHERE mode = ?)'), params.push(filter.mode);
     if (filter.status) where.push('status = ?'), params.push(filter.status);
     params.push(filter.limit);
     const rows = await db.all<SettlementRow>(

@@ -1,7 +1,7 @@
 import type { Clock } from '../clock/clock';
 import { DomainError } from '../errors/codes';
 import type { Database } from '../store/database';
-import { settlementRepository } from './settlement-repository';
+import { type SettlementFilter, settlementRepository } from './settlement-repository';
 import type { AttemptRow, Settlement, SettlementStatus } from './settlements';
 
 /** Whose settlements a caller may touch: one operator's (dashboard), or any (admin CLI: null). */
@@ -61,7 +61,7 @@ export class SettlementService {
   }
 
   /** Oldest first; all operators when `operatorId` is absent (the CLI). */
-  list(filter: { operatorId?: string; status?: SettlementStatus; limit: number }): Promise<Settlement[]> {
+  list(filter: SettlementFilter): Promise<Settlement[]> {
     return settlementRepository.list(this.db, filter);
   }
 

@@ -104,7 +104,15 @@ export class WebhookDeliveryOutbox implements OutboxRepository<WebhookClaim> {
       }
       if (exhausted.length > 0) {
         // Dead-lettered here, without a send: the worker that held the last attempt never recorded it.
-        afterCommit(tx, (m) => m.webhookDeliveries.inc({ outcome: 'dead' }, exhausted.length));
+        // Counted like record()'s outcomes: a sandbox's deliveries (events with livemode 0) stay out of
+        // the live metrics. Read only here, where a worker died holding a last attempt.
+        const live = await tx.get<{ n: number | string }>(
+          `SELECT COUNT(*) AS n FROM webhook_deliveries d JOIN events e ON e.id = d.event_id
+           WHERE d.id IN (${marks(exhausted)}) AND e.livemode = 1`,
+          exhausted,
+        );
+        const dead = Number(live?.n ?? 0);
+        if (dead > 0) afterCommit(tx, (m) => m.webhookDeliveries.inc({ outcome: 'dead' }, dead));
         await tx.run(
           `UPDATE webhook_deliveries
            SET status = 'dead', dead_at = ?, claimed_until = NULL, next_attempt_at = NULL, last_error = ?
@@ -406,12 +414,18 @@ export const deliveryRepository = {
   },
 };
 
-/** Deliveries not yet made, and when the oldest was queued (the outbox gauges): live operators' only. */
+/**
+ * Deliveries waiting to be made, and when the oldest was queued (the outbox gauges): live, active
+ * operators' only. A disabled operator's deliveries are held on purpose until it is enabled again
+ * (the claim skips them), which may be never: counted, they would keep the backlog alert firing
+ * with nothing to fix.
+ */
 export async function deliveryBacklog(db: SqlExecutor): Promise<{ pending: number; oldestAt: number | null }> {
   const row = await db.get<{ pending: number | string; oldest: number | string | null }>(
     `SELECT COUNT(*) AS pending, MIN(created_at) AS oldest FROM webhook_deliveries d
      WHERE status = 'pending'
-       AND NOT EXISTS (SELECT 1 FROM operators o WHERE o.id = d.operator_id AND o.mode = 'test')`,
+       AND NOT EXISTS (SELECT 1 FROM operators o
+                       WHERE o.id = d.operator_id AND (o.mode = 'test' OR o.status <> 'active'))`,
   );
   return { pending: Number(row?.pending ?? 0), oldestAt: nullableNumber(row?.oldest) };
 }

@@ -19,5 +19,6 @@ export const crashRow = (over: Partial<BetRow> = {}): BetRow => ({
   cashout_kind: null,
   placed_at: 1_000,
   settled_at: null,
+  potential_payout: null,
   ...over,
 });

@@ -6,7 +6,7 @@ import { request } from 'undici';
 import { createApp, type App } from '../../src/app';
 import type { Clock } from '../../src/clock/clock';
 import { loadConfig, type Config } from '../../src/config/config';
-import type { OperatorSettings } from '../../src/operators/operator';
+import type { OperatorSettingsPatch } from '../../src/operators/operator';
 import { signRequest } from '../../src/signing/request-signature';
 import type { Database, SqlParam } from '../../src/store/database';
 import { migrate } from '../../src/store/migrate';
@@ -97,7 +97,7 @@ export interface TestApp {
     name?: string;
     walletUrl?: string | null;
     mode?: 'live' | 'test';
-    settings?: Partial<OperatorSettings>;
+    settings?: OperatorSettingsPatch;
   }): Promise<TestOperator>;
 }
 

@@ -17,6 +17,7 @@ export function settledCrashBet(overrides: Partial<CashedOutCrashBet> = {}): Cas
     autoCashout: null,
     selections: null,
     status: 'cashed_out',
+    potentialPayout: null,
     payout: 200,
     cashoutMultiplier: 200,
     cashoutKind: 'manual',

@@ -1,4 +1,4 @@
-import { type CliCommand, integerOption } from '../cli-kit';
+import { type CliCommand, integerOption, operatorFilter, stringOption } from '../cli-kit';
 
 /** The HTTP API's bounds for the same list (GET /compliance/flags): the service would clamp silently. */
 const MAX_LIMIT = 1000;
@@ -19,10 +19,13 @@ export const complianceCommands: CliCommand[] = [
     },
     async run(app, v) {
       const limit = integerOption(v.limit, 'limit', 1, MAX_LIMIT);
-      const flags = await app.services.complianceFlags.list(typeof v.operator === 'string' ? v.operator : null, {
-        rule: typeof v.rule === 'string' ? v.rule : undefined,
-        player: typeof v.player === 'string' ? v.player : undefined,
-        startingAfter: typeof v['starting-after'] === 'string' ? v['starting-after'] : undefined,
+      // An empty or mistyped --operator used to answer an empty list, read as "no flags": refused.
+      const operatorId = await operatorFilter(app, v.operator);
+      const flags = await app.services.complianceFlags.list(operatorId ?? null, {
+        // `--player "$UNSET"` matched no player: an empty list that read as "no flags for this player".
+        rule: stringOption(v.rule, 'rule'),
+        player: stringOption(v.player, 'player'),
+        startingAfter: stringOption(v['starting-after'], 'starting-after'),
         limit,
       });
       return { flags };

@@ -1,5 +1,5 @@
 import type { DashboardUser } from '../../dashboard-users/dashboard-auth';
-import type { CliCommand } from '../cli-kit';
+import { type CliCommand, operatorFilter } from '../cli-kit';
 
 const present = (u: DashboardUser): Record<string, unknown> => ({
   user_id: u.id,
@@ -29,7 +29,9 @@ export const dashboardUserCommands: CliCommand[] = [
     summary: 'List dashboard users (optionally of one operator).',
     options: { operator: { type: 'string', description: 'only this operator (op_…)' } },
     async run(app, v) {
-      return { users: (await app.services.dashboardUsers.listUsers(v.operator as string | undefined)).map(present) };
+      // An empty --operator used to list every operator's users, a mistyped one none: both are refused.
+      const operatorId = await operatorFilter(app, v.operator);
+      return { users: (await app.services.dashboardUsers.listUsers(operatorId)).map(present) };
     },
   },
   {

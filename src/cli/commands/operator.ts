@@ -1,7 +1,7 @@
 import { DomainError } from '../../errors/codes';
 import type { Operator, OperatorSettingsPatch } from '../../operators/operator';
 import { MAX_OPERATOR_NAME_LENGTH } from '../../operators/operators';
-import { type CliCommand, integerOption, MAX_OVERLAP_MS, UsageError } from '../cli-kit';
+import { type CliCommand, integerOption, MAX_OVERLAP_MS, stringOption, UsageError } from '../cli-kit';
 
 export function presentOperator(o: Operator): Record<string, unknown> {
   return {
@@ -35,9 +35,10 @@ export const operatorCommands: CliCommand[] = [
       mode: { type: 'string', description: 'live (default) or test: a sandbox operator with pk_test_/sk_test_ keys' },
     },
     async run(app, v) {
-      const mode = v.mode === undefined ? 'live' : String(v.mode);
+      const mode = stringOption(v.mode, 'mode') ?? 'live';
       if (mode !== 'live' && mode !== 'test') throw new DomainError('VALIDATION_FAILED', '--mode must be live or test');
-      const walletUrl = (v['wallet-url'] as string) ?? null;
+      // `--wallet-url "$UNSET"` used to create an operator that settles to no wallet, without a word.
+      const walletUrl = stringOption(v['wallet-url'], 'wallet-url') ?? null;
       const created = await app.services.operators.create({ name: String(v.name), walletUrl, mode });
       return { ...presentOperator(created), api_secret: created.apiSecret };
     },

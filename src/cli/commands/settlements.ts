@@ -1,8 +1,11 @@
 import { DomainError } from '../../errors/codes';
 import { presentSettlement, type SettlementStatus } from '../../wallet/settlements';
-import type { CliCommand } from '../cli-kit';
+import { type CliCommand, integerOption, operatorFilter, stringOption } from '../cli-kit';
 
 const STATUSES: SettlementStatus[] = ['pending', 'delivered'];
+
+/** Surface B's bound on the same list (GET /v1/settlements). */
+const MAX_LIMIT = 1000;
 
 /** Wallet settlements (settle calls to operators' wallets): inspect them, and send one again now. */
 export const settlementCommands: CliCommand[] = [
@@ -12,16 +15,20 @@ export const settlementCommands: CliCommand[] = [
     options: {
       status: { type: 'string', description: 'pending | delivered' },
       operator: { type: 'string', description: 'only this operator (op_…)' },
-      limit: { type: 'string', description: 'at most this many (default 100)' },
+      limit: { type: 'string', description: `at most this many (default 100, 1 to ${MAX_LIMIT})` },
     },
     async run(app, v) {
-      const status = v.status as SettlementStatus | undefined;
+      const status = stringOption(v.status, 'status') as SettlementStatus | undefined;
       if (status !== undefined && !STATUSES.includes(status))
         throw new DomainError('VALIDATION_FAILED', '--status must be pending or delivered');
-      const limit = v.limit === undefined ? 100 : Number(v.limit);
-      if (!Number.isSafeInteger(limit) || limit < 1)
-        throw new DomainError('VALIDATION_FAILED', '--limit must be a positive integer');
-      const rows = await app.services.settlements.list({ status, operatorId: v.operator as string | undefined, limit });
+      // Number() took `1e3`, `0x10` and `5.0`, and no upper bound: the strict parse the other lists use.
+      const limit = integerOption(v.limit, 'limit', 1, MAX_LIMIT) ?? 100;
+      // An empty --operator used to list every operator's settlements: refused, as is an unknown one.
+      const operatorId = await operatorFilter(app, v.operator);
+      // Without --operator, live operators' only: what the wallet alerts count (a sandbox's simulated
+      // outage would otherwise fill the oldest-first page ahead of the live row that fired them).
+      const mode = operatorId === undefined ? 'live' : undefined;
+      const rows = await app.services.settlements.list({ status, operatorId, mode, limit });
       return { settlements: rows.map(presentSettlement) };
     },
   },

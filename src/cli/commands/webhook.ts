@@ -1,12 +1,13 @@
 import { DomainError } from '../../errors/codes';
 import type { DeliveryStatus } from '../../webhooks/deliveries';
-import { type CliCommand, integerOption, MAX_OVERLAP_MS, UsageError } from '../cli-kit';
+import { type CliCommand, integerOption, MAX_OVERLAP_MS, stringOption, UsageError } from '../cli-kit';
 
-const str = (v: string | boolean | undefined): string | undefined =>
-  typeof v === 'string' && v !== '' ? v : undefined;
-
+/*
+ * Options go through stringOption/integerOption, which refuse an empty value: read as absent, `--events=`
+ * subscribed to every event, `--overlap-ms=` took the 24 h default and `--starting-after=` restarted paging.
+ */
 function eventList(v: string | boolean | undefined): string[] | undefined {
-  const raw = str(v);
+  const raw = stringOption(v, 'events');
   return raw === undefined
     ? undefined
     : raw
@@ -36,7 +37,7 @@ export const webhookCommands: CliCommand[] = [
       disabled: { type: 'boolean', description: 'create it disabled' },
     },
     async run(app, v) {
-      const surface = str(v.surface)?.toUpperCase() ?? 'A';
+      const surface = stringOption(v.surface, 'surface')?.toUpperCase() ?? 'A';
       if (surface !== 'A' && surface !== 'B') throw new DomainError('VALIDATION_FAILED', '--surface must be A or B');
       return app.services.webhooks.createEndpoint(String(v.operator), {
         url: String(v.url),
@@ -68,9 +69,11 @@ export const webhookCommands: CliCommand[] = [
     },
     async run(app, v) {
       if (v.enable && v.disable) throw new UsageError('give --enable or --disable, not both');
+      const url = stringOption(v.url, 'url');
+      const events = eventList(v.events);
       const patch = {
-        ...(str(v.url) !== undefined ? { url: String(v.url) } : {}),
-        ...(eventList(v.events) !== undefined ? { events: eventList(v.events) } : {}),
+        ...(url !== undefined ? { url } : {}),
+        ...(events !== undefined ? { events } : {}),
         ...(v.enable ? { enabled: true } : v.disable ? { enabled: false } : {}),
       };
       if (Object.keys(patch).length === 0)
@@ -97,7 +100,7 @@ export const webhookCommands: CliCommand[] = [
       return app.services.webhooks.rotateSecret(
         null,
         String(v.id),
-        integerOption(str(v['overlap-ms']), 'overlap-ms', 0, MAX_OVERLAP_MS),
+        integerOption(v['overlap-ms'], 'overlap-ms', 0, MAX_OVERLAP_MS),
       );
     },
   },
@@ -111,12 +114,13 @@ export const webhookCommands: CliCommand[] = [
       'starting-after': { type: 'string', description: 'the last delivery id of the previous page: the next page' },
     },
     async run(app, v) {
-      const deliveries = await app.services.webhooks.listDeliveries(null, {
+      const filter = {
         endpointId: String(v.endpoint),
-        status: str(v.status) as DeliveryStatus | undefined,
-        startingAfter: str(v['starting-after']),
-        limit: integerOption(str(v.limit), 'limit', 1, MAX_DELIVERIES),
-      });
+        status: stringOption(v.status, 'status') as DeliveryStatus | undefined,
+        startingAfter: stringOption(v['starting-after'], 'starting-after'),
+        limit: integerOption(v.limit, 'limit', 1, MAX_DELIVERIES),
+      };
+      const deliveries = await app.services.webhooks.listDeliveries(null, filter);
       return { deliveries };
     },
   },

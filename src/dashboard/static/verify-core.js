@@ -12,6 +12,8 @@ const subtle = globalThis.crypto.subtle;
 const encoder = new TextEncoder();
 const HEX64 = /^[0-9a-f]{64}$/;
 const TWO_POW_52 = 2n ** 52n;
+const CRASH_OUTCOME = 'the crash point played is the one the seed and salt give';
+const RACE_OUTCOME = 'the winner played is the one the seed and salt give';
 
 const toHex = (buffer) => Array.from(new Uint8Array(buffer), (b) => b.toString(16).padStart(2, '0')).join('');
 
@@ -40,6 +42,17 @@ export async function hashForward(seed, steps) {
 
 /** A time or index from the public record, or null when the record has none. */
 const recorded = (value) => (typeof value === 'number' && Number.isFinite(value) ? value : null);
+
+// What the server itself accepts. A value outside it cannot be what a round was played with, so the
+// check that needs it fails; coercing it (Number(null) is 0, Number('2') is 2) could pass a wrong record.
+const isIndex = (value) => Number.isSafeInteger(value) && value >= 0;
+const isHouseEdge = (value) => Number.isInteger(value) && value >= 0 && value < 10000;
+const SYMBOL = /^[A-Za-z0-9._-]{1,32}$/;
+const isSymbolList = (value) =>
+  Array.isArray(value) &&
+  value.length >= 2 &&
+  value.every((s) => typeof s === 'string' && SYMBOL.test(s)) &&
+  new Set(value).size === value.length;
 
 export const deriveSalt = (commitment, contribution) => sha256HexOfText(`${commitment}:${contribution}`);
 
@@ -89,12 +102,15 @@ export async function verifyRound(round, chain) {
     round.seed_hash,
   );
   if (chain) {
-    const steps = Number(round.chain_idx) + 1;
-    const reached = await hashForward(seed, steps);
+    // A chain index that is not a whole number >= 0 names no seed of the chain: the link check fails.
+    const steps = isIndex(round.chain_idx) ? round.chain_idx + 1 : null;
+    const reached = steps === null ? null : await hashForward(seed, steps);
     check(
-      `the seed hashed forward ${steps} time${steps === 1 ? '' : 's'} is the chain's published commitment`,
-      reached === chain.commitment,
-      chain.commitment,
+      steps === null
+        ? "the seed hashed forward to the chain's published commitment"
+        : `the seed hashed forward ${steps} time${steps === 1 ? '' : 's'} is the chain's published commitment`,
+      reached !== null && reached === chain.commitment,
+      steps === null ? `chain_idx ${JSON.stringify(round.chain_idx)} is not an index` : chain.commitment,
     );
     // Chains are per game: a round matched to the other game's chain says nothing of the chain it played.
     const games = `chain ${chain.game}, round ${round.game}`;
@@ -133,33 +149,54 @@ export async function verifyRound(round, chain) {
       saltFixedAt !== null &&
         firstPlayedAt !== null &&
         firstPlayedIdx !== null &&
-        Number(round.chain_idx) >= firstPlayedIdx &&
+        isIndex(round.chain_idx) &&
+        round.chain_idx >= firstPlayedIdx &&
         firstPlayedAt >= saltFixedAt,
       `salt fixed at ${saltFixedAt}, chain first played at ${firstPlayedAt} from index ${firstPlayedIdx}`,
     );
   } else {
     check("the round's chain is in the public record", false, round.chain_id);
   }
+  // A closed round always has an outcome; one missing from its record was not checked, so it fails. Only a
+  // voided round (no outcome, every stake returned) is left to the seed checks above.
+  const outcomeDue = round.status !== 'void' || (round.outcome !== null && round.outcome !== undefined);
   let recomputed = null;
   if (round.game === 'crash') {
-    const point = await crashPoint(seed, round.salt, Number(round.house_edge_bp));
-    recomputed = { crash_point: point };
-    if (round.outcome)
+    const edgeOk = isHouseEdge(round.house_edge_bp);
+    const saltOk = typeof round.salt === 'string' && round.salt.length > 0;
+    const point = edgeOk && saltOk ? await crashPoint(seed, round.salt, round.house_edge_bp) : null;
+    recomputed = point === null ? null : { crash_point: point };
+    if (outcomeDue) {
+      let detail = point === null ? '' : `${(point / 100).toFixed(2)}x`;
+      if (!edgeOk) detail = `house_edge_bp ${JSON.stringify(round.house_edge_bp)} is not 0 to 9999 basis points`;
+      else if (!saltOk) detail = 'the round has no salt';
+      else if (!round.outcome) detail += ', but the record shows no outcome';
+      check(CRASH_OUTCOME, point !== null && round.outcome?.crash_point === point, detail);
+    }
+  } else if (round.game === 'stock_race') {
+    // No salt: a round from before chains had one, raced on the seed itself (its salt check fails above).
+    const salt = round.salt ?? null;
+    const saltOk = salt === null || (typeof salt === 'string' && salt.length > 0);
+    const race = isSymbolList(round.symbols) && saltOk ? await stockRace(seed, salt, round.symbols) : null;
+    recomputed = race === null ? null : { winner: race.winner, winner_pct_bp: race.winner_pct_bp };
+    if (outcomeDue) {
+      const played = round.outcome;
+      // Every stock's move is what a player was shown; a false loser's move would misstate the race.
+      const sameMoves =
+        race !== null &&
+        Array.isArray(played?.moves) &&
+        played.moves.length === race.moves.length &&
+        race.moves.every((m, i) => played.moves[i]?.symbol === m.symbol && played.moves[i]?.pct_bp === m.pct_bp);
+      let detail = race === null ? 'the round has no valid symbol list or salt' : race.winner;
+      if (race !== null && !played) detail += ', but the record shows no outcome';
       check(
-        'the crash point played is the one the seed and salt give',
-        round.outcome.crash_point === point,
-        `${(point / 100).toFixed(2)}x`,
-      );
-  } else {
-    const race = await stockRace(seed, round.salt ?? null, round.symbols);
-    recomputed = { winner: race.winner, winner_pct_bp: race.winner_pct_bp };
-    if (round.outcome) {
-      check(
-        'the winner played is the one the seed and salt give',
-        round.outcome.winner === race.winner && round.outcome.winner_pct_bp === race.winner_pct_bp,
-        race.winner,
+        RACE_OUTCOME,
+        race !== null && sameMoves && played.winner === race.winner && played.winner_pct_bp === race.winner_pct_bp,
+        detail,
       );
     }
+  } else {
+    check("the round's game is Crash or Stock Race", false, String(round.game));
   }
   return { verified: checks.every((c) => c.ok), checks, recomputed };
 }

@@ -18,6 +18,7 @@ const reserved: ReservedStockRaceBet = {
   autoCashout: null,
   selections: ['NVDA'],
   status: 'reserved',
+  potentialPayout: 500,
   placedAt: 1_000,
 };
 

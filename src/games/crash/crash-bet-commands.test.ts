@@ -100,6 +100,7 @@ describe.each(STORES)('cash-out command unit on %s', (kind) => {
     amount: 100,
     placedAt: now - 6_000,
     status: 'cashed_out',
+    potentialPayout: null,
     payout: 150,
     cashoutMultiplier: 150,
     cashoutKind: 'manual',

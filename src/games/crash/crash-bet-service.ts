@@ -161,6 +161,7 @@ export class CrashBetService {
             autoCashout: input.autoCashout,
             selections: null,
             status: 'active',
+            potentialPayout: null,
           },
           velocity: velocityRule(rules, now),
         });

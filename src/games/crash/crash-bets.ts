@@ -61,6 +61,7 @@ export async function placeCrashBet(
       autoCashout: input.autoCashout,
       selections: null,
       status: 'active',
+      potentialPayout: null,
     },
     now,
   );

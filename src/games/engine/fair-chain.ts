@@ -63,6 +63,27 @@ export function refusalOf(record: ChainRecord, allowFixtures: boolean): string |
   return null;
 }
 
+/**
+ * Why the seed at `idx` may not be played, or null when it may: in a generated chain it must hash (one
+ * step, like every link) to the seed stored before it, or for index 0 to the published commitment. A seed
+ * that does not would be revealed as not in the chain only after its round was played; checking it
+ * before play costs one hash. A fixture's seeds form no chain (a test wrote them in), so none is checked.
+ */
+export async function linkRefusal(
+  db: SqlExecutor,
+  record: ChainRecord,
+  idx: number,
+  seed: string | undefined,
+): Promise<string | null> {
+  if (record.origin !== 'generated') return null;
+  const chain = `chain ${record.chainId}`;
+  if (seed === undefined || !isGameHash(seed)) return `${chain} has no valid seed at index ${idx}`;
+  const before = idx === 0 ? record.commitment : await chains.seedAt(db, record.game, record.chainId, idx - 1);
+  if (before !== undefined && previousHash(seed) === before) return null;
+  const what = idx === 0 ? 'the published commitment' : `the seed at index ${idx - 1}`;
+  return `${chain} has a seed at index ${idx} that does not link to ${what}; it can never be played`;
+}
+
 export interface RevealedSeed {
   idx: number;
   roundId: string;
@@ -136,7 +157,10 @@ export class FairChainService {
       record = queued ? await this.makeCurrent(queued) : await this.publishChain(game, { current: true });
     }
     record = await this.autoContribute(record);
-    const refusal = refusalOf(record, this.o.allowFixtures);
+    const nextIdx = record.chainId === cursor?.chainId ? cursor.nextIdx : 0;
+    const refusal =
+      refusalOf(record, this.o.allowFixtures) ??
+      (await linkRefusal(this.db, record, nextIdx, await chains.seedAt(this.db, game, record.chainId, nextIdx)));
     if (refusal === null) {
       this.logged.delete(record.chainId);
       await this.publishAheadIfLow(game, record, record.chainId === cursor?.chainId ? seedsLeft : record.length);
@@ -264,6 +288,9 @@ export class FairChainService {
     const idx = cursor.nextIdx;
     const seed = await chains.seedAt(tx, game, cursor.chainId, idx);
     if (seed === undefined) throw new Error(`hash chain ${cursor.chainId} has no entry ${idx}`);
+    // ensureChain checked this link already; checked again in the transaction that plays the seed.
+    const broken = await linkRefusal(tx, record, idx, seed);
+    if (broken !== null) throw new Error(`refusing to play: ${broken}`);
     if (!(await chains.advanceCursor(tx, game, idx))) throw new Error('hash chain cursor moved concurrently');
     // Never before the salt was fixed, even on an instance whose clock lags the one that fixed it: the
     // verifier checks that the chain was first played after its salt was fixed.

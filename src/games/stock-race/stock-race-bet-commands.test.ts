@@ -122,6 +122,7 @@ describe.each(STORES)('reservation command unit on %s', (kind) => {
             autoCashout: null,
             selections: '["NVDA","TSLA"]',
             status: 'reserved',
+            potentialPayout: 1900,
           },
           velocity: null,
         },

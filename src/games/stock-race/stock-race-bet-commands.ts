@@ -121,6 +121,7 @@ export class StockRaceCommands {
           autoCashout: null,
           selections: null,
           status: 'reserved',
+          potentialPayout: null,
         },
         velocity: null,
       });

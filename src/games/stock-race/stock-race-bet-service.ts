@@ -114,6 +114,7 @@ export class StockRaceBetService {
               selections: [...input.selectedStocks],
               status: 'reserved',
               placedAt: now,
+              potentialPayout: decided.potentialPayout,
             };
             const [prefix, suffix, extra] = JSON.stringify(present.reserved(bet, potentialPayout)).split(
               String(ROUND_NUMBER_MARK),
@@ -136,6 +137,7 @@ export class StockRaceBetService {
                   autoCashout: null,
                   selections: JSON.stringify(bet.selections),
                   status: 'reserved',
+                  potentialPayout: bet.potentialPayout,
                 },
                 velocity: velocityRule(rules, now),
               },

@@ -58,6 +58,7 @@ export async function reserveStockRaceBet(
       autoCashout: null,
       selections: [...input.selectedStocks],
       status: 'reserved',
+      potentialPayout,
     },
     now,
   );

@@ -4,7 +4,7 @@ import { betRepository } from '../../bets/bet-repository';
 import type { BetContext } from '../../bets/bet-context';
 import { FakeClock } from '../../clock/clock';
 import { DEFAULT_SYMBOLS } from '../../config/config';
-import type { Operator, OperatorSettings } from '../../operators/operator';
+import type { Operator, OperatorSettingsPatch } from '../../operators/operator';
 import type { OperatorService } from '../../operators/operators';
 import type { SessionService } from '../../sessions/session-service';
 import type { SqliteDatabase } from '../../store/sqlite';
@@ -116,7 +116,7 @@ describe('Stock Race close and void: money to the minor unit, settle decimals pe
     return { id: r.bet.id, potentialPayout: r.potentialPayout, stakeMinor: r.bet.amount };
   }
 
-  const walletOperator = (settings: Partial<OperatorSettings>) =>
+  const walletOperator = (settings: OperatorSettingsPatch) =>
     operators.create({ name: `W${randomBytes(3).toString('hex')}`, walletUrl: 'https://wallet.test', settings });
 
   it('pays every winner floor(stake×N×rtp/(k×10000)) capped, sent with the currency exponent exactly', async () => {
@@ -247,44 +247,79 @@ describe('Stock Race close and void: money to the minor unit, settle decimals pe
     expect(await betRepository.byId(db, euro.id)).toMatchObject({ status: 'won', payout: 760_000 });
   });
 
-  // DEFECT (not fixed: it needs the bet's terms stored with it, a schema change outside the game
-  // module). The payout of a reserved bet is computed at close from the operator's settings *as they
-  // are then*, not from the terms it was accepted under: an operator (or a settings mistake) that
-  // lowers rtp_bp or max_payout_major during the betting window cuts the pay of bets already
-  // reserved below the `potential_payout` the reserve answer promised ("what the bet pays if one of
-  // its stocks wins", docs/surface-b.md), and raising the cap pays more than the exposure the
-  // operator booked. Expected: a bet is paid under the terms it was reserved with.
-  it.fails('pays the potential_payout quoted at reserve even when the RTP changes before the close', async () => {
+  // Before migration 013 the close paid under the operator's settings as they were then: lowering
+  // rtp_bp or max_payout_major during the betting window cut bets already reserved below the
+  // `potential_payout` their answer promised, and raising them paid past the exposure booked.
+  it('pays the potential_payout quoted at reserve whatever the RTP and cap become before the close', async () => {
+    const operator = await walletOperator({ stock_race: { rtp_bp: 9500, max_payout_major: 100_000 } });
+    const round = await openRound(SEED_NVDA);
+    const lowered = await reserve(operator, round, 'EUR', ['NVDA'], 100);
+    expect(lowered.potentialPayout).toBe(76_000);
+    const changed = await operators.updateSettings(operator.id, {
+      stock_race: { rtp_bp: 5000, max_payout_major: 500 },
+    });
+    // Reserved under the new terms: 100 × 8 × 50% = 400.00, under the 500.00 cap.
+    const later = await reserve(changed, round, 'EUR', ['NVDA'], 100);
+    expect(later.potentialPayout).toBe(40_000);
+    await operators.updateSettings(operator.id, { stock_race: { rtp_bp: 10_000, max_payout_major: 100_000 } });
+    await db.transaction((tx) => game.close(tx, running(round), clock.now()));
+    expect(await betRepository.byId(db, lowered.id)).toMatchObject({ status: 'won', payout: 76_000 });
+    expect(await betRepository.byId(db, later.id)).toMatchObject({ status: 'won', payout: 40_000 });
+    expect(payoutToken((await settlementRepository.byBet(db, lowered.id))!.body)).toBe('760');
+    expect(payoutToken((await settlementRepository.byBet(db, later.id))!.body)).toBe('400');
+  });
+
+  it('pays a bet reserved before quotes were stored (no quote) under the settings at the close', async () => {
     const operator = await walletOperator({ stock_race: { rtp_bp: 9500, max_payout_major: 100_000 } });
     const round = await openRound(SEED_NVDA);
     const bet = await reserve(operator, round, 'EUR', ['NVDA'], 100);
-    expect(bet.potentialPayout).toBe(76_000);
+    await db.run('UPDATE bets SET potential_payout = NULL WHERE id = ?', [bet.id]);
     await operators.updateSettings(operator.id, { stock_race: { rtp_bp: 5000 } });
     await db.transaction((tx) => game.close(tx, running(round), clock.now()));
-    expect(await betRepository.byId(db, bet.id)).toMatchObject({ status: 'won', payout: 76_000 });
+    expect(await betRepository.byId(db, bet.id)).toMatchObject({ status: 'won', payout: 40_000 });
   });
 
-  // DEFECT (not fixed: the settings schema lives in src/operators). product-decisions.md, Money:
-  // "Per-operator: … a max payout per bet and per round". Stock Race has only the per-bet
-  // `max_payout_major`; no per-round cap exists, so any number of winning bets in one round are all
-  // paid in full (docs/surface-b.md "Payout" only documents the per-bet cap). Expected: a
-  // `stock_race` per-round cap can be configured, and a round's total payout to one operator never
-  // exceeds it.
-  it.fails('lets an operator cap the total Stock Race payout of one round', async () => {
-    const operator = await operators.create({
-      name: 'capped',
-      walletUrl: 'https://wallet.test',
-      settings: {
-        stock_race: { rtp_bp: 9500, max_payout_major: 100, max_payout_per_round_major: 500 } as never,
-      },
+  // product-decisions.md, Money: "Per-operator: … a max payout per bet and per round". Before
+  // stock_race.max_payout_per_round_major, any number of winners in one round were all paid in full.
+  it("holds a round's winners of one operator and currency to its per-round cap, the same share each", async () => {
+    const operator = await walletOperator({
+      currencies: ['EUR', 'JPY'],
+      stake_limits: { JPY: { min: 10, max: 1000 } },
+      stock_race: { rtp_bp: 9500, max_payout_major: 100, max_payout_per_round_major: 100 },
+    });
+    const other = await walletOperator({});
+    const round = await openRound(SEED_NVDA);
+    const a = await reserve(operator, round, 'EUR', ['NVDA'], 10); // 76.00
+    const b = await reserve(operator, round, 'EUR', ['NVDA'], 10.01); // 76.07 (76.076 floored)
+    const c = await reserve(operator, round, 'EUR', ['NVDA', 'AAPL'], 10); // 38.00
+    const lost = await reserve(operator, round, 'EUR', ['AAPL'], 10);
+    const yen = await reserve(operator, round, 'JPY', ['NVDA'], 10); // 76 yen: its own purse, under 100 yen
+    const elsewhere = await reserve(other, round, 'EUR', ['NVDA'], 10); // another operator's cap
+    expect([a.potentialPayout, b.potentialPayout, c.potentialPayout]).toEqual([7600, 7607, 3800]);
+    await db.transaction((tx) => game.close(tx, running(round), clock.now()));
+    const payoutOf = async (id: string) => ((await betRepository.byId(db, id)) as { payout: number }).payout;
+    // 19 007 won against a cap of 10 000: each gets floor(payout × 10000 / 19007).
+    expect(await payoutOf(a.id)).toBe(3998); // 3998.5
+    expect(await payoutOf(b.id)).toBe(4002); // 4002.2
+    expect(await payoutOf(c.id)).toBe(1999); // 1999.3
+    expect(await payoutOf(lost.id)).toBe(0);
+    expect(await payoutOf(yen.id)).toBe(76);
+    expect(await payoutOf(elsewhere.id)).toBe(7600);
+    expect(payoutToken((await settlementRepository.byBet(db, a.id))!.body)).toBe('39.98');
+    expect(payoutToken((await settlementRepository.byBet(db, b.id))!.body)).toBe('40.02');
+    expect(payoutToken((await settlementRepository.byBet(db, yen.id))!.body)).toBe('76');
+  });
+
+  it('pays winners in full while their total stays within the per-round cap (exactly at it too)', async () => {
+    const operator = await walletOperator({
+      stock_race: { rtp_bp: 9500, max_payout_major: 100, max_payout_per_round_major: 152 },
     });
     const round = await openRound(SEED_NVDA);
-    const ids = [];
-    for (let i = 0; i < 10; i++) ids.push((await reserve(operator, round, 'EUR', ['NVDA'], 20)).id);
+    const a = await reserve(operator, round, 'EUR', ['NVDA'], 10);
+    const b = await reserve(operator, round, 'EUR', ['NVDA'], 10);
     await db.transaction((tx) => game.close(tx, running(round), clock.now()));
-    let total = 0;
-    for (const id of ids) total += ((await betRepository.byId(db, id)) as { payout: number }).payout;
-    expect(total).toBeLessThanOrEqual(50_000);
+    expect(await betRepository.byId(db, a.id)).toMatchObject({ status: 'won', payout: 7600 });
+    expect(await betRepository.byId(db, b.id)).toMatchObject({ status: 'won', payout: 7600 });
   });
 
   describe('an operator with limits at the edge of what a JSON number carries (settings allow 2^53 − 1)', () => {
@@ -301,42 +336,52 @@ describe('Stock Race close and void: money to the minor unit, settle decimals pe
       expect(tokenToMinor(token, 2)).toBe(BigInt(expected));
     }
 
-    it('closes the shared round when the cap is raised after a reservation whose payout needs 16 digits', async () => {
-      // Before the fix the close threw "amount 74400000000001.04 cannot be represented exactly as a
-      // JSON number" on every retry: the round stayed running and no operator's bet was settled.
-      const operator = await walletOperator({
-        stake_limits: hugeLimits,
-        stock_race: { rtp_bp: 10_000, max_payout_major: 1000 },
-      });
+    const edge = { max_payout_major: Number.MAX_SAFE_INTEGER, max_payout_per_round_major: Number.MAX_SAFE_INTEGER };
+
+    it('quotes and pays 10^15 − 1 minor units when the formula gives more than a JSON number carries', async () => {
+      // 9300000000000.13 EUR on 1 of 8 at 100% would pay 74400000000001.04 EUR (7440000000000104
+      // minor units), beyond what a JSON number carries: the largest amount carried exactly is paid.
+      const operator = await walletOperator({ stake_limits: hugeLimits, stock_race: { rtp_bp: 10_000, ...edge } });
       const other = await walletOperator({});
       const round = await openRound(SEED_NVDA);
       const huge = await reserve(operator, round, 'EUR', ['NVDA'], 9300000000000.13);
-      expect(huge.potentialPayout).toBe(100_000);
+      expect(huge.potentialPayout).toBe(999_999_999_999_999);
       const plain = await reserve(other, round, 'EUR', ['NVDA'], 10);
-      await operators.updateSettings(operator.id, { stock_race: { max_payout_major: Number.MAX_SAFE_INTEGER } });
-      // 7440000000000104 minor units is beyond what a JSON number carries: the bet pays the largest
-      // amount that is carried exactly, 10^15 − 1 minor units.
       await closeAndCheck(round, huge.id, plain.id, 999_999_999_999_999, '9999999999999.99');
     });
 
-    it('closes the shared round when the RTP is raised after a reservation so the product leaves 2^53', async () => {
-      // Before the fix the close threw STAKE_OUT_OF_RANGE ("payout would exceed the representable range").
+    it('pays the quote when the RTP and cap are raised after a reservation so the product leaves 2^53', async () => {
       const operator = await walletOperator({
         stake_limits: hugeLimits,
-        stock_race: { rtp_bp: 1000, max_payout_major: 1000 },
+        stock_race: { rtp_bp: 1000, max_payout_major: 1000, max_payout_per_round_major: Number.MAX_SAFE_INTEGER },
       });
       const other = await walletOperator({});
       const round = await openRound(SEED_NVDA);
       const huge = await reserve(operator, round, 'EUR', ['NVDA'], 90071992547409.9);
+      expect(huge.potentialPayout).toBe(100_000);
       const plain = await reserve(other, round, 'EUR', ['NVDA'], 10);
-      await operators.updateSettings(operator.id, {
-        stock_race: { rtp_bp: 10_000, max_payout_major: Number.MAX_SAFE_INTEGER },
+      await operators.updateSettings(operator.id, { stock_race: { rtp_bp: 10_000, ...edge } });
+      await closeAndCheck(round, huge.id, plain.id, 100_000, '1000');
+    });
+
+    it('closes the shared round when a bet without a quote would pay past 2^53 under new settings', async () => {
+      // A bet reserved before migration 013 is paid under the settings at the close. Before the
+      // ceiling, this close threw STAKE_OUT_OF_RANGE on every retry and held every operator's bets.
+      const operator = await walletOperator({
+        stake_limits: hugeLimits,
+        stock_race: { rtp_bp: 1000, max_payout_major: 1000, max_payout_per_round_major: Number.MAX_SAFE_INTEGER },
       });
+      const other = await walletOperator({});
+      const round = await openRound(SEED_NVDA);
+      const huge = await reserve(operator, round, 'EUR', ['NVDA'], 90071992547409.9);
+      await db.run('UPDATE bets SET potential_payout = NULL WHERE id = ?', [huge.id]);
+      const plain = await reserve(other, round, 'EUR', ['NVDA'], 10);
+      await operators.updateSettings(operator.id, { stock_race: { rtp_bp: 10_000, ...edge } });
       await closeAndCheck(round, huge.id, plain.id, 999_999_999_999_999, '9999999999999.99');
     });
   });
 
-  it('shows the absence of a per-round cap: ten capped winners are all paid the per-bet cap in full', async () => {
+  it('leaves ten winners paid in full under the default per-round cap (1 000 000 major units)', async () => {
     const operator = await walletOperator({ stock_race: { rtp_bp: 9500, max_payout_major: 100 } });
     const round = await openRound(SEED_NVDA);
     const ids = [];

@@ -22,7 +22,7 @@ import {
   raceKey,
   type StockRaceOutcome,
 } from './outcome';
-import { winningPayoutMinor } from './stock-race-rules';
+import { prorateToRoundCap, roundPayoutCapMinor, winningPayoutMinor } from './stock-race-rules';
 
 export interface StockRaceGameOptions {
   logger: Logger;
@@ -128,18 +128,58 @@ export class StockRaceGame implements GameDriver {
     const pct = pctFromBp(outcome.winner_pct_bp);
     const operators = new Map<string, Operator>();
     const events: DomainEvent[] = [];
-    for (const bet of await betRepository.reservedStockRaceBets(tx, round.id)) {
+    const bets = await betRepository.reservedStockRaceBets(tx, round.id);
+    const payouts = await this.payouts(tx, operators, bets, outcome.winner, symbols.length);
+    for (const [i, bet] of bets.entries()) {
       const operator = await this.operator(tx, operators, bet.operatorId);
       const won = bet.selections.includes(outcome.winner);
-      const payout = won
-        ? winningPayoutMinor(operator.settings, bet.currency, bet.amount, symbols.length, bet.selections.length)
-        : 0;
-      const settled = await this.finish(tx, bet, won ? 'won' : 'lost', payout, now);
+      const settled = await this.finish(tx, bet, won ? 'won' : 'lost', payouts[i]!, now);
       if (!settled) continue;
       events.push(betSettledEvent(settled, { winner: outcome.winner, pct }));
       await this.enqueueSettle(tx, operator, settled, outcome.winner, pct, now);
     }
     return { outcome, events };
+  }
+
+  /**
+   * What each bet of the round pays: a winner the payout its reserve answer quoted (a bet reserved
+   * before quotes were stored: the formula under the settings of now), then, per operator and
+   * currency, the winners' total held to the operator's per-round cap as of the close.
+   */
+  private async payouts(
+    tx: SqlExecutor,
+    operators: Map<string, Operator>,
+    bets: readonly ReservedStockRaceBet[],
+    winner: string,
+    symbolCount: number,
+  ): Promise<number[]> {
+    const payouts: number[] = [];
+    const winnersByPurse = new Map<string, number[]>();
+    for (const [i, bet] of bets.entries()) {
+      if (!bet.selections.includes(winner)) {
+        payouts.push(0);
+        continue;
+      }
+      const { settings } = await this.operator(tx, operators, bet.operatorId);
+      payouts.push(
+        bet.potentialPayout ??
+          winningPayoutMinor(settings, bet.currency, bet.amount, symbolCount, bet.selections.length),
+      );
+      const purse = `${bet.operatorId}\n${bet.currency}`;
+      const winners = winnersByPurse.get(purse);
+      if (winners) winners.push(i);
+      else winnersByPurse.set(purse, [i]);
+    }
+    for (const winners of winnersByPurse.values()) {
+      const first = bets[winners[0]!]!;
+      const cap = roundPayoutCapMinor(operators.get(first.operatorId)!.settings, first.currency);
+      const held = prorateToRoundCap(
+        winners.map((i) => payouts[i]!),
+        cap,
+      );
+      for (const [j, i] of winners.entries()) payouts[i] = held[j]!;
+    }
+    return payouts;
   }
 
   async voidBets(tx: SqlExecutor, round: OpenRound | RunningRound, now: number): Promise<DomainEvent[]> {

@@ -7,6 +7,7 @@ import {
   checkSelection,
   defaultStakeLimits,
   payoutCapMinor,
+  prorateToRoundCap,
   stakeToMinor,
   winningPayoutMinor,
 } from './stock-race-rules';
@@ -73,5 +74,32 @@ describe('return_url', () => {
     ['data:text/html,hi', true],
   ])('refuses %s (loopback http allowed: %s)', (url, loopback) => {
     expect(codeOf(() => checkReturnUrl(url, loopback))).toBe('INVALID_URL');
+  });
+});
+
+describe('prorateToRoundCap', () => {
+  it('leaves payouts whose total is within the cap unchanged, the total exactly at the cap included', () => {
+    expect(prorateToRoundCap([7600, 2400], 10_000)).toEqual([7600, 2400]);
+    expect(prorateToRoundCap([7600, 2400], 10_001)).toEqual([7600, 2400]);
+    expect(prorateToRoundCap([], 1)).toEqual([]);
+  });
+
+  it('gives each winner floor(payout × cap / total): within the cap, short of it by less than one unit each', () => {
+    const payouts = [7600, 7607, 3800, 1];
+    const held = prorateToRoundCap(payouts, 10_000);
+    // total 19 008: 7600 × 10000 / 19008 = 3998.3, 7607 → 4001.9, 3800 → 1999.1, 1 → 0.5
+    expect(held).toEqual([3998, 4001, 1999, 0]);
+    const sum = held.reduce((a, b) => a + b, 0);
+    expect(sum).toBeLessThanOrEqual(10_000);
+    expect(sum).toBeGreaterThan(10_000 - payouts.length);
+  });
+
+  it('stays exact where payout × cap passes 2^53', () => {
+    const big = 999_999_999_999_999;
+    // 3 × (10^15 − 1) against a cap of 10^15 − 1: a third each, floored.
+    expect(prorateToRoundCap([big, big, big], big)).toEqual([
+      333_333_333_333_333, 333_333_333_333_333, 333_333_333_333_333,
+    ]);
+    expect(prorateToRoundCap([big, 1], big)).toEqual([999_999_999_999_998, 0]);
   });
 });

@@ -58,9 +58,17 @@ function exactPayoutCeiling(exponent: number): number {
  * round, where a misconfigured cap (more decimals than the currency) must not stop the round.
  */
 export function payoutCapMinor(settings: OperatorSettings, currency: string): number {
+  return capMinor(settings.stock_race.max_payout_major, currency);
+}
+
+/** The per-round cap in minor units of one currency (see prorateToRoundCap); never throws either. */
+export function roundPayoutCapMinor(settings: OperatorSettings, currency: string): number {
+  return capMinor(settings.stock_race.max_payout_per_round_major, currency);
+}
+
+function capMinor(major: number, currency: string): number {
   const exponent = currencyExponent(currency);
   const ceiling = exactPayoutCeiling(exponent);
-  const major = settings.stock_race.max_payout_major;
   try {
     return Math.min(decimalToMinor(major, exponent), ceiling);
   } catch {
@@ -89,6 +97,20 @@ export function winningPayoutMinor(
     throw error;
   }
   return Math.min(raw, cap);
+}
+
+/**
+ * The winning payouts of one operator's bets in one currency in one round, lowered when their total
+ * exceeds the operator's per-round cap: each winner gets floor(payout × cap / total), the same share
+ * for all, so the total stays within the cap and no bet is favoured by the order it was reserved in.
+ * What the floors leave (less than one minor unit per winner) stays with the operator. BigInt: a
+ * payout times a cap can pass 2^53.
+ */
+export function prorateToRoundCap(payouts: readonly number[], cap: number): number[] {
+  let total = 0n;
+  for (const payout of payouts) total += BigInt(payout);
+  if (total <= BigInt(cap)) return payouts.slice();
+  return payouts.map((payout) => Number((BigInt(payout) * BigInt(cap)) / total));
 }
 
 /** Selections must be distinct symbols of the round, at least one, and not every stock (a sure win). */
