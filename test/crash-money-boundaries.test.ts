@@ -235,6 +235,50 @@ describe('Crash payout caps on the engine (fake clock)', () => {
     await expectEventsMatchRows(w);
   });
 
+  // What the round already paid an operator used not to count toward its per-round cap: a bet that
+  // left on its own took its stake out of the exposure and its payout was forgotten, so the force
+  // point moved up as if nothing had been paid (here 13,000 paid against a cap of 10,000).
+  it('per-round cap: an auto cash-out paid first counts, the rest is forced where the total reaches the cap', async () => {
+    const { seed } = seedWhere((c) => c >= 1_100 && c <= 3_000);
+    const w = await play(seed);
+    const op = await operator(w, { max_payout_per_bet: 10_000_000, max_payout_per_round: 10_000 });
+    const early = await bet(w, op, 1_000, 300); // leaves at 3.00x, paid 3,000
+    const rest = await bet(w, op, 1_000, null); // then 3,000 + 1,000 × m reaches 10,000 at 7.00x
+    await w.clock.advanceAsync(WINDOW);
+    await w.clock.advanceAsync(elapsedForMultiplier(1_100));
+    expect(await betRepository.byId(w.db, early.id)).toMatchObject({ cashoutKind: 'auto', payout: 3_000 });
+    expect(await betRepository.byId(w.db, rest.id)).toMatchObject({
+      cashoutKind: 'forced',
+      cashoutMultiplier: 700,
+      payout: 7_000,
+    });
+    expect((await settled(w)).total).toBe(10_000);
+    await expectEventsMatchRows(w);
+  });
+
+  it('per-round cap: a cash-out by hand counts at what it was paid, read from the store before forcing', async () => {
+    const { seed } = seedWhere((c) => c >= 1_100 && c <= 3_000);
+    const w = await play(seed);
+    const op = await operator(w, { max_payout_per_bet: 10_000_000, max_payout_per_round: 10_000 });
+    const byHand = await bet(w, op, 1_000, null);
+    const rest = await bet(w, op, 1_000, null);
+    await w.clock.advanceAsync(WINDOW);
+    // Out by hand near 2.50x (not through this engine's process: it learns of it from the store).
+    await w.clock.advanceAsync(elapsedForMultiplier(250));
+    const out = await w.db.transaction((tx) => cashoutCrashBet(tx, w.writes, RULES, op, byHand.id, w.clock.now()));
+    expect(out.payout).toBeGreaterThanOrEqual(2_500);
+    expect(out.payout).toBeLessThan(2_600);
+    await w.clock.advanceAsync(elapsedForMultiplier(1_100) - elapsedForMultiplier(250));
+    // 10,000 − what the first was paid, at 1,000 staked: forced at that many hundredths.
+    const point = (10_000 - out.payout) / 10;
+    expect(await betRepository.byId(w.db, rest.id)).toMatchObject({
+      cashoutKind: 'forced',
+      cashoutMultiplier: Math.ceil(point),
+      payout: Math.floor((1_000 * Math.ceil(point)) / 100),
+    });
+    expect((await settled(w)).total).toBeLessThanOrEqual(10_000 + 9);
+  });
+
   it('per-bet cap point exactly at the crash point is paid (target <= crash wins)', async () => {
     const { seed, crash } = seedWhere((c) => c >= 200 && c <= 600);
     const w = await play(seed);

@@ -234,6 +234,19 @@ export const betRepository = {
     });
   },
 
+  /**
+   * What each operator's cashed-out Crash bets of a round were paid, in total: the part of its
+   * per-round cap the round has already used (operators without a cash-out are absent).
+   */
+  async crashPaidByOperator(db: SqlExecutor, roundId: string): Promise<Map<string, number>> {
+    const rows = await db.all<{ operator_id: string; paid: number | string }>(
+      `SELECT operator_id, SUM(payout) AS paid FROM bets
+       WHERE round_id = ? AND status = 'cashed_out' GROUP BY operator_id`,
+      [roundId],
+    );
+    return new Map(rows.map((r) => [r.operator_id, Number(r.paid)]));
+  },
+
   /** The Stock Race bets of a round still in play (reserved). */
   async reservedStockRaceBets(db: SqlExecutor, roundId: string): Promise<ReservedStockRaceBet[]> {
     return (await betRepository.byRound(db, roundId, ['reserved'])).map((bet) => {

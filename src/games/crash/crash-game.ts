@@ -20,12 +20,15 @@ import type { Database, SqlExecutor } from '../../store/database';
 import type { DomainEvent } from '../../webhooks/domain-event';
 import { recordEvents } from '../../webhooks/events';
 import {
+  afterExit,
   cashedOutBet,
   crashPointOf,
   effectiveTarget,
   type ExitCursor,
   liveMultiplier,
+  type PayoutCaps,
   type PlannedExit,
+  type RoundExposure,
   scriptedCrashPoint,
   walkExits,
 } from './crash-rules';
@@ -72,7 +75,13 @@ export class CrashGame implements GameDriver {
   // Players cash out while the round runs, on any instance: they need proof the engine is alive.
   readonly heartbeatMs: number;
   private queues = new Map<string, ExitQueue>();
-  private exposure = new Map<string, number>();
+  /**
+   * Per operator: the stake of its bets this process still counts in, and what the round paid it.
+   * A bet that left by hand (noteSettled, or another instance) stays counted at its stake until the
+   * next read of the store (syncWithStore): that overstates the exposure, so a force point is never
+   * missed, only checked against the store once more.
+   */
+  private exposure = new Map<string, RoundExposure>();
   private active = new Map<string, ActiveCrashBet>();
   private settings = new Map<string, OperatorSettings>();
   private roundId: string | null = null;
@@ -126,7 +135,8 @@ export class CrashGame implements GameDriver {
         this.active.set(exit.bet.id, exit.bet);
         open += exit.bet.amount;
       }
-      this.exposure.set(operatorId, open);
+      // A running round is never taken over (recoverRunning 'void'): nothing of it was paid yet.
+      this.exposure.set(operatorId, { open, paid: 0 });
     }
   }
 
@@ -149,15 +159,18 @@ export class CrashGame implements GameDriver {
     const due: Exit[] = [];
     for (const [operatorId, queue] of this.queues) await this.collectDue(round, operatorId, queue, m, due);
     if (due.length > 0 && this.roundId === round.id) {
-      await this.o.db.transaction(async (tx) => {
+      const paid = await this.o.db.transaction(async (tx) => {
         const events: DomainEvent[] = [];
+        const payouts: (number | null)[] = [];
         for (const exit of due) {
           const settled = await this.settle(tx, exit.bet, exit.at, exit.kind, now);
+          payouts.push(settled ? settled.payout : null);
           if (settled) events.push(betSettledEvent(settled));
         }
         await recordEvents(tx, this.o.modes, events, now);
+        return payouts;
       });
-      for (const exit of due) this.forget(exit.bet);
+      for (const [i, exit] of due.entries()) this.forget(exit.bet, paid[i]!);
     }
     // The live feed goes to every operator and player: it carries the curve only, nothing about bets.
     return { multiplier: formatMultiplier(m), elapsed_ms: Math.max(0, now - round.runningAt) };
@@ -168,18 +181,18 @@ export class CrashGame implements GameDriver {
    * point, then, once the curve has reached that point, every bet of it still in, at the point.
    */
   private async collectDue(round: RunningRound, operatorId: string, queue: ExitQueue, m: number, due: Exit[]) {
-    const cap = (await this.settingsFor(operatorId)).crash.max_payout_per_round;
+    const caps = await this.capsOf(operatorId);
     const cursor = this.cursorOf(queue);
-    let walk = walkExits(cursor, this.exposure.get(operatorId) ?? 0, cap, m);
+    let walk = walkExits(cursor, this.exposureOf(operatorId), caps, m);
     if (walk.forcedAt !== null && this.roundId === round.id) {
       // Players cash out through every instance, and only the ones this process served are known
-      // here: before forcing anyone out, drop what the store says already left the round.
+      // here: before forcing anyone out, take what left the round, and what it was paid, from the store.
       await this.syncWithStore(round.id, operatorId);
       const taken = walk.taken.filter((exit) => this.active.has(exit.bet.id));
-      let open = this.exposure.get(operatorId) ?? 0;
-      for (const exit of taken) open -= exit.bet.amount;
-      const more = walkExits(cursor, open, cap, m);
-      walk = { taken: taken.concat(more.taken), forcedAt: more.forcedAt };
+      let exposure = this.exposureOf(operatorId);
+      for (const exit of taken) exposure = afterExit(exposure, exit, caps.perBet);
+      const more = walkExits(cursor, exposure, caps, m);
+      walk = { taken: taken.concat(more.taken), forcedAt: more.forcedAt, exposure: more.exposure };
     }
     for (const exit of walk.taken) due.push(exit);
     if (walk.forcedAt === null) return;
@@ -202,10 +215,10 @@ export class CrashGame implements GameDriver {
     };
   }
 
-  /** A manual cash-out served by this process: stop tracking the bet. */
+  /** A manual cash-out served by this process: stop tracking the bet (its payout is read at the next sync). */
   noteSettled(betId: string): void {
     const bet = this.active.get(betId);
-    if (bet) this.forget(bet);
+    if (bet) this.forget(bet, null);
   }
 
   async close(
@@ -219,13 +232,14 @@ export class CrashGame implements GameDriver {
     // is paid at it even if a tick never got to it, so is an operator's per-round force point, and
     // everything else in the round loses.
     const byOperator = await this.ownExitsByOperator(await betRepository.activeCrashBets(tx, round.id));
+    const paidTo = await betRepository.crashPaidByOperator(tx, round.id);
     for (const [operatorId, exits] of byOperator) {
       let open = 0;
       for (const exit of exits) open += exit.bet.amount;
       let next = 0;
       const cursor = { peek: () => exits[next], take: () => void next++ };
-      const cap = (await this.settingsFor(operatorId)).crash.max_payout_per_round;
-      const { taken, forcedAt } = walkExits(cursor, open, cap, crash);
+      const exposure = { open, paid: paidTo.get(operatorId) ?? 0 };
+      const { taken, forcedAt } = walkExits(cursor, exposure, await this.capsOf(operatorId), crash);
       for (const exit of taken) {
         const settled = await this.settle(tx, exit.bet, exit.at, exit.kind, now);
         if (settled) events.push(betSettledEvent(settled));
@@ -279,18 +293,44 @@ export class CrashGame implements GameDriver {
     return settleBet(tx, this.o, endedBet(bet, result.status, result.payout, now), now);
   }
 
-  /** Forgets the operator's bets that were settled elsewhere (a cash-out taken by another instance). */
+  /**
+   * Forgets the operator's bets that were settled elsewhere (a cash-out taken by another instance),
+   * and takes its exposure from the store: the stake still in, and what its cash-outs were paid.
+   */
   private async syncWithStore(roundId: string, operatorId: string): Promise<void> {
     const active = await betRepository.activeCrashBets(this.o.db, roundId);
-    const stillActive = new Set(active.filter((b) => b.operatorId === operatorId).map((b) => b.id));
-    for (const bet of [...this.active.values()]) {
-      if (bet.operatorId === operatorId && !stillActive.has(bet.id)) this.forget(bet);
+    const stillActive = new Set<string>();
+    let open = 0;
+    for (const bet of active) {
+      if (bet.operatorId !== operatorId) continue;
+      stillActive.add(bet.id);
+      open += bet.amount;
     }
+    for (const bet of [...this.active.values()]) {
+      if (bet.operatorId === operatorId && !stillActive.has(bet.id)) this.active.delete(bet.id);
+    }
+    const paid = (await betRepository.crashPaidByOperator(this.o.db, roundId)).get(operatorId) ?? 0;
+    this.exposure.set(operatorId, { open, paid });
   }
 
-  private forget(bet: ActiveCrashBet): void {
-    if (!this.active.delete(bet.id)) return;
-    this.exposure.set(bet.operatorId, (this.exposure.get(bet.operatorId) ?? 0) - bet.amount);
+  /**
+   * A bet left the round. Paid by this process's tick (`payout` known): its stake leaves the exposure
+   * and its payout joins what was paid. Left by hand, or settled by someone else first (null): it stays
+   * counted at its stake until the next sync reads what it was paid.
+   */
+  private forget(bet: ActiveCrashBet, payout: number | null): void {
+    if (!this.active.delete(bet.id) || payout === null) return;
+    const { open, paid } = this.exposureOf(bet.operatorId);
+    this.exposure.set(bet.operatorId, { open: open - bet.amount, paid: paid + payout });
+  }
+
+  private exposureOf(operatorId: string): RoundExposure {
+    return this.exposure.get(operatorId) ?? { open: 0, paid: 0 };
+  }
+
+  private async capsOf(operatorId: string): Promise<PayoutCaps> {
+    const { crash } = await this.settingsFor(operatorId);
+    return { perBet: crash.max_payout_per_bet, perRound: crash.max_payout_per_round };
   }
 
   private async settingsFor(operatorId: string): Promise<OperatorSettings> {

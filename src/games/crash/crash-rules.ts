@@ -69,36 +69,67 @@ export interface ExitCursor<B extends { amount: number }> {
 }
 
 /**
- * The per-round cap's force point for one operator: the first multiplier (hundredths) at which the
- * stake it still has open in the round, times the multiplier, reaches its max_payout_per_round.
+ * What one operator has in a running round: the stake still in it, and what its bets that left
+ * (cashed out, automatically or by hand) were paid. Its exposure at multiplier m is paid + open × m.
  */
-export function roundForcePoint(openStake: number, maxPayoutPerRound: number): number {
-  return openStake > 0 ? capMultiplier(openStake, maxPayoutPerRound) : Number.POSITIVE_INFINITY;
+export interface RoundExposure {
+  open: number;
+  paid: number;
+}
+
+/** One operator's caps, as its settings give them. */
+export interface PayoutCaps {
+  perBet: number;
+  perRound: number;
+}
+
+/** The exposure once `exit` has left the round at its own point, paid as cashedOutBet pays it. */
+export function afterExit(
+  exposure: RoundExposure,
+  exit: PlannedExit<{ amount: number }>,
+  maxPayoutPerBet: number,
+): RoundExposure {
+  return {
+    open: exposure.open - exit.bet.amount,
+    paid: exposure.paid + cappedPayout(exit.bet.amount, exit.at, maxPayoutPerBet),
+  };
+}
+
+/**
+ * The per-round cap's force point for one operator: the first multiplier (hundredths) at which what
+ * the round already paid it plus the stake it still has open times the multiplier reaches its
+ * max_payout_per_round. With the cap already spent (a cash-out by hand taken between the force
+ * point and the tick that would have seen it), the lowest point a cash-out can have.
+ */
+export function roundForcePoint(exposure: RoundExposure, maxPayoutPerRound: number): number {
+  if (exposure.open <= 0) return Number.POSITIVE_INFINITY;
+  return capMultiplier(exposure.open, maxPayoutPerRound - exposure.paid);
 }
 
 /**
  * Walks one operator's own exits (auto targets and per-bet cap points, rising) up to the multiplier
- * `upTo`. An exit before the per-round force point is taken, and its stake leaves the open exposure,
- * which moves the force point up; the walk stops at the first exit past `upTo` or at the force point,
- * whichever comes first. `forcedAt` is the force point when the curve reached it by `upTo`: every bet
- * still in is cashed out there, wherever a tick happened to fall (bustabit's force cash-out).
+ * `upTo`. An exit before the per-round force point is taken: its stake leaves the open exposure and
+ * its payout joins what was paid, which moves the force point up (a bet that leaves at m pays no more
+ * than it would have counted at m); the walk stops at the first exit past `upTo` or at the force
+ * point, whichever comes first. `forcedAt` is the force point when the curve reached it by `upTo`:
+ * every bet still in is cashed out there, wherever a tick happened to fall (bustabit's force cash-out).
  */
 export function walkExits<B extends { amount: number }>(
   exits: ExitCursor<B>,
-  openStake: number,
-  maxPayoutPerRound: number,
+  exposure: RoundExposure,
+  caps: PayoutCaps,
   upTo: number,
-): { taken: PlannedExit<B>[]; forcedAt: number | null } {
+): { taken: PlannedExit<B>[]; forcedAt: number | null; exposure: RoundExposure } {
   const taken: PlannedExit<B>[] = [];
-  let open = openStake;
+  let now = exposure;
   for (;;) {
-    const force = roundForcePoint(open, maxPayoutPerRound);
+    const force = roundForcePoint(now, caps.perRound);
     const next = exits.peek();
     if (next === undefined || next.at >= force || next.at > upTo) {
-      return { taken, forcedAt: force <= upTo ? force : null };
+      return { taken, forcedAt: force <= upTo ? force : null, exposure: now };
     }
     taken.push(next);
-    open -= next.bet.amount;
+    now = afterExit(now, next, caps.perBet);
     exits.take();
   }
 }

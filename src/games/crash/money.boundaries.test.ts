@@ -6,6 +6,9 @@ import { DEFAULT_OPERATOR_SETTINGS } from '../../operators/operator';
 import type { Round } from '../engine/round';
 import { decideCashout } from './crash-bets';
 import { cappedPayout, capMultiplier, effectiveTarget, roundForcePoint, walkExits } from './crash-rules';
+
+const NO_BET_CAP = Number.MAX_SAFE_INTEGER;
+const fresh = (open: number) => ({ open, paid: 0 });
 import { elapsedForMultiplier, multiplierAt, parseMultiplier, payoutFor } from './multiplier';
 
 /**
@@ -234,20 +237,51 @@ describe('walkExits (the per-round cap with the bets that leave on their own)', 
     return { planned, cursor: { peek: () => planned[next], take: () => void next++ }, rest: () => planned.slice(next) };
   };
 
-  it('lets an exit before the force point leave first, which moves the force point up', () => {
+  it('lets an exit before the force point leave first, which moves the force point up by what it was paid', () => {
     // Two stakes of 1,000 and a round cap of 3,000: together they reach it at 1.50x, but the first
-    // leaves at 1.40x, and the other alone reaches it only at 3.00x.
+    // leaves at 1.40x, paid 1,400; the other then brings the round to 3,000 at 1.60x
+    // (1,400 + 1,000 × 1.60). Before what the round paid counted, the point moved to 3.00x and the
+    // round paid 4,400 against its cap of 3,000.
+    const caps = { perBet: NO_BET_CAP, perRound: 3_000 };
     const early = list([
       { amount: 1_000, at: 140 },
       { amount: 1_000, at: 10_000 },
     ]);
-    expect(walkExits(early.cursor, 2_000, 3_000, 200)).toEqual({ taken: [early.planned[0]], forcedAt: null });
+    expect(walkExits(early.cursor, fresh(2_000), caps, 159)).toEqual({
+      taken: [early.planned[0]],
+      forcedAt: null,
+      exposure: { open: 1_000, paid: 1_400 },
+    });
     const later = list([
       { amount: 1_000, at: 140 },
       { amount: 1_000, at: 10_000 },
     ]);
-    expect(walkExits(later.cursor, 2_000, 3_000, 300)).toEqual({ taken: [later.planned[0]], forcedAt: 300 });
+    expect(walkExits(later.cursor, fresh(2_000), caps, 300)).toMatchObject({
+      taken: [later.planned[0]],
+      forcedAt: 160,
+    });
     expect(later.rest().map((e) => e.bet.id)).toEqual(['b1']);
+  });
+
+  it('counts what the round paid before the walk (cash-outs by hand), the per-bet cap on what an exit is paid', () => {
+    // 1,500 of a 3,000 cap already paid: 1,000 still in reaches it at 1.50x.
+    const caps = { perBet: NO_BET_CAP, perRound: 3_000 };
+    expect(walkExits(list([{ amount: 1_000, at: 10_000 }]).cursor, { open: 1_000, paid: 1_500 }, caps, 200)).toEqual({
+      taken: [],
+      forcedAt: 150,
+      exposure: { open: 1_000, paid: 1_500 },
+    });
+    // Spent already (a cash-out by hand past the point): the lowest point a cash-out has.
+    expect(roundForcePoint({ open: 1_000, paid: 3_200 }, 3_000)).toBe(101);
+    // An exit at 5.00x whose bet's payout is capped at 1,200 leaves 1,200 paid, not 2,500: the other
+    // 1,000 then reaches the 10,000 cap at 8.80x (not 7.50x).
+    const capped = list([
+      { amount: 500, at: 500 },
+      { amount: 1_000, at: 10_000 },
+    ]);
+    const walk = walkExits(capped.cursor, fresh(1_500), { perBet: 1_200, perRound: 10_000 }, 10_000);
+    expect(walk.exposure).toEqual({ open: 1_000, paid: 1_200 });
+    expect(walk.forcedAt).toBe(880);
   });
 
   it('forces everyone still in at the force point, an exit at exactly that point included', () => {
@@ -255,13 +289,23 @@ describe('walkExits (the per-round cap with the bets that leave on their own)', 
       { amount: 1_000, at: 150 },
       { amount: 1_000, at: 150 },
     ]);
-    expect(walkExits(tied.cursor, 2_000, 3_000, 151)).toEqual({ taken: [], forcedAt: 150 });
+    expect(walkExits(tied.cursor, fresh(2_000), { perBet: NO_BET_CAP, perRound: 3_000 }, 151)).toMatchObject({
+      taken: [],
+      forcedAt: 150,
+    });
     expect(tied.rest()).toHaveLength(2);
     // Not reached yet by 1.49x: nothing leaves.
-    expect(walkExits(list([{ amount: 2_000, at: 10_000 }]).cursor, 2_000, 3_000, 149)).toEqual({
+    expect(
+      walkExits(
+        list([{ amount: 2_000, at: 10_000 }]).cursor,
+        fresh(2_000),
+        { perBet: NO_BET_CAP, perRound: 3_000 },
+        149,
+      ),
+    ).toMatchObject({
       taken: [],
       forcedAt: null,
     });
-    expect(roundForcePoint(0, 3_000)).toBe(Number.POSITIVE_INFINITY);
+    expect(roundForcePoint(fresh(0), 3_000)).toBe(Number.POSITIVE_INFINITY);
   });
 });
