@@ -238,7 +238,7 @@ describe('Crash payout caps on the engine (fake clock)', () => {
   // What the round already paid an operator used not to count toward its per-round cap: a bet that
   // left on its own took its stake out of the exposure and its payout was forgotten, so the force
   // point moved up as if nothing had been paid (here 13,000 paid against a cap of 10,000).
-  it('per-round cap: an auto cash-out paid first counts, the rest is forced where the total reaches the cap', async () => {
+  it('per-round cap: an auto cash-out paid first counts; the rest is forced where the total reaches it', async () => {
     const { seed } = seedWhere((c) => c >= 1_100 && c <= 3_000);
     const w = await play(seed);
     const op = await operator(w, { max_payout_per_bet: 10_000_000, max_payout_per_round: 10_000 });
