@@ -3,7 +3,7 @@ import type { Config } from '../config/config';
 import { formatMultiplier } from '../games/crash/multiplier';
 import { crashOutcomeOf, type Game } from '../games/engine/round';
 import { roundRepository } from '../games/engine/round-repository';
-import { money } from '../money/currency';
+import { currencyExponent, formatMinor, money } from '../money/currency';
 import type { Operator } from '../operators/operator';
 import type { Database } from '../store/database';
 import { reportRepository, type AttentionCounts } from './report-repository';
@@ -25,8 +25,12 @@ export interface RtpTotal {
   game: Game;
   currency: string | null;
   bets: number;
-  staked: number;
-  paid: number;
+  /**
+   * The exact sums as integer strings, in minor units (Stock Race) or plain units (Crash): a JSON
+   * number cannot carry a sum past 2^53 exactly.
+   */
+  staked: string;
+  paid: string;
   rtp: number | null;
   /** The sums as the bets' surface shows money ("12.50 EUR", or plain units). */
   staked_text: string;
@@ -41,8 +45,19 @@ export interface LiveStats {
 
 export type Overview = AttentionCounts;
 
-/** Percent with two decimals, from integer sums (the division is the only floating step, for display). */
-const percent = (paid: number, staked: number): number => Math.round((paid * 10_000) / staked) / 100;
+/**
+ * Percent with two decimals, rounded half up, from exact integer sums: the hundredths of a percent are
+ * found in bigint arithmetic (paid × 10,000 can pass 2^53 long before the sums do); only the final
+ * scaling to a JSON number, for display, is a floating step. Callers pass staked > 0.
+ */
+function percent(paid: bigint, staked: bigint): number {
+  const hundredths = (paid * 20_000n + staked) / (staked * 2n);
+  return Number(hundredths) / 100;
+}
+
+/** A sum as the bets' surface shows money ("12.50 EUR", or plain units), exact for any size. */
+const moneyExact = (holder: { currency: string | null }, sum: bigint): string =>
+  holder.currency ? `${formatMinor(sum, currencyExponent(holder.currency))} ${holder.currency}` : sum.toString();
 
 /** Configured return to player, in percent: Crash from the house edge, Stock Race from the operator's setting. */
 export function configuredRtp(game: Game, config: Config, operator: Operator): number {
@@ -69,10 +84,14 @@ export class OperatorReports {
       .reverse();
 
     const totals: RtpTotal[] = (await reportRepository.settledTotals(this.db, operator.id)).map((r) => ({
-      ...r,
-      rtp: r.staked > 0 ? percent(r.paid, r.staked) : null,
-      staked_text: money(r, r.staked),
-      paid_text: money(r, r.paid),
+      game: r.game,
+      currency: r.currency,
+      bets: r.bets,
+      staked: r.staked.toString(),
+      paid: r.paid.toString(),
+      rtp: r.staked > 0n ? percent(r.paid, r.staked) : null,
+      staked_text: moneyExact(r, r.staked),
+      paid_text: moneyExact(r, r.paid),
     }));
 
     // One line per game: Crash amounts are plain units; Stock Race follows the currency staked most,
@@ -87,17 +106,26 @@ export class OperatorReports {
         currency,
         limit: 100,
       });
-      let staked = 0;
-      let paid = 0;
+      let staked = 0n;
+      let paid = 0n;
       const points: RtpPoint[] = [];
       for (const r of rounds) {
         staked += r.staked;
         paid += r.paid;
-        if (staked > 0) points.push({ round_number: r.round_number, rtp: percent(paid, staked) });
+        if (staked > 0n) points.push({ round_number: r.round_number, rtp: percent(paid, staked) });
       }
       rtp.push({ game, currency, configured: configuredRtp(game, this.config, operator), points });
     }
     return { crash_points, rtp, totals };
+  }
+
+  /**
+   * What each settle call pays, as the bets page shows it ("19.50 EUR"): the call's own body has a
+   * bare decimal ("19.5") that says neither the currency nor its minor units. Keyed by bet id.
+   */
+  async settlementPayouts(operatorId: string, betIds: readonly string[]): Promise<Map<string, string>> {
+    const rows = await reportRepository.betPayouts(this.db, operatorId, betIds);
+    return new Map(rows.map((r) => [r.id, money(r, r.payout)]));
   }
 
   /** Settle calls not confirmed, dead webhook deliveries, flags of the last day, endpoints. */

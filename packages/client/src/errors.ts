@@ -33,7 +33,10 @@ export class BettingApiError extends Error {
   }
 }
 
-/** No answer at all (connection refused, reset, timed out) after every retry. */
+/**
+ * No answer at all (connection refused, reset, timed out) after every retry, or the caller's signal
+ * ended the call: either way the outcome is unknown, not a failure.
+ */
 export class BettingNetworkError extends Error {
   override readonly name = 'BettingNetworkError';
   readonly code = 'NETWORK_ERROR';
@@ -41,11 +44,17 @@ export class BettingNetworkError extends Error {
   /** The request may have been applied: retry later with this key and it is applied at most once. */
   readonly idempotencyKey: string | undefined;
   readonly attempts: number;
+  /** true when the caller's signal ended the call (its `cause` is the signal's reason). */
+  readonly aborted: boolean;
 
-  constructor(message: string, options: { cause: unknown; idempotencyKey: string | undefined; attempts: number }) {
+  constructor(
+    message: string,
+    options: { cause: unknown; idempotencyKey: string | undefined; attempts: number; aborted?: boolean },
+  ) {
     super(message, { cause: options.cause });
     this.idempotencyKey = options.idempotencyKey;
     this.attempts = options.attempts;
+    this.aborted = options.aborted ?? false;
   }
 }
 

@@ -51,6 +51,11 @@ export interface TransportRequest {
    * are naturally repeatable; false for creating things without a key (a retry could create two).
    */
   retrySafe: boolean;
+  /**
+   * A DELETE: a 404 on a retry after an attempt that may have applied means that attempt removed it,
+   * which is what the caller asked for (a first attempt's 404 still means there was nothing).
+   */
+  goneMeansDone?: boolean;
   signal?: AbortSignal;
 }
 
@@ -103,13 +108,23 @@ export class Transport {
   }
 
   async send<T>(req: TransportRequest): Promise<ApiResponse<T>> {
+    // Cancelled before anything was sent: nothing can have been applied, so the reason is the answer.
+    if (req.signal?.aborted) throw req.signal.reason;
     // The body is serialised once: every attempt sends (and signs) the very same bytes, so a retry
     // of a keyed write is recognised by the service as the same request.
     const raw = req.body === undefined ? '' : JSON.stringify(req.body);
     const url = new URL(this.baseUrl + req.path);
     const signedPath = url.pathname + url.search;
+    const idempotencyKey = req.idempotencyKey ?? keyInBody(req.body);
+    // Whether an earlier attempt may have been applied (sent, then no answer or a 5xx).
+    let mayHaveApplied = false;
+    let lastTimestamp = 0;
     for (let attempt = 1; ; attempt++) {
-      const timestamp = String(this.now());
+      // Whole milliseconds (the service refuses a fraction), and later than the attempt before: a
+      // retry signed in the same millisecond would carry the same signature, which the service
+      // refuses as a replay on writes without an Idempotency-Key (PATCH, DELETE).
+      lastTimestamp = Math.max(Math.floor(this.now()), lastTimestamp + 1);
+      const timestamp = String(lastTimestamp);
       const names = HEADERS[this.surface];
       const headers: Record<string, string> = {
         [names.key]: this.options.apiKey,
@@ -140,18 +155,18 @@ export class Transport {
         // A connection cut while the answer streams in is no answer either.
         text = await response.text();
       } catch (error) {
-        if (req.signal?.aborted) throw req.signal.reason;
+        // The caller's own deadline or cancel: the request may have reached the service and been
+        // applied, so the outcome is as unknown as after a timeout, and the caller needs the key
+        // this call used to settle it (retry under it) rather than a bare AbortError.
+        if (req.signal?.aborted) throw this.aborted(req, signedPath, attempt, idempotencyKey);
         if (!req.retrySafe || attempt >= this.maxAttempts) {
           throw new BettingNetworkError(
             `${req.method} ${signedPath}: no answer after ${attempt} attempt(s): ${describe(error)}`,
-            {
-              cause: error,
-              idempotencyKey: req.idempotencyKey ?? keyInBody(req.body),
-              attempts: attempt,
-            },
+            { cause: error, idempotencyKey, attempts: attempt },
           );
         }
-        await sleep(this.backoff(attempt), req.signal);
+        mayHaveApplied = true;
+        await this.pause(this.backoff(attempt), req, signedPath, attempt, idempotencyKey);
         continue;
       }
 
@@ -165,21 +180,60 @@ export class Transport {
           requestId,
         };
       }
-      // 429 was refused before anything ran, so it is always safe to repeat; a 5xx is repeated
-      // only where a repeat cannot apply the request twice.
-      const retryable = response.status === 429 || (response.status >= 500 && req.retrySafe);
-      if (!retryable || attempt >= this.maxAttempts) {
-        throw new BettingApiError({
-          surface: this.surface,
-          status: response.status,
-          body: data,
-          requestId,
-          idempotencyKey: req.idempotencyKey ?? keyInBody(req.body),
-        });
+      if (response.status === 404 && req.goneMeansDone && mayHaveApplied) {
+        return { data: undefined as T, status: response.status, replayed: false, requestId };
       }
+      const error = new BettingApiError({
+        surface: this.surface,
+        status: response.status,
+        body: data,
+        requestId,
+        idempotencyKey,
+      });
+      // 429 was refused before anything ran, so it is always safe to repeat; a 5xx is repeated
+      // only where a repeat cannot apply the request twice. IDEMPOTENCY_KEY_IN_FLIGHT says an
+      // earlier attempt under this key (one whose answer was lost, on another instance) is still
+      // running: it is neither a refusal nor a conflict, and asking again under the same key gets
+      // its answer once it is stored.
+      const inFlight =
+        response.status === 409 && error.code === 'IDEMPOTENCY_KEY_IN_FLIGHT' && idempotencyKey !== undefined;
+      const retryable = response.status === 429 || inFlight || (response.status >= 500 && req.retrySafe);
+      if (!retryable || attempt >= this.maxAttempts) throw error;
+      if (response.status >= 500) mayHaveApplied = true;
       const hinted = retryAfterMs(response.headers.get('retry-after'), this.now());
-      await sleep(hinted === null ? this.backoff(attempt) : Math.min(hinted, this.maxDelayMs), req.signal);
+      const wait = hinted === null ? this.backoff(attempt) : Math.min(hinted, this.maxDelayMs);
+      await this.pause(wait, req, signedPath, attempt, idempotencyKey);
     }
+  }
+
+  /** Waits before the next attempt; the caller's signal ends the wait as an unknown outcome. */
+  private async pause(
+    ms: number,
+    req: TransportRequest,
+    signedPath: string,
+    attempt: number,
+    idempotencyKey: string | undefined,
+  ): Promise<void> {
+    try {
+      await sleep(ms, req.signal);
+    } catch (error) {
+      if (req.signal?.aborted) throw this.aborted(req, signedPath, attempt, idempotencyKey);
+      throw error;
+    }
+  }
+
+  private aborted(
+    req: TransportRequest,
+    signedPath: string,
+    attempts: number,
+    idempotencyKey: string | undefined,
+  ): BettingNetworkError {
+    const reason: unknown = req.signal?.reason;
+    return new BettingNetworkError(
+      `${req.method} ${signedPath}: aborted by the caller after ${attempts} attempt(s), outcome unknown: ` +
+        describe(reason),
+      { cause: reason, idempotencyKey, attempts, aborted: true },
+    );
   }
 
   /** Exponential backoff, jittered over its upper half: spreads a crowd of clients retrying after one outage. */

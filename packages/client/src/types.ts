@@ -34,7 +34,10 @@ export type ReserveRequest = RequestBodyOf<'/v1/bets/reserve', 'post'>;
 export type ReservedBet = ResponseOf<'/v1/bets/reserve', 'post'>;
 export type StockRaceRound = ResponseOf<'/v1/rounds/current', 'get'>;
 export type StockRaceBet = ResponseOf<'/v1/bets/{bet_id}', 'get'>;
-export type SettlementsQuery = QueryOf<'/v1/settlements', 'get'>;
+// A query string carries text, so the schema types numeric parameters as strings; the client
+// writes numbers as their digits, and the service asks for integers, so numbers are taken too.
+type NumbersAllowed<Q, K extends keyof Q> = Omit<Q, K> & { [P in K]?: Q[P] | number };
+export type SettlementsQuery = NumbersAllowed<QueryOf<'/v1/settlements', 'get'>, 'limit'>;
 export type SettlementList = ResponseOf<'/v1/settlements', 'get'>;
 export type Settlement = SettlementList['settlements'][number];
 export type SurfaceBErrorBody = ResponseOf<'/v1/bets/reserve', 'post', 400>;
@@ -47,7 +50,7 @@ export type WebhookEndpoint = ResponseOf<`${A}/webhook-endpoints/{endpoint_id}`,
 export type UpdateWebhookEndpointRequest = RequestBodyOf<`${A}/webhook-endpoints/{endpoint_id}`, 'patch'>;
 export type RotateWebhookSecretRequest = RequestBodyOf<`${A}/webhook-endpoints/{endpoint_id}/rotate-secret`, 'post'>;
 export type WebhookDelivery = ResponseOf<`${A}/webhook-endpoints/{endpoint_id}/test`, 'post', 202>;
-export type WebhookDeliveriesQuery = QueryOf<`${A}/webhook-deliveries`, 'get'>;
+export type WebhookDeliveriesQuery = NumbersAllowed<QueryOf<`${A}/webhook-deliveries`, 'get'>, 'limit' | 'before'>;
 export type WebhookDeliveryList = ResponseOf<`${A}/webhook-deliveries`, 'get'>;
 export type WebhookDeliveryDetail = ResponseOf<`${A}/webhook-deliveries/{delivery_id}`, 'get'>;
 export type VerifySignatureRequest = RequestBodyOf<`${A}/webhooks/verify-signature`, 'post'>;

@@ -65,6 +65,8 @@ export class WebhookEndpointsApi {
       method: 'DELETE',
       path: `${this.prefix}/webhook-endpoints/${id(endpointId)}`,
       retrySafe: true,
+      // A retry after a lost answer finds the endpoint gone: that is the delete having worked.
+      goneMeansDone: true,
       signal: options.signal,
     });
   }

@@ -84,9 +84,13 @@ export async function roundRoutes(app: FastifyInstance, s: AppServices): Promise
   app.get('/settlements', async (req: QueryReq, reply) => {
     const c = ctx(req);
     const pending = await s.settlements.list({ operatorId: c.operator.id, status: 'pending', limit: 500 });
+    const payouts = await s.reports.settlementPayouts(
+      c.operator.id,
+      pending.map((p) => p.betId),
+    );
     return reply
       .type('text/html; charset=utf-8')
-      .send(settlementsPage({ user: c.user, pending, notice: notice(req.query.notice) }));
+      .send(settlementsPage({ user: c.user, pending, payouts, notice: notice(req.query.notice) }));
   });
 
   // The same rule as the admin CLI's `settlements retry`: due now, same idempotency_key; a confirmed one is refused.

@@ -79,15 +79,20 @@ ${settlement}
   return page({ title: 'Bet', nav: 'bets', user: o.user, notice: o.notice, body });
 }
 
-export function settlementsPage(o: { user: PageUser; pending: Settlement[]; notice?: string | null }): string {
-  const rows = o.pending.map((s) => {
-    const body = JSON.parse(s.body) as { payout?: number; winner?: string | null };
-    return html`<tr><td><a href="/dashboard/bets/${s.betId}" class="mono">${short(s.betId, 20)}</a></td>
-<td>${time(s.createdAt)}</td><td class="num">${body.payout ?? '–'}</td>
+export function settlementsPage(o: {
+  user: PageUser;
+  pending: Settlement[];
+  /** Each settle call's payout as the bet's money ("19.50 EUR"), by bet id. */
+  payouts: Map<string, string>;
+  notice?: string | null;
+}): string {
+  const rows = o.pending.map(
+    (s) => html`<tr><td><a href="/dashboard/bets/${s.betId}" class="mono">${short(s.betId, 20)}</a></td>
+<td>${time(s.createdAt)}</td><td class="num">${o.payouts.get(s.betId) ?? '–'}</td>
 <td class="num">${s.attempts}</td><td>${time(s.nextAttemptAt)}</td><td>${s.lastStatusCode ?? '–'}</td>
 <td class="small">${s.lastError ?? ''}</td>
-<td>${retryForm(s.betId, o.user.csrfToken, '/dashboard/settlements')}</td></tr>`;
-  });
+<td>${retryForm(s.betId, o.user.csrfToken, '/dashboard/settlements')}</td></tr>`,
+  );
   const caption =
     'Settle calls your wallet has not confirmed yet, oldest first. ' +
     'They are retried with the same idempotency key until it answers 2xx.';

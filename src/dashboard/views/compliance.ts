@@ -1,6 +1,7 @@
 import type { ComplianceFlag } from '../../compliance/compliance-service';
 import { COMPLIANCE_RULES } from '../../webhooks/payloads';
 import { html, type SafeHtml } from '../html';
+import { isKnownCurrency, money } from '../../money/currency';
 import { page, short, tableWrap, time, type PageUser } from './layout';
 
 const RULE_LABEL: Record<string, string> = {
@@ -11,12 +12,28 @@ const RULE_LABEL: Record<string, string> = {
   session_multi_place: 'Session used from several places',
 };
 
+// Measurements that are money in the bet's units: minor units of its currency, or Crash's plain units.
+const MONEY_MEASUREMENTS = new Set(['amount', 'payout', 'threshold']);
+
+/**
+ * One measurement as a person reads it. Money of a bet with a currency keeps the minor units the
+ * rule measured (the thresholds are set in them) and says what they are: "50000 minor units (500.00 EUR)",
+ * never a bare 50000 that reads as fifty thousand euros.
+ */
+function measurement(key: string, value: unknown, currency: unknown): string {
+  if (typeof value === 'object') return JSON.stringify(value);
+  if (MONEY_MEASUREMENTS.has(key) && typeof currency === 'string' && isKnownCurrency(currency)) {
+    if (Number.isSafeInteger(value)) return `${String(value)} minor units (${money({ currency }, value as number)})`;
+  }
+  return String(value);
+}
+
 /** Each measurement the rule recorded, as "name: value" lines. */
 function details(d: Record<string, unknown>): SafeHtml {
   const entries = Object.entries(d);
   if (entries.length === 0) return html`–`;
   const items = entries.map(
-    ([k, v]) => html`<dt>${k.replace(/_/g, ' ')}</dt><dd>${typeof v === 'object' ? JSON.stringify(v) : String(v)}</dd>`,
+    ([k, v]) => html`<dt>${k.replace(/_/g, ' ')}</dt><dd>${measurement(k, v, d.currency)}</dd>`,
   );
   return html`<dl class="details">${items}</dl>`;
 }
