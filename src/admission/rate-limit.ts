@@ -1,3 +1,4 @@
+import ipaddr from 'ipaddr.js';
 import type { Redis } from 'ioredis';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
 import type { Clock } from '../clock/clock';
@@ -45,7 +46,9 @@ export class TokenBucketLimiter implements OperatorRateLimiter {
     if (!bucket) {
       bucket = { tokens: limits.burst, updatedAt: now };
       this.buckets.set(key, bucket);
-    } else {
+    } else if (now > bucket.updatedAt) {
+      // Only forward time refills. A wall clock stepped back (NTP correcting a fast clock) must not
+      // turn into a negative refill that empties the bucket for as long as the step was.
       const refill = ((now - bucket.updatedAt) * limits.refillPerSecond) / 1000;
       bucket.tokens = Math.min(limits.burst, bucket.tokens + refill);
       bucket.updatedAt = now;
@@ -57,13 +60,16 @@ export class TokenBucketLimiter implements OperatorRateLimiter {
 }
 
 // Refill and spend in one atomic step on the Redis server, so concurrent instances never both spend
-// the last token. Time comes from the calling instance's clock (instances are NTP-synchronised; a
-// bucket last touched "in the future" by a skewed peer simply refills nothing). The key expires once
-// a full bucket would have refilled, so idle operators cost no memory.
+// the last token. Time comes from the Redis server's clock, the one clock every instance shares: with
+// the callers' clocks, one instance running ahead (say an hour, until NTP corrects it) would stamp
+// the bucket in the future and no instance would refill it until that time came. TIME is allowed in
+// a writing script since Redis 5 (effects replication). The key expires once a full bucket would
+// have refilled, so idle operators cost no memory.
 const TOKEN_BUCKET_SCRIPT = `
-local now = tonumber(ARGV[1])
-local rate = tonumber(ARGV[2])
-local burst = tonumber(ARGV[3])
+local time = redis.call('TIME')
+local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+local rate = tonumber(ARGV[1])
+local burst = tonumber(ARGV[2])
 local state = redis.call('HMGET', KEYS[1], 'tokens', 'at')
 local tokens = tonumber(state[1])
 local at = tonumber(state[2])
@@ -85,15 +91,16 @@ redis.call('PEXPIRE', KEYS[1], math.ceil(burst * 1000 / rate) + 1000)
 return { allowed, tostring(tokens) }
 `;
 
-type BucketScript = (key: string, now: number, rate: number, burst: number) => Promise<[number, string]>;
+type BucketScript = (key: string, rate: number, burst: number) => Promise<[number, string]>;
 
 /** The same token bucket, held in Redis: every instance spends from one bucket per operator. */
 export class RedisTokenBucketLimiter implements OperatorRateLimiter {
   private readonly script: BucketScript;
 
+  /** `_clock` is not read: the bucket runs on the Redis server's clock (see the script). */
   constructor(
     redis: Redis,
-    private readonly clock: Clock,
+    _clock?: Clock,
     private readonly prefix = 'bucket:',
   ) {
     if (!('takeToken' in redis)) redis.defineCommand('takeToken', { numberOfKeys: 1, lua: TOKEN_BUCKET_SCRIPT });
@@ -103,7 +110,7 @@ export class RedisTokenBucketLimiter implements OperatorRateLimiter {
 
   async take(key: string, limits: BucketLimits): Promise<RateDecision> {
     const { refillPerSecond, burst } = limits;
-    const [allowed, tokens] = await this.script(this.prefix + key, this.clock.now(), refillPerSecond, burst);
+    const [allowed, tokens] = await this.script(this.prefix + key, refillPerSecond, burst);
     return decide(allowed === 1, Number(tokens), limits);
   }
 }
@@ -155,7 +162,27 @@ export function flexibleLimiter(
 }
 
 /**
- * Failed authentication per client address (unknown key, bad signature, stale timestamp, replay).
+ * The client a failure is counted against: an IPv4 address as it is (IPv4-mapped IPv6 included), an
+ * IPv6 address by its /64. A /64 is the smallest block a site is given, and every address in it is
+ * the holder's to use: counted per address, one client would get a fresh budget (and a new entry)
+ * with each of its 2^64 addresses. The key is written canonically (`2001:db8:0:7::/64`), so another
+ * spelling of the same address is the same client.
+ */
+export function failureKey(address: string): string {
+  // IPv4 (the common case) is not parsed: Node gives it in one spelling already.
+  if (address.indexOf(':') === -1) return address;
+  const zone = address.indexOf('%');
+  const bare = zone === -1 ? address : address.slice(0, zone);
+  if (!ipaddr.IPv6.isValid(bare)) return address;
+  const ip = ipaddr.IPv6.parse(bare);
+  if (ip.isIPv4MappedAddress()) return ip.toIPv4Address().toString();
+  const [a, b, c, d] = ip.parts;
+  // The /64 prefix in ipaddr.js's canonical spelling (RFC 5952), e.g. 2001:db8:0:7::/64.
+  return `${new ipaddr.IPv6([a!, b!, c!, d!, 0, 0, 0, 0]).toString()}/64`;
+}
+
+/**
+ * Failed authentication per client (see `failureKey`) (unknown key, bad signature, stale timestamp, replay).
  * Counting happens only on failure, in Redis when configured so every instance sees one count; the
  * refusal of a blocked address is decided from a local note of "blocked until", so a request that
  * authenticates costs no extra round trip. Another instance learns of the block at that address's
@@ -177,24 +204,29 @@ export class AuthFailureLimiter {
       duration: limits.windowSeconds,
       blockDuration: limits.windowSeconds,
     });
-    this.maxBlocked = limits.maxKeys ?? 100_000;
+    // docs/security.md promises at most 10,000 addresses per measure in memory.
+    this.maxBlocked = limits.maxKeys ?? 10_000;
     this.tracked = new BoundedKeys(this.limiter, this.maxBlocked);
   }
 
   /** Seconds the address must wait, or 0 when it may try. */
   retryAfterSeconds(address: string): number {
-    const until = this.blockedUntil.get(address);
+    // Runs on every request: nothing blocked (the usual case) costs no key computation at all.
+    if (this.blockedUntil.size === 0) return 0;
+    const key = failureKey(address);
+    const until = this.blockedUntil.get(key);
     if (until === undefined) return 0;
     const left = until - Date.now();
     if (left <= 0) {
-      this.blockedUntil.delete(address);
+      this.blockedUntil.delete(key);
       return 0;
     }
     return Math.ceil(left / 1000);
   }
 
   /** Counts one failure; returns the seconds to wait when this failure used up the budget (0 otherwise). */
-  async noteFailure(address: string): Promise<number> {
+  async noteFailure(client: string): Promise<number> {
+    const address = failureKey(client);
     this.tracked.touch(address);
     let outcome: RateLimiterRes;
     try {

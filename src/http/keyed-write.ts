@@ -50,6 +50,28 @@ export function refusalIn(
   });
 }
 
+/** The header the spec puts on a stored answer sent again for the same key and body. */
+export const REPLAY_HEADER = 'idempotent-replay';
+
+/**
+ * A keyed route's success schema that also declares the replay header, so the published document (and
+ * the clients generated from it) tell integrators how a replay is marked. Built once, when the route is
+ * registered; the serializer reads only the body's properties, and @fastify/swagger moves `headers`
+ * into the response's header list.
+ */
+export function replayable<T extends object>(schema: T): T & { headers: Record<string, unknown> } {
+  return Object.assign({}, schema, {
+    headers: {
+      [REPLAY_HEADER]: {
+        type: 'string',
+        enum: ['true'],
+        description:
+          'present (true) only when this is the stored answer to an earlier request with the same key and body',
+      },
+    },
+  });
+}
+
 /**
  * Answers an idempotent request (a bet command or a keyed write): a stored answer is replayed byte for
  * byte, its shape checked when it was first sent, and marked `idempotent-replay: true`.
@@ -58,7 +80,7 @@ export function sendAnswer(
   reply: FastifyReply,
   result: { statusCode: number; body: unknown; replayed: boolean },
 ): FastifyReply {
-  if (result.replayed) reply.header('idempotent-replay', 'true');
+  if (result.replayed) reply.header(REPLAY_HEADER, 'true');
   return reply.status(result.statusCode).send(result.body);
 }
 

@@ -2,16 +2,32 @@ import { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 
 /**
- * The shared fast state of a multi-instance deployment (rate-limit buckets, seen signatures, login
- * throttling). Commands fail fast rather than queue while Redis is unreachable: a request waits at
- * most a short moment and is then refused with 503, instead of piling up behind a dead connection.
+ * How long one command may take before it fails. A Redis that holds the connection open but does
+ * not answer (stuck in a slow command, swapping, a stalled network path) never closes the socket,
+ * so without a deadline every request that needs it would wait forever instead of getting its 503.
+ * Far above a healthy round trip (well under a millisecond on a local network).
  */
-export async function openRedis(url: string, logger: Logger, keyPrefix = ''): Promise<Redis> {
+export const REDIS_COMMAND_TIMEOUT_MS = 1_000;
+
+/**
+ * The shared fast state of a multi-instance deployment (rate-limit buckets, seen signatures, login
+ * throttling). Commands fail fast rather than queue while Redis is unreachable or stalled: a request
+ * waits at most `commandTimeoutMs` and is then refused with 503, instead of piling up behind a dead
+ * connection.
+ */
+export async function openRedis(
+  url: string,
+  logger: Logger,
+  keyPrefix = '',
+  commandTimeoutMs = REDIS_COMMAND_TIMEOUT_MS,
+): Promise<Redis> {
   const redis = new Redis(url, {
     keyPrefix,
     lazyConnect: true,
     maxRetriesPerRequest: 1,
     connectTimeout: 5_000,
+    // Also bounds a command waiting in the offline queue while a reconnect is attempted.
+    commandTimeout: commandTimeoutMs,
     enableOfflineQueue: true,
   });
   let reported = false;

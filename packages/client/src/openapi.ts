@@ -137,6 +137,21 @@ export interface paths {
                     };
                 };
                 /** @description Default Response */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description stable error code from the catalogue */
+                            code: string;
+                            /** @description what went wrong, in words */
+                            error: string;
+                            trace_id?: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
                 429: {
                     headers: {
                         [name: string]: unknown;
@@ -158,11 +173,28 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
-                            /** @description stable error code from the catalogue */
+                            /** @description INTERNAL, or SERVICE_UNAVAILABLE: retry after Retry-After */
                             code: string;
-                            /** @description what went wrong, in words */
+                            /** @description what went wrong, in words (nothing about the fault itself) */
                             error: string;
-                            trace_id?: string;
+                            /** @description the x-request-id of this answer: quote it to support */
+                            trace_id: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description INTERNAL, or SERVICE_UNAVAILABLE: retry after Retry-After */
+                            code: string;
+                            /** @description what went wrong, in words (nothing about the fault itself) */
+                            error: string;
+                            /** @description the x-request-id of this answer: quote it to support */
+                            trace_id: string;
                         };
                     };
                 };
@@ -211,6 +243,8 @@ export interface paths {
                 /** @description Default Response */
                 200: {
                     headers: {
+                        /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
+                        "idempotent-replay"?: "true";
                         [name: string]: unknown;
                     };
                     content: {
@@ -313,6 +347,21 @@ export interface paths {
                     };
                 };
                 /** @description Default Response */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description stable error code from the catalogue */
+                            code: string;
+                            /** @description what went wrong, in words */
+                            error: string;
+                            trace_id?: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
                 429: {
                     headers: {
                         [name: string]: unknown;
@@ -334,11 +383,28 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
-                            /** @description stable error code from the catalogue */
+                            /** @description INTERNAL, or SERVICE_UNAVAILABLE: retry after Retry-After */
                             code: string;
-                            /** @description what went wrong, in words */
+                            /** @description what went wrong, in words (nothing about the fault itself) */
                             error: string;
-                            trace_id?: string;
+                            /** @description the x-request-id of this answer: quote it to support */
+                            trace_id: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description INTERNAL, or SERVICE_UNAVAILABLE: retry after Retry-After */
+                            code: string;
+                            /** @description what went wrong, in words (nothing about the fault itself) */
+                            error: string;
+                            /** @description the x-request-id of this answer: quote it to support */
+                            trace_id: string;
                         };
                     };
                 };
@@ -483,6 +549,20 @@ export interface paths {
                         };
                     };
                 };
+                /** @description Default Response */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code?: string;
+                            error: string;
+                            message?: string;
+                            trace_id?: string;
+                        };
+                    };
+                };
             };
         };
         put?: never;
@@ -529,6 +609,8 @@ export interface paths {
                 /** @description Default Response */
                 200: {
                     headers: {
+                        /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
+                        "idempotent-replay"?: "true";
                         [name: string]: unknown;
                     };
                     content: {
@@ -635,6 +717,21 @@ export interface paths {
                     };
                 };
                 /** @description Default Response */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description stable error code from the catalogue */
+                            code: string;
+                            /** @description what went wrong, in words */
+                            error: string;
+                            trace_id?: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
                 429: {
                     headers: {
                         [name: string]: unknown;
@@ -656,11 +753,28 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
-                            /** @description stable error code from the catalogue */
+                            /** @description INTERNAL, or SERVICE_UNAVAILABLE: retry after Retry-After */
                             code: string;
-                            /** @description what went wrong, in words */
+                            /** @description what went wrong, in words (nothing about the fault itself) */
                             error: string;
-                            trace_id?: string;
+                            /** @description the x-request-id of this answer: quote it to support */
+                            trace_id: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description INTERNAL, or SERVICE_UNAVAILABLE: retry after Retry-After */
+                            code: string;
+                            /** @description what went wrong, in words (nothing about the fault itself) */
+                            error: string;
+                            /** @description the x-request-id of this answer: quote it to support */
+                            trace_id: string;
                         };
                     };
                 };
@@ -833,6 +947,21 @@ export interface paths {
                     };
                 };
                 /** @description Default Response */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description stable error code from the catalogue */
+                            code: string;
+                            /** @description what went wrong, in words */
+                            error: string;
+                            trace_id?: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
                 429: {
                     headers: {
                         [name: string]: unknown;
@@ -854,11 +983,28 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
-                            /** @description stable error code from the catalogue */
+                            /** @description INTERNAL, or SERVICE_UNAVAILABLE: retry after Retry-After */
                             code: string;
-                            /** @description what went wrong, in words */
+                            /** @description what went wrong, in words (nothing about the fault itself) */
                             error: string;
-                            trace_id?: string;
+                            /** @description the x-request-id of this answer: quote it to support */
+                            trace_id: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description INTERNAL, or SERVICE_UNAVAILABLE: retry after Retry-After */
+                            code: string;
+                            /** @description what went wrong, in words (nothing about the fault itself) */
+                            error: string;
+                            /** @description the x-request-id of this answer: quote it to support */
+                            trace_id: string;
                         };
                     };
                 };
@@ -1030,6 +1176,21 @@ export interface paths {
                     };
                 };
                 /** @description Default Response */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description stable error code from the catalogue */
+                            code: string;
+                            /** @description what went wrong, in words */
+                            error: string;
+                            trace_id?: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
                 429: {
                     headers: {
                         [name: string]: unknown;
@@ -1051,11 +1212,28 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
-                            /** @description stable error code from the catalogue */
+                            /** @description INTERNAL, or SERVICE_UNAVAILABLE: retry after Retry-After */
                             code: string;
-                            /** @description what went wrong, in words */
+                            /** @description what went wrong, in words (nothing about the fault itself) */
                             error: string;
-                            trace_id?: string;
+                            /** @description the x-request-id of this answer: quote it to support */
+                            trace_id: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description INTERNAL, or SERVICE_UNAVAILABLE: retry after Retry-After */
+                            code: string;
+                            /** @description what went wrong, in words (nothing about the fault itself) */
+                            error: string;
+                            /** @description the x-request-id of this answer: quote it to support */
+                            trace_id: string;
                         };
                     };
                 };
@@ -1189,6 +1367,21 @@ export interface paths {
                     };
                 };
                 /** @description Default Response */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description stable error code from the catalogue */
+                            code: string;
+                            /** @description what went wrong, in words */
+                            error: string;
+                            trace_id?: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
                 429: {
                     headers: {
                         [name: string]: unknown;
@@ -1210,11 +1403,28 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
-                            /** @description stable error code from the catalogue */
+                            /** @description INTERNAL, or SERVICE_UNAVAILABLE: retry after Retry-After */
                             code: string;
-                            /** @description what went wrong, in words */
+                            /** @description what went wrong, in words (nothing about the fault itself) */
                             error: string;
-                            trace_id?: string;
+                            /** @description the x-request-id of this answer: quote it to support */
+                            trace_id: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description INTERNAL, or SERVICE_UNAVAILABLE: retry after Retry-After */
+                            code: string;
+                            /** @description what went wrong, in words (nothing about the fault itself) */
+                            error: string;
+                            /** @description the x-request-id of this answer: quote it to support */
+                            trace_id: string;
                         };
                     };
                 };
@@ -1332,6 +1542,34 @@ export interface paths {
                     };
                 };
                 /** @description Default Response */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code?: string;
+                            error: string;
+                            message?: string;
+                            trace_id?: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code?: string;
+                            error: string;
+                            message?: string;
+                            trace_id?: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
                 429: {
                     headers: {
                         [name: string]: unknown;
@@ -1347,6 +1585,20 @@ export interface paths {
                 };
                 /** @description Default Response */
                 500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code?: string;
+                            error: string;
+                            message?: string;
+                            trace_id?: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -1388,6 +1640,8 @@ export interface paths {
                 /** @description Default Response */
                 200: {
                     headers: {
+                        /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
+                        "idempotent-replay"?: "true";
                         [name: string]: unknown;
                     };
                     content: {
@@ -1472,6 +1726,34 @@ export interface paths {
                     };
                 };
                 /** @description Default Response */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code?: string;
+                            error: string;
+                            message?: string;
+                            trace_id?: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code?: string;
+                            error: string;
+                            message?: string;
+                            trace_id?: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
                 429: {
                     headers: {
                         [name: string]: unknown;
@@ -1487,6 +1769,20 @@ export interface paths {
                 };
                 /** @description Default Response */
                 500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code?: string;
+                            error: string;
+                            message?: string;
+                            trace_id?: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -1598,6 +1894,34 @@ export interface paths {
                     };
                 };
                 /** @description Default Response */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code?: string;
+                            error: string;
+                            message?: string;
+                            trace_id?: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code?: string;
+                            error: string;
+                            message?: string;
+                            trace_id?: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
                 429: {
                     headers: {
                         [name: string]: unknown;
@@ -1613,6 +1937,20 @@ export interface paths {
                 };
                 /** @description Default Response */
                 500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code?: string;
+                            error: string;
+                            message?: string;
+                            trace_id?: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -1736,6 +2074,34 @@ export interface paths {
                     };
                 };
                 /** @description Default Response */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code?: string;
+                            error: string;
+                            message?: string;
+                            trace_id?: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code?: string;
+                            error: string;
+                            message?: string;
+                            trace_id?: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
                 429: {
                     headers: {
                         [name: string]: unknown;
@@ -1751,6 +2117,20 @@ export interface paths {
                 };
                 /** @description Default Response */
                 500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code?: string;
+                            error: string;
+                            message?: string;
+                            trace_id?: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -1792,6 +2172,8 @@ export interface paths {
                 /** @description Default Response */
                 200: {
                     headers: {
+                        /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
+                        "idempotent-replay"?: "true";
                         [name: string]: unknown;
                     };
                     content: {
@@ -1876,6 +2258,34 @@ export interface paths {
                     };
                 };
                 /** @description Default Response */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code?: string;
+                            error: string;
+                            message?: string;
+                            trace_id?: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code?: string;
+                            error: string;
+                            message?: string;
+                            trace_id?: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
                 429: {
                     headers: {
                         [name: string]: unknown;
@@ -1891,6 +2301,20 @@ export interface paths {
                 };
                 /** @description Default Response */
                 500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code?: string;
+                            error: string;
+                            message?: string;
+                            trace_id?: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -2002,6 +2426,34 @@ export interface paths {
                     };
                 };
                 /** @description Default Response */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code?: string;
+                            error: string;
+                            message?: string;
+                            trace_id?: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code?: string;
+                            error: string;
+                            message?: string;
+                            trace_id?: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
                 429: {
                     headers: {
                         [name: string]: unknown;
@@ -2017,6 +2469,20 @@ export interface paths {
                 };
                 /** @description Default Response */
                 500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code?: string;
+                            error: string;
+                            message?: string;
+                            trace_id?: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -2144,6 +2610,34 @@ export interface paths {
                     };
                 };
                 /** @description Default Response */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code?: string;
+                            error: string;
+                            message?: string;
+                            trace_id?: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code?: string;
+                            error: string;
+                            message?: string;
+                            trace_id?: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
                 429: {
                     headers: {
                         [name: string]: unknown;
@@ -2159,6 +2653,20 @@ export interface paths {
                 };
                 /** @description Default Response */
                 500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code?: string;
+                            error: string;
+                            message?: string;
+                            trace_id?: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -2209,6 +2717,8 @@ export interface paths {
                 /** @description Default Response */
                 200: {
                     headers: {
+                        /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
+                        "idempotent-replay"?: "true";
                         [name: string]: unknown;
                     };
                     content: {
@@ -2297,6 +2807,34 @@ export interface paths {
                     };
                 };
                 /** @description Default Response */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code?: string;
+                            error: string;
+                            message?: string;
+                            trace_id?: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code?: string;
+                            error: string;
+                            message?: string;
+                            trace_id?: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
                 429: {
                     headers: {
                         [name: string]: unknown;
@@ -2312,6 +2850,20 @@ export interface paths {
                 };
                 /** @description Default Response */
                 500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code?: string;
+                            error: string;
+                            message?: string;
+                            trace_id?: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -2368,6 +2920,8 @@ export interface paths {
                 /** @description Default Response */
                 200: {
                     headers: {
+                        /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
+                        "idempotent-replay"?: "true";
                         [name: string]: unknown;
                     };
                     content: {
@@ -2449,6 +3003,34 @@ export interface paths {
                     };
                 };
                 /** @description Default Response */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code?: string;
+                            error: string;
+                            message?: string;
+                            trace_id?: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code?: string;
+                            error: string;
+                            message?: string;
+                            trace_id?: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
                 429: {
                     headers: {
                         [name: string]: unknown;
@@ -2464,6 +3046,20 @@ export interface paths {
                 };
                 /** @description Default Response */
                 500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code?: string;
+                            error: string;
+                            message?: string;
+                            trace_id?: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -2590,6 +3186,34 @@ export interface paths {
                     };
                 };
                 /** @description Default Response */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code?: string;
+                            error: string;
+                            message?: string;
+                            trace_id?: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code?: string;
+                            error: string;
+                            message?: string;
+                            trace_id?: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
                 429: {
                     headers: {
                         [name: string]: unknown;
@@ -2605,6 +3229,20 @@ export interface paths {
                 };
                 /** @description Default Response */
                 500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code?: string;
+                            error: string;
+                            message?: string;
+                            trace_id?: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -2664,6 +3302,8 @@ export interface paths {
                 /** @description Default Response */
                 200: {
                     headers: {
+                        /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
+                        "idempotent-replay"?: "true";
                         [name: string]: unknown;
                     };
                     content: {
@@ -2746,6 +3386,34 @@ export interface paths {
                     };
                 };
                 /** @description Default Response */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code?: string;
+                            error: string;
+                            message?: string;
+                            trace_id?: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code?: string;
+                            error: string;
+                            message?: string;
+                            trace_id?: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
                 429: {
                     headers: {
                         [name: string]: unknown;
@@ -2761,6 +3429,20 @@ export interface paths {
                 };
                 /** @description Default Response */
                 500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code?: string;
+                            error: string;
+                            message?: string;
+                            trace_id?: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -2949,6 +3631,20 @@ export interface paths {
                 };
                 /** @description Default Response */
                 500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code?: string;
+                            error: string;
+                            message?: string;
+                            trace_id?: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -3150,6 +3846,20 @@ export interface paths {
                         };
                     };
                 };
+                /** @description Default Response */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code?: string;
+                            error: string;
+                            message?: string;
+                            trace_id?: string;
+                        };
+                    };
+                };
             };
         };
         put?: never;
@@ -3192,6 +3902,8 @@ export interface paths {
                 /** @description Default Response */
                 202: {
                     headers: {
+                        /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
+                        "idempotent-replay"?: "true";
                         [name: string]: unknown;
                     };
                     content: {
@@ -3328,6 +4040,20 @@ export interface paths {
                 };
                 /** @description Default Response */
                 500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code?: string;
+                            error: string;
+                            message?: string;
+                            trace_id?: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -3513,6 +4239,20 @@ export interface paths {
                         };
                     };
                 };
+                /** @description Default Response */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code?: string;
+                            error: string;
+                            message?: string;
+                            trace_id?: string;
+                        };
+                    };
+                };
             };
         };
         put?: never;
@@ -3545,6 +4285,8 @@ export interface paths {
                 /** @description Default Response */
                 201: {
                     headers: {
+                        /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
+                        "idempotent-replay"?: "true";
                         [name: string]: unknown;
                     };
                     content: {
@@ -3678,6 +4420,20 @@ export interface paths {
                 };
                 /** @description Default Response */
                 500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code?: string;
+                            error: string;
+                            message?: string;
+                            trace_id?: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -3864,6 +4620,20 @@ export interface paths {
                         };
                     };
                 };
+                /** @description Default Response */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code?: string;
+                            error: string;
+                            message?: string;
+                            trace_id?: string;
+                        };
+                    };
+                };
             };
         };
         put?: never;
@@ -4002,6 +4772,20 @@ export interface paths {
                 };
                 /** @description Default Response */
                 500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code?: string;
+                            error: string;
+                            message?: string;
+                            trace_id?: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -4188,6 +4972,20 @@ export interface paths {
                         };
                     };
                 };
+                /** @description Default Response */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code?: string;
+                            error: string;
+                            message?: string;
+                            trace_id?: string;
+                        };
+                    };
+                };
             };
         };
         trace?: never;
@@ -4230,6 +5028,8 @@ export interface paths {
                 /** @description Default Response */
                 200: {
                     headers: {
+                        /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
+                        "idempotent-replay"?: "true";
                         [name: string]: unknown;
                     };
                     content: {
@@ -4375,6 +5175,20 @@ export interface paths {
                         };
                     };
                 };
+                /** @description Default Response */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code?: string;
+                            error: string;
+                            message?: string;
+                            trace_id?: string;
+                        };
+                    };
+                };
             };
         };
         delete?: never;
@@ -4415,6 +5229,8 @@ export interface paths {
                 /** @description Default Response */
                 202: {
                     headers: {
+                        /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
+                        "idempotent-replay"?: "true";
                         [name: string]: unknown;
                     };
                     content: {
@@ -4551,6 +5367,20 @@ export interface paths {
                 };
                 /** @description Default Response */
                 500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code?: string;
+                            error: string;
+                            message?: string;
+                            trace_id?: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -4716,6 +5546,20 @@ export interface paths {
                 };
                 /** @description Default Response */
                 500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code?: string;
+                            error: string;
+                            message?: string;
+                            trace_id?: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -4901,6 +5745,20 @@ export interface paths {
                 };
                 /** @description Default Response */
                 500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code?: string;
+                            error: string;
+                            message?: string;
+                            trace_id?: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -5234,10 +6092,8 @@ export interface paths {
                         "application/json": {
                             /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
                             error: string;
-                            /** @description what went wrong, in words (absent on 5xx) */
-                            message?: string;
-                            /** @description on 5xx only: quote it to support */
-                            trace_id?: string;
+                            /** @description what went wrong, in words */
+                            message: string;
                         };
                     };
                 };
@@ -5250,10 +6106,8 @@ export interface paths {
                         "application/json": {
                             /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
                             error: string;
-                            /** @description what went wrong, in words (absent on 5xx) */
-                            message?: string;
-                            /** @description on 5xx only: quote it to support */
-                            trace_id?: string;
+                            /** @description what went wrong, in words */
+                            message: string;
                         };
                     };
                 };
@@ -5266,10 +6120,8 @@ export interface paths {
                         "application/json": {
                             /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
                             error: string;
-                            /** @description what went wrong, in words (absent on 5xx) */
-                            message?: string;
-                            /** @description on 5xx only: quote it to support */
-                            trace_id?: string;
+                            /** @description what went wrong, in words */
+                            message: string;
                         };
                     };
                 };
@@ -5282,10 +6134,8 @@ export interface paths {
                         "application/json": {
                             /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
                             error: string;
-                            /** @description what went wrong, in words (absent on 5xx) */
-                            message?: string;
-                            /** @description on 5xx only: quote it to support */
-                            trace_id?: string;
+                            /** @description what went wrong, in words */
+                            message: string;
                         };
                     };
                 };
@@ -5298,10 +6148,8 @@ export interface paths {
                         "application/json": {
                             /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
                             error: string;
-                            /** @description what went wrong, in words (absent on 5xx) */
-                            message?: string;
-                            /** @description on 5xx only: quote it to support */
-                            trace_id?: string;
+                            /** @description what went wrong, in words */
+                            message: string;
                         };
                     };
                 };
@@ -5314,10 +6162,8 @@ export interface paths {
                         "application/json": {
                             /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
                             error: string;
-                            /** @description what went wrong, in words (absent on 5xx) */
-                            message?: string;
-                            /** @description on 5xx only: quote it to support */
-                            trace_id?: string;
+                            /** @description what went wrong, in words */
+                            message: string;
                         };
                     };
                 };
@@ -5330,10 +6176,8 @@ export interface paths {
                         "application/json": {
                             /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
                             error: string;
-                            /** @description what went wrong, in words (absent on 5xx) */
-                            message?: string;
-                            /** @description on 5xx only: quote it to support */
-                            trace_id?: string;
+                            /** @description what went wrong, in words */
+                            message: string;
                         };
                     };
                 };
@@ -5346,10 +6190,8 @@ export interface paths {
                         "application/json": {
                             /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
                             error: string;
-                            /** @description what went wrong, in words (absent on 5xx) */
-                            message?: string;
-                            /** @description on 5xx only: quote it to support */
-                            trace_id?: string;
+                            /** @description what went wrong, in words */
+                            message: string;
                         };
                     };
                 };
@@ -5360,12 +6202,28 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
-                            /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
+                            /** @description INTERNAL for a server fault; SERVICE_UNAVAILABLE: retry after Retry-After */
                             error: string;
-                            /** @description what went wrong, in words (absent on 5xx) */
+                            /** @description on 503 only: what to do (absent on 500) */
                             message?: string;
-                            /** @description on 5xx only: quote it to support */
-                            trace_id?: string;
+                            /** @description the x-request-id of this answer: quote it to support */
+                            trace_id: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description INTERNAL for a server fault; SERVICE_UNAVAILABLE: retry after Retry-After */
+                            error: string;
+                            /** @description on 503 only: what to do (absent on 500) */
+                            message?: string;
+                            /** @description the x-request-id of this answer: quote it to support */
+                            trace_id: string;
                         };
                     };
                 };
@@ -5426,6 +6284,8 @@ export interface paths {
                 /** @description Default Response */
                 200: {
                     headers: {
+                        /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
+                        "idempotent-replay"?: "true";
                         [name: string]: unknown;
                     };
                     content: {
@@ -5458,10 +6318,8 @@ export interface paths {
                         "application/json": {
                             /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
                             error: string;
-                            /** @description what went wrong, in words (absent on 5xx) */
-                            message?: string;
-                            /** @description on 5xx only: quote it to support */
-                            trace_id?: string;
+                            /** @description what went wrong, in words */
+                            message: string;
                         };
                     };
                 };
@@ -5474,10 +6332,8 @@ export interface paths {
                         "application/json": {
                             /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
                             error: string;
-                            /** @description what went wrong, in words (absent on 5xx) */
-                            message?: string;
-                            /** @description on 5xx only: quote it to support */
-                            trace_id?: string;
+                            /** @description what went wrong, in words */
+                            message: string;
                         };
                     };
                 };
@@ -5490,10 +6346,8 @@ export interface paths {
                         "application/json": {
                             /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
                             error: string;
-                            /** @description what went wrong, in words (absent on 5xx) */
-                            message?: string;
-                            /** @description on 5xx only: quote it to support */
-                            trace_id?: string;
+                            /** @description what went wrong, in words */
+                            message: string;
                         };
                     };
                 };
@@ -5506,10 +6360,8 @@ export interface paths {
                         "application/json": {
                             /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
                             error: string;
-                            /** @description what went wrong, in words (absent on 5xx) */
-                            message?: string;
-                            /** @description on 5xx only: quote it to support */
-                            trace_id?: string;
+                            /** @description what went wrong, in words */
+                            message: string;
                         };
                     };
                 };
@@ -5522,10 +6374,8 @@ export interface paths {
                         "application/json": {
                             /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
                             error: string;
-                            /** @description what went wrong, in words (absent on 5xx) */
-                            message?: string;
-                            /** @description on 5xx only: quote it to support */
-                            trace_id?: string;
+                            /** @description what went wrong, in words */
+                            message: string;
                         };
                     };
                 };
@@ -5538,10 +6388,8 @@ export interface paths {
                         "application/json": {
                             /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
                             error: string;
-                            /** @description what went wrong, in words (absent on 5xx) */
-                            message?: string;
-                            /** @description on 5xx only: quote it to support */
-                            trace_id?: string;
+                            /** @description what went wrong, in words */
+                            message: string;
                         };
                     };
                 };
@@ -5554,10 +6402,8 @@ export interface paths {
                         "application/json": {
                             /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
                             error: string;
-                            /** @description what went wrong, in words (absent on 5xx) */
-                            message?: string;
-                            /** @description on 5xx only: quote it to support */
-                            trace_id?: string;
+                            /** @description what went wrong, in words */
+                            message: string;
                         };
                     };
                 };
@@ -5570,10 +6416,8 @@ export interface paths {
                         "application/json": {
                             /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
                             error: string;
-                            /** @description what went wrong, in words (absent on 5xx) */
-                            message?: string;
-                            /** @description on 5xx only: quote it to support */
-                            trace_id?: string;
+                            /** @description what went wrong, in words */
+                            message: string;
                         };
                     };
                 };
@@ -5584,12 +6428,28 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
-                            /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
+                            /** @description INTERNAL for a server fault; SERVICE_UNAVAILABLE: retry after Retry-After */
                             error: string;
-                            /** @description what went wrong, in words (absent on 5xx) */
+                            /** @description on 503 only: what to do (absent on 500) */
                             message?: string;
-                            /** @description on 5xx only: quote it to support */
-                            trace_id?: string;
+                            /** @description the x-request-id of this answer: quote it to support */
+                            trace_id: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description INTERNAL for a server fault; SERVICE_UNAVAILABLE: retry after Retry-After */
+                            error: string;
+                            /** @description on 503 only: what to do (absent on 500) */
+                            message?: string;
+                            /** @description the x-request-id of this answer: quote it to support */
+                            trace_id: string;
                         };
                     };
                 };
@@ -5741,6 +6601,20 @@ export interface paths {
                         };
                     };
                 };
+                /** @description Default Response */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code?: string;
+                            error: string;
+                            message?: string;
+                            trace_id?: string;
+                        };
+                    };
+                };
             };
         };
         put?: never;
@@ -5842,10 +6716,8 @@ export interface paths {
                         "application/json": {
                             /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
                             error: string;
-                            /** @description what went wrong, in words (absent on 5xx) */
-                            message?: string;
-                            /** @description on 5xx only: quote it to support */
-                            trace_id?: string;
+                            /** @description what went wrong, in words */
+                            message: string;
                         };
                     };
                 };
@@ -5858,10 +6730,8 @@ export interface paths {
                         "application/json": {
                             /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
                             error: string;
-                            /** @description what went wrong, in words (absent on 5xx) */
-                            message?: string;
-                            /** @description on 5xx only: quote it to support */
-                            trace_id?: string;
+                            /** @description what went wrong, in words */
+                            message: string;
                         };
                     };
                 };
@@ -5874,10 +6744,8 @@ export interface paths {
                         "application/json": {
                             /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
                             error: string;
-                            /** @description what went wrong, in words (absent on 5xx) */
-                            message?: string;
-                            /** @description on 5xx only: quote it to support */
-                            trace_id?: string;
+                            /** @description what went wrong, in words */
+                            message: string;
                         };
                     };
                 };
@@ -5890,10 +6758,8 @@ export interface paths {
                         "application/json": {
                             /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
                             error: string;
-                            /** @description what went wrong, in words (absent on 5xx) */
-                            message?: string;
-                            /** @description on 5xx only: quote it to support */
-                            trace_id?: string;
+                            /** @description what went wrong, in words */
+                            message: string;
                         };
                     };
                 };
@@ -5906,10 +6772,8 @@ export interface paths {
                         "application/json": {
                             /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
                             error: string;
-                            /** @description what went wrong, in words (absent on 5xx) */
-                            message?: string;
-                            /** @description on 5xx only: quote it to support */
-                            trace_id?: string;
+                            /** @description what went wrong, in words */
+                            message: string;
                         };
                     };
                 };
@@ -5922,10 +6786,8 @@ export interface paths {
                         "application/json": {
                             /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
                             error: string;
-                            /** @description what went wrong, in words (absent on 5xx) */
-                            message?: string;
-                            /** @description on 5xx only: quote it to support */
-                            trace_id?: string;
+                            /** @description what went wrong, in words */
+                            message: string;
                         };
                     };
                 };
@@ -5938,10 +6800,8 @@ export interface paths {
                         "application/json": {
                             /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
                             error: string;
-                            /** @description what went wrong, in words (absent on 5xx) */
-                            message?: string;
-                            /** @description on 5xx only: quote it to support */
-                            trace_id?: string;
+                            /** @description what went wrong, in words */
+                            message: string;
                         };
                     };
                 };
@@ -5954,10 +6814,8 @@ export interface paths {
                         "application/json": {
                             /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
                             error: string;
-                            /** @description what went wrong, in words (absent on 5xx) */
-                            message?: string;
-                            /** @description on 5xx only: quote it to support */
-                            trace_id?: string;
+                            /** @description what went wrong, in words */
+                            message: string;
                         };
                     };
                 };
@@ -5968,12 +6826,28 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
-                            /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
+                            /** @description INTERNAL for a server fault; SERVICE_UNAVAILABLE: retry after Retry-After */
                             error: string;
-                            /** @description what went wrong, in words (absent on 5xx) */
+                            /** @description on 503 only: what to do (absent on 500) */
                             message?: string;
-                            /** @description on 5xx only: quote it to support */
-                            trace_id?: string;
+                            /** @description the x-request-id of this answer: quote it to support */
+                            trace_id: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description INTERNAL for a server fault; SERVICE_UNAVAILABLE: retry after Retry-After */
+                            error: string;
+                            /** @description on 503 only: what to do (absent on 500) */
+                            message?: string;
+                            /** @description the x-request-id of this answer: quote it to support */
+                            trace_id: string;
                         };
                     };
                 };
@@ -6075,10 +6949,8 @@ export interface paths {
                         "application/json": {
                             /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
                             error: string;
-                            /** @description what went wrong, in words (absent on 5xx) */
-                            message?: string;
-                            /** @description on 5xx only: quote it to support */
-                            trace_id?: string;
+                            /** @description what went wrong, in words */
+                            message: string;
                         };
                     };
                 };
@@ -6091,10 +6963,8 @@ export interface paths {
                         "application/json": {
                             /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
                             error: string;
-                            /** @description what went wrong, in words (absent on 5xx) */
-                            message?: string;
-                            /** @description on 5xx only: quote it to support */
-                            trace_id?: string;
+                            /** @description what went wrong, in words */
+                            message: string;
                         };
                     };
                 };
@@ -6107,10 +6977,8 @@ export interface paths {
                         "application/json": {
                             /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
                             error: string;
-                            /** @description what went wrong, in words (absent on 5xx) */
-                            message?: string;
-                            /** @description on 5xx only: quote it to support */
-                            trace_id?: string;
+                            /** @description what went wrong, in words */
+                            message: string;
                         };
                     };
                 };
@@ -6123,10 +6991,8 @@ export interface paths {
                         "application/json": {
                             /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
                             error: string;
-                            /** @description what went wrong, in words (absent on 5xx) */
-                            message?: string;
-                            /** @description on 5xx only: quote it to support */
-                            trace_id?: string;
+                            /** @description what went wrong, in words */
+                            message: string;
                         };
                     };
                 };
@@ -6139,10 +7005,8 @@ export interface paths {
                         "application/json": {
                             /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
                             error: string;
-                            /** @description what went wrong, in words (absent on 5xx) */
-                            message?: string;
-                            /** @description on 5xx only: quote it to support */
-                            trace_id?: string;
+                            /** @description what went wrong, in words */
+                            message: string;
                         };
                     };
                 };
@@ -6155,10 +7019,8 @@ export interface paths {
                         "application/json": {
                             /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
                             error: string;
-                            /** @description what went wrong, in words (absent on 5xx) */
-                            message?: string;
-                            /** @description on 5xx only: quote it to support */
-                            trace_id?: string;
+                            /** @description what went wrong, in words */
+                            message: string;
                         };
                     };
                 };
@@ -6171,10 +7033,8 @@ export interface paths {
                         "application/json": {
                             /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
                             error: string;
-                            /** @description what went wrong, in words (absent on 5xx) */
-                            message?: string;
-                            /** @description on 5xx only: quote it to support */
-                            trace_id?: string;
+                            /** @description what went wrong, in words */
+                            message: string;
                         };
                     };
                 };
@@ -6187,10 +7047,8 @@ export interface paths {
                         "application/json": {
                             /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
                             error: string;
-                            /** @description what went wrong, in words (absent on 5xx) */
-                            message?: string;
-                            /** @description on 5xx only: quote it to support */
-                            trace_id?: string;
+                            /** @description what went wrong, in words */
+                            message: string;
                         };
                     };
                 };
@@ -6201,12 +7059,28 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
-                            /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
+                            /** @description INTERNAL for a server fault; SERVICE_UNAVAILABLE: retry after Retry-After */
                             error: string;
-                            /** @description what went wrong, in words (absent on 5xx) */
+                            /** @description on 503 only: what to do (absent on 500) */
                             message?: string;
-                            /** @description on 5xx only: quote it to support */
-                            trace_id?: string;
+                            /** @description the x-request-id of this answer: quote it to support */
+                            trace_id: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description INTERNAL for a server fault; SERVICE_UNAVAILABLE: retry after Retry-After */
+                            error: string;
+                            /** @description on 503 only: what to do (absent on 500) */
+                            message?: string;
+                            /** @description the x-request-id of this answer: quote it to support */
+                            trace_id: string;
                         };
                     };
                 };
@@ -6265,10 +7139,8 @@ export interface paths {
                         "application/json": {
                             /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
                             error: string;
-                            /** @description what went wrong, in words (absent on 5xx) */
-                            message?: string;
-                            /** @description on 5xx only: quote it to support */
-                            trace_id?: string;
+                            /** @description what went wrong, in words */
+                            message: string;
                         };
                     };
                 };
@@ -6281,10 +7153,8 @@ export interface paths {
                         "application/json": {
                             /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
                             error: string;
-                            /** @description what went wrong, in words (absent on 5xx) */
-                            message?: string;
-                            /** @description on 5xx only: quote it to support */
-                            trace_id?: string;
+                            /** @description what went wrong, in words */
+                            message: string;
                         };
                     };
                 };
@@ -6297,10 +7167,8 @@ export interface paths {
                         "application/json": {
                             /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
                             error: string;
-                            /** @description what went wrong, in words (absent on 5xx) */
-                            message?: string;
-                            /** @description on 5xx only: quote it to support */
-                            trace_id?: string;
+                            /** @description what went wrong, in words */
+                            message: string;
                         };
                     };
                 };
@@ -6313,10 +7181,8 @@ export interface paths {
                         "application/json": {
                             /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
                             error: string;
-                            /** @description what went wrong, in words (absent on 5xx) */
-                            message?: string;
-                            /** @description on 5xx only: quote it to support */
-                            trace_id?: string;
+                            /** @description what went wrong, in words */
+                            message: string;
                         };
                     };
                 };
@@ -6329,10 +7195,8 @@ export interface paths {
                         "application/json": {
                             /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
                             error: string;
-                            /** @description what went wrong, in words (absent on 5xx) */
-                            message?: string;
-                            /** @description on 5xx only: quote it to support */
-                            trace_id?: string;
+                            /** @description what went wrong, in words */
+                            message: string;
                         };
                     };
                 };
@@ -6345,10 +7209,8 @@ export interface paths {
                         "application/json": {
                             /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
                             error: string;
-                            /** @description what went wrong, in words (absent on 5xx) */
-                            message?: string;
-                            /** @description on 5xx only: quote it to support */
-                            trace_id?: string;
+                            /** @description what went wrong, in words */
+                            message: string;
                         };
                     };
                 };
@@ -6361,10 +7223,8 @@ export interface paths {
                         "application/json": {
                             /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
                             error: string;
-                            /** @description what went wrong, in words (absent on 5xx) */
-                            message?: string;
-                            /** @description on 5xx only: quote it to support */
-                            trace_id?: string;
+                            /** @description what went wrong, in words */
+                            message: string;
                         };
                     };
                 };
@@ -6377,10 +7237,8 @@ export interface paths {
                         "application/json": {
                             /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
                             error: string;
-                            /** @description what went wrong, in words (absent on 5xx) */
-                            message?: string;
-                            /** @description on 5xx only: quote it to support */
-                            trace_id?: string;
+                            /** @description what went wrong, in words */
+                            message: string;
                         };
                     };
                 };
@@ -6391,12 +7249,28 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
-                            /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
+                            /** @description INTERNAL for a server fault; SERVICE_UNAVAILABLE: retry after Retry-After */
                             error: string;
-                            /** @description what went wrong, in words (absent on 5xx) */
+                            /** @description on 503 only: what to do (absent on 500) */
                             message?: string;
-                            /** @description on 5xx only: quote it to support */
-                            trace_id?: string;
+                            /** @description the x-request-id of this answer: quote it to support */
+                            trace_id: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description INTERNAL for a server fault; SERVICE_UNAVAILABLE: retry after Retry-After */
+                            error: string;
+                            /** @description on 503 only: what to do (absent on 500) */
+                            message?: string;
+                            /** @description the x-request-id of this answer: quote it to support */
+                            trace_id: string;
                         };
                     };
                 };
@@ -6521,6 +7395,34 @@ export interface paths {
                     };
                 };
                 /** @description Default Response */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code?: string;
+                            error: string;
+                            message?: string;
+                            trace_id?: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code?: string;
+                            error: string;
+                            message?: string;
+                            trace_id?: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
                 429: {
                     headers: {
                         [name: string]: unknown;
@@ -6536,6 +7438,20 @@ export interface paths {
                 };
                 /** @description Default Response */
                 500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code?: string;
+                            error: string;
+                            message?: string;
+                            trace_id?: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -6583,6 +7499,8 @@ export interface paths {
                 /** @description Default Response */
                 200: {
                     headers: {
+                        /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
+                        "idempotent-replay"?: "true";
                         [name: string]: unknown;
                     };
                     content: {
@@ -6667,6 +7585,34 @@ export interface paths {
                     };
                 };
                 /** @description Default Response */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code?: string;
+                            error: string;
+                            message?: string;
+                            trace_id?: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code?: string;
+                            error: string;
+                            message?: string;
+                            trace_id?: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
                 429: {
                     headers: {
                         [name: string]: unknown;
@@ -6682,6 +7628,20 @@ export interface paths {
                 };
                 /** @description Default Response */
                 500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code?: string;
+                            error: string;
+                            message?: string;
+                            trace_id?: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -6800,6 +7760,34 @@ export interface paths {
                     };
                 };
                 /** @description Default Response */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code?: string;
+                            error: string;
+                            message?: string;
+                            trace_id?: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code?: string;
+                            error: string;
+                            message?: string;
+                            trace_id?: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
                 429: {
                     headers: {
                         [name: string]: unknown;
@@ -6815,6 +7803,20 @@ export interface paths {
                 };
                 /** @description Default Response */
                 500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code?: string;
+                            error: string;
+                            message?: string;
+                            trace_id?: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -6945,6 +7947,34 @@ export interface paths {
                     };
                 };
                 /** @description Default Response */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code?: string;
+                            error: string;
+                            message?: string;
+                            trace_id?: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code?: string;
+                            error: string;
+                            message?: string;
+                            trace_id?: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
                 429: {
                     headers: {
                         [name: string]: unknown;
@@ -6960,6 +7990,20 @@ export interface paths {
                 };
                 /** @description Default Response */
                 500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code?: string;
+                            error: string;
+                            message?: string;
+                            trace_id?: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -7007,6 +8051,8 @@ export interface paths {
                 /** @description Default Response */
                 200: {
                     headers: {
+                        /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
+                        "idempotent-replay"?: "true";
                         [name: string]: unknown;
                     };
                     content: {
@@ -7091,6 +8137,34 @@ export interface paths {
                     };
                 };
                 /** @description Default Response */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code?: string;
+                            error: string;
+                            message?: string;
+                            trace_id?: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code?: string;
+                            error: string;
+                            message?: string;
+                            trace_id?: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
                 429: {
                     headers: {
                         [name: string]: unknown;
@@ -7106,6 +8180,20 @@ export interface paths {
                 };
                 /** @description Default Response */
                 500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code?: string;
+                            error: string;
+                            message?: string;
+                            trace_id?: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -7224,6 +8312,34 @@ export interface paths {
                     };
                 };
                 /** @description Default Response */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code?: string;
+                            error: string;
+                            message?: string;
+                            trace_id?: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code?: string;
+                            error: string;
+                            message?: string;
+                            trace_id?: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
                 429: {
                     headers: {
                         [name: string]: unknown;
@@ -7239,6 +8355,20 @@ export interface paths {
                 };
                 /** @description Default Response */
                 500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code?: string;
+                            error: string;
+                            message?: string;
+                            trace_id?: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -7373,6 +8503,34 @@ export interface paths {
                     };
                 };
                 /** @description Default Response */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code?: string;
+                            error: string;
+                            message?: string;
+                            trace_id?: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code?: string;
+                            error: string;
+                            message?: string;
+                            trace_id?: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
                 429: {
                     headers: {
                         [name: string]: unknown;
@@ -7388,6 +8546,20 @@ export interface paths {
                 };
                 /** @description Default Response */
                 500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code?: string;
+                            error: string;
+                            message?: string;
+                            trace_id?: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -7444,6 +8616,8 @@ export interface paths {
                 /** @description Default Response */
                 200: {
                     headers: {
+                        /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
+                        "idempotent-replay"?: "true";
                         [name: string]: unknown;
                     };
                     content: {
@@ -7532,6 +8706,34 @@ export interface paths {
                     };
                 };
                 /** @description Default Response */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code?: string;
+                            error: string;
+                            message?: string;
+                            trace_id?: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code?: string;
+                            error: string;
+                            message?: string;
+                            trace_id?: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
                 429: {
                     headers: {
                         [name: string]: unknown;
@@ -7547,6 +8749,20 @@ export interface paths {
                 };
                 /** @description Default Response */
                 500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code?: string;
+                            error: string;
+                            message?: string;
+                            trace_id?: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -7609,6 +8825,8 @@ export interface paths {
                 /** @description Default Response */
                 200: {
                     headers: {
+                        /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
+                        "idempotent-replay"?: "true";
                         [name: string]: unknown;
                     };
                     content: {
@@ -7690,6 +8908,34 @@ export interface paths {
                     };
                 };
                 /** @description Default Response */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code?: string;
+                            error: string;
+                            message?: string;
+                            trace_id?: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code?: string;
+                            error: string;
+                            message?: string;
+                            trace_id?: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
                 429: {
                     headers: {
                         [name: string]: unknown;
@@ -7705,6 +8951,20 @@ export interface paths {
                 };
                 /** @description Default Response */
                 500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code?: string;
+                            error: string;
+                            message?: string;
+                            trace_id?: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -7838,6 +9098,34 @@ export interface paths {
                     };
                 };
                 /** @description Default Response */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code?: string;
+                            error: string;
+                            message?: string;
+                            trace_id?: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code?: string;
+                            error: string;
+                            message?: string;
+                            trace_id?: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
                 429: {
                     headers: {
                         [name: string]: unknown;
@@ -7853,6 +9141,20 @@ export interface paths {
                 };
                 /** @description Default Response */
                 500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code?: string;
+                            error: string;
+                            message?: string;
+                            trace_id?: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -7918,6 +9220,8 @@ export interface paths {
                 /** @description Default Response */
                 200: {
                     headers: {
+                        /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
+                        "idempotent-replay"?: "true";
                         [name: string]: unknown;
                     };
                     content: {
@@ -8000,6 +9304,34 @@ export interface paths {
                     };
                 };
                 /** @description Default Response */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code?: string;
+                            error: string;
+                            message?: string;
+                            trace_id?: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code?: string;
+                            error: string;
+                            message?: string;
+                            trace_id?: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
                 429: {
                     headers: {
                         [name: string]: unknown;
@@ -8015,6 +9347,20 @@ export interface paths {
                 };
                 /** @description Default Response */
                 500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code?: string;
+                            error: string;
+                            message?: string;
+                            trace_id?: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -8080,6 +9426,8 @@ export interface paths {
                 /** @description Default Response */
                 200: {
                     headers: {
+                        /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
+                        "idempotent-replay"?: "true";
                         [name: string]: unknown;
                     };
                     content: {
@@ -8101,10 +9449,8 @@ export interface paths {
                         "application/json": {
                             /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
                             error: string;
-                            /** @description what went wrong, in words (absent on 5xx) */
-                            message?: string;
-                            /** @description on 5xx only: quote it to support */
-                            trace_id?: string;
+                            /** @description what went wrong, in words */
+                            message: string;
                         };
                     };
                 };
@@ -8117,10 +9463,8 @@ export interface paths {
                         "application/json": {
                             /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
                             error: string;
-                            /** @description what went wrong, in words (absent on 5xx) */
-                            message?: string;
-                            /** @description on 5xx only: quote it to support */
-                            trace_id?: string;
+                            /** @description what went wrong, in words */
+                            message: string;
                         };
                     };
                 };
@@ -8133,10 +9477,8 @@ export interface paths {
                         "application/json": {
                             /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
                             error: string;
-                            /** @description what went wrong, in words (absent on 5xx) */
-                            message?: string;
-                            /** @description on 5xx only: quote it to support */
-                            trace_id?: string;
+                            /** @description what went wrong, in words */
+                            message: string;
                         };
                     };
                 };
@@ -8149,10 +9491,8 @@ export interface paths {
                         "application/json": {
                             /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
                             error: string;
-                            /** @description what went wrong, in words (absent on 5xx) */
-                            message?: string;
-                            /** @description on 5xx only: quote it to support */
-                            trace_id?: string;
+                            /** @description what went wrong, in words */
+                            message: string;
                         };
                     };
                 };
@@ -8165,10 +9505,8 @@ export interface paths {
                         "application/json": {
                             /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
                             error: string;
-                            /** @description what went wrong, in words (absent on 5xx) */
-                            message?: string;
-                            /** @description on 5xx only: quote it to support */
-                            trace_id?: string;
+                            /** @description what went wrong, in words */
+                            message: string;
                         };
                     };
                 };
@@ -8181,10 +9519,8 @@ export interface paths {
                         "application/json": {
                             /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
                             error: string;
-                            /** @description what went wrong, in words (absent on 5xx) */
-                            message?: string;
-                            /** @description on 5xx only: quote it to support */
-                            trace_id?: string;
+                            /** @description what went wrong, in words */
+                            message: string;
                         };
                     };
                 };
@@ -8197,10 +9533,8 @@ export interface paths {
                         "application/json": {
                             /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
                             error: string;
-                            /** @description what went wrong, in words (absent on 5xx) */
-                            message?: string;
-                            /** @description on 5xx only: quote it to support */
-                            trace_id?: string;
+                            /** @description what went wrong, in words */
+                            message: string;
                         };
                     };
                 };
@@ -8213,10 +9547,8 @@ export interface paths {
                         "application/json": {
                             /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
                             error: string;
-                            /** @description what went wrong, in words (absent on 5xx) */
-                            message?: string;
-                            /** @description on 5xx only: quote it to support */
-                            trace_id?: string;
+                            /** @description what went wrong, in words */
+                            message: string;
                         };
                     };
                 };
@@ -8227,12 +9559,28 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
-                            /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
+                            /** @description INTERNAL for a server fault; SERVICE_UNAVAILABLE: retry after Retry-After */
                             error: string;
-                            /** @description what went wrong, in words (absent on 5xx) */
+                            /** @description on 503 only: what to do (absent on 500) */
                             message?: string;
-                            /** @description on 5xx only: quote it to support */
-                            trace_id?: string;
+                            /** @description the x-request-id of this answer: quote it to support */
+                            trace_id: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description INTERNAL for a server fault; SERVICE_UNAVAILABLE: retry after Retry-After */
+                            error: string;
+                            /** @description on 503 only: what to do (absent on 500) */
+                            message?: string;
+                            /** @description the x-request-id of this answer: quote it to support */
+                            trace_id: string;
                         };
                     };
                 };
@@ -8313,10 +9661,8 @@ export interface paths {
                         "application/json": {
                             /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
                             error: string;
-                            /** @description what went wrong, in words (absent on 5xx) */
-                            message?: string;
-                            /** @description on 5xx only: quote it to support */
-                            trace_id?: string;
+                            /** @description what went wrong, in words */
+                            message: string;
                         };
                     };
                 };
@@ -8329,10 +9675,8 @@ export interface paths {
                         "application/json": {
                             /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
                             error: string;
-                            /** @description what went wrong, in words (absent on 5xx) */
-                            message?: string;
-                            /** @description on 5xx only: quote it to support */
-                            trace_id?: string;
+                            /** @description what went wrong, in words */
+                            message: string;
                         };
                     };
                 };
@@ -8345,10 +9689,8 @@ export interface paths {
                         "application/json": {
                             /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
                             error: string;
-                            /** @description what went wrong, in words (absent on 5xx) */
-                            message?: string;
-                            /** @description on 5xx only: quote it to support */
-                            trace_id?: string;
+                            /** @description what went wrong, in words */
+                            message: string;
                         };
                     };
                 };
@@ -8361,10 +9703,8 @@ export interface paths {
                         "application/json": {
                             /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
                             error: string;
-                            /** @description what went wrong, in words (absent on 5xx) */
-                            message?: string;
-                            /** @description on 5xx only: quote it to support */
-                            trace_id?: string;
+                            /** @description what went wrong, in words */
+                            message: string;
                         };
                     };
                 };
@@ -8377,10 +9717,8 @@ export interface paths {
                         "application/json": {
                             /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
                             error: string;
-                            /** @description what went wrong, in words (absent on 5xx) */
-                            message?: string;
-                            /** @description on 5xx only: quote it to support */
-                            trace_id?: string;
+                            /** @description what went wrong, in words */
+                            message: string;
                         };
                     };
                 };
@@ -8393,10 +9731,8 @@ export interface paths {
                         "application/json": {
                             /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
                             error: string;
-                            /** @description what went wrong, in words (absent on 5xx) */
-                            message?: string;
-                            /** @description on 5xx only: quote it to support */
-                            trace_id?: string;
+                            /** @description what went wrong, in words */
+                            message: string;
                         };
                     };
                 };
@@ -8409,10 +9745,8 @@ export interface paths {
                         "application/json": {
                             /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
                             error: string;
-                            /** @description what went wrong, in words (absent on 5xx) */
-                            message?: string;
-                            /** @description on 5xx only: quote it to support */
-                            trace_id?: string;
+                            /** @description what went wrong, in words */
+                            message: string;
                         };
                     };
                 };
@@ -8425,10 +9759,8 @@ export interface paths {
                         "application/json": {
                             /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
                             error: string;
-                            /** @description what went wrong, in words (absent on 5xx) */
-                            message?: string;
-                            /** @description on 5xx only: quote it to support */
-                            trace_id?: string;
+                            /** @description what went wrong, in words */
+                            message: string;
                         };
                     };
                 };
@@ -8439,12 +9771,28 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
-                            /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
+                            /** @description INTERNAL for a server fault; SERVICE_UNAVAILABLE: retry after Retry-After */
                             error: string;
-                            /** @description what went wrong, in words (absent on 5xx) */
+                            /** @description on 503 only: what to do (absent on 500) */
                             message?: string;
-                            /** @description on 5xx only: quote it to support */
-                            trace_id?: string;
+                            /** @description the x-request-id of this answer: quote it to support */
+                            trace_id: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description INTERNAL for a server fault; SERVICE_UNAVAILABLE: retry after Retry-After */
+                            error: string;
+                            /** @description on 503 only: what to do (absent on 500) */
+                            message?: string;
+                            /** @description the x-request-id of this answer: quote it to support */
+                            trace_id: string;
                         };
                     };
                 };
@@ -8633,6 +9981,20 @@ export interface paths {
                 };
                 /** @description Default Response */
                 500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code?: string;
+                            error: string;
+                            message?: string;
+                            trace_id?: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -8841,6 +10203,20 @@ export interface paths {
                         };
                     };
                 };
+                /** @description Default Response */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code?: string;
+                            error: string;
+                            message?: string;
+                            trace_id?: string;
+                        };
+                    };
+                };
             };
         };
         put?: never;
@@ -8889,6 +10265,8 @@ export interface paths {
                 /** @description Default Response */
                 202: {
                     headers: {
+                        /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
+                        "idempotent-replay"?: "true";
                         [name: string]: unknown;
                     };
                     content: {
@@ -9025,6 +10403,20 @@ export interface paths {
                 };
                 /** @description Default Response */
                 500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code?: string;
+                            error: string;
+                            message?: string;
+                            trace_id?: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -9217,6 +10609,20 @@ export interface paths {
                         };
                     };
                 };
+                /** @description Default Response */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code?: string;
+                            error: string;
+                            message?: string;
+                            trace_id?: string;
+                        };
+                    };
+                };
             };
         };
         put?: never;
@@ -9255,6 +10661,8 @@ export interface paths {
                 /** @description Default Response */
                 201: {
                     headers: {
+                        /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
+                        "idempotent-replay"?: "true";
                         [name: string]: unknown;
                     };
                     content: {
@@ -9388,6 +10796,20 @@ export interface paths {
                 };
                 /** @description Default Response */
                 500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code?: string;
+                            error: string;
+                            message?: string;
+                            trace_id?: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -9581,6 +11003,20 @@ export interface paths {
                         };
                     };
                 };
+                /** @description Default Response */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code?: string;
+                            error: string;
+                            message?: string;
+                            trace_id?: string;
+                        };
+                    };
+                };
             };
         };
         put?: never;
@@ -9726,6 +11162,20 @@ export interface paths {
                 };
                 /** @description Default Response */
                 500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code?: string;
+                            error: string;
+                            message?: string;
+                            trace_id?: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -9919,6 +11369,20 @@ export interface paths {
                         };
                     };
                 };
+                /** @description Default Response */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code?: string;
+                            error: string;
+                            message?: string;
+                            trace_id?: string;
+                        };
+                    };
+                };
             };
         };
         trace?: never;
@@ -9967,6 +11431,8 @@ export interface paths {
                 /** @description Default Response */
                 200: {
                     headers: {
+                        /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
+                        "idempotent-replay"?: "true";
                         [name: string]: unknown;
                     };
                     content: {
@@ -10112,6 +11578,20 @@ export interface paths {
                         };
                     };
                 };
+                /** @description Default Response */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code?: string;
+                            error: string;
+                            message?: string;
+                            trace_id?: string;
+                        };
+                    };
+                };
             };
         };
         delete?: never;
@@ -10158,6 +11638,8 @@ export interface paths {
                 /** @description Default Response */
                 202: {
                     headers: {
+                        /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
+                        "idempotent-replay"?: "true";
                         [name: string]: unknown;
                     };
                     content: {
@@ -10294,6 +11776,20 @@ export interface paths {
                 };
                 /** @description Default Response */
                 500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code?: string;
+                            error: string;
+                            message?: string;
+                            trace_id?: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -10466,6 +11962,20 @@ export interface paths {
                 };
                 /** @description Default Response */
                 500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code?: string;
+                            error: string;
+                            message?: string;
+                            trace_id?: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -10658,6 +12168,20 @@ export interface paths {
                 };
                 /** @description Default Response */
                 500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code?: string;
+                            error: string;
+                            message?: string;
+                            trace_id?: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };

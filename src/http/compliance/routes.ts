@@ -30,7 +30,8 @@ const FlagQuery = Type.Object(
 
 const FlagList = Type.Object({ flags: Type.Array(ComplianceFlagData) });
 
-const errors = { 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 429: ErrorBody, 500: ErrorBody };
+// 503: shared state (store, Redis) unreachable, or the instance shutting down: retry after Retry-After.
+const errors = { 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 429: ErrorBody, 500: ErrorBody, 503: ErrorBody };
 
 /** Read access to this operator's compliance flags, mounted on both surfaces. */
 export function complianceRoutes(surface: Surface) {

@@ -7,7 +7,7 @@ import { currencyExponent, decimalToMinor, minorToDecimal } from '../../money/cu
 import type { Game } from '../../games/engine/round';
 import type { SandboxScript } from '../../sandbox/sandbox-settings';
 import type { AppServices } from '../../services';
-import { keyedPost } from '../keyed-write';
+import { keyedPost, replayable } from '../keyed-write';
 import { guardSurface, type Surface } from '../surface';
 import { authHeadersFor, ErrorBody, keyedHeadersFor } from '../webhooks/schemas';
 
@@ -17,8 +17,13 @@ const errors = {
   403: ErrorBody,
   404: ErrorBody,
   409: ErrorBody,
+  // Answered before the route runs, like on every other surface route: a body over the limit, or not JSON.
+  413: ErrorBody,
+  415: ErrorBody,
   429: ErrorBody,
   500: ErrorBody,
+  // Shared state (store, Redis) unreachable, or the instance shutting down: retry after Retry-After.
+  503: ErrorBody,
 };
 
 const MAX_SCRIPTED = 100;
@@ -160,7 +165,7 @@ export function sandboxRoutes(surface: Surface) {
           tags,
           headers: keyedHeaders,
           body: CrashOutcomesBody,
-          response: { 200: ScriptView, ...errors },
+          response: { 200: replayable(ScriptView), ...errors },
         },
       },
       async (req, reply) => {
@@ -194,7 +199,7 @@ export function sandboxRoutes(surface: Surface) {
           tags,
           headers: keyedHeaders,
           body: RaceOutcomesBody,
-          response: { 200: ScriptView, ...errors },
+          response: { 200: replayable(ScriptView), ...errors },
         },
       },
       async (req, reply) => {
@@ -261,7 +266,7 @@ export function sandboxRoutes(surface: Surface) {
           tags,
           headers: keyedHeaders,
           body: TimingBody,
-          response: { 200: TimingView, ...errors },
+          response: { 200: replayable(TimingView), ...errors },
         },
       },
       async (req, reply) =>
@@ -283,7 +288,7 @@ export function sandboxRoutes(surface: Surface) {
           tags,
           headers: keyedHeaders,
           body: BalanceBody,
-          response: { 200: BalanceView, ...errors },
+          response: { 200: replayable(BalanceView), ...errors },
         },
       },
       async (req, reply) => {
@@ -333,7 +338,7 @@ export function sandboxRoutes(surface: Surface) {
           tags,
           headers: keyedHeaders,
           body: FailureBody,
-          response: { 200: FailureView, ...errors },
+          response: { 200: replayable(FailureView), ...errors },
         },
       },
       async (req, reply) => {

@@ -11,7 +11,7 @@ import type { Operator } from '../../operators/operator';
 import type { Round } from '../../games/engine/round';
 import type { AppServices } from '../../services';
 import { SURFACE_A_STATUS } from '../error-maps';
-import { idempotencyKeyOf, refusalIn, sendAnswer } from '../keyed-write';
+import { idempotencyKeyOf, refusalIn, replayable, sendAnswer } from '../keyed-write';
 import { operatorStreamTerms, streamFeed } from '../sse';
 import { guardSurface, type Surface } from '../surface';
 import {
@@ -21,6 +21,7 @@ import {
   CashoutResult,
   CrashBetView,
   ErrorA,
+  FaultA,
   IdempotentHeaders,
   PlaceBetBody,
   PlacedBet,
@@ -44,8 +45,12 @@ const errors = {
   404: ErrorA,
   409: ErrorA,
   413: ErrorA,
+  // A body sent as anything but JSON (or encoded) is refused before it is parsed.
+  415: ErrorA,
   429: ErrorA,
-  500: ErrorA,
+  500: FaultA,
+  // Shared state (store, Redis) unreachable, or the instance shutting down: retry after Retry-After.
+  503: FaultA,
 };
 
 export function presentCrashBet(bet: CrashBet, livemode: boolean): Static<typeof CrashBetView> {
@@ -121,7 +126,7 @@ export async function surfaceARoutes(app: FastifyInstance, s: AppServices): Prom
         tags: ['Crash'],
         headers: IdempotentHeaders,
         body: PlaceBetBody,
-        response: { 200: PlacedBet, ...errors },
+        response: { 200: replayable(PlacedBet), ...errors },
       },
     },
     async (req, reply) => {
@@ -157,7 +162,7 @@ export async function surfaceARoutes(app: FastifyInstance, s: AppServices): Prom
         tags: ['Crash'],
         headers: IdempotentHeaders,
         body: CashoutBody,
-        response: { 200: CashoutResult, ...errors },
+        response: { 200: replayable(CashoutResult), ...errors },
       },
     },
     async (req, reply) => {

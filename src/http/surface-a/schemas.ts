@@ -70,6 +70,13 @@ export const ErrorA = Type.Object({
   trace_id: Type.Optional(Type.String()),
 });
 
+/** A 5xx always carries the trace id (the x-request-id of the answer) to quote when reporting it. */
+export const FaultA = Type.Object({
+  error: Type.String({ description: 'what went wrong, in words (nothing about the fault itself)' }),
+  code: Type.String({ description: 'INTERNAL, or SERVICE_UNAVAILABLE: retry after Retry-After' }),
+  trace_id: Type.String({ description: 'the x-request-id of this answer: quote it to support' }),
+});
+
 export const RoundView = Type.Object(
   {
     ...roundFields,

@@ -9,7 +9,7 @@ import type { Round } from '../../games/engine/round';
 import type { AppServices } from '../../services';
 import { presentSettlement, type Settlement } from '../../wallet/settlements';
 import { SURFACE_B_STATUS } from '../error-maps';
-import { keyedPost, refusalIn, sendAnswer } from '../keyed-write';
+import { keyedPost, refusalIn, replayable, sendAnswer } from '../keyed-write';
 import { keyedHeadersFor } from '../webhooks/schemas';
 import { operatorStreamTerms, streamFeed } from '../sse';
 import { guardSurface, type Surface } from '../surface';
@@ -17,6 +17,7 @@ import {
   AuthHeadersB,
   BetIdParamsB,
   ErrorB,
+  FaultB,
   LaunchBody,
   LaunchResult,
   ReserveBody,
@@ -49,7 +50,9 @@ const errors = {
   413: ErrorB,
   415: ErrorB,
   429: ErrorB,
-  500: ErrorB,
+  500: FaultB,
+  // Shared state (store, Redis) unreachable, or the instance shutting down: retry after Retry-After.
+  503: FaultB,
 };
 
 export function presentStockRaceBet(
@@ -111,7 +114,7 @@ export async function surfaceBRoutes(app: FastifyInstance, s: AppServices): Prom
         tags: ['Stock Race'],
         headers: launchHeaders,
         body: LaunchBody,
-        response: { 200: LaunchResult, ...errors },
+        response: { 200: replayable(LaunchResult), ...errors },
       },
     },
     async (req, reply) =>
@@ -144,7 +147,7 @@ export async function surfaceBRoutes(app: FastifyInstance, s: AppServices): Prom
         tags: ['Stock Race'],
         headers: AuthHeadersB,
         body: ReserveBody,
-        response: { 200: ReservedBetView, ...errors },
+        response: { 200: replayable(ReservedBetView), ...errors },
       },
     },
     async (req, reply) => {

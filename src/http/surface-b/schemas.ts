@@ -13,10 +13,17 @@ export const AuthHeadersB = Type.Object(
   { additionalProperties: true },
 );
 
+/** A 4xx: the spec's `{error, message}`. Every 4xx has its message, so clients may rely on it. */
 export const ErrorB = Type.Object({
   error: Type.String({ description: 'stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …)' }),
-  message: Type.Optional(Type.String({ description: 'what went wrong, in words (absent on 5xx)' })),
-  trace_id: Type.Optional(Type.String({ description: 'on 5xx only: quote it to support' })),
+  message: Type.String({ description: 'what went wrong, in words' }),
+});
+
+/** A 5xx: the spec's `{error, trace_id}`; a 503 (retry shortly) also says what to do in `message`. */
+export const FaultB = Type.Object({
+  error: Type.String({ description: 'INTERNAL for a server fault; SERVICE_UNAVAILABLE: retry after Retry-After' }),
+  message: Type.Optional(Type.String({ description: 'on 503 only: what to do (absent on 500)' })),
+  trace_id: Type.String({ description: 'the x-request-id of this answer: quote it to support' }),
 });
 
 export const LaunchBody = Type.Object(

@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { absentBodyAsEmpty } from '../json-body';
-import { keyedPost } from '../keyed-write';
+import { keyedPost, replayable } from '../keyed-write';
 import { guardSurface, type Surface } from '../surface';
 import type { AppServices } from '../../services';
 import type { DeliveryStatus } from '../../webhooks/deliveries';
@@ -38,6 +38,8 @@ const errors = {
   415: ErrorBody,
   429: ErrorBody,
   500: ErrorBody,
+  // Shared state (store, Redis) unreachable, or the instance shutting down: retry after Retry-After.
+  503: ErrorBody,
 };
 
 /**
@@ -66,7 +68,7 @@ export function webhookRoutes(surface: Surface) {
           tags,
           headers: keyedHeaders,
           body: EndpointCreateBody,
-          response: { 201: EndpointWithSecret, ...errors },
+          response: { 201: replayable(EndpointWithSecret), ...errors },
         },
       },
       async (req, reply) => {
@@ -142,7 +144,7 @@ export function webhookRoutes(surface: Surface) {
           headers: keyedHeaders,
           params: EndpointIdParams,
           body: Type.Optional(RotateBody),
-          response: { 200: EndpointWithSecret, ...errors },
+          response: { 200: replayable(EndpointWithSecret), ...errors },
         },
       },
       async (req, reply) =>
@@ -161,7 +163,7 @@ export function webhookRoutes(surface: Surface) {
           headers: keyedHeaders,
           params: EndpointIdParams,
           body: Type.Optional(NoArgumentsBody),
-          response: { 202: DeliveryView, ...errors },
+          response: { 202: replayable(DeliveryView), ...errors },
         },
       },
       async (req, reply) =>
@@ -218,7 +220,7 @@ export function webhookRoutes(surface: Surface) {
           headers: keyedHeaders,
           params: DeliveryIdParams,
           body: Type.Optional(NoArgumentsBody),
-          response: { 202: DeliveryView, ...errors },
+          response: { 202: replayable(DeliveryView), ...errors },
         },
       },
       async (req, reply) =>
