@@ -1,10 +1,9 @@
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ServiceMetrics } from '../src/observability/metrics';
 import type { Database } from '../src/store/database';
 import { client, eventually, startTestApp, STORES, type TestApp, type TestOperator } from './support/harness';
+import { type OtlpSpan, startCollector } from './support/otlp-collector';
 import { parsePrometheusText, type Exposition } from './support/prometheus-text';
 import { TestReceiver } from './support/webhook-receiver';
 
@@ -237,39 +236,6 @@ describe('the /metrics text while the store hangs', () => {
     expect(m.samples.filter((s) => s.name.startsWith(`${P}outbox_`))).toEqual([]);
   });
 });
-
-interface OtlpSpan {
-  traceId: string;
-  spanId: string;
-  parentSpanId?: string;
-  name: string;
-  startTimeUnixNano: string;
-  endTimeUnixNano: string;
-  links?: { traceId: string; spanId: string }[];
-}
-
-/** An OTLP/HTTP collector in the test process: it keeps every span it is sent (JSON encoding). */
-async function startCollector(): Promise<{ url: string; spans: OtlpSpan[]; close(): Promise<void> }> {
-  const spans: OtlpSpan[] = [];
-  const server: Server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      if (req.method === 'POST' && req.url === '/v1/traces') {
-        const body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
-        for (const rs of body.resourceSpans ?? [])
-          for (const ss of rs.scopeSpans ?? []) spans.push(...(ss.spans ?? []));
-      }
-      res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    spans,
-    close: () => new Promise((resolve) => server.close(() => resolve())),
-  };
-}
 
 describe('traces of work a request starts but does not wait for', () => {
   let collector: Awaited<ReturnType<typeof startCollector>>;

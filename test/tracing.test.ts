@@ -1,53 +1,11 @@
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Database } from '../src/store/database';
 import { client, eventually, startTestApp, type TestApp, type TestOperator } from './support/harness';
+import { type OtlpSpan, startCollector } from './support/otlp-collector';
 import { TestReceiver } from './support/webhook-receiver';
-
-interface OtlpSpan {
-  traceId: string;
-  spanId: string;
-  parentSpanId?: string;
-  name: string;
-  kind: number;
-  attributes: { key: string; value: Record<string, unknown> }[];
-  status?: { code?: number };
-}
 
 const SPAN_KIND_SERVER = 2;
 const SPAN_KIND_CLIENT = 3;
-
-/** An OTLP/HTTP collector in the test process: it keeps every span it is sent (JSON encoding). */
-async function startCollector(): Promise<{
-  url: string;
-  spans: OtlpSpan[];
-  contentTypes: Set<string>;
-  close(): Promise<void>;
-}> {
-  const spans: OtlpSpan[] = [];
-  const contentTypes = new Set<string>();
-  const server: Server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      if (req.method === 'POST' && req.url === '/v1/traces') {
-        contentTypes.add(String(req.headers['content-type']));
-        const body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
-        for (const rs of body.resourceSpans ?? [])
-          for (const ss of rs.scopeSpans ?? []) spans.push(...(ss.spans ?? []));
-      }
-      res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    spans,
-    contentTypes,
-    close: () => new Promise((resolve) => server.close(() => resolve())),
-  };
-}
 
 const attr = (s: OtlpSpan, key: string): unknown => {
   const v = s.attributes.find((a) => a.key === key)?.value;
