@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
-import { adminCli } from './support/admin-cli';
+import { adminCli, adminJson } from './support/admin-cli';
 
 const run = promisify(execFile);
 const ROOT = resolve(import.meta.dirname, '..');
@@ -14,15 +14,18 @@ const ROOT = resolve(import.meta.dirname, '..');
 describe('admin CLI', () => {
   const dataDir = mkdtempSync(join(tmpdir(), 'rbs-cli-'));
   const env = { ...process.env, DATA_DIR: dataDir, MASTER_KEY: randomBytes(32).toString('hex'), LOG_LEVEL: 'silent' };
-  const admin = async (...args: string[]) => {
+  /** The CLI as scripts run it, its own process through `npm run -s admin`. */
+  const spawned = async (...args: string[]) => {
     const { stdout } = await run('npm', ['run', '-s', 'admin', '--', ...args], { cwd: ROOT, env });
     return JSON.parse(stdout);
   };
+  /** The same runner in this process, for the option and validation cases (a Node start each is seconds). */
+  const admin = adminJson(env);
   /** A refused command as an operator sees it: exit code, stdout, and the JSON error on stderr's last line. */
   const refused = adminCli(env);
 
   it('creates, lists, rotates, disables operators, printing one JSON object each time', async () => {
-    const created = await admin(
+    const created = await spawned(
       'operator',
       'create',
       '--name',
@@ -39,7 +42,7 @@ describe('admin CLI', () => {
     expect(created.api_key).toMatch(/^pk_/);
     expect(created.api_secret).toMatch(/^sk_/);
 
-    const listed = await admin('operator', 'list');
+    const listed = await spawned('operator', 'list');
     expect(listed.operators).toHaveLength(1);
     expect(listed.operators[0].api_key).toBe(created.api_key);
     expect(JSON.stringify(listed)).not.toContain(created.api_secret);

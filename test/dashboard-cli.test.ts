@@ -1,13 +1,9 @@
-import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
-import { promisify } from 'node:util';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-
-const run = promisify(execFile);
-const ROOT = resolve(import.meta.dirname, '..');
+import { adminCli, adminJson } from './support/admin-cli';
 
 describe('admin CLI: dashboard-user', () => {
   const env = {
@@ -16,8 +12,8 @@ describe('admin CLI: dashboard-user', () => {
     MASTER_KEY: randomBytes(32).toString('hex'),
     LOG_LEVEL: 'silent',
   };
-  const admin = async (...args: string[]) =>
-    JSON.parse((await run('npm', ['run', '-s', 'admin', '--', ...args], { cwd: ROOT, env })).stdout);
+  const admin = adminJson(env);
+  const outcome = adminCli(env);
 
   it('creates, lists and deletes dashboard users, printing one JSON object each time', async () => {
     const op = await admin('operator', 'create', '--name', 'Casino Two');
@@ -35,46 +31,28 @@ describe('admin CLI: dashboard-user', () => {
     expect(user).toMatchObject({ operator_id: op.operator_id, email: 'ops@casino.test' });
     expect(user.user_id).toMatch(/^du_/);
     expect(await admin('dashboard-user', 'list', '--operator', op.operator_id)).toEqual({ users: [user] });
-    await expect(
-      run(
-        'npm',
-        [
-          'run',
-          '-s',
-          'admin',
-          '--',
-          'dashboard-user',
-          'create',
-          '--operator',
-          op.operator_id,
-          '--email',
-          'x@casino.test',
-          '--password',
-          'short',
-        ],
-        { cwd: ROOT, env },
-      ),
-    ).rejects.toMatchObject({ code: 1, stderr: expect.stringContaining('"error":"VALIDATION_FAILED"') });
-    await expect(
-      run(
-        'npm',
-        [
-          'run',
-          '-s',
-          'admin',
-          '--',
-          'dashboard-user',
-          'create',
-          '--operator',
-          'op_missing',
-          '--email',
-          'x@casino.test',
-          '--password',
-          'a long passphrase',
-        ],
-        { cwd: ROOT, env },
-      ),
-    ).rejects.toMatchObject({ code: 1, stderr: expect.stringContaining('"error":"NOT_FOUND"') });
+    const short = await outcome(
+      'dashboard-user',
+      'create',
+      '--operator',
+      op.operator_id,
+      '--email',
+      'x@casino.test',
+      '--password',
+      'short',
+    );
+    expect(short).toMatchObject({ code: 1, stdout: '', error: { error: 'VALIDATION_FAILED' } });
+    const orphan = await outcome(
+      'dashboard-user',
+      'create',
+      '--operator',
+      'op_missing',
+      '--email',
+      'x@casino.test',
+      '--password',
+      'a long passphrase',
+    );
+    expect(orphan).toMatchObject({ code: 1, stdout: '', error: { error: 'NOT_FOUND' } });
     expect(await admin('dashboard-user', 'delete', '--email', 'ops@casino.test')).toEqual({ deleted: user });
     expect(await admin('dashboard-user', 'list')).toEqual({ users: [] });
   }, 180_000);

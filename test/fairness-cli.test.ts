@@ -1,14 +1,11 @@
-import { execFile } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
-import { promisify } from 'node:util';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { SqliteDatabase } from '../src/store/sqlite';
+import { adminCli, adminJson } from './support/admin-cli';
 
-const run = promisify(execFile);
-const ROOT = resolve(import.meta.dirname, '..');
 const sha = (text: string): string => createHash('sha256').update(text).digest('hex');
 
 describe('admin fairness commands', () => {
@@ -20,8 +17,8 @@ describe('admin fairness commands', () => {
     MASTER_KEY: randomBytes(32).toString('hex'),
     LOG_LEVEL: 'silent',
   };
-  const admin = async (...args: string[]) =>
-    JSON.parse((await run('npm', ['run', '-s', 'admin', '--', ...args], { cwd: ROOT, env })).stdout);
+  const admin = adminJson(env);
+  const outcome = adminCli(env);
 
   it("lists chains and fixes a waiting chain's salt from a contribution, once", async () => {
     expect(await admin('fairness', 'list')).toEqual({ chains: [] });
@@ -57,19 +54,39 @@ describe('admin fairness commands', () => {
       salt: sha(`${commitment}:audit firm 2026-11-24`),
     });
 
-    await expect(
-      run('npm', ['run', '-s', 'admin', '--', 'fairness', 'contribute', '--chain', 'chain_cli', '--value', 'again'], {
-        cwd: ROOT,
-        env,
-      }),
-    ).rejects.toMatchObject({
+    expect(await outcome('fairness', 'contribute', '--chain', 'chain_cli', '--value', 'again')).toMatchObject({
       code: 1,
-      stderr: expect.stringContaining('"error":"ILLEGAL_TRANSITION"'),
+      error: { error: 'ILLEGAL_TRANSITION' },
     });
-    await expect(
-      run('npm', ['run', '-s', 'admin', '--', 'fairness', 'list', '--game', 'poker'], { cwd: ROOT, env }),
-    ).rejects.toMatchObject({
-      stderr: expect.stringContaining('--game must be crash or stock_race'),
+    expect(await outcome('fairness', 'list', '--game', 'poker')).toMatchObject({
+      code: 1,
+      error: { error: 'VALIDATION_FAILED', message: '--game must be crash or stock_race' },
     });
+  }, 120_000);
+
+  // Read as absent, `--game=` listed both games and `--contributor=` credited the contribution to "admin CLI".
+  it('refuses empty --game and --contributor as usage errors, changing nothing', async () => {
+    const commitment = sha('another terminating seed');
+    const db = new SqliteDatabase({ filename: join(dataDir, 'service.db') });
+    await db.run(
+      `INSERT INTO fair_chain_records (chain_id, game, length, origin, commitment, committed_at)
+       VALUES ('chain_empty', 'stock_race', 10, 'generated', ?, 2)`,
+      [commitment],
+    );
+    await db.close();
+    const usage = (message: string) => ({ code: 64, stdout: '', error: { error: 'USAGE', message } });
+    expect(await outcome('fairness', 'list', '--game=')).toEqual(usage('--game must not be empty'));
+    const anonymous = await outcome(
+      'fairness',
+      'contribute',
+      '--chain',
+      'chain_empty',
+      '--value',
+      'v',
+      '--contributor=',
+    );
+    expect(anonymous).toEqual(usage('--contributor must not be empty'));
+    const [still] = (await admin('fairness', 'list', '--game', 'stock_race')).chains;
+    expect(still).toMatchObject({ chain_id: 'chain_empty', status: 'awaiting_contribution', salt: null });
   }, 120_000);
 });

@@ -132,7 +132,7 @@ export class ConfigError extends Error {
   override readonly name = 'ConfigError';
 }
 
-type Env = Record<string, string | undefined>;
+export type Env = Record<string, string | undefined>;
 
 const int = (env: Env, name: string, fallback: number, min = 0, max = Number.MAX_SAFE_INTEGER): number => {
   const raw = env[name];

@@ -1,10 +1,8 @@
-import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
-import { promisify } from 'node:util';
+import { join } from 'node:path';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FakeClock } from '../../src/clock/clock';
@@ -14,10 +12,8 @@ import type { Database } from '../../src/store/database';
 import { settlementRepository } from '../../src/wallet/settlement-repository';
 import { settleIdempotencyKey } from '../../src/wallet/settlements';
 import { WalletSettlementWorker } from '../../src/wallet/wallet-worker';
+import { adminCli } from '../support/admin-cli';
 import { freshDatabase } from '../support/harness';
-
-const run = promisify(execFile);
-const ROOT = resolve(import.meta.dirname, '../..');
 
 /** The operator's wallet_url gets the webhook target policy: https, public addresses only. */
 describe('SSRF: operator wallet_url in production', () => {
@@ -32,31 +28,29 @@ describe('SSRF: operator wallet_url in production', () => {
     for (const name of ['WALLET_ALLOW_PRIVATE_TARGETS', 'WEBHOOK_ALLOW_PRIVATE_TARGETS', 'DATABASE_URL']) {
       delete env[name];
     }
-    const tsx = join(ROOT, 'node_modules/.bin/tsx');
-    const admin = (...args: string[]) => run(tsx, ['src/cli/admin.ts', ...args], { cwd: ROOT, env });
+    const admin = adminCli(env);
+    const refusal = (message: string) => ({ code: 1, stdout: '', error: { error: 'INVALID_URL', message } });
 
     it('refuses plain http and the metadata address on create and on set-wallet, and stores nothing', async () => {
-      const plain = admin('operator', 'create', '--name', 'Plain', '--wallet-url', 'http://wallet.casino.example/api');
-      await expect(plain).rejects.toMatchObject({
-        code: 1,
-        stderr: expect.stringContaining('{"error":"INVALID_URL","message":"wallet_url: the URL must use https"}'),
-      });
+      const plain = await admin(
+        'operator',
+        'create',
+        '--name',
+        'Plain',
+        '--wallet-url',
+        'http://wallet.casino.example/api',
+      );
+      expect(plain).toEqual(refusal('wallet_url: the URL must use https'));
       const metadataUrl = 'https://169.254.169.254/latest/meta-data';
-      const metadata = admin('operator', 'create', '--name', 'Meta', '--wallet-url', metadataUrl);
-      await expect(metadata).rejects.toMatchObject({
-        code: 1,
-        stderr: expect.stringContaining('wallet_url: 169.254.169.254 is a loopback, private or link-local address'),
-      });
+      const metadata = await admin('operator', 'create', '--name', 'Meta', '--wallet-url', metadataUrl);
+      expect(metadata).toEqual(refusal('wallet_url: 169.254.169.254 is a loopback, private or link-local address'));
       const created = JSON.parse((await admin('operator', 'create', '--name', 'No wallet yet')).stdout);
       const setWallet = (url: string) => admin('operator', 'set-wallet', '--id', created.operator_id, '--url', url);
-      await expect(setWallet('https://[::ffff:a9fe:a9fe]/')).rejects.toMatchObject({
+      expect(await setWallet('https://[::ffff:a9fe:a9fe]/')).toMatchObject({
         code: 1,
-        stderr: expect.stringContaining('"error":"INVALID_URL"'),
+        error: { error: 'INVALID_URL' },
       });
-      await expect(setWallet('http://127.0.0.1:8080/')).rejects.toMatchObject({
-        code: 1,
-        stderr: expect.stringContaining('wallet_url: the URL must use https'),
-      });
+      expect(await setWallet('http://127.0.0.1:8080/')).toEqual(refusal('wallet_url: the URL must use https'));
       const listed = JSON.parse((await admin('operator', 'list')).stdout);
       const rows = listed.operators.map((o: { name: string; wallet_url: string | null }) => [o.name, o.wallet_url]);
       expect(rows).toEqual([['No wallet yet', null]]);

@@ -1,22 +1,20 @@
 import BetterSqlite3 from 'better-sqlite3';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync } from 'node:fs';
 import { connect, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { promisify } from 'node:util';
 import pg from 'pg';
 import { request } from 'undici';
 import type { Database } from '../../src/store/database';
 import { migrate } from '../../src/store/migrate';
 import { PostgresDatabase } from '../../src/store/postgres';
 import { SqliteDatabase } from '../../src/store/sqlite';
+import { adminJson } from './admin-cli';
 import { PG_URL, type StoreKind } from './harness';
 
 const ROOT = resolve(import.meta.dirname, '../..');
-const run = promisify(execFile);
 
 export async function freePort(): Promise<number> {
   return new Promise((ok, fail) => {
@@ -218,12 +216,8 @@ export class ChildService {
     return this.output;
   }
 
-  /** Runs the admin CLI against this service's store and returns its JSON output. */
-  async admin(...args: string[]): Promise<any> {
-    const { stdout } = await run(process.execPath, ['--import', 'tsx', 'src/cli/admin.ts', ...args], {
-      cwd: ROOT,
-      env: { ...process.env, ...this.env, LOG_LEVEL: 'silent' },
-    });
-    return JSON.parse(stdout);
+  /** Runs the admin CLI (in this process, src/cli/run-admin.ts) against this service's store: its JSON output. */
+  admin(...args: string[]): Promise<any> {
+    return adminJson({ ...process.env, ...this.env, LOG_LEVEL: 'silent' })(...args);
   }
 }

@@ -1,6 +1,6 @@
 import { DomainError } from '../../errors/codes';
 import { presentChain } from '../../games/engine/chain-presenter';
-import type { CliCommand } from '../cli-kit';
+import { stringOption, type CliCommand } from '../cli-kit';
 
 const chainOption = { type: 'string', required: true, description: 'the chain id (chain_…)' } as const;
 
@@ -15,7 +15,7 @@ export const fairnessCommands: CliCommand[] = [
     summary: 'List the hash chains with their commitment, salt and status.',
     options: { game: { type: 'string', description: 'crash or stock_race (default: both)' } },
     async run(app, v) {
-      const game = typeof v.game === 'string' && v.game !== '' ? v.game : undefined;
+      const game = stringOption(v.game, 'game');
       if (game !== undefined && game !== 'crash' && game !== 'stock_race') {
         throw new DomainError('VALIDATION_FAILED', '--game must be crash or stock_race');
       }
@@ -32,7 +32,7 @@ export const fairnessCommands: CliCommand[] = [
       contributor: { type: 'string', description: 'who contributed it, as shown in the record (default: admin CLI)' },
     },
     async run(app, v) {
-      const contributor = typeof v.contributor === 'string' && v.contributor !== '' ? v.contributor : 'admin CLI';
+      const contributor = stringOption(v.contributor, 'contributor') ?? 'admin CLI';
       const record = await app.services.fairChains.contribute(String(v.chain), { contributor, value: String(v.value) });
       return presentChain(app.services.fairChains, record);
     },
