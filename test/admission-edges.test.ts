@@ -156,10 +156,9 @@ describe('replays are refused once, everywhere', () => {
 });
 
 describe('rate limit buckets', () => {
-  // DEFECT (not fixed: src/http/surface.ts spends the operator's token in afterBucket before the
-  // replay claim; the claim, or a failed signature check, must come first so a refused replay costs
-  // the operator nothing). A captured request replayed by anyone empties the real operator's bucket.
-  it.fails('a refused replay does not spend the operator’s own budget', async () => {
+  // The bucket was taken before the replay claim, so a captured request replayed by anyone emptied the
+  // real operator's bucket. A seen-once route now claims the signature first.
+  it('a refused replay does not spend the operator’s own budget', async () => {
     const t = await track(startTestApp({ engines: false }));
     const op = await t.createOperator({ settings: { rate_limit: { refill_per_second: 0.01, burst: 3 } } });
     const launch = signB(op, 'POST', '/v1/sessions/launch', launchBody('p3'), Date.now());

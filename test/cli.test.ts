@@ -42,7 +42,7 @@ describe('admin CLI', () => {
     expect(created.api_key).toMatch(/^pk_/);
     expect(created.api_secret).toMatch(/^sk_/);
 
-    const listed = await spawned('operator', 'list');
+    const listed = await admin('operator', 'list');
     expect(listed.operators).toHaveLength(1);
     expect(listed.operators[0].api_key).toBe(created.api_key);
     expect(JSON.stringify(listed)).not.toContain(created.api_secret);
@@ -70,11 +70,10 @@ describe('admin CLI', () => {
       code: 64,
       stderr: expect.stringContaining('--name is required'),
     });
-    await expect(
-      run('npm', ['run', '-s', 'admin', '--', 'operator', 'disable', '--id', 'op_missing'], { cwd: ROOT, env }),
-    ).rejects.toMatchObject({
+    expect(await refused('operator', 'disable', '--id', 'op_missing')).toEqual({
       code: 1,
-      stderr: expect.stringContaining('"error":"NOT_FOUND"'),
+      stdout: '',
+      error: { error: 'NOT_FOUND', message: 'no operator with id op_missing' },
     });
   }, 120_000);
 

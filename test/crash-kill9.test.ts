@@ -26,6 +26,9 @@ describe('Crash survives kill -9', () => {
   let call: ReturnType<typeof client>;
 
   beforeAll(async () => {
+    // Rounds that run 7 to 18 s (1.5x to 3x): long enough to be caught running, short enough that the
+    // next open round is never a minute away (a random chain's 50x round kept the second test waiting).
+    await svc.prepare(withSeeds('crash', seedsBusting(150, 300, 12)));
     await svc.start();
     const created = await svc.admin('operator', 'create', '--name', 'kill9');
     op = { id: created.operator_id, apiKey: created.api_key, apiSecret: created.api_secret };
@@ -162,15 +165,19 @@ describe('Crash survives kill -9', () => {
   }, 200_000);
 });
 
-/** Seeds whose rounds run for over a minute (crash point at least 100x), so the outage, not the crash, ends them. */
-function longRoundSeeds(count: number): string[] {
+/** `count` seeds whose Crash rounds bust between `min` and `max` hundredths (bustabit salt, 1% edge). */
+function seedsBusting(min: number, max: number, count: number): string[] {
   const seeds: string[] = [];
   while (seeds.length < count) {
     const seed = randomBytes(32).toString('hex');
-    if (crashPointOf(seed, DEFAULT_BUSTABIT_SALT, 100) >= 10_000) seeds.push(seed);
+    const point = crashPointOf(seed, DEFAULT_BUSTABIT_SALT, 100);
+    if (point >= min && point <= max) seeds.push(seed);
   }
   return seeds;
 }
+
+/** Seeds whose rounds run for over a minute (crash point at least 100x), so the outage, not the crash, ends them. */
+const longRoundSeeds = (count: number): string[] => seedsBusting(10_000, Number.MAX_SAFE_INTEGER, count);
 
 /**
  * The restart rule, as an operator lives it: the service dies (SIGKILL) while a Crash round runs, and

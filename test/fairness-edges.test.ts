@@ -1,24 +1,15 @@
-import { execFile } from 'node:child_process';
-import { createHash, randomBytes } from 'node:crypto';
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { resolve } from 'node:path';
-import { promisify } from 'node:util';
+import { randomBytes } from 'node:crypto';
 import pino from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { crashPoint, stockRace, verifyRound } from '../src/dashboard/static/verify-core.js';
 import { FakeClock } from '../src/clock/clock';
 import { crashPointFromHash, crashPointFromRandom } from '../src/games/crash/fairness';
-import { deriveSalt, FairChainService } from '../src/games/engine/fair-chain';
-import { generateChain, previousHash } from '../src/games/engine/hash-chain';
+import { FairChainService } from '../src/games/engine/fair-chain';
 import { deriveStockRaceOutcome, drawStocks, raceKey } from '../src/games/stock-race/outcome';
 import { migrate } from '../src/store/migrate';
 import { SqliteDatabase } from '../src/store/sqlite';
+import { genuineRound, RACE_SYMBOLS as SYMBOLS, runVerifyScript } from './support/fairness-records';
 
-const run = promisify(execFile);
-const ROOT = resolve(import.meta.dirname, '..');
-const sha = (text: string): string => createHash('sha256').update(text).digest('hex');
-const SYMBOLS = ['AAPL', 'MSFT', 'NVDA', 'TSLA', 'AMZN'];
 const CRASH_CHECK = 'the crash point played is the one the seed and salt give';
 const RACE_CHECK = 'the winner played is the one the seed and salt give';
 
@@ -26,50 +17,10 @@ type Json = Record<string, any>;
 const failed = (r: { checks: { name: string; ok: boolean }[] }): string[] =>
   r.checks.filter((c) => !c.ok).map((c) => c.name);
 
-/** A round of a genuine chain as GET /fairness/rounds/:id and GET /fairness/chains show it. */
-function genuine(game: 'crash' | 'stock_race'): { round: Json; chain: Json } {
-  const seeds = generateChain(randomBytes(32).toString('hex'), 4);
-  const commitment = previousHash(seeds[0]!);
-  const contribution = 'an operator chose this';
-  const salt = deriveSalt(commitment, contribution);
-  const seed = seeds[2]!;
-  const chain = {
-    chain_id: 'chain_x',
-    game,
-    origin: 'generated',
-    commitment,
-    committed_at: 1_000,
-    contribution,
-    salt,
-    salt_fixed_at: 2_000,
-    first_played_idx: 0,
-    first_played_at: 3_000,
-  };
-  const round: Json = {
-    round_id: 'rnd_x',
-    game,
-    status: 'closed',
-    seed,
-    seed_hash: sha(seed),
-    chain_id: chain.chain_id,
-    chain_idx: 2,
-    commitment,
-    salt,
-  };
-  if (game === 'crash') {
-    round.house_edge_bp = 100;
-    round.outcome = { crash_point: crashPointFromHash(seed, salt, 100) };
-  } else {
-    round.symbols = SYMBOLS;
-    round.outcome = deriveStockRaceOutcome(raceKey(seed, salt), SYMBOLS);
-  }
-  return { round, chain };
-}
-
 describe('the player-side verifier never says "verified" on a record that is missing or misreports data', () => {
   it('fails a closed round whose verify data leaves the outcome out (nothing was checked against it)', async () => {
     for (const game of ['crash', 'stock_race'] as const) {
-      const { round, chain } = genuine(game);
+      const { round, chain } = genuineRound(game);
       expect((await verifyRound(round, chain)).verified).toBe(true);
       for (const outcome of [undefined, null]) {
         const result = await verifyRound({ ...round, outcome }, chain);
@@ -78,12 +29,12 @@ describe('the player-side verifier never says "verified" on a record that is mis
       }
     }
     // A voided round has no outcome to check: its seed checks alone decide.
-    const { round, chain } = genuine('crash');
+    const { round, chain } = genuineRound('crash');
     expect((await verifyRound({ ...round, status: 'void', outcome: null }, chain)).verified).toBe(true);
   });
 
   it("fails a Stock Race whose losing stocks' moves are not the ones the seed gives", async () => {
-    const { round, chain } = genuine('stock_race');
+    const { round, chain } = genuineRound('stock_race');
     const moves = round.outcome.moves.map((m: Json) => ({ ...m }));
     const loser = moves.find((m: Json) => m.symbol !== round.outcome.winner)!;
     // Still below the winner, so the winner and its move are unchanged: only the shown race is false.
@@ -97,8 +48,8 @@ describe('the player-side verifier never says "verified" on a record that is mis
   });
 
   it('reports a failed check, never an exception or a pass, on malformed verify data', async () => {
-    const crash = genuine('crash');
-    const race = genuine('stock_race');
+    const crash = genuineRound('crash');
+    const race = genuineRound('stock_race');
     const cases: [string, Json, Json][] = [
       ['no house edge', { ...crash.round, house_edge_bp: undefined }, crash.chain],
       ['a null house edge', { ...crash.round, house_edge_bp: null }, crash.chain],
@@ -107,7 +58,7 @@ describe('the player-side verifier never says "verified" on a record that is mis
       ['no salt', { ...crash.round, salt: undefined }, crash.chain],
       ['a fractional chain index', { ...crash.round, chain_idx: 1.5 }, crash.chain],
       ['a negative chain index', { ...crash.round, chain_idx: -1, seed: crash.chain.commitment }, crash.chain],
-      ['a chain index as text', { ...crash.round, chain_idx: '2' }, crash.chain],
+      ['a chain index as text', { ...crash.round, chain_idx: '4' }, crash.chain],
       ['an unknown game', { ...crash.round, game: 'poker' }, { ...crash.chain, game: 'poker' }],
       ['no symbols', { ...race.round, symbols: undefined }, race.chain],
       ['duplicate symbols', { ...race.round, symbols: ['AAPL', 'AAPL'] }, race.chain],
@@ -119,26 +70,14 @@ describe('the player-side verifier never says "verified" on a record that is mis
   });
 
   it('npm run verify prints MISMATCH and exits 1 on malformed verify data, not a stack trace', async () => {
-    const { round, chain } = genuine('crash');
+    const { round, chain } = genuineRound('crash');
     // JSON leaves an undefined field out: the record has no house edge at all.
     const served = { ...round, house_edge_bp: undefined };
-    const server = createServer((req, res) => {
-      const body = req.url?.startsWith('/fairness/rounds/') ? served : { chains: [chain] };
-      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(body));
-    });
-    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-    try {
-      const out = await run('node', ['scripts/verify.mjs', '--round', 'rnd_x', '--url', url], { cwd: ROOT }).then(
-        (o) => ({ code: 0, ...o }),
-        (e: { code: number; stdout: string; stderr: string }) => e,
-      );
-      expect(out.code).toBe(1);
-      expect(out.stdout).toContain(`MISMATCH ${CRASH_CHECK}`);
-      expect(out.stdout.trim().split('\n').at(-1)).toBe('MISMATCH');
-    } finally {
-      server.close();
-    }
+    const out = await runVerifyScript(served, chain);
+    expect(out.code).toBe(1);
+    expect(out.stdout).toContain(`MISMATCH ${CRASH_CHECK}`);
+    expect(out.stdout.trim().split('\n').at(-1)).toBe('MISMATCH');
+    expect(out.stderr).toBe('');
   });
 });
 

@@ -1,9 +1,4 @@
-import { execFile } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { resolve } from 'node:path';
-import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { crashPoint, deriveSalt, hashForward, stockRace, verifyRound } from '../src/dashboard/static/verify-core.js';
 import { BUSTABIT_V2_TERMINATING_HASH, crashPointFromHash } from '../src/games/crash/fairness';
@@ -11,6 +6,7 @@ import { generateChain, previousHash } from '../src/games/engine/hash-chain';
 import { DEFAULT_BUSTABIT_SALT } from '../src/config/game-defaults';
 import { deriveSalt as serverDeriveSalt } from '../src/games/engine/fair-chain';
 import { deriveStockRaceOutcome, raceKey } from '../src/games/stock-race/outcome';
+import { genuineRound, RACE_SYMBOLS as SYMBOLS, runVerifyScript } from './support/fairness-records';
 
 // bustabit v2 games with published busts (the same vectors src/games/crash/fairness.test.ts pins).
 const BUSTABIT_GAME_1 = '9f57575fd54cd441e962448537e155ace9555df10cd27fa817bbcaf48a59ebcf';
@@ -20,7 +16,6 @@ const PUBLISHED_V2 = [
   { hash: 'cb7da3ec6cb68d4c0fccd9640641cabcac641f12ff97e7314ec3e074ac0981e0', bust: 126 },
   { hash: 'b459e199bac1342bf22d7aa6d19180aff35ab69f453d809949aab3e8d5e545aa', bust: 377 },
 ];
-const SYMBOLS = ['AAPL', 'MSFT', 'NVDA', 'TSLA', 'AMZN'];
 
 // The checks a player reads, named as the page and `npm run verify` print them.
 const FIXTURE = 'the chain is a generated chain, not a test fixture whose salt no contribution fixed';
@@ -32,47 +27,6 @@ const PLAYED_AFTER_SALT = 'the round was played after the salt was fixed';
 const sha = (text: string): string => createHash('sha256').update(text).digest('hex');
 const failedChecks = (result: { checks: { name: string; ok: boolean }[] }) =>
   result.checks.filter((c) => !c.ok).map((c) => c.name);
-
-/** A round of a genuine chain as the public record shows it: committed, then salted, then played. */
-function genuineRound(game: 'crash' | 'stock_race') {
-  const chainSeeds = generateChain(randomBytes(32).toString('hex'), 6) as [string, string, string, string, string];
-  const [first, , , , seed] = chainSeeds;
-  const commitment = previousHash(first);
-  const contribution = 'operator seed';
-  const salt = serverDeriveSalt(commitment, contribution);
-  const chain = {
-    chain_id: 'chain_genuine',
-    game,
-    origin: 'generated',
-    commitment,
-    committed_at: 1_000,
-    contribution,
-    salt,
-    salt_fixed_at: 2_000,
-    first_played_idx: 0,
-    first_played_at: 3_000,
-  };
-  const common = { round_id: 'round_genuine', game, status: 'closed', seed, seed_hash: previousHash(seed) };
-  const round =
-    game === 'crash'
-      ? {
-          ...common,
-          chain_id: chain.chain_id,
-          chain_idx: 4,
-          salt,
-          house_edge_bp: 100,
-          outcome: { crash_point: crashPointFromHash(seed, salt, 100) },
-        }
-      : {
-          ...common,
-          chain_id: chain.chain_id,
-          chain_idx: 4,
-          salt,
-          symbols: SYMBOLS,
-          outcome: deriveStockRaceOutcome(raceKey(seed, salt), SYMBOLS),
-        };
-  return { chain, round };
-}
 
 /**
  * The audit's crafted record: a chain marked as a test fixture, with no contribution, and a round
@@ -236,32 +190,6 @@ describe('the WebCrypto verifier (player page and npm run verify)', () => {
     expect(failedChecks(unsalted)).toEqual([SALT_DERIVED]);
   });
 });
-
-/** `npm run verify` against a stand-in service that publishes the given round and chain. */
-async function runVerifyScript(round: Record<string, unknown>, chain: Record<string, unknown>) {
-  const server = createServer((req, res) => {
-    const body = req.url?.startsWith('/fairness/rounds/') ? round : { chains: [chain] };
-    res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(body));
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  const script = resolve(import.meta.dirname, '../scripts/verify.mjs');
-  try {
-    const { stdout } = await promisify(execFile)(process.execPath, [
-      script,
-      '--round',
-      String(round.round_id),
-      '--url',
-      url,
-    ]);
-    return { code: 0, stdout };
-  } catch (error) {
-    const e = error as { code: number; stdout: string };
-    return { code: e.code, stdout: e.stdout };
-  } finally {
-    server.close();
-  }
-}
 
 describe('npm run verify on a crafted public record', () => {
   it("prints MISMATCH and the failed fixture check for the audit's record, and exits 1", async () => {

@@ -237,6 +237,29 @@ describe('the /metrics text while the store hangs', () => {
   });
 });
 
+describe('the outbox backlog at scrape time', () => {
+  // Both outbox gauges read the backlog for themselves: every scrape ran each store aggregate twice.
+  it('is read once per queue per scrape, and both gauges show that one read', async () => {
+    const reads: string[] = [];
+    const metrics = new ServiceMetrics({
+      outboxBacklog: async (queue) => {
+        reads.push(queue);
+        return queue === 'webhooks' ? { pending: 3, oldestAt: 10_000 } : { pending: 0, oldestAt: null };
+      },
+      now: () => 70_000,
+      leaders: () => [],
+    });
+    const m = parsePrometheusText(await metrics.registry.metrics());
+    expect(reads.sort()).toEqual(['wallet', 'webhooks']);
+    expect(m.value(`${P}outbox_pending`, { queue: 'webhooks' })).toBe(3);
+    expect(m.value(`${P}outbox_oldest_age_seconds`, { queue: 'webhooks' })).toBe(60);
+    expect(m.value(`${P}outbox_oldest_age_seconds`, { queue: 'wallet' })).toBe(0);
+    // The next scrape reads the store again: nothing is kept between scrapes.
+    await metrics.registry.metrics();
+    expect(reads).toHaveLength(4);
+  });
+});
+
 describe('traces of work a request starts but does not wait for', () => {
   let collector: Awaited<ReturnType<typeof startCollector>>;
   let t: TestApp;

@@ -266,6 +266,27 @@ describe.each(STORES)('dashboard money figures on %s', (store) => {
     expect(cells[0]).toBe('19.50 EUR');
   });
 
+  // The page read the oldest 500 and showed them as if they were all: an operator with a wallet outage
+  // of thousands of bets saw 500 pending and no hint of the rest.
+  it('says how many settlements are pending when it shows only the oldest of them', async () => {
+    const op = await operator();
+    const body = JSON.stringify({ bet_id: 'x', winner: 'AAPL', pct: 1.2, payout: 1, idempotency_key: 'k' });
+    await t.app.db.transaction(async (tx) => {
+      for (let i = 0; i < 502; i++) {
+        await tx.run(
+          `INSERT INTO wallet_settlements (bet_id, operator_id, idempotency_key, body, status, attempts,
+             next_attempt_at, created_at) VALUES (?, ?, ?, ?, 'pending', 0, ?, ?)`,
+          [`bet_backlog_${i}`, op.id, `settle_backlog_${i}`, body, NOW, NOW - 10_000 + i],
+        );
+      }
+    });
+    const page = await (await op.signIn()).go('GET', '/dashboard/settlements');
+    expect(page.status).toBe(200);
+    expect(page.text).toContain('502 settle calls are pending; the oldest 500 are shown.');
+    expect(page.text).toContain('bet_backlog_499');
+    expect(page.text).not.toContain('bet_backlog_500');
+  });
+
   it("shows a compliance flag's measured money in the bet's currency, and a Crash one in plain units", async () => {
     const op = await operator();
     const flag = async (id: string, game: string, measurements: Record<string, unknown>) =>

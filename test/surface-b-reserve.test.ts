@@ -250,6 +250,26 @@ describe.each(STORES)('POST /v1/bets/reserve and the Stock Race reads on %s', (s
     await t.app.services.operators.updateSettings(op.id, { stock_race: { rtp_bp: 4750, max_payout_major: 300 } });
     const after = await reserve({ ...base(), selected_stocks: ['NVDA'], stake: 100 });
     expect(after.body.potential_payout).toBe(300);
+    // A yen operator with caps of its own in minor units (yen): the default 100 000 major units would
+    // cap these bets at 100 000 yen. Quoted 7 600 000 capped to 5 000 000, and 3 800 000; their total
+    // passes the round cap of 6 000 000, so each gets floor(quote × 6 000 000 / 8 800 000).
+    const yen = await t.createOperator({
+      name: 'Yen',
+      settings: {
+        currencies: ['JPY'],
+        stake_limits: { JPY: { min: 100, max: 10_000_000 } },
+        payout_limits: { JPY: { max_payout: 5_000_000, max_payout_per_round: 6_000_000 } },
+      },
+    });
+    const yenCall = client(t.baseUrl, yen, 'B');
+    const yenLaunch = { player_ref: 'y1', currency: 'JPY', return_url: 'https://op.example/' };
+    const yenSession = (await yenCall('POST', '/v1/sessions/launch', yenLaunch, { timestamp: clock.now() })).body;
+    const yenBet = (stake: number) =>
+      reserve({ ...base(), session_id: yenSession.session_id, selected_stocks: ['NVDA'], stake }, yenCall);
+    const bigYen = await yenBet(1_000_000);
+    const smallYen = await yenBet(500_000);
+    expect([bigYen.status, bigYen.body.potential_payout]).toEqual([200, 5_000_000]);
+    expect([smallYen.status, smallYen.body.potential_payout]).toEqual([200, 3_800_000]);
     await clock.advanceAsync(WINDOW);
     const closed = await reserve(base());
     expect([closed.status, closed.body.error]).toEqual([409, 'BETTING_CLOSED']);
@@ -269,6 +289,9 @@ describe.each(STORES)('POST /v1/bets/reserve and the Stock Race reads on %s', (s
     expect((await get(`/v1/bets/${lost.body.bet_id}`)).body).toMatchObject({ status: 'lost', payout: 0 });
     expect((await get(`/v1/bets/${quoted.body.bet_id}`)).body).toMatchObject({ status: 'won', payout: 760 });
     expect((await get(`/v1/bets/${after.body.bet_id}`)).body).toMatchObject({ status: 'won', payout: 300 });
+    const yenGet = (id: string) => yenCall('GET', `/v1/bets/${id}`, undefined, { timestamp: clock.now() });
+    expect((await yenGet(bigYen.body.bet_id)).body).toMatchObject({ status: 'won', payout: 3_409_090 });
+    expect((await yenGet(smallYen.body.bet_id)).body).toMatchObject({ status: 'won', payout: 2_590_909 });
     // This operator has no wallet_url: bet.settled events only, no settle calls.
     expect((await get('/v1/settlements')).body).toEqual({ settlements: [] });
   });

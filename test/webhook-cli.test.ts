@@ -11,8 +11,8 @@ import { TestReceiver } from './support/webhook-receiver';
 import { adminCli } from './support/admin-cli';
 
 /**
- * The admin commands' logic, run in-process against a live service (the child-process path is in
- * webhooks-restart.test.ts).
+ * The admin commands' logic, run in-process against a live service (the CLI as its own process:
+ * test/cli.test.ts and test/admin-cli-edges.test.ts).
  */
 describe('webhook and compliance admin commands', () => {
   let t: TestApp;

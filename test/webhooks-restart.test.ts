@@ -1,14 +1,13 @@
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { adminJson } from './support/admin-cli';
 import { eventually } from './support/harness';
 import { TestReceiver } from './support/webhook-receiver';
 
-const run = promisify(execFile);
 const ROOT = join(import.meta.dirname, '..');
 
 /**
@@ -37,10 +36,8 @@ describe('webhook delivery across a crash (SQLite, real process)', () => {
   const children: ChildProcess[] = [];
   let base = '';
 
-  const admin = async (...args: string[]): Promise<any> => {
-    const { stdout } = await run('npm', ['run', '-s', 'admin', '--', ...args], { cwd: ROOT, env });
-    return JSON.parse(stdout);
-  };
+  // The CLI's runner in this process, on the service's store (the CLI as its own process: test/cli.test.ts).
+  const admin = adminJson(env);
 
   const startService = (): ChildProcess => {
     const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {

@@ -247,6 +247,32 @@ export const betRepository = {
     return new Map(rows.map((r) => [r.operator_id, Number(r.paid)]));
   },
 
+  /**
+   * One operator's standing in a Crash round, in one read: the bets it still has in play, the stake
+   * they hold (open) and what its cashed-out bets were paid (paid), the exposure its caps are set on.
+   */
+  async crashStanding(
+    db: SqlExecutor,
+    roundId: string,
+    operatorId: string,
+  ): Promise<{ activeIds: Set<string>; open: number; paid: number }> {
+    const rows = await db.all<{ id: string; status: string; amount: number | string; payout: number | string | null }>(
+      `SELECT id, status, amount, payout FROM bets
+       WHERE round_id = ? AND status IN ('active', 'cashed_out') AND operator_id = ?`,
+      [roundId, operatorId],
+    );
+    const activeIds = new Set<string>();
+    let open = 0;
+    let paid = 0;
+    for (const row of rows) {
+      if (row.status === 'active') {
+        activeIds.add(row.id);
+        open += Number(row.amount);
+      } else paid += Number(row.payout ?? 0);
+    }
+    return { activeIds, open, paid };
+  },
+
   /** The Stock Race bets of a round still in play (reserved). */
   async reservedStockRaceBets(db: SqlExecutor, roundId: string): Promise<ReservedStockRaceBet[]> {
     return (await betRepository.byRound(db, roundId, ['reserved'])).map((bet) => {

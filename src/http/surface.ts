@@ -257,6 +257,33 @@ function authenticateRequest(
     const disabled = new DomainError('OPERATOR_DISABLED', 'this operator account is disabled');
     return refuseSigned(deps, req, operator, timestamp, signature, disabled);
   }
+  // A route that records its signature as seen once claims it before the bucket: bytes replayed by
+  // someone who captured them get their 409 without spending the operator's own budget.
+  if (replayRecordOf(req) === 'once') {
+    const seen = signatureRecord(timestamp, signature);
+    return unavailableOnFailure(req, () => deps.seenSignatures.claim(seen, 'once', seenUntil(deps, timestamp))).then(
+      (verdict) => {
+        if (verdict !== 'first') {
+          throw new DomainError(
+            'REQUEST_REPLAYED',
+            'this signed request was already received; sign each new request afresh (new timestamp)',
+          );
+        }
+        return takeToken(deps, req, reply, operator, timestamp, signature);
+      },
+    );
+  }
+  return takeToken(deps, req, reply, operator, timestamp, signature);
+}
+
+function takeToken(
+  deps: AuthDeps,
+  req: FastifyRequest,
+  reply: FastifyReply,
+  operator: OperatorCredentials,
+  timestamp: string,
+  signature: string,
+): Promise<void> | undefined {
   const limits = bucketLimits(operator, deps.defaultRateLimit);
   let decision: RateDecision | Promise<RateDecision>;
   try {
@@ -284,35 +311,19 @@ function afterBucket(
 ): Promise<void> | undefined {
   reply.header('ratelimit-limit', String(decision.limit));
   reply.header('ratelimit-reset', String(decision.resetSeconds));
+  const record = replayRecordOf(req);
   if (!decision.allowed) {
     reply.header('ratelimit-remaining', '0');
     const message = `rate limit exceeded: ${limits.burst} burst, ${limits.refillPerSecond} requests per second`;
     const limited = new HttpProblem('RATE_LIMITED', message, { 'retry-after': String(decision.retryAfterSeconds) });
+    // A seen-once signature was claimed before the bucket: the refusal already leaves it spent.
+    if (record === 'once') return Promise.reject(limited);
     return refuseSigned(deps, req, operator, timestamp, signature, limited);
   }
   reply.header('ratelimit-remaining', String(decision.remaining));
-  const record = replayRecordOf(req);
-  if (record === 'none') {
-    req.operator = operator;
-    return undefined;
-  }
-  const seen = signatureRecord(timestamp, signature);
-  if (record === 'on-key') {
-    req.signatureRecord = seen;
-    req.operator = operator;
-    return undefined;
-  }
-  return unavailableOnFailure(req, () => deps.seenSignatures.claim(seen, 'once', seenUntil(deps, timestamp))).then(
-    (verdict) => {
-      if (verdict !== 'first') {
-        throw new DomainError(
-          'REQUEST_REPLAYED',
-          'this signed request was already received; sign each new request afresh (new timestamp)',
-        );
-      }
-      req.operator = operator;
-    },
-  );
+  if (record === 'on-key') req.signatureRecord = signatureRecord(timestamp, signature);
+  req.operator = operator;
+  return undefined;
 }
 
 /**

@@ -79,6 +79,15 @@ export class ServiceMetrics {
 
   constructor(sources: MetricSources) {
     const registers = [this.registry];
+    // prom-client collects a scrape's metrics concurrently: the two outbox gauges share the read in
+    // flight, so a scrape runs each queue's aggregate once. Nothing is kept once it settles.
+    let backlogRead: ReturnType<typeof readBacklogs> | null = null;
+    const backlogs = () => {
+      backlogRead ??= readBacklogs(sources).finally(() => {
+        backlogRead = null;
+      });
+      return backlogRead;
+    };
     collectDefaultMetrics({ register: this.registry, prefix: METRIC_PREFIX });
     this.httpDuration = new RequestDurationHistogram(
       `${METRIC_PREFIX}http_request_duration_seconds`,
@@ -122,17 +131,16 @@ export class ServiceMetrics {
       labelNames: ['surface'],
       registers,
     });
-    // Read from the store at scrape: one small aggregate per queue and gauge (prom-client collects
-    // the metrics of a scrape concurrently, so the two gauges cannot share one read).
+    // Read from the store at scrape: one small aggregate per queue.
     new Gauge({
       name: `${METRIC_PREFIX}outbox_pending`,
       help: 'Outbox rows not yet delivered (webhook deliveries, wallet settlements), read from the store at scrape.',
       labelNames: ['queue'],
       registers,
       async collect() {
-        const backlogs = await readBacklogs(sources);
-        if (backlogs === null) return this.reset();
-        for (const [queue, backlog] of backlogs) this.set({ queue }, backlog.pending);
+        const read = await backlogs();
+        if (read === null) return this.reset();
+        for (const [queue, backlog] of read) this.set({ queue }, backlog.pending);
       },
     });
     new Gauge({
@@ -141,9 +149,9 @@ export class ServiceMetrics {
       labelNames: ['queue'],
       registers,
       async collect() {
-        const backlogs = await readBacklogs(sources);
-        if (backlogs === null) return this.reset();
-        for (const [queue, { oldestAt }] of backlogs) {
+        const read = await backlogs();
+        if (read === null) return this.reset();
+        for (const [queue, { oldestAt }] of read) {
           this.set({ queue }, oldestAt === null ? 0 : Math.max(0, (sources.now() - oldestAt) / 1000));
         }
       },

@@ -30,6 +30,14 @@ const StakeLimit = Type.Refine(
   () => 'must have max >= min',
 );
 
+const PayoutLimit = Type.Object(
+  {
+    max_payout: Int(1, 'a positive integer of minor units'),
+    max_payout_per_round: Int(1, 'a positive integer of minor units'),
+  },
+  { ...exact, description: 'an object {max_payout, max_payout_per_round} of positive integer minor units' },
+);
+
 export const OperatorSettingsSchema = Type.Object(
   {
     /** Currencies this operator may open Stock Race sessions in; with none, every session launch would fail. */
@@ -49,6 +57,21 @@ export const OperatorSettingsSchema = Type.Object(
       (limits) => Object.keys(limits).every(isKnownCurrency),
       (limits) => `must be keyed by known ISO 4217 currency codes (unknown: ${unknownCodes(limits).join(', ')})`,
     ),
+    /**
+     * Stock Race payout caps per currency in minor units, for currencies whose major unit is far from
+     * the others' (IDR, KWD): a currency with an entry uses it, one without uses stock_race's caps in
+     * major units.
+     */
+    payout_limits: Type.Refine(
+      Type.Record(Type.String({ pattern: '^[A-Z]{3}$' }), PayoutLimit, {
+        ...exact,
+        description:
+          'an object keyed by known ISO 4217 currency code, each {max_payout, max_payout_per_round} in ' +
+          'integer minor units, e.g. {"IDR":{"max_payout":1000000000,"max_payout_per_round":5000000000}}',
+      }),
+      (limits) => Object.keys(limits).every(isKnownCurrency),
+      (limits) => `must be keyed by known ISO 4217 currency codes (unknown: ${unknownCodes(limits).join(', ')})`,
+    ),
     crash: Type.Object(
       {
         /** A single bet never pays more than this (Surface A units): the bet is force-cashed at that point. */
@@ -62,7 +85,7 @@ export const OperatorSettingsSchema = Type.Object(
       {
         /** Return to player in basis points (9500 = 95%). */
         rtp_bp: Type.Integer({ minimum: 1, maximum: 10_000, description: 'an integer of basis points, 1 to 10000' }),
-        /** Per-bet payout cap in major units of the bet's currency. */
+        /** Per-bet payout cap in major units of the bet's currency (unless payout_limits has the currency). */
         max_payout_major: Type.Number({
           exclusiveMinimum: 0,
           maximum: MAX,
@@ -122,7 +145,8 @@ export const OperatorSettingsSchema = Type.Object(
   {
     ...exact,
     description:
-      'an object with currencies, stake_limits, crash, stock_race, rate_limit and compliance (no other keys)',
+      'an object with currencies, stake_limits, payout_limits, crash, stock_race, rate_limit and compliance ' +
+      '(no other keys)',
   },
 );
 
@@ -134,7 +158,7 @@ type MergedSection = (typeof MERGED_SECTIONS)[number];
 
 /**
  * A change of settings: `crash`, `stock_race` and `compliance` change only the fields given;
- * `currencies`, `stake_limits` and `rate_limit` are replaced whole (`rate_limit: null` restores the
+ * `currencies`, `stake_limits`, `payout_limits` and `rate_limit` are replaced whole (`rate_limit: null` restores the
  * service default, `stake_limits: {}` the game's defaults).
  */
 export type OperatorSettingsPatch = {
@@ -148,6 +172,7 @@ function unknownCodes(limits: Record<string, unknown>): string[] {
 export const DEFAULT_OPERATOR_SETTINGS: OperatorSettings = {
   currencies: ['EUR', 'USD', 'GBP'],
   stake_limits: {},
+  payout_limits: {},
   crash: { max_payout_per_bet: 10_000_000, max_payout_per_round: 100_000_000 },
   stock_race: { rtp_bp: 9500, max_payout_major: 100_000, max_payout_per_round_major: 1_000_000 },
   rate_limit: null,

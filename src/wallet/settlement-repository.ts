@@ -102,6 +102,15 @@ export const settlementRepository = {
     return rows.map(toSettlement);
   },
 
+  /** How many of one operator's settle calls the wallet has not confirmed yet. */
+  async pendingCount(db: SqlExecutor, operatorId: string): Promise<number> {
+    const row = await db.get<{ pending: number | string }>(
+      `SELECT COUNT(*) AS pending FROM wallet_settlements WHERE operator_id = ? AND status = 'pending'`,
+      [operatorId],
+    );
+    return Number(row?.pending ?? 0);
+  },
+
   async attempts(db: SqlExecutor, betId: string): Promise<AttemptRow[]> {
     const rows = await db.all<AttemptRow>('SELECT * FROM wallet_attempts WHERE bet_id = ? ORDER BY attempt', [betId]);
     // spread-ok: one settlement's attempts, read by the dashboard and the CLI.

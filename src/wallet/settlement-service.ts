@@ -65,6 +65,10 @@ export class SettlementService {
     return settlementRepository.list(this.db, filter);
   }
 
+  pendingCount(operatorId: string): Promise<number> {
+    return settlementRepository.pendingCount(this.db, operatorId);
+  }
+
   attempts(betId: string): Promise<AttemptRow[]> {
     return settlementRepository.attempts(this.db, betId);
   }

@@ -13,6 +13,7 @@ import {
   withSeeds,
   type TestApp,
 } from '../support/harness';
+import { browser, csrfOf } from '../support/dashboard-browser';
 import { TestReceiver } from '../support/webhook-receiver';
 
 const ENV = {
@@ -25,31 +26,6 @@ const ENV = {
   STOCK_RACE_BETTING_WINDOW_MS: '600000',
 };
 const PASSWORD = 'long enough password';
-
-/** A browser-like client: keeps cookies, never follows redirects, posts forms. */
-function browser(baseUrl: string) {
-  const jar = new Map<string, string>();
-  async function go(method: string, path: string, form?: Record<string, string>) {
-    const body = form ? new URLSearchParams(form) : undefined;
-    const res = await fetch(`${baseUrl}${path}`, {
-      method,
-      redirect: 'manual',
-      headers: {
-        cookie: [...jar].map(([k, v]) => `${k}=${v}`).join('; '),
-        ...(body ? { 'content-type': 'application/x-www-form-urlencoded' } : {}),
-      },
-      body,
-    });
-    for (const c of res.headers.getSetCookie()) {
-      const [k, v] = c.split(';')[0]!.split('=');
-      if (v) jar.set(k!, v);
-      else jar.delete(k!);
-    }
-    return { status: res.status, text: await res.text() };
-  }
-  return { go };
-}
-const csrfOf = (html: string): string => /name="_csrf" value="([^"]+)"/.exec(html)![1]!;
 
 describe.each(STORES)('a disabled operator on %s', (store) => {
   let t: TestApp;

@@ -97,8 +97,9 @@ export const operatorCommands: CliCommand[] = [
     path: ['operator', 'settings'],
     summary:
       'Change product settings: --json with a partial settings object ' +
-      '(currencies, stake_limits, crash, stock_race, rate_limit, compliance); the fields given in crash, ' +
-      'stock_race and compliance replace theirs, the other keys are replaced whole. Invalid settings are refused.',
+      '(currencies, stake_limits, payout_limits, crash, stock_race, rate_limit, compliance); the fields given in ' +
+      'crash, stock_race and compliance replace theirs, the other keys are replaced whole. ' +
+      'Invalid settings are refused.',
     options: { id, json: { type: 'string', required: true, description: 'partial settings as JSON' } },
     async run(app, v) {
       // Checked by the service against the settings schema: a bad value is VALIDATION_FAILED naming the field.

@@ -12,6 +12,8 @@ import { BET_STATUSES, betsPage, roundsPage } from '../views/rounds';
 type QueryReq = FastifyRequest<{ Querystring: Record<string, unknown> }>;
 const ROUNDS_SHOWN = 50;
 const BETS_SHOWN = 200;
+/** The pending settlements page lists the oldest this many and says how many there are in all. */
+const SETTLEMENTS_SHOWN = 500;
 
 function gameFilter(raw: string | undefined): Game | undefined {
   if (raw === undefined) return undefined;
@@ -83,14 +85,20 @@ export async function roundRoutes(app: FastifyInstance, s: AppServices): Promise
 
   app.get('/settlements', async (req: QueryReq, reply) => {
     const c = ctx(req);
-    const pending = await s.settlements.list({ operatorId: c.operator.id, status: 'pending', limit: 500 });
+    const pending = await s.settlements.list({
+      operatorId: c.operator.id,
+      status: 'pending',
+      limit: SETTLEMENTS_SHOWN,
+    });
+    // Only a full page can hide more: the count is read then, so the usual short list costs no extra query.
+    const total = pending.length < SETTLEMENTS_SHOWN ? pending.length : await s.settlements.pendingCount(c.operator.id);
     const payouts = await s.reports.settlementPayouts(
       c.operator.id,
       pending.map((p) => p.betId),
     );
     return reply
       .type('text/html; charset=utf-8')
-      .send(settlementsPage({ user: c.user, pending, payouts, notice: notice(req.query.notice) }));
+      .send(settlementsPage({ user: c.user, pending, total, payouts, notice: notice(req.query.notice) }));
   });
 
   // The same rule as the admin CLI's `settlements retry`: due now, same idempotency_key; a confirmed one is refused.

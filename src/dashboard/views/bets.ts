@@ -81,7 +81,10 @@ ${settlement}
 
 export function settlementsPage(o: {
   user: PageUser;
+  /** The oldest pending settlements, as many as the page shows. */
   pending: Settlement[];
+  /** How many are pending in all (more than `pending` holds when the page is full). */
+  total: number;
   /** Each settle call's payout as the bet's money ("19.50 EUR"), by bet id. */
   payouts: Map<string, string>;
   notice?: string | null;
@@ -96,15 +99,19 @@ export function settlementsPage(o: {
   const caption =
     'Settle calls your wallet has not confirmed yet, oldest first. ' +
     'They are retried with the same idempotency key until it answers 2xx.';
+  const more =
+    o.total > o.pending.length
+      ? html`<p class="notice">${o.total} settle calls are pending; the oldest ${o.pending.length} are shown.</p>`
+      : '';
   const body = o.pending.length
-    ? tableWrap(
+    ? html`${more}${tableWrap(
         'Pending wallet settlements',
         html`<table><caption>${caption}</caption>
 <thead><tr><th scope="col">Bet</th><th scope="col">Queued</th><th scope="col" class="num">Payout</th>
 <th scope="col" class="num">Attempts</th><th scope="col">Next attempt</th><th scope="col">Last status</th>
 <th scope="col">Last error</th><th scope="col"><span class="sr-only">Actions</span></th></tr></thead>
 <tbody>${rows}</tbody></table>`,
-      )
+      )}`
     : html`<p>Nothing pending: your wallet has confirmed every settlement.</p>`;
   return page({ title: 'Wallet settlements', nav: 'settlements', user: o.user, notice: o.notice, body });
 }

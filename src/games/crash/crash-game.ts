@@ -298,18 +298,10 @@ export class CrashGame implements GameDriver {
    * and takes its exposure from the store: the stake still in, and what its cash-outs were paid.
    */
   private async syncWithStore(roundId: string, operatorId: string): Promise<void> {
-    const active = await betRepository.activeCrashBets(this.o.db, roundId);
-    const stillActive = new Set<string>();
-    let open = 0;
-    for (const bet of active) {
-      if (bet.operatorId !== operatorId) continue;
-      stillActive.add(bet.id);
-      open += bet.amount;
-    }
+    const { activeIds, open, paid } = await betRepository.crashStanding(this.o.db, roundId, operatorId);
     for (const bet of [...this.active.values()]) {
-      if (bet.operatorId === operatorId && !stillActive.has(bet.id)) this.active.delete(bet.id);
+      if (bet.operatorId === operatorId && !activeIds.has(bet.id)) this.active.delete(bet.id);
     }
-    const paid = (await betRepository.crashPaidByOperator(this.o.db, roundId)).get(operatorId) ?? 0;
     this.exposure.set(operatorId, { open, paid });
   }
 

@@ -129,11 +129,9 @@ describe('multiplierAt against high-precision floor(100·e^(0.00006·ms))', () =
     expect(elapsedForMultiplier(exact + 1)).toBeGreaterThan(ms);
   });
 
-  // Defect (not fixed, negligible): from about 256 million x the double exp() is one hundredth above
-  // the exact floor at some instants (first at 322,680 ms: exact 25,602,867,297.99997 hundredths).
-  // Reaching it needs a crash point that high (about 4 rounds in 10^7) and a per-bet cap above
-  // 2.56 million × the stake; the engine and cash-outs use the same function, so they agree.
-  it.fails('at 322,680 ms is 25,602,867,297 hundredths (the first instant where the double is off)', () => {
+  // From about 256 million x the double exp() was one hundredth above the exact floor at some instants
+  // (first at 322,680 ms: exact 25,602,867,297.99997 hundredths). Such instants are now computed exactly.
+  it('at 322,680 ms is 25,602,867,297 hundredths (the first instant where the double is off)', () => {
     expect(multiplierAt(322_680)).toBe(25_602_867_297);
   });
 });

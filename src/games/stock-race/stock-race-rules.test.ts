@@ -8,6 +8,7 @@ import {
   defaultStakeLimits,
   payoutCapMinor,
   prorateToRoundCap,
+  roundPayoutCapMinor,
   stakeToMinor,
   winningPayoutMinor,
 } from './stock-race-rules';
@@ -47,6 +48,38 @@ describe('Stock Race stake rules', () => {
     expect(payoutCapMinor(s, 'JPY')).toBe(250);
     expect(winningPayoutMinor(s, 'EUR', 10_000, 8, 1)).toBe(25_050);
     expect(winningPayoutMinor(s, 'EUR', 1_000, 8, 3)).toBe(2533);
+  });
+
+  // One number of major units for every currency capped an IDR bet at 100 000 rupiah (a few euros)
+  // and a KWD bet at 100 000 dinars: an operator could set each currency's stakes but not its caps.
+  it("takes a currency's own caps in minor units from payout_limits; other currencies keep the major-unit ones", () => {
+    const s = applySettingsPatch(DEFAULT_OPERATOR_SETTINGS, {
+      currencies: ['EUR', 'IDR'],
+      // IDR has no minor unit (ISO 4217 via Intl): minor units are rupiah.
+      stake_limits: { IDR: { min: 10_000, max: 10_000_000 } },
+      payout_limits: { IDR: { max_payout: 1_000_000_000, max_payout_per_round: 5_000_000_000 } },
+    });
+    expect(payoutCapMinor(s, 'IDR')).toBe(1_000_000_000);
+    expect(roundPayoutCapMinor(s, 'IDR')).toBe(5_000_000_000);
+    expect(winningPayoutMinor(s, 'IDR', 10_000_000, 8, 1)).toBe(76_000_000);
+    expect(payoutCapMinor(s, 'EUR')).toBe(10_000_000);
+    expect(roundPayoutCapMinor(s, 'EUR')).toBe(100_000_000);
+  });
+
+  it('refuses payout_limits keyed by an unknown currency, or with a cap that is not a positive integer', () => {
+    const s = DEFAULT_OPERATOR_SETTINGS;
+    const ok = { max_payout: 100, max_payout_per_round: 1000 };
+    expect(codeOf(() => applySettingsPatch(s, { payout_limits: { XXY: ok } }))).toBe('VALIDATION_FAILED');
+    expect(codeOf(() => applySettingsPatch(s, { payout_limits: { EUR: { ...ok, max_payout: 0 } } }))).toBe(
+      'VALIDATION_FAILED',
+    );
+    expect(codeOf(() => applySettingsPatch(s, { payout_limits: { EUR: { ...ok, max_payout: 1.5 } } }))).toBe(
+      'VALIDATION_FAILED',
+    );
+    expect(codeOf(() => applySettingsPatch(s, { payout_limits: { EUR: { max_payout: 100 } } } as never))).toBe(
+      'VALIDATION_FAILED',
+    );
+    expect(applySettingsPatch(s, { payout_limits: { EUR: ok } }).payout_limits).toEqual({ EUR: ok });
   });
 
   it('refuses selections that are empty, repeated, unknown or everything', () => {

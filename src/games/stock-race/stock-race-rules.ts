@@ -54,15 +54,20 @@ function exactPayoutCeiling(exponent: number): number {
 }
 
 /**
- * The per-bet payout cap in minor units. Never throws: it runs inside the transaction that closes a
+ * The per-bet payout cap in minor units: the currency's own (payout_limits), else the major-unit cap
+ * converted. Never throws: it runs inside the transaction that closes a
  * round, where a misconfigured cap (more decimals than the currency) must not stop the round.
  */
 export function payoutCapMinor(settings: OperatorSettings, currency: string): number {
+  const own = settings.payout_limits[currency];
+  if (own) return Math.min(own.max_payout, exactPayoutCeiling(currencyExponent(currency)));
   return capMinor(settings.stock_race.max_payout_major, currency);
 }
 
 /** The per-round cap in minor units of one currency (see prorateToRoundCap); never throws either. */
 export function roundPayoutCapMinor(settings: OperatorSettings, currency: string): number {
+  const own = settings.payout_limits[currency];
+  if (own) return Math.min(own.max_payout_per_round, exactPayoutCeiling(currencyExponent(currency)));
   return capMinor(settings.stock_race.max_payout_per_round_major, currency);
 }
 
