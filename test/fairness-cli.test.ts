@@ -19,18 +19,21 @@ describe('admin fairness commands', () => {
   };
   const admin = adminJson(env);
   const outcome = adminCli(env);
-
-  it("lists chains and fixes a waiting chain's salt from a contribution, once", async () => {
-    expect(await admin('fairness', 'list')).toEqual({ chains: [] });
-    // A chain as a production service publishes it: commitment and time, no salt yet.
-    const commitment = sha('a terminating seed');
+  /** A chain as a production service publishes it: commitment and time, no salt yet. */
+  const publishWaitingChain = async (chainId: string, game: string, commitment: string, committedAt: number) => {
     const db = new SqliteDatabase({ filename: join(dataDir, 'service.db') });
     await db.run(
       `INSERT INTO fair_chain_records (chain_id, game, length, origin, commitment, committed_at)
-       VALUES ('chain_cli', 'crash', 10, 'generated', ?, 1)`,
-      [commitment],
+       VALUES (?, ?, 10, 'generated', ?, ?)`,
+      [chainId, game, commitment, committedAt],
     );
     await db.close();
+  };
+
+  it("lists chains and fixes a waiting chain's salt from a contribution, once", async () => {
+    expect(await admin('fairness', 'list')).toEqual({ chains: [] });
+    const commitment = sha('a terminating seed');
+    await publishWaitingChain('chain_cli', 'crash', commitment, 1);
 
     const [waiting] = (await admin('fairness', 'list', '--game', 'crash')).chains;
     expect(waiting).toMatchObject({ chain_id: 'chain_cli', status: 'awaiting_contribution', salt: null });
@@ -66,14 +69,7 @@ describe('admin fairness commands', () => {
 
   // Read as absent, `--game=` listed both games and `--contributor=` credited the contribution to "admin CLI".
   it('refuses empty --game and --contributor as usage errors, changing nothing', async () => {
-    const commitment = sha('another terminating seed');
-    const db = new SqliteDatabase({ filename: join(dataDir, 'service.db') });
-    await db.run(
-      `INSERT INTO fair_chain_records (chain_id, game, length, origin, commitment, committed_at)
-       VALUES ('chain_empty', 'stock_race', 10, 'generated', ?, 2)`,
-      [commitment],
-    );
-    await db.close();
+    await publishWaitingChain('chain_empty', 'stock_race', sha('another terminating seed'), 2);
     const usage = (message: string) => ({ code: 64, stdout: '', error: { error: 'USAGE', message } });
     expect(await outcome('fairness', 'list', '--game=')).toEqual(usage('--game must not be empty'));
     const anonymous = await outcome(

@@ -1,4 +1,4 @@
-import { type Static, Type } from 'typebox';
+import { type Static, type TSchema, Type } from 'typebox';
 import { isKnownCurrency } from '../money/currency';
 
 /*
@@ -38,6 +38,19 @@ const PayoutLimit = Type.Object(
   { ...exact, description: 'an object {max_payout, max_payout_per_round} of positive integer minor units' },
 );
 
+/** Limits keyed by known ISO 4217 code, each `entry` in integer minor units of that currency. */
+function ByCurrency<T extends TSchema>(entry: T, shape: string, example: string) {
+  return Type.Refine(
+    Type.Record(Type.String({ pattern: '^[A-Z]{3}$' }), entry, {
+      ...exact,
+      description:
+        `an object keyed by known ISO 4217 currency code, each ${shape} in integer minor units, ` + `e.g. ${example}`,
+    }),
+    (limits) => Object.keys(limits).every(isKnownCurrency),
+    (limits) => `must be keyed by known ISO 4217 currency codes (unknown: ${unknownCodes(limits).join(', ')})`,
+  );
+}
+
 export const OperatorSettingsSchema = Type.Object(
   {
     /** Currencies this operator may open Stock Race sessions in; with none, every session launch would fail. */
@@ -47,30 +60,16 @@ export const OperatorSettingsSchema = Type.Object(
       description: 'an array of one or more distinct known ISO 4217 currency codes in upper case, e.g. ["EUR","USD"]',
     }),
     /** Stake bounds per currency in minor units; a currency without an entry uses the game's defaults. */
-    stake_limits: Type.Refine(
-      Type.Record(Type.String({ pattern: '^[A-Z]{3}$' }), StakeLimit, {
-        ...exact,
-        description:
-          'an object keyed by known ISO 4217 currency code, each {min, max} in integer minor units, ' +
-          'e.g. {"EUR":{"min":100,"max":100000}}',
-      }),
-      (limits) => Object.keys(limits).every(isKnownCurrency),
-      (limits) => `must be keyed by known ISO 4217 currency codes (unknown: ${unknownCodes(limits).join(', ')})`,
-    ),
+    stake_limits: ByCurrency(StakeLimit, '{min, max}', '{"EUR":{"min":100,"max":100000}}'),
     /**
      * Stock Race payout caps per currency in minor units, for currencies whose major unit is far from
      * the others' (IDR, KWD): a currency with an entry uses it, one without uses stock_race's caps in
      * major units.
      */
-    payout_limits: Type.Refine(
-      Type.Record(Type.String({ pattern: '^[A-Z]{3}$' }), PayoutLimit, {
-        ...exact,
-        description:
-          'an object keyed by known ISO 4217 currency code, each {max_payout, max_payout_per_round} in ' +
-          'integer minor units, e.g. {"IDR":{"max_payout":1000000000,"max_payout_per_round":5000000000}}',
-      }),
-      (limits) => Object.keys(limits).every(isKnownCurrency),
-      (limits) => `must be keyed by known ISO 4217 currency codes (unknown: ${unknownCodes(limits).join(', ')})`,
+    payout_limits: ByCurrency(
+      PayoutLimit,
+      '{max_payout, max_payout_per_round}',
+      '{"IDR":{"max_payout":1000000000,"max_payout_per_round":5000000000}}',
     ),
     crash: Type.Object(
       {
