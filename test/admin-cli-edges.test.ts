@@ -4,7 +4,7 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { settlementRepository } from '../src/wallet/settlement-repository';
 import { settleIdempotencyKey } from '../src/wallet/settlements';
-import { adminCli, adminProcess, type CliOutcome } from './support/admin-cli';
+import { adminCli, adminProcess, cliEnvOf, type CliOutcome } from './support/admin-cli';
 import { startTestApp, type TestApp, type TestOperator } from './support/harness';
 
 /**
@@ -33,12 +33,7 @@ describe('admin CLI edges', () => {
 
   beforeAll(async () => {
     t = await startTestApp({ engines: false });
-    admin = adminCli({
-      ...process.env,
-      DATA_DIR: t.config.dataDir,
-      MASTER_KEY: t.config.masterKey ?? '',
-      LOG_LEVEL: 'silent',
-    });
+    admin = adminCli(cliEnvOf(t));
     a = await t.createOperator({ name: 'Alpha' });
     b = await t.createOperator({ name: 'Beta' });
     const now = t.app.services.clock.now();
@@ -183,7 +178,7 @@ describe('admin CLI edges', () => {
       tx.run('UPDATE operators SET settings = ? WHERE id = ?', ['{"crash":{"max_payout_per_bet":"lots"}}', odd.id]),
     );
     // As an engineer runs it: LOG_LEVEL unset, so the CLI's default (warn) applies.
-    const env: NodeJS.ProcessEnv = { ...process.env, DATA_DIR: t.config.dataDir, MASTER_KEY: t.config.masterKey ?? '' };
+    const env = cliEnvOf(t);
     delete env.LOG_LEVEL;
     const listed = await adminProcess(env)('operator', 'list');
     expect(listed.code).toBe(0);
@@ -196,25 +191,14 @@ describe('admin CLI edges', () => {
     // the pipe drains loses the tail.
     for (let i = 0; i < 900; i++) await t.app.services.operators.create({ name: `Bulk ${i}`, walletUrl: null });
     const stored = (await t.app.services.operators.list()).length;
-    const quiet = {
-      ...process.env,
-      DATA_DIR: t.config.dataDir,
-      MASTER_KEY: t.config.masterKey ?? '',
-      LOG_LEVEL: 'silent',
-    };
-    const listed = await adminProcess(quiet)('operator', 'list');
+    const listed = await adminProcess(cliEnvOf(t))('operator', 'list');
     expect(listed.code).toBe(0);
     expect(listed.stdout.length).toBeGreaterThan(900_000);
     expect(JSON.parse(listed.stdout).operators).toHaveLength(stored);
   }, 60_000);
 
   it('stops quietly when the reader goes away (`| head`): no EPIPE stack trace on stderr', async () => {
-    const env = {
-      ...process.env,
-      DATA_DIR: t.config.dataDir,
-      MASTER_KEY: t.config.masterKey ?? '',
-      LOG_LEVEL: 'silent',
-    };
+    const env = cliEnvOf(t);
     // The operator list is over 900 kB by now (the test above): far more than `head` reads.
     const piped = await promisify(execFile)('bash', ['-c', 'npm run -s admin -- operator list | head -c 100'], {
       cwd: resolve(import.meta.dirname, '..'),

@@ -1,6 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { client, startTestApp, STORES, type TestApp } from './support/harness';
-import { TestReceiver } from './support/webhook-receiver';
+import { describe, expect, it } from 'vitest';
+import { client, STORES } from './support/harness';
+import { appWithReceiver } from './support/webhook-app';
 
 /**
  * docs/webhooks.md, "Dead letters": a re-send is a new delivery of the same event; "a pending one
@@ -9,23 +9,14 @@ import { TestReceiver } from './support/webhook-receiver';
  * without an Idempotency-Key) must not queue a second copy of the event.
  */
 describe.each(STORES)('re-sending a dead letter on %s', (store) => {
-  let t: TestApp;
-  const receiver = new TestReceiver();
-  let base = '';
-  beforeAll(async () => {
-    base = await receiver.start();
-    t = await startTestApp({
-      store,
-      engines: false,
-      env: { WEBHOOK_RETRY_SCHEDULE_MS: '0', WEBHOOK_TIMEOUT_MS: '1000' },
-    });
-  });
-  afterAll(async () => {
-    await t?.close();
-    await receiver.close();
+  const suite = appWithReceiver({
+    store,
+    engines: false,
+    env: { WEBHOOK_RETRY_SCHEDULE_MS: '0', WEBHOOK_TIMEOUT_MS: '1000' },
   });
 
   it('queues one re-send however many are asked for at once, and another once it is done', async () => {
+    const { t, base, receiver } = suite;
     const op = await t.createOperator();
     const call = client(t.baseUrl, op);
     const ep = (await call('POST', '/api/public/v1/webhook-endpoints', { url: `${base}/resend-${store}` })).body;

@@ -1,25 +1,16 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { client, startTestApp, type TestApp } from './support/harness';
-import { TestReceiver } from './support/webhook-receiver';
+import { describe, expect, it } from 'vitest';
+import { client } from './support/harness';
+import { appWithReceiver } from './support/webhook-app';
 
 describe('webhook routes (sqlite)', () => {
-  let t: TestApp;
-  const receiver = new TestReceiver();
-  let base = '';
-  beforeAll(async () => {
-    base = await receiver.start();
-    t = await startTestApp({
-      store: 'sqlite',
-      engines: false,
-      env: { WEBHOOK_RETRY_SCHEDULE_MS: '0,30,30,30,30', WEBHOOK_TIMEOUT_MS: '1000', OUTBOX_POLL_MS: '20' },
-    });
-  });
-  afterAll(async () => {
-    await t?.close();
-    await receiver.close();
+  const suite = appWithReceiver({
+    store: 'sqlite',
+    engines: false,
+    env: { WEBHOOK_RETRY_SCHEDULE_MS: '0,30,30,30,30', WEBHOOK_TIMEOUT_MS: '1000', OUTBOX_POLL_MS: '20' },
   });
 
   it('test, resend and the delivery log: foreign, malformed, pending, disabled and deleted cases', async () => {
+    const { t, base, receiver } = suite;
     const a = await t.createOperator();
     const b = await t.createOperator();
     const ca = client(t.baseUrl, a);

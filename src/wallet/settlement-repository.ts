@@ -12,7 +12,18 @@ export interface SettlementFilter {
   operatorId?: string;
   mode?: OperatorMode;
   status?: SettlementStatus;
+  /**
+   * The page cursor: only settlements after this position in the list's order. A round's settlements
+   * share `created_at`, so the bet id breaks the tie; a limit alone never reached past the first page.
+   */
+  after?: SettlementCursor;
   limit: number;
+}
+
+/** A settlement's place in the oldest-first order; both fields are fixed when the row is written. */
+export interface SettlementCursor {
+  createdAt: number;
+  betId: string;
 }
 
 interface SettlementRow {
@@ -79,7 +90,7 @@ export const settlementRepository = {
       inFlightByTarget: new Map<string, number>(),
       perTargetLimit: limit,
     };
-    return (await new WalletSettlementOutbox(db).claim(q)).map((c) => c.settlement);
+    return (await new WalletSettlementOutbox(db, leaseMs).claim(q)).map((c) => c.settlement);
   },
 
   async byBet(db: SqlExecutor, betId: string): Promise<Settlement | undefined> {
@@ -93,6 +104,10 @@ export const settlementRepository = {
     if (filter.operatorId) where.push('operator_id = ?'), params.push(filter.operatorId);
     if (filter.mode) where.push('operator_id IN (SELECT id FROM operators WHERE mode = ?)'), params.push(filter.mode);
     if (filter.status) where.push('status = ?'), params.push(filter.status);
+    if (filter.after) {
+      where.push('(created_at > ? OR (created_at = ? AND bet_id > ?))');
+      params.push(filter.after.createdAt, filter.after.createdAt, filter.after.betId);
+    }
     params.push(filter.limit);
     const rows = await db.all<SettlementRow>(
       `SELECT * FROM wallet_settlements${where.length ? ` WHERE ${where.join(' AND ')}` : ''}
@@ -161,15 +176,45 @@ export class WalletSettlementOutbox implements OutboxRepository<SettlementClaim>
   /** Sandboxes' settlements (their simulated wallet's failures too) stay out of the live metrics. */
   private readonly modes = new OperatorModes();
 
-  constructor(private readonly db: Database) {}
+  /**
+   * `leaseMs`: the lease a claim of this worker takes (the engine's), which tells when a lease still
+   * open at start was taken. Without it, releaseLeases can only end those leases, and the claim then
+   * logs their attempts as starting one lease before the restart instead of when they did.
+   */
+  constructor(
+    private readonly db: Database,
+    private readonly leaseMs: number | null = null,
+  ) {}
 
+  /**
+   * The leases a dead predecessor left open (SQLite: one process owns the store). Each stands for a
+   * call that got no recorded answer: it is logged and counted here as lost, with the time it really
+   * started (lease end − lease length, while the lease end is still on the row), and the row is due
+   * for its next attempt under the same idempotency_key.
+   */
   async releaseLeases(now: number): Promise<void> {
-    await this.db.transaction((tx) =>
-      tx.run(`UPDATE wallet_settlements SET claimed_until = ? WHERE status = 'pending' AND claimed_until > ?`, [
-        now,
-        now,
-      ]),
-    );
+    const leaseMs = this.leaseMs;
+    await this.db.transaction(async (tx) => {
+      if (leaseMs === null) {
+        await tx.run(`UPDATE wallet_settlements SET claimed_until = ? WHERE status = 'pending' AND claimed_until > ?`, [
+          now,
+          now,
+        ]);
+        return;
+      }
+      const open = await tx.all<Pick<SettlementRow, 'bet_id' | 'attempts' | 'claimed_until'>>(
+        `SELECT bet_id, attempts, claimed_until FROM wallet_settlements WHERE status = 'pending' AND claimed_until > ?`,
+        [now],
+      );
+      for (const row of open) {
+        const attempt = Number(row.attempts) + 1;
+        await tx.run(
+          `UPDATE wallet_settlements SET claimed_until = NULL, attempts = ? WHERE bet_id = ? AND claimed_until = ?`,
+          [attempt, row.bet_id, row.claimed_until],
+        );
+        await logLostAttempt(tx, row.bet_id, attempt, Number(row.claimed_until) - leaseMs);
+      }
+    });
   }
 
   /** Never dead-letters: `maxAttempts` is not consulted (the wallet outbox retries until a 2xx). */
@@ -197,14 +242,7 @@ export class WalletSettlementOutbox implements OutboxRepository<SettlementClaim>
         );
         if (r.changes !== 1) continue;
         const recorded = Number(row.attempts) + (lost ? 1 : 0);
-        if (lost) {
-          await tx.run(
-            `INSERT INTO wallet_attempts
-               (id, bet_id, attempt, started_at, latency_ms, status_code, error, response_excerpt)
-             VALUES (?, ?, ?, ?, 0, NULL, ?, NULL)`,
-            [`wat_${randomUUID()}`, row.bet_id, recorded, Number(row.claimed_until) - leaseMs, LOST_ATTEMPT],
-          );
-        }
+        if (lost) await logLostAttempt(tx, row.bet_id, recorded, Number(row.claimed_until) - leaseMs);
         // Once per claimed settlement: the fresh object is amended, not spread (docs/decisions.md).
         const settlement = Object.assign(toSettlement(row), { attempts: recorded, claimedUntil: leaseUntil });
         claimed.push({ id: row.bet_id, target: row.operator_id, attempt: recorded + 1, leaseUntil, settlement });
@@ -259,6 +297,15 @@ export class WalletSettlementOutbox implements OutboxRepository<SettlementClaim>
       }
     });
   }
+}
+
+/** An attempt whose worker stopped (or lost its lease) before recording the wallet's answer. */
+async function logLostAttempt(tx: SqlExecutor, betId: string, attempt: number, startedAt: number): Promise<void> {
+  await tx.run(
+    `INSERT INTO wallet_attempts (id, bet_id, attempt, started_at, latency_ms, status_code, error, response_excerpt)
+     VALUES (?, ?, ?, ?, 0, NULL, ?, NULL)`,
+    [`wat_${randomUUID()}`, betId, attempt, startedAt, LOST_ATTEMPT],
+  );
 }
 
 /**

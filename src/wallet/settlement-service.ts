@@ -60,9 +60,26 @@ export class SettlementService {
     return settlementRepository.byBet(this.db, betId);
   }
 
-  /** Oldest first; all operators when `operatorId` is absent (the CLI). */
-  list(filter: SettlementFilter): Promise<Settlement[]> {
-    return settlementRepository.list(this.db, filter);
+  /**
+   * Oldest first; all operators when `operatorId` is absent (the CLI). `startingAfter` (a bet id, the
+   * last of the previous page) continues the list after that settlement. It must be one the filter's
+   * operator may see, otherwise VALIDATION_FAILED: another operator's bet id reveals nothing.
+   */
+  async list(filter: SettlementFilter & { startingAfter?: string }): Promise<Settlement[]> {
+    const { startingAfter, ...rest } = filter;
+    if (startingAfter === undefined) return settlementRepository.list(this.db, rest);
+    const last = await settlementRepository.byBet(this.db, startingAfter);
+    if (!last || (filter.operatorId !== undefined && last.operatorId !== filter.operatorId)) {
+      throw new DomainError(
+        'VALIDATION_FAILED',
+        `starting_after: no settlement for bet ${startingAfter} (give the last bet_id of a page)`,
+      );
+    }
+    // `rest` is a fresh object: amended, not spread (docs/decisions.md, the spread rule).
+    return settlementRepository.list(
+      this.db,
+      Object.assign(rest, { after: { createdAt: last.createdAt, betId: last.betId } }),
+    );
   }
 
   pendingCount(operatorId: string): Promise<number> {

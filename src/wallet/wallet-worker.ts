@@ -77,16 +77,17 @@ export class WalletSettlementWorker {
 
   constructor(o: WalletWorkerOptions) {
     const concurrency = o.concurrency ?? 64;
+    // Long enough to cover a whole attempt (the request times out first) plus recording it.
+    const leaseMs = o.timeoutMs + 1_000;
     this.engine = new OutboxEngine({
       name: 'wallet settlement',
       logFields: (c) => ({ bet_id: c.id, operator_id: c.settlement.operatorId }),
       clock: o.clock,
       logger: o.logger,
-      repository: new WalletSettlementOutbox(o.db),
+      repository: new WalletSettlementOutbox(o.db, leaseMs),
       sender: new SettleCalls(o),
       backoff: scheduleBackoff(o.retryScheduleMs.length > 0 ? o.retryScheduleMs : [0], { attempts: 'unbounded' }),
-      // Long enough to cover a whole attempt (the request times out first) plus recording it.
-      leaseMs: o.timeoutMs + 1_000,
+      leaseMs,
       pollIntervalMs: o.pollIntervalMs,
       // A claim waits for this much room: smaller than the whole, so slots held by a hanging wallet do
       // not keep the others' settlements from being claimed.

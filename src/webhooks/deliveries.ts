@@ -9,6 +9,7 @@ import {
   nullableNumber,
 } from '../store/database';
 import { type AttemptLogRow, type DeliveryRow, deliveryRepository } from './delivery-repository';
+import { endpointRepository } from './endpoint-repository';
 import type { Scope, WebhookEndpointService } from './endpoints';
 
 export const DELIVERY_STATUSES = ['pending', 'delivered', 'dead', 'cancelled'] as const;
@@ -75,7 +76,7 @@ export class WebhookDeliveryService {
   ) {}
 
   async list(scope: Scope, filter: DeliveryFilter = {}): Promise<DeliveryView[]> {
-    if (filter.endpointId) await this.endpoints.row(scope, filter.endpointId);
+    if (filter.endpointId) await this.knownEndpoint(scope, filter.endpointId);
     if (filter.status && !(DELIVERY_STATUSES as readonly string[]).includes(filter.status)) {
       throw new DomainError('VALIDATION_FAILED', `status must be one of ${DELIVERY_STATUSES.join(', ')}`);
     }
@@ -179,6 +180,17 @@ export class WebhookDeliveryService {
       return this.row(scope, deliveryId, tx);
     });
     return present(queued);
+  }
+
+  /**
+   * An endpoint of this operator, or one it deleted: its deliveries stay in the log (the ones queued
+   * when it went, cancelled), so filtering by its id still lists them. Otherwise not found, as for a
+   * foreign id.
+   */
+  private async knownEndpoint(scope: Scope, endpointId: string): Promise<void> {
+    if (await endpointRepository.byId(this.db, scope, endpointId)) return;
+    if (await deliveryRepository.anyForEndpoint(this.db, scope, endpointId)) return;
+    await this.endpoints.row(scope, endpointId);
   }
 
   private async row(scope: Scope, id: string, db: SqlExecutor = this.db): Promise<DeliveryRow> {

@@ -405,6 +405,18 @@ export const deliveryRepository = {
       : db.get<DeliveryRow>(`${SELECT} WHERE d.id = ? AND d.operator_id = ?`, [id, scope]);
   },
 
+  /** Whether this operator (scope null: any) has a delivery to this endpoint, which may since be deleted. */
+  async anyForEndpoint(db: SqlExecutor, scope: string | null, endpointId: string): Promise<boolean> {
+    const row =
+      scope === null
+        ? await db.get('SELECT 1 AS found FROM webhook_deliveries WHERE endpoint_id = ? LIMIT 1', [endpointId])
+        : await db.get('SELECT 1 AS found FROM webhook_deliveries WHERE endpoint_id = ? AND operator_id = ? LIMIT 1', [
+            endpointId,
+            scope,
+          ]);
+    return row !== undefined;
+  },
+
   attempts(db: SqlExecutor, deliveryId: string): Promise<AttemptLogRow[]> {
     return db.all<AttemptLogRow>(
       `SELECT attempt, started_at, latency_ms, status_code, error, response_excerpt FROM webhook_attempts

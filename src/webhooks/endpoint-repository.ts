@@ -1,4 +1,4 @@
-import type { RunResult, SqlExecutor } from '../store/database';
+import { forUpdate, type RunResult, type SqlExecutor } from '../store/database';
 
 /** A `webhook_endpoints` row as stored: secrets sealed (the service opens them with the master key). */
 export interface EndpointRow {
@@ -54,6 +54,11 @@ export const endpointRepository = {
     return scope === null
       ? db.get<EndpointRow>('SELECT * FROM webhook_endpoints WHERE id = ?', [id])
       : db.get<EndpointRow>('SELECT * FROM webhook_endpoints WHERE id = ? AND operator_id = ?', [id, scope]);
+  },
+
+  /** The row, locked until the transaction ends (PostgreSQL; SQLite writes one transaction at a time). */
+  byIdForUpdate(tx: SqlExecutor, id: string): Promise<EndpointRow | undefined> {
+    return tx.get<EndpointRow>(`SELECT * FROM webhook_endpoints WHERE id = ?${forUpdate(tx)}`, [id]);
   },
 
   async update(

@@ -145,13 +145,18 @@ export class WebhookEndpointService {
   }
 
   async update(scope: Scope, id: string, patch: EndpointPatch): Promise<WebhookEndpoint> {
-    const current = await this.row(scope, id);
-    const url = patch.url === undefined ? current.url : await this.checkUrl(patch.url);
-    const events = patch.events === undefined ? (JSON.parse(current.events) as EventType[]) : parseEvents(patch.events);
-    const enabled = patch.enabled === undefined ? Number(current.enabled) === 1 : patch.enabled;
+    await this.row(scope, id);
+    // Checked before the transaction (a URL check may wait on DNS); the fields not in the patch are read
+    // inside it, so a change committed meanwhile (a disable, new events) is kept rather than written back.
+    const url = patch.url === undefined ? undefined : await this.checkUrl(patch.url);
+    const events = patch.events === undefined ? undefined : JSON.stringify(parseEvents(patch.events));
     const now = this.clock.now();
     await this.db.transaction(async (tx) => {
-      await endpointRepository.update(tx, id, { url, events: JSON.stringify(events), enabled: enabled ? 1 : 0 }, now);
+      const current = await endpointRepository.byIdForUpdate(tx, id);
+      if (!current) throw endpointNotFound(scope, id);
+      const enabled = patch.enabled ?? Number(current.enabled) === 1;
+      const change = { url: url ?? current.url, events: events ?? current.events, enabled: enabled ? 1 : 0 };
+      await endpointRepository.update(tx, id, change, now);
       // A disabled endpoint receives nothing, including what was queued for it before.
       if (!enabled) await deliveryRepository.cancelPendingOf(tx, id, 'the endpoint was disabled', now);
     });
@@ -214,11 +219,14 @@ export class WebhookEndpointService {
 
   async row(scope: Scope, id: string, db: SqlExecutor = this.db): Promise<EndpointRow> {
     const row = await endpointRepository.byId(db, scope, id);
-    if (!row)
-      throw new DomainError(
-        'WEBHOOK_ENDPOINT_NOT_FOUND',
-        `no webhook endpoint ${id}${scope === null ? '' : ' for this operator'}`,
-      );
+    if (!row) throw endpointNotFound(scope, id);
     return row;
   }
+}
+
+function endpointNotFound(scope: Scope, id: string): DomainError {
+  return new DomainError(
+    'WEBHOOK_ENDPOINT_NOT_FOUND',
+    `no webhook endpoint ${id}${scope === null ? '' : ' for this operator'}`,
+  );
 }

@@ -3,6 +3,7 @@ import { resolve } from 'node:path';
 import { Writable } from 'node:stream';
 import { promisify } from 'node:util';
 import { runAdmin } from '../../src/cli/run-admin';
+import type { TestApp } from './harness';
 
 const run = promisify(execFile);
 const ROOT = resolve(import.meta.dirname, '..', '..');
@@ -66,3 +67,11 @@ export function adminJson(env: NodeJS.ProcessEnv): (...args: string[]) => Promis
     return JSON.parse(outcome.stdout);
   };
 }
+
+/** The environment the CLI needs to act on a test service's store, its logs silenced. */
+export const cliEnvOf = (t: TestApp): NodeJS.ProcessEnv => ({
+  ...process.env,
+  DATA_DIR: t.config.dataDir,
+  MASTER_KEY: t.config.masterKey ?? '',
+  LOG_LEVEL: 'silent',
+});

@@ -9599,12 +9599,17 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Settle calls to your wallet, oldest first (e.g. ?status=pending: not yet confirmed by your wallet) */
+        /**
+         * Settle calls to your wallet, oldest first (e.g. ?status=pending: not yet confirmed by your wallet)
+         * @description The next page starts after the last `bet_id` of a page: pass it as `starting_after`.
+         */
         get: {
             parameters: {
                 query?: {
                     /** @description must be an integer from 1 to 1000 */
                     limit?: string;
+                    /** @description must be a bet_id: the last one of the previous page, after which this page goes on (the page cursor; a round's settlements share created_at) */
+                    starting_after?: string;
                     /** @description must be pending or delivered */
                     status?: "pending" | "delivered";
                 };

@@ -16,6 +16,7 @@ export const settlementCommands: CliCommand[] = [
       status: { type: 'string', description: 'pending | delivered' },
       operator: { type: 'string', description: 'only this operator (op_…)' },
       limit: { type: 'string', description: `at most this many (default 100, 1 to ${MAX_LIMIT})` },
+      'starting-after': { type: 'string', description: 'the last bet id of the previous page: list what follows it' },
     },
     async run(app, v) {
       const status = stringOption(v.status, 'status') as SettlementStatus | undefined;
@@ -28,7 +29,8 @@ export const settlementCommands: CliCommand[] = [
       // Without --operator, live operators' only: what the wallet alerts count (a sandbox's simulated
       // outage would otherwise fill the oldest-first page ahead of the live row that fired them).
       const mode = operatorId === undefined ? 'live' : undefined;
-      const rows = await app.services.settlements.list({ status, operatorId, mode, limit });
+      const startingAfter = stringOption(v['starting-after'], 'starting-after');
+      const rows = await app.services.settlements.list({ status, operatorId, mode, limit, startingAfter });
       return { settlements: rows.map(presentSettlement) };
     },
   },

@@ -16,13 +16,19 @@ import type { PlayerSession } from '../../sessions/session';
 import { PLAYER_ASSETS, serveAssets } from '../assets';
 import { crashPlayerPage, playerRefusalPage, stockRacePlayerPage, verifyPlayerPage } from './player-view';
 
-type TokenReq = FastifyRequest<{ Querystring: { token?: string } }>;
-type VerifyReq = FastifyRequest<{ Querystring: { token?: string; round?: string } }>;
+type TokenReq = FastifyRequest<{ Querystring: { token?: string | string[] } }>;
+type VerifyReq = FastifyRequest<{ Querystring: { token?: string | string[]; round?: string } }>;
 
+// A mangled link (a token cut, lengthened or given twice) is a token that opens nothing: the 404 page, as
+// for any unknown token, not a 400 about the query. tokenOf() reads the one well-formed value, if any.
 const TokenQuery = Type.Object(
-  { token: Type.Optional(Type.String({ maxLength: 200 })) },
+  { token: Type.Optional(Type.Union([Type.String(), Type.Array(Type.String())])) },
   { additionalProperties: true },
 );
+
+/** The query's token when it was given once; byToken refuses anything but launch()'s shape before a lookup. */
+const tokenOf = (query: { token?: string | string[] }): string | undefined =>
+  typeof query.token === 'string' ? query.token : undefined;
 
 /** Player pages read on the store's read-only path: opening one never waits behind a writer. */
 const READ_ONLY = { readOnly: true } as const;
@@ -161,7 +167,8 @@ export async function playerRoutes(app: FastifyInstance, s: AppServices): Promis
   };
 
   r.get('/play', { schema: { querystring: TokenQuery } }, async (req, reply) => {
-    const session = await sessionForPage(reply, req.query.token, READ_ONLY);
+    const token = tokenOf(req.query);
+    const session = await sessionForPage(reply, token, READ_ONLY);
     if (!session) return reply;
     const sandbox = await s.sandbox.scopeOfSession(session);
     seen(session, req, sandbox);
@@ -169,42 +176,45 @@ export async function playerRoutes(app: FastifyInstance, s: AppServices): Promis
     const round = latest ? { ...presentRound(latest), symbols: s.stockRaceGame.symbolsOf(latest) } : null;
     const nonce = newNonce();
     playerPageHeaders(reply, nonce);
-    const feedPath = `/play/feed?token=${encodeURIComponent(req.query.token!)}`;
+    const feedPath = `/play/feed?token=${encodeURIComponent(token!)}`;
     const page = stockRacePlayerPage({
       session,
       round,
       feedPath,
       nonce,
-      token: req.query.token!,
+      token: token!,
       serverNow: s.clock.now(),
     });
     return reply.type('text/html; charset=utf-8').send(page);
   });
 
   r.get('/play/feed', { schema: { querystring: TokenQuery } }, async (req, reply) => {
-    const session = await s.sessions.byToken(req.query.token, READ_ONLY);
+    const session = await s.sessions.byToken(tokenOf(req.query), READ_ONLY);
     const sandbox = await s.sandbox.scopeOfSession(session);
     seen(session, req, sandbox);
     await streamUntilExpiry(req, reply, session, sandbox, 'stock_race');
   });
 
   app.get('/play/bets', { schema: { querystring: TokenQuery } }, async (req: TokenReq, reply) => {
-    const session = await s.sessions.byToken(req.query.token, READ_ONLY);
+    const session = await s.sessions.byToken(tokenOf(req.query), READ_ONLY);
     reply.header('cache-control', 'no-store');
     return { bets: (await s.bets.ofSession(session.id, 50)).map(presentSessionBet) };
   });
 
   app.get('/play/crash', { schema: { querystring: TokenQuery } }, async (req: TokenReq, reply) => {
-    const session = await sessionForPage(reply, req.query.token, READ_ONLY);
+    const token = tokenOf(req.query);
+    const session = await sessionForPage(reply, token, READ_ONLY);
     if (!session) return reply;
     const sandbox = await s.sandbox.scopeOfSession(session);
+    // Every page a token opens is a use of the session: a second place watching Crash is a second place.
+    seen(session, req, sandbox);
     const latest = await s.rounds.latest('crash', sandbox, READ_ONLY);
     const closed = await s.rounds.recentlyClosed('crash', 12, sandbox, READ_ONLY);
     const nonce = newNonce();
     playerPageHeaders(reply, nonce);
     const html = crashPlayerPage({
       session,
-      token: req.query.token!,
+      token: token!,
       nonce,
       serverNow: s.clock.now(),
       round: latest ? presentRound(latest) : null,
@@ -217,8 +227,10 @@ export async function playerRoutes(app: FastifyInstance, s: AppServices): Promis
   });
 
   app.get('/play/verify', { schema: { querystring: TokenQuery } }, async (req: VerifyReq, reply) => {
-    const session = await sessionForPage(reply, req.query.token);
+    const token = tokenOf(req.query);
+    const session = await sessionForPage(reply, token, READ_ONLY);
     if (!session) return reply;
+    seen(session, req, await s.sandbox.scopeOfSession(session));
     // Only live rounds: sandbox ones are test data, outside the public fairness record.
     const recent = await s.rounds.lastClosed(12, null, READ_ONLY);
     const asked = req.query.round;
@@ -227,7 +239,7 @@ export async function playerRoutes(app: FastifyInstance, s: AppServices): Promis
     playerPageHeaders(reply, nonce);
     const html = verifyPlayerPage({
       session,
-      token: req.query.token!,
+      token: token!,
       nonce,
       serverNow: s.clock.now(),
       roundId,
@@ -237,8 +249,9 @@ export async function playerRoutes(app: FastifyInstance, s: AppServices): Promis
   });
 
   app.get('/play/crash/feed', { schema: { querystring: TokenQuery } }, async (req: TokenReq, reply) => {
-    const session = await s.sessions.byToken(req.query.token, READ_ONLY);
+    const session = await s.sessions.byToken(tokenOf(req.query), READ_ONLY);
     const sandbox = await s.sandbox.scopeOfSession(session);
+    seen(session, req, sandbox);
     await streamUntilExpiry(req, reply, session, sandbox, 'crash');
   });
 }

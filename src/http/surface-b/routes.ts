@@ -263,6 +263,7 @@ export async function surfaceBRoutes(app: FastifyInstance, s: AppServices): Prom
     {
       schema: {
         summary: 'Settle calls to your wallet, oldest first (e.g. ?status=pending: not yet confirmed by your wallet)',
+        description: 'The next page starts after the last `bet_id` of a page: pass it as `starting_after`.',
         tags: ['Stock Race'],
         headers: AuthHeadersB,
         querystring: SettlementQuery,
@@ -273,7 +274,12 @@ export async function surfaceBRoutes(app: FastifyInstance, s: AppServices): Prom
       const limit = req.query.limit === undefined ? 100 : Number(req.query.limit);
       if (limit < 1 || limit > 1000)
         throw new DomainError('VALIDATION_FAILED', 'querystring field "limit" must be an integer from 1 to 1000');
-      const rows = await s.settlements.list({ operatorId: req.operator!.id, status: req.query.status, limit });
+      const rows = await s.settlements.list({
+        operatorId: req.operator!.id,
+        status: req.query.status,
+        startingAfter: req.query.starting_after,
+        limit,
+      });
       return { settlements: rows.map((x) => presentSettlement(x) as Static<typeof SettlementView>) };
     },
   );

@@ -167,6 +167,15 @@ export const SettlementQuery = Type.Object(
     status: Type.Optional(
       Type.Union([Type.Literal('pending'), Type.Literal('delivered')], { description: 'must be pending or delivered' }),
     ),
+    starting_after: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 100,
+        description:
+          'must be a bet_id: the last one of the previous page, after which this page goes on ' +
+          "(the page cursor; a round's settlements share created_at)",
+      }),
+    ),
     limit: Type.Optional(Type.String({ pattern: '^[0-9]{1,4}$', description: 'must be an integer from 1 to 1000' })),
   },
   { additionalProperties: false },
