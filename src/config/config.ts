@@ -160,13 +160,73 @@ const list = (env: Env, name: string, fallback: string[]): string[] => {
     .filter(Boolean);
 };
 
+/**
+ * The longest delay a Node timer waits: setTimeout runs a longer one after 1 ms, so a "very long"
+ * grace period or poll interval would fire at once (SIGTERM would force-exit before draining).
+ */
+const TIMER_MAX_MS = 2_147_483_647;
+
+/** A delay handed to a timer: a whole number of milliseconds a Node timer can actually wait. */
+const timerMs = (env: Env, name: string, fallback: number, min = 0): number =>
+  int(env, name, fallback, min, TIMER_MAX_MS);
+
 const msList = (env: Env, name: string, fallback: number[]): number[] => {
   const items = list(env, name, fallback.map(String));
+  // "," alone parses to no entry: the wallet worker would then retry at once, forever.
+  if (items.length === 0) throw new ConfigError(`${name} needs at least one delay in milliseconds`);
   return items.map((s) => {
     if (!/^\d+$/.test(s)) throw new ConfigError(`${name} must be a comma-separated list of milliseconds, got "${s}"`);
-    return Number(s);
+    const value = Number(s);
+    if (value > TIMER_MAX_MS) throw new ConfigError(`${name}: ${value} ms is longer than a timer can wait`);
+    return value;
   });
 };
+
+/** pino's levels: any other value makes the logger throw while the service starts. */
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
+function logLevel(env: Env, appEnv: AppEnv): string {
+  const raw = env.LOG_LEVEL?.trim().toLowerCase();
+  if (!raw) return appEnv === 'test' ? 'silent' : 'info';
+  if (!LOG_LEVELS.includes(raw)) {
+    throw new ConfigError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}, got "${env.LOG_LEVEL}"`);
+  }
+  return raw;
+}
+
+/**
+ * Checked here, not first when the secret box opens: a bad key must stop the boot as a configuration
+ * error (exit 78, the CLI's CONFIG), not as a crash. Same decoding as SecretBox.fromString.
+ */
+function masterKeyFrom(env: Env): string | null {
+  const raw = env.MASTER_KEY?.trim();
+  if (!raw) return null;
+  const key = /^[0-9a-f]{64}$/i.test(raw) ? Buffer.from(raw, 'hex') : Buffer.from(raw, 'base64');
+  if (key.length !== 32) {
+    throw new ConfigError(
+      `MASTER_KEY must decode to 32 bytes (64 hex characters or 44 base64 characters), got ${raw.length} characters`,
+    );
+  }
+  return raw;
+}
+
+/**
+ * The URL this host is reached at when PUBLIC_BASE_URL is unset: an IPv6 address goes in brackets, and
+ * a wildcard (0.0.0.0, ::) is reached on loopback.
+ */
+function defaultBaseUrl(scheme: string, host: string, port: number): string {
+  if (host === '0.0.0.0') return `${scheme}://127.0.0.1:${port}`;
+  if (host === '::') return `${scheme}://[::1]:${port}`;
+  return `${scheme}://${isIP(host) === 6 ? `[${host}]` : host}:${port}`;
+}
+
+/** A bearer token is one word: one read from a secret file keeps its newline, which no header carries. */
+function metricsTokenFrom(env: Env): string | null {
+  const token = env.METRICS_TOKEN?.trim();
+  if (!token) return null;
+  if (/\s/.test(token)) throw new ConfigError('METRICS_TOKEN must not contain whitespace: a bearer token is one word');
+  return token;
+}
 
 /** Presets proxy-addr (behind Fastify's trustProxy) understands besides addresses and CIDR ranges. */
 const PROXY_PRESETS = new Set(['loopback', 'linklocal', 'uniquelocal']);
@@ -230,7 +290,7 @@ export function loadConfig(env: Env = process.env, options: { serving?: boolean 
   if (redisUrl && !/^rediss?:\/\//.test(redisUrl)) {
     throw new ConfigError('REDIS_URL must be a redis:// or rediss:// URL (leave it empty for in-process state)');
   }
-  const masterKey = env.MASTER_KEY || null;
+  const masterKey = masterKeyFrom(env);
   if (appEnv === 'production' && !masterKey)
     throw new ConfigError('MASTER_KEY is required in production (32 bytes, hex or base64)');
   const symbols = list(env, 'STOCK_SYMBOLS', DEFAULT_SYMBOLS).map((s) => s.toUpperCase());
@@ -249,7 +309,7 @@ export function loadConfig(env: Env = process.env, options: { serving?: boolean 
   const heartbeatMs = engineHeartbeatMs(crashTickMs);
   // Below two heartbeats a live engine would have its cash-outs refused between two of them.
   const engineStaleMs = int(env, 'CRASH_ENGINE_STALE_MS', defaultEngineStaleMs(heartbeatMs), 2 * heartbeatMs, 60_000);
-  const metricsToken = env.METRICS_TOKEN || null;
+  const metricsToken = metricsTokenFrom(env);
   const metricsPublic = bool(env, 'METRICS_PUBLIC', false);
   if (serving && appEnv === 'production' && !metricsToken && !metricsPublic) {
     throw new ConfigError(
@@ -263,13 +323,10 @@ export function loadConfig(env: Env = process.env, options: { serving?: boolean 
   }
   const scheme = tls || trustProxyTls ? 'https' : 'http';
   const webhookAllowPrivateTargets = bool(env, 'WEBHOOK_ALLOW_PRIVATE_TARGETS', appEnv !== 'production');
-  const publicBaseUrl = (
-    env.PUBLIC_BASE_URL || `${scheme}://${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}`
-  ).replace(/\/+$/, '');
-  try {
-    new URL(publicBaseUrl);
-  } catch {
-    throw new ConfigError(`PUBLIC_BASE_URL must be an absolute URL, got "${publicBaseUrl}"`);
+  const publicBaseUrl = (env.PUBLIC_BASE_URL || defaultBaseUrl(scheme, host, port)).replace(/\/+$/, '');
+  // `new URL` also parses "bets.example.com:443" (scheme "bets.example.com:"): launch URLs need http(s).
+  if (!URL.canParse(publicBaseUrl) || !/^https?:$/.test(new URL(publicBaseUrl).protocol)) {
+    throw new ConfigError(`PUBLIC_BASE_URL must be an absolute http:// or https:// URL, got "${publicBaseUrl}"`);
   }
 
   return {
@@ -286,7 +343,7 @@ export function loadConfig(env: Env = process.env, options: { serving?: boolean 
     tls,
     trustProxyTls,
     trustedProxies,
-    logLevel: env.LOG_LEVEL || (appEnv === 'test' ? 'silent' : 'info'),
+    logLevel: logLevel(env, appEnv),
     bodyLimitBytes: int(env, 'BODY_LIMIT_BYTES', 16 * 1024, 256, 10 * 1024 * 1024),
     requestTimeoutMs: int(env, 'REQUEST_TIMEOUT_MS', 30_000, 100, 600_000),
     liveFeedRecheckMs: int(env, 'LIVE_FEED_RECHECK_MS', 10_000, 100, 300_000),
@@ -303,8 +360,8 @@ export function loadConfig(env: Env = process.env, options: { serving?: boolean 
       windowSeconds: int(env, 'AUTH_FAILURE_WINDOW_S', 60, 1, 86_400),
     },
     crash: {
-      bettingWindowMs: int(env, 'CRASH_BETTING_WINDOW_MS', 10_000, 100),
-      pauseMs: int(env, 'CRASH_PAUSE_MS', 3_000, 0),
+      bettingWindowMs: timerMs(env, 'CRASH_BETTING_WINDOW_MS', 10_000, 100),
+      pauseMs: timerMs(env, 'CRASH_PAUSE_MS', 3_000),
       tickMs: crashTickMs,
       salt,
       houseEdgeBp: int(env, 'CRASH_HOUSE_EDGE_BP', 100, 0, 5000),
@@ -313,9 +370,9 @@ export function loadConfig(env: Env = process.env, options: { serving?: boolean 
       engineStaleMs,
     },
     stockRace: {
-      bettingWindowMs: int(env, 'STOCK_RACE_BETTING_WINDOW_MS', 15_000, 100),
-      raceMs: int(env, 'STOCK_RACE_DURATION_MS', 10_000, 100),
-      pauseMs: int(env, 'STOCK_RACE_PAUSE_MS', 3_000, 0),
+      bettingWindowMs: timerMs(env, 'STOCK_RACE_BETTING_WINDOW_MS', 15_000, 100),
+      raceMs: timerMs(env, 'STOCK_RACE_DURATION_MS', 10_000, 100),
+      pauseMs: timerMs(env, 'STOCK_RACE_PAUSE_MS', 3_000),
       tickMs: int(env, 'STOCK_RACE_TICK_MS', 500, 10, 10_000),
       symbols,
       chainLength: int(env, 'FAIR_CHAIN_LENGTH', 10_000, 10, 10_000_000),
@@ -323,22 +380,22 @@ export function loadConfig(env: Env = process.env, options: { serving?: boolean 
     sessionTtlMs: int(env, 'SESSION_TTL_MS', 4 * 3600_000, 1000),
     webhooks: {
       retryScheduleMs: msList(env, 'WEBHOOK_RETRY_SCHEDULE_MS', [0, 10_000, 60_000, 600_000, 3_600_000]),
-      timeoutMs: int(env, 'WEBHOOK_TIMEOUT_MS', 10_000, 100),
+      timeoutMs: timerMs(env, 'WEBHOOK_TIMEOUT_MS', 10_000, 100),
       allowPrivateTargets: webhookAllowPrivateTargets,
       maxResponseBytes: int(env, 'WEBHOOK_MAX_RESPONSE_BYTES', 64 * 1024, 1024, 16 * 1024 * 1024),
-      pollIntervalMs: int(env, 'OUTBOX_POLL_MS', 250, 10),
+      pollIntervalMs: timerMs(env, 'OUTBOX_POLL_MS', 250, 10),
     },
     wallet: {
       retryScheduleMs: msList(env, 'WALLET_RETRY_SCHEDULE_MS', [0, 2_000, 10_000, 60_000, 300_000]),
-      timeoutMs: int(env, 'WALLET_TIMEOUT_MS', 10_000, 100),
+      timeoutMs: timerMs(env, 'WALLET_TIMEOUT_MS', 10_000, 100),
       allowPrivateTargets: bool(env, 'WALLET_ALLOW_PRIVATE_TARGETS', webhookAllowPrivateTargets),
       maxResponseBytes: int(env, 'WALLET_MAX_RESPONSE_BYTES', 64 * 1024, 1024, 16 * 1024 * 1024),
-      pollIntervalMs: int(env, 'OUTBOX_POLL_MS', 250, 10),
+      pollIntervalMs: timerMs(env, 'OUTBOX_POLL_MS', 250, 10),
     },
-    sandbox: { idleMs: int(env, 'SANDBOX_IDLE_MS', 600_000, 1_000) },
+    sandbox: { idleMs: timerMs(env, 'SANDBOX_IDLE_MS', 600_000, 1_000) },
     runEngines: bool(env, 'RUN_ENGINES', true),
     engineLeaseCheckMs: int(env, 'ENGINE_LEASE_CHECK_MS', 1_000, 100, 60_000),
-    shutdownGraceMs: int(env, 'SHUTDOWN_GRACE_MS', 10_000, 0),
+    shutdownGraceMs: timerMs(env, 'SHUTDOWN_GRACE_MS', 10_000),
     drainDelayMs: int(env, 'DRAIN_DELAY_MS', 0, 0, 600_000),
     fairness: { autoContribute },
     metrics: { token: metricsToken, public: metricsPublic },

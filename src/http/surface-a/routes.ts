@@ -97,6 +97,13 @@ function presentCashedOut(bet: CashedOutCrashBet): Static<typeof CashoutResult> 
   return { bet_id: bet.id, payout: bet.payout, multiplier: formatMultiplier(bet.cashoutMultiplier) };
 }
 
+/**
+ * The service writes bet ids in lower case, and a UUID is case-insensitive on input (RFC 9562): an
+ * integrator whose database hands UUIDs back in upper case (SQL Server's uniqueidentifier) must still
+ * find its bet. The schema accepts either case, so the lookup takes the canonical form.
+ */
+const canonicalBetId = (betId: string): string => betId.toLowerCase();
+
 /** Surface A, the partner API: Crash. Routes are thin: schema → authenticate → domain → present. */
 export async function surfaceARoutes(app: FastifyInstance, s: AppServices): Promise<void> {
   const r = app.withTypeProvider<TypeBoxTypeProvider>();
@@ -166,7 +173,8 @@ export async function surfaceARoutes(app: FastifyInstance, s: AppServices): Prom
       },
     },
     async (req, reply) => {
-      const result = await s.crashBets.cashout(req.operator!, req.body.bet_id, commandRequest(req), {
+      const betId = canonicalBetId(req.body.bet_id);
+      const result = await s.crashBets.cashout(req.operator!, betId, commandRequest(req), {
         refused: refusedFor(req),
         cashedOut: presentCashedOut,
       });
@@ -233,9 +241,10 @@ export async function surfaceARoutes(app: FastifyInstance, s: AppServices): Prom
       },
     },
     async (req) => {
-      const bet = await s.bets.byId(req.params.bet_id);
+      const betId = canonicalBetId(req.params.bet_id);
+      const bet = await s.bets.byId(betId);
       if (!bet || bet.operatorId !== req.operator!.id || bet.game !== 'crash') {
-        throw new DomainError('BET_NOT_FOUND', `no Crash bet ${req.params.bet_id} for this operator`);
+        throw new DomainError('BET_NOT_FOUND', `no Crash bet ${betId} for this operator`);
       }
       return presentCrashBet(bet, !isTest(req.operator!));
     },
