@@ -52,6 +52,7 @@ describe('player sessions: where a token is used', () => {
     ['the Crash page', '/play/crash'],
     ['the Crash live feed', '/play/crash/feed'],
     ['the Verify page', '/play/verify'],
+    ['the bet history the pages read', '/play/bets'],
   ])('reports a second place that opens %s as session_multi_place', async (_name, path) => {
     const player = `watched-${path.replaceAll('/', '-')}`;
     const token = await launch(player);

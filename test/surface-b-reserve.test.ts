@@ -212,7 +212,10 @@ describe.each(STORES)('POST /v1/bets/reserve and the Stock Race reads on %s', (s
       timestamp: clock.now(),
     });
     expect([theirs.status, theirs.body.error]).toEqual([404, 'BET_NOT_FOUND']);
-    expect((await get('/v1/settlements?status=lost')).status).toBe(400);
+    const lost = await get('/v1/settlements?status=lost');
+    expect([lost.status, lost.body.error]).toEqual([400, 'VALIDATION_FAILED']);
+    // The union's own words, not "must be equal to constant" from its first literal.
+    expect(lost.body.message).toBe('querystring field "status" must be pending or delivered');
     expect((await get('/v1/settlements?status=pending')).body).toEqual({ settlements: [] });
   });
 

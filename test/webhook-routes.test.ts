@@ -53,7 +53,12 @@ describe('webhook routes (sqlite)', () => {
     await ca('DELETE', `/api/public/v1/webhook-endpoints/${ep.endpoint_id}`);
     out.deletedResend = await ca('POST', `/api/public/v1/webhook-deliveries/${test.body.delivery_id}/resend`);
     out.listAfterDelete = (await ca('GET', `/api/public/v1/webhook-deliveries`)).status;
-    out.badStatus = (await ca('GET', `/api/public/v1/webhook-deliveries?status=nope`)).status;
+    const badStatus = await ca('GET', `/api/public/v1/webhook-deliveries?status=nope`);
+    out.badStatus = badStatus.status;
+    expect(badStatus.body).toEqual({
+      code: 'VALIDATION_FAILED',
+      error: 'querystring field "status" must be one of pending, delivered, dead, cancelled',
+    });
     out.badBefore = (await ca('GET', `/api/public/v1/webhook-deliveries?before=-1`)).status;
     const status = (v: unknown) => (typeof v === 'object' && v && 'status' in v ? (v as { status: number }).status : v);
     expect(

@@ -477,11 +477,23 @@ const MISSING_FIELD_CODES: Partial<Record<string, { code: ErrorCode; message: st
   },
 };
 
+/** "one of a, b": the literals a union at the issue's path allows, when its schema gives no description. */
+function allowedLiterals(issues: ValidationIssue[], issue: ValidationIssue): string | null {
+  if (issue.keyword !== 'anyOf' && issue.keyword !== 'const') return null;
+  const values = issues
+    .filter((i) => i.keyword === 'const' && i.instancePath === issue.instancePath)
+    .map((i) => String(i.params.allowedValue));
+  return values.length > 0 ? `one of ${values.join(', ')}` : null;
+}
+
 /** Turns the first schema violation into a sentence that names the field and what it must be. */
 export function describeValidation(issues: ValidationIssue[], context: string): { code: ErrorCode; message: string } {
+  // A value outside a union of literals fails each literal ("must be equal to constant") before the
+  // union itself: the union's issue is the one whose schema says what the field may be.
   const issue =
     issues.find((i) => i.keyword === 'additionalProperties') ??
     issues.find((i) => i.keyword === 'required') ??
+    issues.find((i) => i.keyword === 'anyOf' && i.instancePath === issues[0]!.instancePath) ??
     issues[0]!;
   const path = issue.instancePath.replace(/^\//, '').replace(/\//g, '.');
   const where = context === 'body' ? '' : `${context} `;
@@ -498,7 +510,7 @@ export function describeValidation(issues: ValidationIssue[], context: string): 
     return { code: 'VALIDATION_FAILED', message: `${where}field "${field}" is required` };
   }
   const field = path || (context === 'body' ? 'body' : context);
-  const rule = issue.parentSchema?.description ?? issue.message ?? 'is invalid';
+  const rule = issue.parentSchema?.description ?? allowedLiterals(issues, issue) ?? issue.message ?? 'is invalid';
   if (issue.keyword === 'type' && !path && context === 'body') {
     return { code: 'VALIDATION_FAILED', message: 'the body must be a JSON object' };
   }

@@ -197,6 +197,8 @@ export async function playerRoutes(app: FastifyInstance, s: AppServices): Promis
 
   app.get('/play/bets', { schema: { querystring: TokenQuery } }, async (req: TokenReq, reply) => {
     const session = await s.sessions.byToken(tokenOf(req.query), READ_ONLY);
+    // The history is the player's as much as a page is: reading it from a second place is a second place.
+    seen(session, req, await s.sandbox.scopeOfSession(session));
     reply.header('cache-control', 'no-store');
     return { bets: (await s.bets.ofSession(session.id, 50)).map(presentSessionBet) };
   });

@@ -187,7 +187,11 @@ export const DeliveryView = Type.Object({
   last_error: Nullable(Type.String()),
   created_at: Type.Integer(),
   delivered_at: Nullable(Type.Integer()),
-  dead_at: Nullable(Type.Integer()),
+  dead_at: Nullable(
+    Type.Integer({
+      description: 'when the delivery stopped for good without a 2xx: its attempts ran out (dead) or it was cancelled',
+    }),
+  ),
   resend_of: Nullable(Type.String({ description: 'the delivery this one re-sends' })),
 });
 
