@@ -66,7 +66,9 @@ describe('a bet row becomes the bet type its game and status say', () => {
     // PostgreSQL hands a bigint back as text; a bet reserved before quotes were stored has none.
     expect(toBet(raceRow({ potential_payout: '1900' as never })).potentialPayout).toBe(1900);
     expect(toBet(raceRow({ potential_payout: null })).potentialPayout).toBeNull();
-    expect(() => toBet(crashRow({ potential_payout: 1900 }))).toThrow(BetRowMisfit);
+    // A Crash bet's potential payout is the per-bet cap it was placed under (null before caps were stored).
+    expect(toBet(crashRow({ potential_payout: '50000' as never })).potentialPayout).toBe(50_000);
+    expect(toBet(crashRow({ potential_payout: null })).potentialPayout).toBeNull();
     expect(toBet(raceRow({ status: 'won', payout: 1900, settled_at: 2_000 }))).toMatchObject({
       status: 'won',
       payout: 1900,

@@ -94,8 +94,8 @@ export function toBet(r: BetRow): Bet {
   const open = payout === null && multiplier === null && r.cashout_kind === null && settledAt === null;
 
   if (r.game === 'crash') {
-    if (r.session_id !== null || r.currency !== null || r.selections !== null || r.potential_payout !== null) {
-      throw new BetRowMisfit(r, 'a Crash bet has no session, currency, selections or quoted payout');
+    if (r.session_id !== null || r.currency !== null || r.selections !== null) {
+      throw new BetRowMisfit(r, 'a Crash bet has no session, currency or selections');
     }
     // Object.assign onto the fresh base rather than `{ ...base, game, … }`: on Node 20's V8 a spread
     // followed by more properties takes a slow runtime path (microseconds a row); the keys' order is
@@ -106,7 +106,7 @@ export function toBet(r: BetRow): Bet {
       currency: null,
       selections: null,
       autoCashout: nullableNumber(r.auto_cashout),
-      potentialPayout: null,
+      potentialPayout: nullableNumber(r.potential_payout),
     });
     switch (r.status) {
       case 'active':

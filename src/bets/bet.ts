@@ -33,8 +33,13 @@ interface CrashBetBase extends BetBase {
   selections: null;
   /** Hundredths; null when the player cashes out by hand (or is forced out at the per-bet cap). */
   autoCashout: number | null;
-  /** A Crash bet's payout depends on when it leaves: nothing is quoted when it is placed. */
-  potentialPayout: null;
+  /**
+   * The most the bet can be paid: the operator's max_payout_per_bet when it was placed. A Crash payout
+   * depends on when the bet leaves, but its cap is fixed with the bet, so an operator lowering the cap
+   * mid-round neither cuts a bet already in play nor forces it out at a point the curve has passed.
+   * null: placed before the cap was stored with the bet; such a bet is capped by the settings in force.
+   */
+  potentialPayout: number | null;
 }
 
 /** The result of a settled bet; only a cash-out has a multiplier and a kind. */

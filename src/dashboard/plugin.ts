@@ -19,8 +19,17 @@ import { errorPage, loginPage } from './views/login';
 
 const SESSION_COOKIE = 'dash_session';
 const LOGIN_COOKIE = 'dash_login';
+/** How long a sign-in form stays usable: its double-submit token cookie is short-lived (docs/dashboard.md). */
+const LOGIN_FORM_SECONDS = 3600;
 // Printable ASCII only: a Location header cannot carry anything else (Node refuses it with a 500).
 const NEXT = /^\/dashboard(?:[/?][!-[\]-~]*)?$/;
+
+/**
+ * Routes a script fetches rather than a person opens (JSON, live feeds, the delivery log fragment):
+ * signed out, they answer 401 instead of redirecting to the sign-in page, which the script would follow
+ * and then show inside its page.
+ */
+const NOT_A_PAGE = /^\/dashboard\/(?:api\/|feed\/|webhooks\/[^/]+\/log$)/;
 
 /** Where to go after signing in: only somewhere inside the dashboard, never another site. */
 const safeNext = (raw: unknown): string =>
@@ -107,7 +116,13 @@ export async function dashboardRoutes(app: FastifyInstance, s: AppServices): Pro
   ) => {
     // Login CSRF: a double-submit token ties the form to this browser before any session exists.
     const csrf = randomBytes(24).toString('base64url');
-    reply.setCookie(LOGIN_COOKIE, csrf, { path: '/dashboard/login', httpOnly: true, secure, sameSite: 'strict' });
+    reply.setCookie(LOGIN_COOKIE, csrf, {
+      path: '/dashboard/login',
+      maxAge: LOGIN_FORM_SECONDS,
+      httpOnly: true,
+      secure,
+      sameSite: 'strict',
+    });
     return reply
       .status(o.status ?? 200)
       .type('text/html; charset=utf-8')
@@ -132,6 +147,10 @@ export async function dashboardRoutes(app: FastifyInstance, s: AppServices): Pro
     }
     try {
       const { sessionId, session } = await auth.signIn(email, field(body, 'password'), req.ip);
+      // The session this browser held until now (another tab's, or another user's) ends here: the
+      // new id replaces it, and the old one must not stay usable on the server for the rest of its 8 h.
+      const previous = req.cookies[SESSION_COOKIE];
+      if (previous && previous !== sessionId) await auth.signOut(previous);
       reply.clearCookie(LOGIN_COOKIE, { path: '/dashboard/login' });
       reply.setCookie(SESSION_COOKIE, sessionId, {
         path: '/dashboard',
@@ -163,7 +182,7 @@ export async function dashboardRoutes(app: FastifyInstance, s: AppServices): Pro
     scope.addHook('preHandler', async (req, reply) => {
       const session = await auth.session(req.cookies[SESSION_COOKIE]);
       if (!session) {
-        if (req.method === 'GET' && !req.url.startsWith('/dashboard/api/') && !req.url.startsWith('/dashboard/feed/')) {
+        if (req.method === 'GET' && !NOT_A_PAGE.test(req.routeOptions.url ?? req.url)) {
           return reply.redirect(`/dashboard/login?next=${encodeURIComponent(req.url)}`, 303);
         }
         return reply.status(401).type('text/plain; charset=utf-8').send('sign in first');

@@ -106,6 +106,24 @@ export function decimalToMinor(value: number, exponent: number): number {
   return Number(minor);
 }
 
+/**
+ * A finite non-negative JSON decimal in whole minor units, rounded down where it has more decimals
+ * than the currency (377.84999999999997 EUR → 37784): the exact floor of the decimal the double
+ * prints, as a bigint (it may pass 2^53), never a float product (377.84999999999997 × 100 is 37785
+ * in a double). For limits and caps, where "at most" must hold to the minor unit.
+ */
+export function decimalToMinorFloor(value: number, exponent: number): bigint {
+  assertExponent(exponent);
+  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) {
+    throw new DomainError('VALIDATION_FAILED', 'amount must be a finite non-negative number', { value });
+  }
+  const { digits, point } = decimalPartsOf(value);
+  const whole = point + exponent;
+  if (whole <= 0) return 0n;
+  if (whole >= digits.length) return BigInt(digits + '0'.repeat(whole - digits.length));
+  return BigInt(digits.slice(0, whole));
+}
+
 /** "12.34" for (1234, 2), "-0.05" for (-5, 2), "100" for (100, 0). Exact for any integer. */
 export function formatMinor(minor: number | bigint, exponent: number): string {
   assertExponent(exponent);

@@ -30,11 +30,14 @@ for (const form of document.querySelectorAll('form[data-confirm]')) {
 for (const region of document.querySelectorAll('[data-refresh]')) {
   const every = Number(region.dataset.refreshMs) || 3000;
   let last = null;
+  let timer = null;
   const refresh = async () => {
     // Never pull content out from under a keyboard user, nor poll a hidden tab.
     if (document.hidden || region.contains(document.activeElement)) return;
     try {
-      const res = await fetch(region.dataset.refresh, { credentials: 'same-origin' });
+      const res = await fetch(region.dataset.refresh, { credentials: 'same-origin', redirect: 'error' });
+      // Signed out (or the session ended): stop polling; the next click leads to the sign-in page.
+      if (res.status === 401) clearInterval(timer);
       if (!res.ok) return;
       const html = await res.text();
       if (html !== last) {
@@ -45,5 +48,5 @@ for (const region of document.querySelectorAll('[data-refresh]')) {
       // The next tick tries again.
     }
   };
-  setInterval(refresh, every);
+  timer = setInterval(refresh, every);
 }

@@ -61,6 +61,11 @@ ${s?.deliveredAt ? html`<li>${time(s.deliveredAt)} <strong>Confirmed by the wall
 </ol>`;
   const game = b.game === 'crash' ? 'Crash' : 'Stock Race';
   const outcome = o.round ? outcomeText(o.round) : '–';
+  // Sandbox rounds are not part of the public fairness record: no Verify link, as on the Rounds page.
+  const fairness =
+    o.round && !o.round.livemode
+      ? html`${badge('test')} ${o.round.scripted ? 'scripted outcome' : 'sandbox round'}`
+      : html`<a href="/fairness/rounds/${b.roundId}">verify</a>`;
   const nextAttempt =
     s?.status === 'pending'
       ? html`; next attempt ${time(s.nextAttemptAt)} ${retryForm(b.id, o.user.csrfToken, `/dashboard/bets/${b.id}`)}`
@@ -72,7 +77,7 @@ ${s?.deliveredAt ? html`<li>${time(s.deliveredAt)} <strong>Confirmed by the wall
 <dl class="facts"><dt>Bet</dt><dd class="mono">${b.id}</dd><dt>Status</dt><dd>${badge(b.status)}</dd>
 <dt>Player</dt><dd>${b.player}</dd>
 ${b.sessionId ? html`<dt>Session</dt><dd class="mono">${b.sessionId}</dd>` : ''}
-<dt>Round</dt><dd>${game} #${b.roundNumber}: ${outcome} (<a href="/fairness/rounds/${b.roundId}">verify</a>)</dd>
+<dt>Round</dt><dd>${game} #${b.roundNumber}: ${outcome} (${fairness})</dd>
 ${settlement}
 </dl>
 <section aria-labelledby="trail-title"><h2 id="trail-title">Audit trail</h2>${steps}</section>`;

@@ -161,7 +161,8 @@ export class CrashBetService {
             autoCashout: input.autoCashout,
             selections: null,
             status: 'active',
-            potentialPayout: null,
+            // The cap this bet is paid under, whatever the operator sets later (bets/bet.ts).
+            potentialPayout: max,
           },
           velocity: velocityRule(rules, now),
         });

@@ -61,7 +61,8 @@ export async function placeCrashBet(
       autoCashout: input.autoCashout,
       selections: null,
       status: 'active',
-      potentialPayout: null,
+      // The cap this bet is paid under, whatever the operator sets later (bets/bet.ts).
+      potentialPayout: operator.settings.crash.max_payout_per_bet,
     },
     now,
   );

@@ -43,14 +43,22 @@ export function capMultiplier(amount: number, maxPayout: number): number {
 }
 
 /**
+ * The per-bet cap a bet is paid under: the one stored with it when it was placed, or, for a bet placed
+ * before caps were stored, the operator's current max_payout_per_bet.
+ */
+export function perBetCapOf(bet: { potentialPayout?: number | null }, maxPayoutPerBet: number): number {
+  return bet.potentialPayout ?? maxPayoutPerBet;
+}
+
+/**
  * Where a bet leaves the round on its own: its auto cash-out target, or earlier the point at which
  * its payout would exceed the per-bet cap (bustabit's force cash-out).
  */
 export function effectiveTarget(
-  bet: { amount: number; autoCashout: number | null },
+  bet: { amount: number; autoCashout: number | null; potentialPayout?: number | null },
   maxPayoutPerBet: number,
 ): { at: number; kind: 'auto' | 'forced' } {
-  const cap = capMultiplier(bet.amount, maxPayoutPerBet);
+  const cap = capMultiplier(bet.amount, perBetCapOf(bet, maxPayoutPerBet));
   if (bet.autoCashout !== null && bet.autoCashout <= cap) return { at: bet.autoCashout, kind: 'auto' };
   return { at: cap, kind: 'forced' };
 }
@@ -86,12 +94,12 @@ export interface PayoutCaps {
 /** The exposure once `exit` has left the round at its own point, paid as cashedOutBet pays it. */
 export function afterExit(
   exposure: RoundExposure,
-  exit: PlannedExit<{ amount: number }>,
+  exit: PlannedExit<{ amount: number; potentialPayout?: number | null }>,
   maxPayoutPerBet: number,
 ): RoundExposure {
   return {
     open: exposure.open - exit.bet.amount,
-    paid: exposure.paid + cappedPayout(exit.bet.amount, exit.at, maxPayoutPerBet),
+    paid: exposure.paid + cappedPayout(exit.bet.amount, exit.at, perBetCapOf(exit.bet, maxPayoutPerBet)),
   };
 }
 
@@ -114,7 +122,7 @@ export function roundForcePoint(exposure: RoundExposure, maxPayoutPerRound: numb
  * point, whichever comes first. `forcedAt` is the force point when the curve reached it by `upTo`:
  * every bet still in is cashed out there, wherever a tick happened to fall (bustabit's force cash-out).
  */
-export function walkExits<B extends { amount: number }>(
+export function walkExits<B extends { amount: number; potentialPayout?: number | null }>(
   exits: ExitCursor<B>,
   exposure: RoundExposure,
   caps: PayoutCaps,
@@ -144,8 +152,9 @@ export function liveMultiplier(elapsedMs: number, crashPoint: number): number {
 }
 
 /**
- * The bet as cashed out at `multiplier` (hundredths), its payout capped at the operator's per-bet
- * maximum: the one builder of a cashed-out bet, for cash-outs by hand and automatic ones alike.
+ * The bet as cashed out at `multiplier` (hundredths), its payout capped at its per-bet maximum (the
+ * one stored with it; `maxPayoutPerBet` for a bet placed before that): the one builder of a
+ * cashed-out bet, for cash-outs by hand and automatic ones alike.
  */
 export function cashedOutBet(
   bet: ActiveCrashBet,
@@ -156,7 +165,7 @@ export function cashedOutBet(
 ): CashedOutCrashBet {
   return Object.assign(placementOf(bet), {
     status: 'cashed_out' as const,
-    payout: cappedPayout(bet.amount, multiplier, maxPayoutPerBet),
+    payout: cappedPayout(bet.amount, multiplier, perBetCapOf(bet, maxPayoutPerBet)),
     cashoutMultiplier: multiplier,
     cashoutKind: kind,
     settledAt: now,

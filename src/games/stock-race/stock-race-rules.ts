@@ -1,5 +1,5 @@
 import { DomainError } from '../../errors/codes';
-import { currencyExponent, decimalToMinor, formatMinor } from '../../money/currency';
+import { currencyExponent, decimalToMinor, decimalToMinorFloor, formatMinor } from '../../money/currency';
 import type { OperatorSettings } from '../../operators/operator';
 import { stockRacePayoutMinor } from './outcome';
 
@@ -71,13 +71,19 @@ export function roundPayoutCapMinor(settings: OperatorSettings, currency: string
   return capMinor(settings.stock_race.max_payout_per_round_major, currency);
 }
 
+/**
+ * A cap in major units as minor units, rounded down exactly (a cap is "at most"): never by float
+ * multiplication, which turned 377.84999999999997 EUR into 37785 cents, a cent over the cap.
+ */
 function capMinor(major: number, currency: string): number {
   const exponent = currencyExponent(currency);
   const ceiling = exactPayoutCeiling(exponent);
   try {
-    return Math.min(decimalToMinor(major, exponent), ceiling);
+    const minor = decimalToMinorFloor(major, exponent);
+    return minor > BigInt(ceiling) ? ceiling : Number(minor);
   } catch {
-    return Math.max(0, Math.min(ceiling, Math.floor(major * 10 ** exponent)));
+    // Settings the schema let through unchecked (edited by hand): no cap above the ceiling, none below 0.
+    return major > 0 ? ceiling : 0;
   }
 }
 
