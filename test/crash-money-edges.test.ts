@@ -1,11 +1,23 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FakeClock } from '../src/clock/clock';
+import { multiplierAt } from '../src/games/crash/multiplier';
 import { roundRepository } from '../src/games/engine/round-repository';
+import { decidedLate } from './support/slow-decision';
 import { client, eventually, KNOWN_CRASH_SEEDS, startTestApp, withSeeds } from './support/harness';
 import type { SignedResponse, TestApp, TestOperator } from './support/harness';
 
 const WINDOW = 5_000;
 const TICK = 100;
+
+/** An app whose first Crash round plays `seed`, its engine on `clock`, with a minute's pause after it. */
+function oneRoundApp(store: 'sqlite' | 'postgres', clock: FakeClock, seed: string): Promise<TestApp> {
+  return startTestApp({
+    store,
+    clock,
+    env: { CRASH_BETTING_WINDOW_MS: String(WINDOW), CRASH_TICK_MS: String(TICK), CRASH_PAUSE_MS: '60000' },
+    beforeStart: withSeeds('crash', [seed]),
+  });
+}
 
 /**
  * Crash money over Surface A on the 1.26x round of bustabit's published game, the engine on a fake
@@ -19,12 +31,7 @@ describe.each(['sqlite', 'postgres'] as const)('Crash money edges over Surface A
   let signed = 0;
 
   beforeAll(async () => {
-    t = await startTestApp({
-      store,
-      clock,
-      env: { CRASH_BETTING_WINDOW_MS: String(WINDOW), CRASH_TICK_MS: String(TICK), CRASH_PAUSE_MS: '60000' },
-      beforeStart: withSeeds('crash', [KNOWN_CRASH_SEEDS.x126]),
-    });
+    t = await oneRoundApp(store, clock, KNOWN_CRASH_SEEDS.x126);
     op = await t.createOperator();
     call = client(t.baseUrl, op);
   });
@@ -97,5 +104,66 @@ describe.each(['sqlite', 'postgres'] as const)('Crash money edges over Surface A
       return b.status === 'active' ? undefined : b;
     });
     expect(paid).toMatchObject({ status: 'cashed_out', cashout_kind: 'auto', multiplier: 1.2, payout: 1_200 });
+  });
+});
+
+/**
+ * A bet whose stake, or a cash-out whose payout, raises a compliance flag is decided on the full path,
+ * after the one-unit command handed it over. Deciding takes time: here the clock jumps the moment the
+ * compliance settings are read (no timer runs, so the engine does not move), as if the full path ran
+ * after the betting window closed, or after the round crashed.
+ */
+describe.each(['sqlite', 'postgres'] as const)('bets and cash-outs decided on the full path (%s)', (store) => {
+  const clock = new FakeClock(Date.now());
+  let t: TestApp;
+  let call: ReturnType<typeof client>;
+  let signed = 0;
+
+  beforeAll(async () => {
+    t = await oneRoundApp(store, clock, KNOWN_CRASH_SEEDS.x377);
+    const op = await t.createOperator({ settings: { compliance: { large_stake: 1, large_payout: 1 } } });
+    call = client(t.baseUrl, op);
+  });
+  afterAll(async () => t?.close());
+
+  const post = (path: string, body: unknown, key: string): Promise<SignedResponse> =>
+    call('POST', `/api/public/v1${path}`, body, { idempotencyKey: key, timestamp: clock.now() + signed++ });
+  const round1 = () => roundRepository.byNumber(t.app.db, 'crash', 1, null);
+
+  async function jumpingWhileDecided<T>(ms: number, request: () => Promise<T>): Promise<T> {
+    const { result, jumped } = await decidedLate(t, clock, (now) => now + ms, request);
+    expect(jumped).toBe(true);
+    return result;
+  }
+
+  let betId = '';
+
+  it('takes a flagged bet asked for inside the betting window, however long writing it takes', async () => {
+    await eventually(async () => (await round1())?.status === 'open');
+    const open = (await round1())!;
+    const askedAt = clock.now();
+    expect(askedAt).toBeLessThan(open.bettingClosesAt);
+    // Written just after the window closed (no further: the engine has not moved on yet).
+    const bet = await jumpingWhileDecided(open.bettingClosesAt - askedAt + 1, () =>
+      post('/place-bet', { external_user_id: 'big', amount: 1_000, auto_cashout: null }, 'big-bet'),
+    );
+    expect(bet.status, JSON.stringify(bet.body)).toBe(200);
+    expect(bet.body).toMatchObject({ round_number: 1, amount: 1_000 });
+    betId = bet.body.bet_id;
+  });
+
+  it('pays a flagged cash-out at the multiplier of when it was asked for, not of when it was decided', async () => {
+    expect(betId).not.toBe('');
+    await clock.advanceAsync(TICK);
+    await eventually(async () => (await round1())?.status === 'running');
+    const running = (await round1())!;
+    for (let i = 0; i < 20 && clock.now() < running.runningAt! + 814; i++) await clock.advanceAsync(TICK);
+    const askedAt = clock.now();
+    // 30 s on is past the round's 3.77x crash (at about 22.1 s).
+    const out = await jumpingWhileDecided(30_000, () => post('/cashout', { bet_id: betId }, 'big-out'));
+    expect(out.status, JSON.stringify(out.body)).toBe(200);
+    expect(out.body.multiplier).toBe(multiplierAt(askedAt - running.runningAt!) / 100);
+    expect(out.body.multiplier).toBeGreaterThanOrEqual(1.05);
+    expect(out.body.payout).toBe(Math.floor((1_000 * Math.round(out.body.multiplier * 100)) / 100));
   });
 });

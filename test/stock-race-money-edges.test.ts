@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FakeClock } from '../src/clock/clock';
 import { roundRepository } from '../src/games/engine/round-repository';
+import { decidedLate } from './support/slow-decision';
 import { client, eventually, startTestApp, withSeeds, type TestApp, type TestOperator } from './support/harness';
 
 /*
@@ -116,5 +117,55 @@ describe('Stock Race caps in major units with more decimals than the currency (s
     // The same share for each: floor(760000 × 577905 / 1520000) = 288952.
     const settled = (await perRound.get('/v1/settlements')).body.settlements as { body: { payout: number } }[];
     expect(settled.map((s) => s.body.payout)).toEqual([2889.52, 2889.52]);
+  });
+});
+
+/**
+ * A reservation whose stake raises a compliance flag is written on the full path, after the one-unit
+ * command handed it over. Writing it takes time: here the clock passes the betting window's close the
+ * moment the compliance settings are read (no timer runs, so the round stays open in the store).
+ */
+describe.each(['sqlite', 'postgres'] as const)('a flagged reservation decided on the full path (%s)', (store) => {
+  let t: TestApp;
+  const clock = new FakeClock(Date.now());
+  let ms = 0;
+
+  beforeAll(async () => {
+    t = await startTestApp({
+      store,
+      clock,
+      beforeStart: withSeeds('stock_race', [SEED_NVDA]),
+      env: { STOCK_RACE_BETTING_WINDOW_MS: String(WINDOW), STOCK_RACE_DURATION_MS: String(RACE) },
+    });
+  });
+  afterAll(async () => t?.close());
+
+  it('is taken when it was asked for inside the betting window, however long writing it takes', async () => {
+    const round = (await eventually(async () => roundRepository.latest(t.app.db, 'stock_race')))!;
+    const op = await t.createOperator({
+      walletUrl: 'http://127.0.0.1:9/wallet',
+      settings: { compliance: { large_stake: 1 } },
+    });
+    const call = client(t.baseUrl, op, 'B');
+    const stamp = () => ({ timestamp: clock.now() + ++ms });
+    const launch = { player_ref: 'big', currency: 'EUR', return_url: 'https://op.example/' };
+    const session = (await call('POST', '/v1/sessions/launch', launch, stamp())).body.session_id as string;
+    expect(clock.now()).toBeLessThan(round.bettingClosesAt);
+    const body = {
+      session_id: session,
+      round_id: round.id,
+      selected_stocks: ['NVDA'],
+      stake: 10,
+      idempotency_key: 'k1',
+    };
+    const { result: res, jumped } = await decidedLate(
+      t,
+      clock,
+      () => round.bettingClosesAt + 1,
+      () => call('POST', '/v1/bets/reserve', body, stamp()),
+    );
+    expect(jumped).toBe(true);
+    expect(res.status, res.text).toBe(200);
+    expect(res.body).toMatchObject({ status: 'reserved', stake: 10, currency: 'EUR' });
   });
 });

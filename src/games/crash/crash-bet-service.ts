@@ -115,6 +115,9 @@ export class CrashBetService {
     // The idempotency scope: the request's key, route, body and signature, under this operator.
     const scope = { operatorId: operator.id, ...request };
     let bet: PlacedCrashBet | null = null;
+    // When the bet was asked for: the full path (a stake that raises a flag) decides at this instant
+    // too, so a bet asked for inside the betting window is not refused because writing it took longer.
+    let askedAt: number | null = null;
     const respond = (roundNumber: number): CommandResponse => ({
       statusCode: 200,
       body: present.placed({ id: bet!.id, player: bet!.player, roundNumber, amount: bet!.amount }),
@@ -123,6 +126,7 @@ export class CrashBetService {
       scope,
       async (claim) => {
         const now = claim.now;
+        askedAt = now;
         const max = operator.settings.crash.max_payout_per_bet;
         const refusal =
           input.amount > max
@@ -179,7 +183,7 @@ export class CrashBetService {
           live ? this.liveWrites : this.sandboxWrites,
           operator,
           input,
-          this.d.clock.now(),
+          askedAt ?? this.d.clock.now(),
         );
         bet = { id: placed.id, player: placed.player, roundNumber: placed.roundNumber, amount: placed.amount };
         return respond(placed.roundNumber);
@@ -197,9 +201,14 @@ export class CrashBetService {
     const live = operator.mode !== 'test';
     // The idempotency scope: the request's key, route, body and signature, under this operator.
     const scope = { operatorId: operator.id, ...request };
+    // When the cash-out was asked for: the full path decides at this instant too, not when it gets to
+    // run (a large payout goes there, and deciding later paid a higher multiplier, or refused a cash-out
+    // asked for before the crash as one after it).
+    let askedAt: number | null = null;
     const result = await this.d.idempotency.command(
       scope,
       async (claim) => {
+        askedAt = claim.now;
         const rules = live ? await this.d.compliance.settingsFor(this.d.db, operator.id, claim.now) : null;
         let plan: CashoutPlan | null = null;
         let settled: CashedOutCrashBet | null = null;
@@ -223,7 +232,7 @@ export class CrashBetService {
           this.d.rules,
           operator,
           betId,
-          this.d.clock.now(),
+          askedAt ?? this.d.clock.now(),
         );
         return { statusCode: 200, body: present.cashedOut(bet) };
       },

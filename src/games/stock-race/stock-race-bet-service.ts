@@ -76,10 +76,14 @@ export class StockRaceBetService {
     if (!live) await this.d.sandbox.touch(operator, 'stock_race');
     // The idempotency scope: the request's key, route, body and signature, under this operator.
     const scope = { operatorId: operator.id, ...request };
+    // When the reservation was asked for: the full path decides at this instant too (window, session
+    // expiry), so a request made in time is not refused because writing it took longer.
+    let askedAt: number | null = null;
     return this.d.idempotency.command(
       scope,
       async (claim) => {
         const now = claim.now;
+        askedAt = now;
         if (!live && !operator.walletUrl) return { outcome: 'full_path' };
         const rules = live ? await this.d.compliance.settingsFor(this.d.db, operator.id, now) : null;
         let refusal: CommandResponse | null = null;
@@ -159,7 +163,7 @@ export class StockRaceBetService {
           live ? this.liveWrites : this.sandboxWrites,
           operator,
           input,
-          this.d.clock.now(),
+          askedAt ?? this.d.clock.now(),
         );
         // With no wallet server, a sandbox's simulated wallet holds the player's balance: it pays the stake.
         if (!live && !operator.walletUrl) {
