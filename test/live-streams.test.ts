@@ -69,3 +69,34 @@ describe('live streams belong to their app', () => {
     }
   });
 });
+
+describe('HEAD on a live feed', () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await startTestApp({ engines: false });
+  });
+  afterAll(async () => t?.close());
+
+  // A stream has no body to leave out: HEAD gets the stream's headers and the end at once, and holds
+  // none of the session's three stream slots (it used to hang without headers, holding one).
+  it('answers at once with the headers of a stream, and takes no stream slot', async () => {
+    const token = await launch(t);
+    for (let i = 0; i < 4; i++) {
+      const head = await request(`${t.baseUrl}/play/feed?token=${token}`, {
+        method: 'HEAD',
+        signal: AbortSignal.timeout(2_000),
+      });
+      expect(head.statusCode).toBe(200);
+      expect(head.headers['content-type']).toBe('text/event-stream; charset=utf-8');
+      await head.body.text();
+    }
+    const feeds = [await openFeed(t, token), await openFeed(t, token), await openFeed(t, token)];
+    try {
+      const fourth = await request(`${t.baseUrl}/play/feed?token=${token}`);
+      expect(fourth.statusCode).toBe(429);
+      await fourth.body.text();
+    } finally {
+      for (const f of feeds) f.abort();
+    }
+  });
+});

@@ -32,6 +32,21 @@ export async function streamFeed(
   game: Game,
   terms: StreamTerms,
 ): Promise<void> {
+  const headers = {
+    'content-type': 'text/event-stream; charset=utf-8',
+    'cache-control': 'no-cache, no-transform',
+    connection: 'keep-alive',
+    'x-accel-buffering': 'no',
+    'x-request-id': String(req.id),
+  };
+  // HEAD (Fastify answers it with the GET handler): the headers a stream would have, then the end. A
+  // stream has no body to leave out, so it would otherwise hold a slot and never send its headers.
+  if (req.method === 'HEAD') {
+    reply.hijack();
+    reply.raw.writeHead(200, headers);
+    reply.raw.end();
+    return;
+  }
   const { holder } = terms;
   if (!streams.tryHold(holder.key, holder.max)) {
     throw new HttpProblem(
@@ -49,13 +64,7 @@ export async function streamFeed(
   });
   reply.hijack();
   const res = reply.raw;
-  res.writeHead(200, {
-    'content-type': 'text/event-stream; charset=utf-8',
-    'cache-control': 'no-cache, no-transform',
-    connection: 'keep-alive',
-    'x-accel-buffering': 'no',
-    'x-request-id': String(req.id),
-  });
+  res.writeHead(200, headers);
   const write = (m: FeedMessage): void => {
     res.write(`event: ${m.event}\ndata: ${JSON.stringify(m.data)}\n\n`);
   };
