@@ -12,6 +12,7 @@ import {
   startTestApp,
   withSeeds,
   type TestApp,
+  shortCrashSeeds,
 } from './support/harness';
 
 /**
@@ -26,7 +27,7 @@ describe('several instances on PostgreSQL', () => {
 
   beforeAll(async () => {
     // Short rounds with known outcomes (1.18x, 1.26x) keep the hand-over quick and predictable.
-    const seeds = Array.from({ length: 12 }, (_, i) => (i % 2 ? KNOWN_CRASH_SEEDS.x126 : KNOWN_CRASH_SEEDS.x118));
+    const seeds = shortCrashSeeds(12);
     a = await startTestApp({ store: 'postgres', env, beforeStart: withSeeds('crash', seeds) });
     b = await startTestApp({ replicaOf: a, env });
   });

@@ -3,7 +3,7 @@ import { Writable } from 'node:stream';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FakeClock } from '../src/clock/clock';
-import { client, startTestApp, STORES, type TestApp, type TestOperator } from './support/harness';
+import { client, startTestApp, STORES, type TestApp, type TestOperator, advanceUntil } from './support/harness';
 import { TestReceiver } from './support/webhook-receiver';
 
 /**
@@ -29,15 +29,8 @@ describe.each(STORES)('sandbox (test mode) on %s', (store) => {
     (method: string, path: string, body?: unknown, extra: { idempotencyKey?: string } = {}) =>
       c(method, path, body, { ...extra, timestamp: clock.now() });
 
-  /** Moves time in steps until `check` holds: the engines' store writes run between the steps. */
-  async function until<T>(check: () => Promise<T | undefined | false>, stepMs = 500, maxSteps = 400): Promise<T> {
-    for (let i = 0; i < maxSteps; i++) {
-      const v = await check();
-      if (v !== undefined && v !== false) return v as T;
-      await clock.advanceAsync(stepMs);
-    }
-    throw new Error('condition not reached');
-  }
+  const until = <T>(check: () => Promise<T | undefined | false>, stepMs = 500, maxSteps = 400): Promise<T> =>
+    advanceUntil(clock, check, stepMs, maxSteps);
 
   beforeAll(async () => {
     const sink = new Writable({

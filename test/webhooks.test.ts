@@ -5,12 +5,12 @@ import { generateEndpointSecret, serviceSignatureHeader } from '../src/signing/w
 import {
   client,
   eventually,
-  KNOWN_CRASH_SEEDS,
   startTestApp,
   STORES,
   withSeeds,
   type TestApp,
   type TestOperator,
+  shortCrashSeeds,
 } from './support/harness';
 import { TestReceiver, type Received } from './support/webhook-receiver';
 
@@ -36,7 +36,7 @@ describe.each(STORES)('webhooks on %s', (store) => {
     base = await receiver.start();
     // Short Crash rounds (1.18x and 1.26x, a few seconds each) for the first forty: a random seed
     // could run a round for a minute, and the tests wait for betting windows and round ends.
-    const seeds = Array.from({ length: 40 }, (_, i) => (i % 2 ? KNOWN_CRASH_SEEDS.x126 : KNOWN_CRASH_SEEDS.x118));
+    const seeds = shortCrashSeeds(40);
     t = await startTestApp({ store, env: ENV, beforeStart: withSeeds('crash', seeds) });
   });
   afterAll(async () => {

@@ -14,6 +14,15 @@ export interface FlagRow {
 
 /** Raised compliance flags, and the places (hashed addresses) each player session was used from. */
 export const complianceRepository = {
+  /**
+   * Holds, until this transaction ends, a lock that any other transaction taking the same key waits
+   * for (PostgreSQL; SQLite's one writer already runs such transactions one after the other).
+   */
+  async lockForTransaction(tx: SqlExecutor, key: string): Promise<void> {
+    if (tx.dialect !== 'postgres') return;
+    await tx.get('SELECT pg_advisory_xact_lock(hashtext(?), hashtext(?)) AS locked', ['compliance', key]);
+  },
+
   async insertFlag(tx: SqlExecutor, f: FlagRow): Promise<void> {
     await tx.run(
       `INSERT INTO compliance_flags (id, operator_id, rule, player, bet_id, details, created_at)

@@ -19,6 +19,7 @@ import {
   largePayout,
   largeStake,
   MACHINE_TIMING_HORIZON_MS,
+  MAX_STORE_COUNT,
   machineTiming,
   sessionPlaces,
   VELOCITY_WINDOW_MS,
@@ -87,6 +88,8 @@ export class ComplianceService implements ComplianceHooks {
       const stake = largeStake(bet.amount, c);
       if (stake) raised.push(fromBet(bet, 'large_stake', stake));
       if (c.bets_per_minute_per_player > 0) {
+        // Concurrent bets of one player count each other, and the first to flag is the one flag.
+        await this.serialize(tx, 'bet_velocity', bet.operatorId, bet.player);
         const placed = await betRepository.countPlacedSince(tx, bet.operatorId, bet.player, now - VELOCITY_WINDOW_MS);
         const velocity = betVelocity(placed, c);
         // One flag per player per window: a burst of 500 bets is one finding, not 380.
@@ -113,6 +116,8 @@ export class ComplianceService implements ComplianceHooks {
         bet.cashoutKind === 'manual' &&
         c.machine_timing_streak >= 2
       ) {
+        // Two cash-outs of one streak settling at once must not both report it.
+        await this.serialize(tx, 'machine_timing', bet.operatorId, bet.player);
         const timing = await this.timing(tx, bet, c, now);
         if (timing) raised.push(fromBet(bet, 'machine_timing', timing));
       }
@@ -131,6 +136,8 @@ export class ComplianceService implements ComplianceHooks {
   ): Promise<boolean> {
     const placeHash = createHash('sha256').update(input.place).digest('hex').slice(0, 32);
     return db.transaction(async (tx) => {
+      // Two new places of one session seen at once must count each other (else neither flags).
+      await this.serialize(tx, 'session_multi_place', input.operatorId, input.sessionId);
       const c = await this.settings(tx, input.operatorId, input.now);
       const windowMs = c.session_places_window_ms ?? DEFAULT_SESSION_PLACES_WINDOW_MS;
       const place = { sessionId: input.sessionId, placeHash, operatorId: input.operatorId, now: input.now };
@@ -203,6 +210,17 @@ export class ComplianceService implements ComplianceHooks {
     return found;
   }
 
+  /**
+   * Makes the rest of this transaction wait for any other transaction that took the same key: a rule
+   * that counts rows and then checks whether it already flagged must see what the other committed.
+   * PostgreSQL runs such transactions concurrently (each sees only committed rows: two bets of one
+   * player each counted the other out, and each raised its own "one per minute" flag); SQLite's
+   * writer already runs them one after the other.
+   */
+  private async serialize(tx: SqlExecutor, rule: ComplianceRule, operatorId: string, subject: string): Promise<void> {
+    await flags.lockForTransaction(tx, JSON.stringify([rule, operatorId, subject]));
+  }
+
   private async flaggedSince(
     tx: SqlExecutor,
     operatorId: string,
@@ -256,7 +274,12 @@ export class ComplianceService implements ComplianceHooks {
     if (hit) return hit;
     const row = await operatorRepository.byId(tx, operatorId);
     // Through the same check as every other read: a bad stored threshold falls back to its default.
-    const value = (row ? settingsFromStore(row.settings) : DEFAULT_OPERATOR_SETTINGS).compliance as ComplianceSettings;
+    const stored = (row ? settingsFromStore(row.settings) : DEFAULT_OPERATOR_SETTINGS).compliance as ComplianceSettings;
+    // The streak is handed to the store's cash-out command as an integer: capped (see MAX_STORE_COUNT).
+    const value: ComplianceSettings = {
+      ...stored,
+      machine_timing_streak: Math.min(stored.machine_timing_streak, MAX_STORE_COUNT),
+    };
     if (this.settingsCache.size > 10_000) this.settingsCache.clear();
     this.settingsCache.set(operatorId, { at: now, value });
     return value;

@@ -16,6 +16,13 @@ export const VELOCITY_WINDOW_MS = 60_000;
 export const MACHINE_TIMING_HORIZON_MS = 3_600_000;
 export const DEFAULT_MAX_SESSION_PLACES = 1;
 export const DEFAULT_SESSION_PLACES_WINDOW_MS = 600_000;
+/**
+ * The largest count the one-unit commands can hand PostgreSQL (its functions take `integer`s). The
+ * settings allow counts up to 2^53 - 1; a bigger one reached the store as is and failed every bet
+ * (velocity) or cash-out (streak) of the operator with a 500. No player reaches 2^31 - 1 bets in a
+ * minute or manual cash-outs in an hour, so a count above it means the same as it.
+ */
+export const MAX_STORE_COUNT = 2_147_483_647;
 
 export function largeStake(amount: number, c: ComplianceSettings): Record<string, unknown> | null {
   if (!(c.large_stake > 0) || amount < c.large_stake) return null;
@@ -74,7 +81,8 @@ export function sessionPlaces(places: number, c: ComplianceSettings): Record<str
 
 /** The bet-velocity rule as the store applies it; null when the rule is off (or for sandbox operators). */
 export function velocityRule(rules: ComplianceSettings | null, now: number): { limit: number; since: number } | null {
+  // Capped for the store: a bet over the cap only takes the full path, which applies the exact threshold.
   return rules && rules.bets_per_minute_per_player > 0
-    ? { limit: rules.bets_per_minute_per_player, since: now - VELOCITY_WINDOW_MS }
+    ? { limit: Math.min(rules.bets_per_minute_per_player, MAX_STORE_COUNT), since: now - VELOCITY_WINDOW_MS }
     : null;
 }

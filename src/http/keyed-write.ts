@@ -62,6 +62,7 @@ export const REPLAY_HEADER = 'idempotent-replay';
 export function replayable<T extends object>(schema: T): T & { headers: Record<string, unknown> } {
   return Object.assign({}, schema, {
     headers: {
+      ...(schema as { headers?: Record<string, unknown> }).headers,
       [REPLAY_HEADER]: {
         type: 'string',
         enum: ['true'],
@@ -70,6 +71,21 @@ export function replayable<T extends object>(schema: T): T & { headers: Record<s
       },
     },
   });
+}
+
+/**
+ * A keyed route's error responses, declaring the replay header on the statuses a stored refusal can have:
+ * a refusal made once the key was claimed (betting closed, bet not active, stake out of range, unknown
+ * session…) is stored under the key like an answer, and the same key and body get it again marked
+ * `idempotent-replay: true`.
+ */
+export function replayableErrors<T extends Record<number, object>>(errors: T): T {
+  const out: Record<number, object> = { ...errors };
+  for (const status of [400, 404, 409]) {
+    const schema = out[status];
+    if (schema) out[status] = replayable(schema);
+  }
+  return out as T;
 }
 
 /**

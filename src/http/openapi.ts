@@ -124,3 +124,77 @@ export function optionalBodies(
     return document.openapiObject;
   };
 }
+
+/**
+ * The operationId of an operation that does not name its own: the method, the surface (`partner` for
+ * Surface A's /api/public/v1, `operator` for Surface B's /v1) and the path's words, a parameter as `By` and
+ * its name: POST /api/public/v1/place-bet is `postPartnerPlaceBet`, GET /v1/rounds/{round_id}
+ * `getOperatorRoundsByRoundId`. Unique because method and path are, and stable while the path is: generated
+ * clients and API catalogues name operations by it.
+ */
+export function operationIdOf(method: string, path: string): string {
+  const words = [method.toLowerCase()];
+  let rest = path;
+  if (rest.startsWith('/api/public/v1/')) {
+    words.push('partner');
+    rest = rest.slice('/api/public/v1'.length);
+  } else if (rest.startsWith('/v1/')) {
+    words.push('operator');
+    rest = rest.slice('/v1'.length);
+  }
+  for (const segment of rest.split('/').filter(Boolean)) {
+    const param = /^\{(.+)\}$/.exec(segment);
+    if (param) words.push('by', ...param[1]!.split(/[^A-Za-z0-9]+/));
+    else words.push(...segment.split(/[^A-Za-z0-9]+/));
+  }
+  return words
+    .filter(Boolean)
+    .map((w, i) => (i === 0 ? w : w[0]!.toUpperCase() + w.slice(1)))
+    .join('');
+}
+
+const HTTP_METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'] as const;
+
+/** Gives every operation of the document an operationId (see operationIdOf) unless its route set one. */
+export function withOperationIds<T extends { paths?: unknown }>(document: T): T {
+  const paths = (document.paths ?? {}) as Record<string, Record<string, { operationId?: string } | undefined>>;
+  for (const [path, item] of Object.entries(paths)) {
+    for (const method of HTTP_METHODS) {
+      const operation = item[method];
+      if (operation) operation.operationId ??= operationIdOf(method, path);
+    }
+  }
+  return document;
+}
+
+/** Seconds to wait, on every 429 and 503 (rate limited, failed-authentication budget spent, restarting). */
+export const RETRY_AFTER = {
+  'retry-after': {
+    type: 'string',
+    pattern: '^[0-9]+$',
+    description: 'seconds to wait before sending the request again',
+  },
+};
+
+/**
+ * A response schema that also declares headers of the answer, for the document (and the clients generated
+ * from it): @fastify/swagger moves `headers` into the response's header list; the serializer reads only
+ * the body's properties.
+ */
+export function withResponseHeaders<T extends object>(
+  schema: T,
+  headers: Record<string, Record<string, unknown>>,
+): T & { headers: Record<string, unknown> } {
+  const own = (schema as { headers?: Record<string, unknown> }).headers ?? {};
+  return Object.assign({}, schema, { headers: { ...own, ...headers } });
+}
+
+/** The error responses of a signed route, 429 and 503 declaring Retry-After. */
+export function withRetryAfter<T extends Record<number, object>>(errors: T): T {
+  const out: Record<number, object> = { ...errors };
+  for (const status of [429, 503]) {
+    const schema = out[status];
+    if (schema) out[status] = withResponseHeaders(schema, RETRY_AFTER);
+  }
+  return out as T;
+}

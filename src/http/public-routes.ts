@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import { Type } from 'typebox';
+import { type Static, type TSchema, Type } from 'typebox';
 import { crashPointFromHash } from '../games/crash/fairness';
 import { isGameHash, previousHash } from '../games/engine/hash-chain';
 import { crashElapsedMs, formatMultiplier } from '../games/crash/multiplier';
@@ -9,12 +9,96 @@ import { presentChain } from '../games/engine/chain-presenter';
 import { CONTRIBUTION_PATTERN, sha256Hex } from '../games/engine/fair-chain';
 import { deriveStockRaceOutcome, pctFromBp, raceKey } from '../games/stock-race/outcome';
 import type { AppServices } from '../services';
-import { documentSecurity } from './openapi';
+import { documentSecurity, withRetryAfter } from './openapi';
+import { ErrorB, FaultB } from './surface-b/schemas';
 
 const Seed = Type.String({
   pattern: '^[0-9a-f]{64}$',
   description: 'must be the 64 lowercase hex characters of a revealed seed',
 });
+
+const Nullable = <T extends TSchema>(t: T) => Type.Union([t, Type.Null()]);
+
+/** The errors of these routes, in Surface B's shape (the server's root handler answers them). */
+const errors = withRetryAfter({ 400: ErrorB, 404: ErrorB, 500: FaultB, 503: FaultB });
+const writeErrors = withRetryAfter({ ...errors, 409: ErrorB, 413: ErrorB, 415: ErrorB });
+
+const CrashRecomputed = Type.Object({
+  seed: Type.String(),
+  seed_hash: Type.String({ description: 'sha256 of the seed text: the commitment the round published' }),
+  previous_seed: Type.String({ description: 'the seed of the round before it in the chain' }),
+  salt: Type.String(),
+  house_edge_bp: Type.Integer(),
+  crash_point: Type.Number(),
+  running_ms: Type.Integer({ description: 'how long the multiplier climbs before it crashes (milliseconds)' }),
+});
+
+const StockMove = Type.Object({ symbol: Type.String(), pct: Type.Number() });
+
+const RaceRecomputed = Type.Object({
+  seed: Type.String(),
+  salt: Nullable(Type.String()),
+  race_key: Type.String(),
+  seed_hash: Type.String(),
+  previous_seed: Type.String(),
+  winner: Type.String(),
+  pct: Type.Number(),
+  stocks: Type.Array(StockMove),
+});
+
+const ChainView = Type.Object({
+  chain_id: Type.String(),
+  game: Type.Union([Type.Literal('crash'), Type.Literal('stock_race')]),
+  length: Type.Integer(),
+  origin: Type.String({ description: 'generated | fixture' }),
+  status: Type.String({ description: 'awaiting_contribution | playable | refused' }),
+  commitment: Type.String(),
+  committed_at: Type.Integer(),
+  contribution: Nullable(Type.String()),
+  contributor: Nullable(Type.String()),
+  contribution_automatic: Nullable(Type.Boolean()),
+  salt: Nullable(Type.String()),
+  salt_fixed_at: Nullable(Type.Integer()),
+  first_played_idx: Nullable(Type.Integer()),
+  first_played_at: Nullable(Type.Integer()),
+});
+
+const ChainDetail = Type.Object({
+  ...ChainView.properties,
+  revealed_count: Type.Integer(),
+  all_verified: Type.Boolean(),
+  revealed_seeds: Type.Array(
+    Type.Object({ idx: Type.Integer(), round_id: Type.String(), seed: Type.String(), verified: Type.Boolean() }),
+  ),
+});
+
+const RoundCheck = Type.Object(
+  {
+    round_id: Type.String(),
+    game: Type.Union([Type.Literal('crash'), Type.Literal('stock_race')]),
+    status: Type.String({ description: 'open | running | closed | void' }),
+    seed: Type.Optional(Type.String({ description: 'once the round is closed or void' })),
+    seed_hash: Type.String(),
+    chain_id: Type.String(),
+    chain_idx: Type.Integer(),
+    commitment: Nullable(Type.String()),
+    salt: Nullable(Type.String()),
+    house_edge_bp: Type.Optional(Type.Integer({ description: 'Crash' })),
+    rtp_bp: Type.Optional(Type.Integer({ description: 'Crash' })),
+    symbols: Type.Optional(Type.Array(Type.String(), { description: 'Stock Race' })),
+    verified: Type.Optional(Type.Null({ description: 'before the round ends: nothing to check yet' })),
+    reason: Type.Optional(Type.String({ description: 'before the round ends: why there is nothing to check' })),
+    outcome: Type.Optional(Nullable(Type.Object({}, { additionalProperties: true }))),
+    commitment_holds: Type.Optional(Type.Boolean({ description: 'sha256(seed) is the seed_hash published' })),
+    links_to_commitment: Type.Optional(
+      Type.Boolean({ description: "the seed hashes forward to the chain's commitment" }),
+    ),
+    recomputed: Type.Optional(
+      Type.Object({}, { additionalProperties: true, description: 'the outcome recomputed from the seed' }),
+    ),
+  },
+  { description: 'fields from seed on are given once the round is closed or void' },
+);
 
 /**
  * Unauthenticated endpoints: fairness verification. Errors take Surface B's shape from the server's
@@ -46,6 +130,7 @@ export async function publicRoutes(app: FastifyInstance, s: AppServices): Promis
           },
           { additionalProperties: false },
         ),
+        response: { 200: CrashRecomputed, ...errors },
       },
     },
     async (req) => {
@@ -89,6 +174,7 @@ export async function publicRoutes(app: FastifyInstance, s: AppServices): Promis
           },
           { additionalProperties: false },
         ),
+        response: { 200: RaceRecomputed, ...errors },
       },
     },
     async (req) => {
@@ -117,6 +203,7 @@ export async function publicRoutes(app: FastifyInstance, s: AppServices): Promis
         summary: 'Check a finished round against its commitment and recompute its outcome',
         tags: ['Fairness'],
         params: Type.Object({ round_id: Type.String({ minLength: 1, maxLength: 100 }) }),
+        response: { 200: RoundCheck, ...errors },
       },
     },
     async (req) => {
@@ -187,11 +274,12 @@ export async function publicRoutes(app: FastifyInstance, s: AppServices): Promis
           { game: Type.Optional(Type.Union([Type.Literal('crash'), Type.Literal('stock_race')])) },
           { additionalProperties: false },
         ),
+        response: { 200: Type.Object({ chains: Type.Array(ChainView) }), ...errors },
       },
     },
     async (req) => {
       const records = await s.fairChains.list(req.query.game);
-      return { chains: records.map((c) => presentChain(s.fairChains, c)) };
+      return { chains: records.map((c) => presentChain(s.fairChains, c) as Static<typeof ChainView>) };
     },
   );
 
@@ -206,6 +294,7 @@ export async function publicRoutes(app: FastifyInstance, s: AppServices): Promis
           'salt = sha256(commitment + ":" + contribution), hex.',
         tags: ['Fairness'],
         params: Type.Object({ chain_id: Type.String({ minLength: 1, maxLength: 100 }) }),
+        response: { 200: ChainDetail, ...errors },
       },
     },
     async (req) => {
@@ -213,7 +302,7 @@ export async function publicRoutes(app: FastifyInstance, s: AppServices): Promis
       if (!record) throw new DomainError('NOT_FOUND', `no hash chain ${req.params.chain_id}`);
       const revealed = await s.fairChains.revealed(record);
       return {
-        ...presentChain(s.fairChains, record),
+        ...(presentChain(s.fairChains, record) as Static<typeof ChainView>),
         revealed_count: revealed.length,
         all_verified: revealed.every((r) => r.verified),
         revealed_seeds: revealed.map((r) => ({ idx: r.idx, round_id: r.roundId, seed: r.seed, verified: r.verified })),
@@ -238,12 +327,13 @@ export async function publicRoutes(app: FastifyInstance, s: AppServices): Promis
           },
           { additionalProperties: false },
         ),
+        response: { 200: ChainView, ...writeErrors },
       },
     },
     async (req) => {
       const { contributor, value } = req.body;
       const record = await s.fairChains.contribute(req.params.chain_id, { contributor, value });
-      return presentChain(s.fairChains, record);
+      return presentChain(s.fairChains, record) as Static<typeof ChainView>;
     },
   );
 }

@@ -15,7 +15,7 @@ import { surfaceB } from './surface-b/routes';
 import { decorateAuthenticatedRequest, errorHandler, type Surface } from './surface';
 import { publicRoutes } from './public-routes';
 import { openApiWebhooks } from '../webhooks/payloads';
-import { optionalBodies, SECURITY_SCHEMES, withWebhookSecurity } from './openapi';
+import { optionalBodies, SECURITY_SCHEMES, withOperationIds, withWebhookSecurity } from './openapi';
 import { instrumentHttp, type HttpObservability } from '../observability/http';
 
 export type RouteModule = (app: FastifyInstance, services: AppServices) => Promise<void>;
@@ -282,7 +282,8 @@ export async function buildHttpServer(s: AppServices, options: HttpOptions = {})
 
   const markOptionalBodies = optionalBodies(app, (route) => [route.preValidation].flat().includes(absentBodyAsEmpty));
   await app.register(swagger, {
-    transformObject: markOptionalBodies,
+    // Every operation named (operationId), for generated clients and catalogues.
+    transformObject: (document) => withOperationIds(markOptionalBodies(document)),
     openapi: {
       openapi: '3.1.0',
       info: {

@@ -5,6 +5,19 @@ import { type LiveStreams, STREAM_ALLOWANCE } from '../games/engine/live-streams
 import type { OperatorService } from '../operators/operators';
 import { HttpProblem } from './surface';
 
+/**
+ * The 200 of a live-feed route as the document gives it: a text/event-stream, not a JSON body (the
+ * stream is written to the socket; no serializer reads this).
+ */
+export const EVENT_STREAM = {
+  description: 'Server-Sent Events: a snapshot of the current round first, then every change',
+  content: {
+    'text/event-stream': {
+      schema: { type: 'string', description: 'event: <name>\ndata: <JSON>\n\n, repeated' },
+    },
+  },
+};
+
 /** Who may watch a stream, and for how long. */
 export interface StreamTerms {
   /** The allowance the stream counts against: `max` streams per `key` (a session, a user, an operator). */

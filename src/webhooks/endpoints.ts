@@ -172,7 +172,12 @@ export class WebhookEndpointService {
     });
   }
 
-  /** New secret now; the previous one keeps signing too until the overlap ends. */
+  /**
+   * New secret now; the one it replaces keeps signing too until the overlap ends. A rotation made while
+   * an earlier overlap still runs keeps that earlier secret to its own end as well: the answer of the first
+   * rotation promised it (a double click, or a retry without an Idempotency-Key, must not cut it short).
+   * `overlapMs` 0 stops every older secret at once (the rotation after a leak).
+   */
   async rotateSecret(
     scope: Scope,
     id: string,
@@ -184,11 +189,20 @@ export class WebhookEndpointService {
     const current = await this.row(scope, id);
     const secret = generateEndpointSecret();
     const now = this.clock.now();
+    const kept =
+      overlapMs > 0
+        ? [
+            ...previousSecrets(current).filter((p) => p.until > now),
+            { sealed: current.secret_enc, until: now + overlapMs },
+          ]
+            .sort((a, b) => b.until - a.until)
+            .slice(0, MAX_PREVIOUS_SECRETS)
+        : [];
     const endpoint = await inTx(async (tx) => {
       const changed = await endpointRepository.rotateSecret(tx, id, {
         secretEnc: this.box.seal(secret),
-        previousSecretEnc: overlapMs > 0 ? current.secret_enc : null,
-        previousExpiresAt: overlapMs > 0 ? now + overlapMs : null,
+        previousSecretEnc: kept.length === 0 ? null : encodePreviousSecrets(kept),
+        previousExpiresAt: kept.length === 0 ? null : kept[0]!.until,
         currentSecretEnc: current.secret_enc,
         now,
       });
@@ -199,16 +213,10 @@ export class WebhookEndpointService {
     return { endpoint, secret };
   }
 
-  /** The secrets that sign for this endpoint right now: current first, then the previous one during the overlap. */
+  /** The secrets that sign for this endpoint right now: current first, then each earlier one still in its overlap. */
   signingSecrets(row: EndpointRow, now: number): string[] {
     const secrets = [this.box.open(row.secret_enc)];
-    if (
-      row.previous_secret_enc &&
-      row.previous_secret_expires_at !== null &&
-      Number(row.previous_secret_expires_at) > now
-    ) {
-      secrets.push(this.box.open(row.previous_secret_enc));
-    }
+    for (const p of previousSecrets(row)) if (p.until > now) secrets.push(this.box.open(p.sealed));
     return secrets;
   }
 
@@ -222,6 +230,31 @@ export class WebhookEndpointService {
     if (!row) throw endpointNotFound(scope, id);
     return row;
   }
+}
+
+/** Earlier secrets that may sign at once: overlaps started by rotations made in quick succession. */
+const MAX_PREVIOUS_SECRETS = 4;
+
+/**
+ * `previous_secret_enc` holds the earlier secrets still in their overlap, each sealed with its own end, as
+ * a JSON array of `{sealed, until}`. A row written before holds one sealed secret (`v1.…`), whose end is
+ * `previous_secret_expires_at`.
+ */
+function previousSecrets(row: EndpointRow): { sealed: string; until: number }[] {
+  const stored = row.previous_secret_enc;
+  if (!stored) return [];
+  if (!stored.startsWith('[')) {
+    const until = row.previous_secret_expires_at === null ? 0 : Number(row.previous_secret_expires_at);
+    return [{ sealed: stored, until }];
+  }
+  return (JSON.parse(stored) as { sealed: string; until: number }[]).map((p) => ({
+    sealed: p.sealed,
+    until: Number(p.until),
+  }));
+}
+
+function encodePreviousSecrets(secrets: readonly { sealed: string; until: number }[]): string {
+  return JSON.stringify(secrets.map((p) => ({ sealed: p.sealed, until: p.until })));
 }
 
 function endpointNotFound(scope: Scope, id: string): DomainError {

@@ -4,7 +4,7 @@ import pg from 'pg';
 import type { Logger } from 'pino';
 import { request } from 'undici';
 import { createApp, type App } from '../../src/app';
-import type { Clock } from '../../src/clock/clock';
+import type { Clock, FakeClock } from '../../src/clock/clock';
 import { loadConfig, type Config } from '../../src/config/config';
 import type { OperatorSettingsPatch } from '../../src/operators/operator';
 import { signRequest } from '../../src/signing/request-signature';
@@ -270,6 +270,29 @@ export const KNOWN_CRASH_SEEDS = {
   x118: '82886b71b3b26e4b162bbdf4e7024f50f6a7250c207fb9ce497ad56a3e7e700a',
   x377: 'b459e199bac1342bf22d7aa6d19180aff35ab69f453d809949aab3e8d5e545aa',
 };
+
+/**
+ * Moves a fake clock in steps of `stepMs` until `check` holds (at most `maxSteps` steps): the engines'
+ * store writes run between the steps.
+ */
+export async function advanceUntil<T>(
+  clock: FakeClock,
+  check: () => Promise<T | undefined | false>,
+  stepMs = 500,
+  maxSteps = 400,
+): Promise<T> {
+  for (let i = 0; i < maxSteps; i++) {
+    const v = await check();
+    if (v !== undefined && v !== false) return v as T;
+    await clock.advanceAsync(stepMs);
+  }
+  throw new Error('condition not reached');
+}
+
+/** Seeds of `n` short Crash rounds (1.18x and 1.26x by turns, a few seconds each): tests wait for round ends. */
+export function shortCrashSeeds(n: number): string[] {
+  return Array.from({ length: n }, (_, i) => (i % 2 ? KNOWN_CRASH_SEEDS.x126 : KNOWN_CRASH_SEEDS.x118));
+}
 
 /**
  * Puts `around` between a PostgreSQL store and every one of its prepared calls (the one-unit bet

@@ -9,197 +9,7 @@ export interface paths {
             cookie?: never;
         };
         /** One of your Crash bets */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    /** @description must be a bet UUID */
-                    bet_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            amount: number;
-                            auto_cashout: number | null;
-                            bet_id: string;
-                            cashout_kind: string | null;
-                            external_user_id: string;
-                            /** @description false for a bet of a test-mode operator (test data) */
-                            livemode: boolean;
-                            multiplier: number | null;
-                            payout: number | null;
-                            placed_at: number;
-                            round_id: string;
-                            round_number: number;
-                            settled_at: number | null;
-                            /** @description active | cashed_out | lost | void */
-                            status: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description stable error code from the catalogue */
-                            code: string;
-                            /** @description what went wrong, in words */
-                            error: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description stable error code from the catalogue */
-                            code: string;
-                            /** @description what went wrong, in words */
-                            error: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description stable error code from the catalogue */
-                            code: string;
-                            /** @description what went wrong, in words */
-                            error: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description stable error code from the catalogue */
-                            code: string;
-                            /** @description what went wrong, in words */
-                            error: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description stable error code from the catalogue */
-                            code: string;
-                            /** @description what went wrong, in words */
-                            error: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description stable error code from the catalogue */
-                            code: string;
-                            /** @description what went wrong, in words */
-                            error: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description stable error code from the catalogue */
-                            code: string;
-                            /** @description what went wrong, in words */
-                            error: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description stable error code from the catalogue */
-                            code: string;
-                            /** @description what went wrong, in words */
-                            error: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                500: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description INTERNAL, or SERVICE_UNAVAILABLE: retry after Retry-After */
-                            code: string;
-                            /** @description what went wrong, in words (nothing about the fault itself) */
-                            error: string;
-                            /** @description the x-request-id of this answer: quote it to support */
-                            trace_id: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description INTERNAL, or SERVICE_UNAVAILABLE: retry after Retry-After */
-                            code: string;
-                            /** @description what went wrong, in words (nothing about the fault itself) */
-                            error: string;
-                            /** @description the x-request-id of this answer: quote it to support */
-                            trace_id: string;
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["getPartnerBetsByBetId"];
         put?: never;
         post?: never;
         delete?: never;
@@ -218,198 +28,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Cash out an active Crash bet at the current multiplier */
-        post: {
-            parameters: {
-                query?: never;
-                header: {
-                    /** @description 1 to 255 characters, unique per operation */
-                    "idempotency-key": string;
-                };
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /**
-                         * Format: uuid
-                         * @description must be the UUID of a bet this operator placed
-                         */
-                        bet_id: string;
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
-                        "idempotent-replay"?: "true";
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** Format: uuid */
-                            bet_id: string;
-                            multiplier: number;
-                            payout: number;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description stable error code from the catalogue */
-                            code: string;
-                            /** @description what went wrong, in words */
-                            error: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description stable error code from the catalogue */
-                            code: string;
-                            /** @description what went wrong, in words */
-                            error: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description stable error code from the catalogue */
-                            code: string;
-                            /** @description what went wrong, in words */
-                            error: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description stable error code from the catalogue */
-                            code: string;
-                            /** @description what went wrong, in words */
-                            error: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description stable error code from the catalogue */
-                            code: string;
-                            /** @description what went wrong, in words */
-                            error: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description stable error code from the catalogue */
-                            code: string;
-                            /** @description what went wrong, in words */
-                            error: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description stable error code from the catalogue */
-                            code: string;
-                            /** @description what went wrong, in words */
-                            error: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description stable error code from the catalogue */
-                            code: string;
-                            /** @description what went wrong, in words */
-                            error: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                500: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description INTERNAL, or SERVICE_UNAVAILABLE: retry after Retry-After */
-                            code: string;
-                            /** @description what went wrong, in words (nothing about the fault itself) */
-                            error: string;
-                            /** @description the x-request-id of this answer: quote it to support */
-                            trace_id: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description INTERNAL, or SERVICE_UNAVAILABLE: retry after Retry-After */
-                            code: string;
-                            /** @description what went wrong, in words (nothing about the fault itself) */
-                            error: string;
-                            /** @description the x-request-id of this answer: quote it to support */
-                            trace_id: string;
-                        };
-                    };
-                };
-            };
-        };
+        post: operations["postPartnerCashout"];
         delete?: never;
         options?: never;
         head?: never;
@@ -427,144 +46,7 @@ export interface paths {
          * Compliance flags raised for your players, newest first
          * @description The same objects are sent as the data of compliance.flag webhooks. A flag never refuses a bet.
          */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description must be milliseconds since epoch: flags raised before it */
-                    before?: string;
-                    /** @description must be an integer from 1 to 1000 */
-                    limit?: string;
-                    /** @description external_user_id or player_ref */
-                    player?: string;
-                    /** @description one of large_stake, large_payout, bet_velocity, machine_timing, session_multi_place */
-                    rule?: "large_stake" | "large_payout" | "bet_velocity" | "machine_timing" | "session_multi_place";
-                    /** @description must be a flag_id: the last one of the previous page, after which this page goes on (the page cursor; flags raised by one round's close share created_at, so `before` alone cannot page them) */
-                    starting_after?: string;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            flags: {
-                                /** @description the bet that raised the flag, if one did */
-                                bet_id: string | null;
-                                /** @description when the flag was raised (milliseconds since epoch) */
-                                created_at: number;
-                                /** @description rule-specific measurements and the threshold that was crossed */
-                                details: {
-                                    [key: string]: unknown;
-                                };
-                                /** @description the flag id (flag_…) */
-                                flag_id: string;
-                                /** @description crash or stock_race, when a bet raised the flag */
-                                game: string | null;
-                                /** @description the player the flag is about */
-                                player: string | null;
-                                /** @description the bet's round, when a bet raised the flag */
-                                round_id: string | null;
-                                /** @description one of large_stake, large_payout, bet_velocity, machine_timing, session_multi_place */
-                                rule: "large_stake" | "large_payout" | "bet_velocity" | "machine_timing" | "session_multi_place";
-                                /** @description the Surface B play session, if the rule looked at one */
-                                session_id: string | null;
-                            }[];
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                500: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["getPartnerComplianceFlags"];
         put?: never;
         post?: never;
         delete?: never;
@@ -583,203 +65,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Place a Crash bet in the current betting window */
-        post: {
-            parameters: {
-                query?: never;
-                header: {
-                    /** @description 1 to 255 characters, unique per operation */
-                    "idempotency-key": string;
-                };
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description must be an integer from 1 to 1000000 */
-                        amount: number;
-                        /** @description must be null or a number from 1.01 to 1000000 with at most 2 decimals */
-                        auto_cashout?: number | null;
-                        /** @description must be a string of 1 to 120 characters */
-                        external_user_id: string;
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
-                        "idempotent-replay"?: "true";
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            amount: number;
-                            auto_cashout: number | null;
-                            /** Format: uuid */
-                            bet_id: string;
-                            external_user_id: string;
-                            /** @description false: placed with a test key, in a sandbox round (test data) */
-                            livemode?: boolean;
-                            round_number: number;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description stable error code from the catalogue */
-                            code: string;
-                            /** @description what went wrong, in words */
-                            error: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description stable error code from the catalogue */
-                            code: string;
-                            /** @description what went wrong, in words */
-                            error: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description stable error code from the catalogue */
-                            code: string;
-                            /** @description what went wrong, in words */
-                            error: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description stable error code from the catalogue */
-                            code: string;
-                            /** @description what went wrong, in words */
-                            error: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description stable error code from the catalogue */
-                            code: string;
-                            /** @description what went wrong, in words */
-                            error: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description stable error code from the catalogue */
-                            code: string;
-                            /** @description what went wrong, in words */
-                            error: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description stable error code from the catalogue */
-                            code: string;
-                            /** @description what went wrong, in words */
-                            error: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description stable error code from the catalogue */
-                            code: string;
-                            /** @description what went wrong, in words */
-                            error: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                500: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description INTERNAL, or SERVICE_UNAVAILABLE: retry after Retry-After */
-                            code: string;
-                            /** @description what went wrong, in words (nothing about the fault itself) */
-                            error: string;
-                            /** @description the x-request-id of this answer: quote it to support */
-                            trace_id: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description INTERNAL, or SERVICE_UNAVAILABLE: retry after Retry-After */
-                            code: string;
-                            /** @description what went wrong, in words (nothing about the fault itself) */
-                            error: string;
-                            /** @description the x-request-id of this answer: quote it to support */
-                            trace_id: string;
-                        };
-                    };
-                };
-            };
-        };
+        post: operations["postPartnerPlaceBet"];
         delete?: never;
         options?: never;
         head?: never;
@@ -794,222 +80,7 @@ export interface paths {
             cookie?: never;
         };
         /** A Crash round by number */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    /** @description must be a round number (a positive integer) */
-                    round_number: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description end of the betting window (milliseconds since epoch) */
-                            betting_closes_at: number;
-                            /** @description when the round closed with its outcome; null before */
-                            closed_at: number | null;
-                            /** @description the game */
-                            game: "crash" | "stock_race";
-                            /** @description Crash: the house edge in basis points (100 = 1%, RTP 99%) */
-                            house_edge_bp: number;
-                            /** @description false for a sandbox round of a test-mode operator (test data) */
-                            livemode: boolean;
-                            /** @description while running: the multiplier now */
-                            multiplier?: number;
-                            /** @description when the round opened (milliseconds since epoch) */
-                            opened_at: number;
-                            /** @description closed: {crash_point} */
-                            outcome: {
-                                [key: string]: unknown;
-                            } | null;
-                            /** @description the round id */
-                            round_id: string;
-                            /** @description increasing per game */
-                            round_number: number;
-                            /** @description when the multiplier / race started */
-                            running_at: number | null;
-                            /** @description Crash: the HMAC key, used as UTF-8 text (see docs/decisions.md, Provably fair) */
-                            salt: string;
-                            /** @description sandbox rounds: the outcome was scripted, not drawn from a hash chain */
-                            scripted?: boolean;
-                            /** @description the revealed seed once the round is closed or void; null before */
-                            seed: string | null;
-                            /** @description sha256 of the seed, the commitment published when the round opens */
-                            seed_hash: string;
-                            /** @description open | running | closed | void (the round could not complete: every stake is returned) */
-                            status: "open" | "running" | "closed" | "void";
-                            /** @description why the round could not complete; null unless void */
-                            void_reason: string | null;
-                            /** @description when the round was voided; null unless void */
-                            voided_at: number | null;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description stable error code from the catalogue */
-                            code: string;
-                            /** @description what went wrong, in words */
-                            error: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description stable error code from the catalogue */
-                            code: string;
-                            /** @description what went wrong, in words */
-                            error: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description stable error code from the catalogue */
-                            code: string;
-                            /** @description what went wrong, in words */
-                            error: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description stable error code from the catalogue */
-                            code: string;
-                            /** @description what went wrong, in words */
-                            error: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description stable error code from the catalogue */
-                            code: string;
-                            /** @description what went wrong, in words */
-                            error: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description stable error code from the catalogue */
-                            code: string;
-                            /** @description what went wrong, in words */
-                            error: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description stable error code from the catalogue */
-                            code: string;
-                            /** @description what went wrong, in words */
-                            error: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description stable error code from the catalogue */
-                            code: string;
-                            /** @description what went wrong, in words */
-                            error: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                500: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description INTERNAL, or SERVICE_UNAVAILABLE: retry after Retry-After */
-                            code: string;
-                            /** @description what went wrong, in words (nothing about the fault itself) */
-                            error: string;
-                            /** @description the x-request-id of this answer: quote it to support */
-                            trace_id: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description INTERNAL, or SERVICE_UNAVAILABLE: retry after Retry-After */
-                            code: string;
-                            /** @description what went wrong, in words (nothing about the fault itself) */
-                            error: string;
-                            /** @description the x-request-id of this answer: quote it to support */
-                            trace_id: string;
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["getPartnerRoundsByRoundNumber"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1026,219 +97,7 @@ export interface paths {
             cookie?: never;
         };
         /** The current Crash round */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description end of the betting window (milliseconds since epoch) */
-                            betting_closes_at: number;
-                            /** @description when the round closed with its outcome; null before */
-                            closed_at: number | null;
-                            /** @description the game */
-                            game: "crash" | "stock_race";
-                            /** @description Crash: the house edge in basis points (100 = 1%, RTP 99%) */
-                            house_edge_bp: number;
-                            /** @description false for a sandbox round of a test-mode operator (test data) */
-                            livemode: boolean;
-                            /** @description while running: the multiplier now */
-                            multiplier?: number;
-                            /** @description when the round opened (milliseconds since epoch) */
-                            opened_at: number;
-                            /** @description closed: {crash_point} */
-                            outcome: {
-                                [key: string]: unknown;
-                            } | null;
-                            /** @description the round id */
-                            round_id: string;
-                            /** @description increasing per game */
-                            round_number: number;
-                            /** @description when the multiplier / race started */
-                            running_at: number | null;
-                            /** @description Crash: the HMAC key, used as UTF-8 text (see docs/decisions.md, Provably fair) */
-                            salt: string;
-                            /** @description sandbox rounds: the outcome was scripted, not drawn from a hash chain */
-                            scripted?: boolean;
-                            /** @description the revealed seed once the round is closed or void; null before */
-                            seed: string | null;
-                            /** @description sha256 of the seed, the commitment published when the round opens */
-                            seed_hash: string;
-                            /** @description open | running | closed | void (the round could not complete: every stake is returned) */
-                            status: "open" | "running" | "closed" | "void";
-                            /** @description why the round could not complete; null unless void */
-                            void_reason: string | null;
-                            /** @description when the round was voided; null unless void */
-                            voided_at: number | null;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description stable error code from the catalogue */
-                            code: string;
-                            /** @description what went wrong, in words */
-                            error: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description stable error code from the catalogue */
-                            code: string;
-                            /** @description what went wrong, in words */
-                            error: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description stable error code from the catalogue */
-                            code: string;
-                            /** @description what went wrong, in words */
-                            error: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description stable error code from the catalogue */
-                            code: string;
-                            /** @description what went wrong, in words */
-                            error: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description stable error code from the catalogue */
-                            code: string;
-                            /** @description what went wrong, in words */
-                            error: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description stable error code from the catalogue */
-                            code: string;
-                            /** @description what went wrong, in words */
-                            error: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description stable error code from the catalogue */
-                            code: string;
-                            /** @description what went wrong, in words */
-                            error: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description stable error code from the catalogue */
-                            code: string;
-                            /** @description what went wrong, in words */
-                            error: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                500: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description INTERNAL, or SERVICE_UNAVAILABLE: retry after Retry-After */
-                            code: string;
-                            /** @description what went wrong, in words (nothing about the fault itself) */
-                            error: string;
-                            /** @description the x-request-id of this answer: quote it to support */
-                            trace_id: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description INTERNAL, or SERVICE_UNAVAILABLE: retry after Retry-After */
-                            code: string;
-                            /** @description what went wrong, in words (nothing about the fault itself) */
-                            error: string;
-                            /** @description the x-request-id of this answer: quote it to support */
-                            trace_id: string;
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["getPartnerRoundsCurrent"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1258,178 +117,7 @@ export interface paths {
          * Live feed of Crash rounds and multiplier ticks (Server-Sent Events)
          * @description Events: `round` (the round object on every transition) and `tick` ({round_number, multiplier, elapsed_ms}).
          */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description text/event-stream */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": string;
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description stable error code from the catalogue */
-                            code: string;
-                            /** @description what went wrong, in words */
-                            error: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description stable error code from the catalogue */
-                            code: string;
-                            /** @description what went wrong, in words */
-                            error: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description stable error code from the catalogue */
-                            code: string;
-                            /** @description what went wrong, in words */
-                            error: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description stable error code from the catalogue */
-                            code: string;
-                            /** @description what went wrong, in words */
-                            error: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description stable error code from the catalogue */
-                            code: string;
-                            /** @description what went wrong, in words */
-                            error: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description stable error code from the catalogue */
-                            code: string;
-                            /** @description what went wrong, in words */
-                            error: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description stable error code from the catalogue */
-                            code: string;
-                            /** @description what went wrong, in words */
-                            error: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description stable error code from the catalogue */
-                            code: string;
-                            /** @description what went wrong, in words */
-                            error: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                500: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description INTERNAL, or SERVICE_UNAVAILABLE: retry after Retry-After */
-                            code: string;
-                            /** @description what went wrong, in words (nothing about the fault itself) */
-                            error: string;
-                            /** @description the x-request-id of this answer: quote it to support */
-                            trace_id: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description INTERNAL, or SERVICE_UNAVAILABLE: retry after Retry-After */
-                            code: string;
-                            /** @description what went wrong, in words (nothing about the fault itself) */
-                            error: string;
-                            /** @description the x-request-id of this answer: quote it to support */
-                            trace_id: string;
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["getPartnerRoundsStream"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1446,525 +134,15 @@ export interface paths {
             cookie?: never;
         };
         /** Outcomes still queued */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            game: string;
-                            livemode: boolean;
-                            /** @description queued outcomes, next first; each is used by the next sandbox round that takes a bet */
-                            pending: {
-                                [key: string]: unknown;
-                            }[];
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                500: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["getPartnerSandboxCrashNextOutcomes"];
         put?: never;
         /**
          * Script the crash points of your next sandbox Crash rounds (test keys only)
          * @description Each queued crash point is used, in order, by the next sandbox round that takes at least one bet.
          */
-        post: {
-            parameters: {
-                query?: never;
-                header?: {
-                    /** @description 1 to 255 characters: a retry under the same key (signed afresh) gets the first answer and changes nothing */
-                    "idempotency-key"?: string;
-                };
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description must be 1 to 100 multipliers from 1.00 to 1000000 with at most 2 decimals */
-                        crash_points: number[];
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
-                        "idempotent-replay"?: "true";
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            game: string;
-                            livemode: boolean;
-                            /** @description queued outcomes, next first; each is used by the next sandbox round that takes a bet */
-                            pending: {
-                                [key: string]: unknown;
-                            }[];
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                500: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-            };
-        };
+        post: operations["postPartnerSandboxCrashNextOutcomes"];
         /** Drop the outcomes still queued */
-        delete: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            game: string;
-                            livemode: boolean;
-                            /** @description queued outcomes, next first; each is used by the next sandbox round that takes a bet */
-                            pending: {
-                                [key: string]: unknown;
-                            }[];
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                500: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-            };
-        };
+        delete: operations["deletePartnerSandboxCrashNextOutcomes"];
         options?: never;
         head?: never;
         patch?: never;
@@ -1978,525 +156,15 @@ export interface paths {
             cookie?: never;
         };
         /** Outcomes still queued */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            game: string;
-                            livemode: boolean;
-                            /** @description queued outcomes, next first; each is used by the next sandbox round that takes a bet */
-                            pending: {
-                                [key: string]: unknown;
-                            }[];
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                500: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["getPartnerSandboxStockRaceNextOutcomes"];
         put?: never;
         /**
          * Script the winners of your next sandbox Stock Race rounds (test keys only)
          * @description Each queued winner wins, in order, the next sandbox round that takes at least one bet.
          */
-        post: {
-            parameters: {
-                query?: never;
-                header?: {
-                    /** @description 1 to 255 characters: a retry under the same key (signed afresh) gets the first answer and changes nothing */
-                    "idempotency-key"?: string;
-                };
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description must be 1 to 100 stock symbols */
-                        winners: string[];
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
-                        "idempotent-replay"?: "true";
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            game: string;
-                            livemode: boolean;
-                            /** @description queued outcomes, next first; each is used by the next sandbox round that takes a bet */
-                            pending: {
-                                [key: string]: unknown;
-                            }[];
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                500: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-            };
-        };
+        post: operations["postPartnerSandboxStockRaceNextOutcomes"];
         /** Drop the outcomes still queued */
-        delete: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            game: string;
-                            livemode: boolean;
-                            /** @description queued outcomes, next first; each is used by the next sandbox round that takes a bet */
-                            pending: {
-                                [key: string]: unknown;
-                            }[];
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                500: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-            };
-        };
+        delete: operations["deletePartnerSandboxStockRaceNextOutcomes"];
         options?: never;
         head?: never;
         patch?: never;
@@ -2510,374 +178,10 @@ export interface paths {
             cookie?: never;
         };
         /** Round timing of your sandbox */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            crash: {
-                                betting_window_ms: number;
-                                pause_ms: number;
-                            };
-                            livemode: boolean;
-                            stock_race: {
-                                betting_window_ms: number;
-                                pause_ms: number;
-                                race_ms: number;
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                500: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["getPartnerSandboxTiming"];
         put?: never;
         /** Set the round timing of your sandbox (test keys only); applies from the next round */
-        post: {
-            parameters: {
-                query?: never;
-                header?: {
-                    /** @description 1 to 255 characters: a retry under the same key (signed afresh) gets the first answer and changes nothing */
-                    "idempotency-key"?: string;
-                };
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        crash?: {
-                            /** @description must be an integer from 100 to 600000 (ms) */
-                            betting_window_ms?: number;
-                            /** @description must be an integer from 0 to 600000 (ms) */
-                            pause_ms?: number;
-                        };
-                        stock_race?: {
-                            /** @description must be an integer from 100 to 600000 (ms) */
-                            betting_window_ms?: number;
-                            /** @description must be an integer from 0 to 600000 (ms) */
-                            pause_ms?: number;
-                            /** @description must be an integer from 100 to 600000 (ms) */
-                            race_ms?: number;
-                        };
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
-                        "idempotent-replay"?: "true";
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            crash: {
-                                betting_window_ms: number;
-                                pause_ms: number;
-                            };
-                            livemode: boolean;
-                            stock_race: {
-                                betting_window_ms: number;
-                                pause_ms: number;
-                                race_ms: number;
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                500: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-            };
-        };
+        post: operations["postPartnerSandboxTiming"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2894,186 +198,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Set a player's balance in the simulated wallet (sandbox operators without a wallet_url) */
-        post: {
-            parameters: {
-                query?: never;
-                header?: {
-                    /** @description 1 to 255 characters: a retry under the same key (signed afresh) gets the first answer and changes nothing */
-                    "idempotency-key"?: string;
-                };
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description must be a non-negative decimal amount in the currency */
-                        balance: number;
-                        /** @description must be an ISO 4217 code */
-                        currency: string;
-                        /** @description must be a string of 1 to 120 characters */
-                        player_ref: string;
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
-                        "idempotent-replay"?: "true";
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            balance: number;
-                            currency: string;
-                            player_ref: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                500: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-            };
-        };
+        post: operations["postPartnerSandboxWalletBalances"];
         delete?: never;
         options?: never;
         head?: never;
@@ -3088,175 +213,7 @@ export interface paths {
             cookie?: never;
         };
         /** A player's balances in the simulated wallet */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    player_ref: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            balances: {
-                                balance: number;
-                                currency: string;
-                                player_ref: string;
-                            }[];
-                            livemode: boolean;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                500: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["getPartnerSandboxWalletBalancesByPlayerRef"];
         put?: never;
         post?: never;
         delete?: never;
@@ -3278,185 +235,7 @@ export interface paths {
          * Make the simulated wallet time out or answer 500 on the next settle calls
          * @description timeout: the settlement is applied but the answer never arrives (outcome unknown), so it is retried and the retry must not credit twice. error_500: nothing is applied. Without count, every call fails until mode none.
          */
-        post: {
-            parameters: {
-                query?: never;
-                header?: {
-                    /** @description 1 to 255 characters: a retry under the same key (signed afresh) gets the first answer and changes nothing */
-                    "idempotency-key"?: string;
-                };
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description must be an integer from 1 to 1000: how many settle calls fail */
-                        count?: number;
-                        /** @description must be none, timeout or error_500 */
-                        mode: "none" | "timeout" | "error_500";
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
-                        "idempotent-replay"?: "true";
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            livemode: boolean;
-                            mode: string;
-                            /** @description settle calls left to fail; null: until switched off */
-                            remaining: number | null;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                500: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-            };
-        };
+        post: operations["postPartnerSandboxWalletFailures"];
         delete?: never;
         options?: never;
         head?: never;
@@ -3471,194 +250,7 @@ export interface paths {
             cookie?: never;
         };
         /** Your webhook deliveries, newest first (status=dead lists dead letters) */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description must be milliseconds since epoch: deliveries created before it */
-                    before?: string;
-                    endpoint_id?: string;
-                    /** @description must be an integer from 1 to 500 */
-                    limit?: string;
-                    /** @description must be a delivery_id: the last one of the previous page, after which this page goes on (the page cursor; deliveries of one round share created_at, so `before` alone cannot page them) */
-                    starting_after?: string;
-                    /** @description one of pending, delivered, dead, cancelled */
-                    status?: "pending" | "delivered" | "dead" | "cancelled";
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            deliveries: {
-                                /** @description attempts made so far */
-                                attempts: number;
-                                created_at: number;
-                                dead_at: number | null;
-                                delivered_at: number | null;
-                                delivery_id: string;
-                                endpoint_id: string;
-                                event_id: string;
-                                event_type: string;
-                                last_error: string | null;
-                                last_status_code: number | null;
-                                next_attempt_at: number | null;
-                                resend_of: string | null;
-                                /** @description pending | delivered | dead | cancelled */
-                                status: string;
-                            }[];
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                500: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["getPartnerWebhookDeliveries"];
         put?: never;
         post?: never;
         delete?: never;
@@ -3675,193 +267,7 @@ export interface paths {
             cookie?: never;
         };
         /** One delivery with every attempt */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    /** @description must be a delivery id (dlv_…) */
-                    delivery_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            attempt_log: {
-                                attempt: number;
-                                error: string | null;
-                                latency_ms: number;
-                                response_excerpt: string | null;
-                                started_at: number;
-                                status_code: number | null;
-                            }[];
-                            /** @description attempts made so far */
-                            attempts: number;
-                            created_at: number;
-                            dead_at: number | null;
-                            delivered_at: number | null;
-                            delivery_id: string;
-                            endpoint_id: string;
-                            event_id: string;
-                            event_type: string;
-                            last_error: string | null;
-                            last_status_code: number | null;
-                            next_attempt_at: number | null;
-                            resend_of: string | null;
-                            /** @description pending | delivered | dead | cancelled */
-                            status: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                500: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["getPartnerWebhookDeliveriesByDeliveryId"];
         put?: never;
         post?: never;
         delete?: never;
@@ -3880,194 +286,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Re-send a dead (or delivered) delivery as a new delivery with a fresh set of attempts */
-        post: {
-            parameters: {
-                query?: never;
-                header?: {
-                    /** @description 1 to 255 characters: a retry under the same key (signed afresh) gets the first answer and changes nothing */
-                    "idempotency-key"?: string;
-                };
-                path: {
-                    /** @description must be a delivery id (dlv_…) */
-                    delivery_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: {
-                content: {
-                    "application/json": Record<string, never>;
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                202: {
-                    headers: {
-                        /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
-                        "idempotent-replay"?: "true";
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description attempts made so far */
-                            attempts: number;
-                            created_at: number;
-                            dead_at: number | null;
-                            delivered_at: number | null;
-                            delivery_id: string;
-                            endpoint_id: string;
-                            event_id: string;
-                            event_type: string;
-                            last_error: string | null;
-                            last_status_code: number | null;
-                            next_attempt_at: number | null;
-                            resend_of: string | null;
-                            /** @description pending | delivered | dead | cancelled */
-                            status: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                500: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-            };
-        };
+        post: operations["postPartnerWebhookDeliveriesByDeliveryIdResend"];
         delete?: never;
         options?: never;
         head?: never;
@@ -4082,372 +301,10 @@ export interface paths {
             cookie?: never;
         };
         /** List your webhook endpoints */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            endpoints: {
-                                created_at: number;
-                                enabled: boolean;
-                                endpoint_id: string;
-                                events: string[];
-                                operator_id: string;
-                                /** @description until then the previous secret still signs too */
-                                previous_secret_expires_at: number | null;
-                                surface: "A" | "B";
-                                updated_at: number;
-                                url: string;
-                            }[];
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                500: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["getPartnerWebhookEndpoints"];
         put?: never;
         /** Create a webhook endpoint (the secret is returned only here) */
-        post: {
-            parameters: {
-                query?: never;
-                header?: {
-                    /** @description 1 to 255 characters: a retry under the same key (signed afresh) gets the first answer and changes nothing */
-                    "idempotency-key"?: string;
-                };
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description must be true or false */
-                        enabled?: boolean;
-                        /** @description must be a non-empty array of: round.opened, round.closed, bet.settled, compliance.flag */
-                        events?: ("round.opened" | "round.closed" | "bet.settled" | "compliance.flag")[];
-                        /** @description A or B: the signing scheme of the deliveries; defaults to the surface the request was made on */
-                        surface?: "A" | "B";
-                        /** @description must be an https URL that resolves to a public address (at most 2048 characters) */
-                        url: string;
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                201: {
-                    headers: {
-                        /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
-                        "idempotent-replay"?: "true";
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            created_at: number;
-                            enabled: boolean;
-                            endpoint_id: string;
-                            events: string[];
-                            operator_id: string;
-                            /** @description until then the previous secret still signs too */
-                            previous_secret_expires_at: number | null;
-                            /** @description whsec_…: shown only in this answer; store it now */
-                            secret: string;
-                            surface: "A" | "B";
-                            updated_at: number;
-                            url: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                500: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-            };
-        };
+        post: operations["postPartnerWebhookEndpoints"];
         delete?: never;
         options?: never;
         head?: never;
@@ -4462,532 +319,15 @@ export interface paths {
             cookie?: never;
         };
         /** One webhook endpoint */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    /** @description must be an endpoint id (we_…) */
-                    endpoint_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            created_at: number;
-                            enabled: boolean;
-                            endpoint_id: string;
-                            events: string[];
-                            operator_id: string;
-                            /** @description until then the previous secret still signs too */
-                            previous_secret_expires_at: number | null;
-                            surface: "A" | "B";
-                            updated_at: number;
-                            url: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                500: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["getPartnerWebhookEndpointsByEndpointId"];
         put?: never;
         post?: never;
         /** Delete an endpoint; deliveries still queued for it are cancelled */
-        delete: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    /** @description must be an endpoint id (we_…) */
-                    endpoint_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                204: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                500: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-            };
-        };
+        delete: operations["deletePartnerWebhookEndpointsByEndpointId"];
         options?: never;
         head?: never;
         /** Change an endpoint: URL, event kinds, enabled (disabling cancels what is queued for it) */
-        patch: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    /** @description must be an endpoint id (we_…) */
-                    endpoint_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description must be true or false */
-                        enabled?: boolean;
-                        /** @description must be a non-empty array of: round.opened, round.closed, bet.settled, compliance.flag */
-                        events?: ("round.opened" | "round.closed" | "bet.settled" | "compliance.flag")[];
-                        /** @description must be an https URL that resolves to a public address (at most 2048 characters) */
-                        url?: string;
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            created_at: number;
-                            enabled: boolean;
-                            endpoint_id: string;
-                            events: string[];
-                            operator_id: string;
-                            /** @description until then the previous secret still signs too */
-                            previous_secret_expires_at: number | null;
-                            surface: "A" | "B";
-                            updated_at: number;
-                            url: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                500: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-            };
-        };
+        patch: operations["patchPartnerWebhookEndpointsByEndpointId"];
         trace?: never;
     };
     "/api/public/v1/webhook-endpoints/{endpoint_id}/rotate-secret": {
@@ -5003,194 +343,7 @@ export interface paths {
          * Issue a new endpoint secret; the previous one keeps signing alongside it for the overlap
          * @description During the overlap every delivery carries one signature per secret, so receivers holding either accept it.
          */
-        post: {
-            parameters: {
-                query?: never;
-                header?: {
-                    /** @description 1 to 255 characters: a retry under the same key (signed afresh) gets the first answer and changes nothing */
-                    "idempotency-key"?: string;
-                };
-                path: {
-                    /** @description must be an endpoint id (we_…) */
-                    endpoint_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: {
-                content: {
-                    "application/json": {
-                        /** @description must be an integer of milliseconds from 0 to 30 days */
-                        overlap_ms?: number;
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
-                        "idempotent-replay"?: "true";
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            created_at: number;
-                            enabled: boolean;
-                            endpoint_id: string;
-                            events: string[];
-                            operator_id: string;
-                            /** @description until then the previous secret still signs too */
-                            previous_secret_expires_at: number | null;
-                            /** @description whsec_…: shown only in this answer; store it now */
-                            secret: string;
-                            surface: "A" | "B";
-                            updated_at: number;
-                            url: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                500: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-            };
-        };
+        post: operations["postPartnerWebhookEndpointsByEndpointIdRotateSecret"];
         delete?: never;
         options?: never;
         head?: never;
@@ -5207,194 +360,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Queue a webhook.test event for this endpoint */
-        post: {
-            parameters: {
-                query?: never;
-                header?: {
-                    /** @description 1 to 255 characters: a retry under the same key (signed afresh) gets the first answer and changes nothing */
-                    "idempotency-key"?: string;
-                };
-                path: {
-                    /** @description must be an endpoint id (we_…) */
-                    endpoint_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: {
-                content: {
-                    "application/json": Record<string, never>;
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                202: {
-                    headers: {
-                        /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
-                        "idempotent-replay"?: "true";
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description attempts made so far */
-                            attempts: number;
-                            created_at: number;
-                            dead_at: number | null;
-                            delivered_at: number | null;
-                            delivery_id: string;
-                            endpoint_id: string;
-                            event_id: string;
-                            event_type: string;
-                            last_error: string | null;
-                            last_status_code: number | null;
-                            next_attempt_at: number | null;
-                            resend_of: string | null;
-                            /** @description pending | delivered | dead | cancelled */
-                            status: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                500: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-            };
-        };
+        post: operations["postPartnerWebhookEndpointsByEndpointIdTest"];
         delete?: never;
         options?: never;
         head?: never;
@@ -5412,168 +378,7 @@ export interface paths {
          * JSON Schema of every webhook payload (version v1)
          * @description The same schemas appear in this document under `webhooks`.
          */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                500: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["getPartnerWebhooksSchema"];
         put?: never;
         post?: never;
         delete?: never;
@@ -5595,184 +400,7 @@ export interface paths {
          * Check an x-service-signature against an endpoint secret and body
          * @description Reproduces the check a receiver makes: HMAC-SHA256(endpoint_secret, "<t>.<body>") against each v1= of the header, and |now - t| within 5 minutes. No side effect, so no Idempotency-Key is needed.
          */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description must be the raw body exactly as delivered, as a string */
-                        body: string;
-                        /** @description must be the endpoint secret (whsec_…) */
-                        endpoint_secret: string;
-                        /** @description must be the x-service-signature header value */
-                        signature: string;
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            message: string;
-                            /** @description why not: the header is not t=<ms>,v1=<hex>; no v1 matches this secret and body; or the signature matches but t is too old or in the future */
-                            reason?: "MALFORMED_HEADER" | "SIGNATURE_MISMATCH" | "TIMESTAMP_OUTSIDE_TOLERANCE";
-                            /** @description the t= of the header, when it could be read */
-                            timestamp?: number;
-                            valid: boolean;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                500: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-            };
-        };
+        post: operations["postPartnerWebhooksVerifySignature"];
         delete?: never;
         options?: never;
         head?: never;
@@ -5787,26 +415,7 @@ export interface paths {
             cookie?: never;
         };
         /** Every hash chain: its commitment, when it was published, its salt and when that was fixed */
-        get: {
-            parameters: {
-                query?: {
-                    game?: "crash" | "stock_race";
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        get: operations["getFairnessChains"];
         put?: never;
         post?: never;
         delete?: never;
@@ -5826,26 +435,7 @@ export interface paths {
          * One chain's public record, with every revealed seed checked against the commitment
          * @description A seed revealed at index i is `verified` when sha256 applied i + 1 times (each step to the 64-character lowercase hex text of the previous result) gives the commitment. salt = sha256(commitment + ":" + contribution), hex.
          */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    chain_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        get: operations["getFairnessChainsByChainId"];
         put?: never;
         post?: never;
         delete?: never;
@@ -5864,35 +454,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Contribute the value that fixes a chain's salt (the first contribution after the commitment wins) */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    chain_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description who contributes, as shown */
-                        contributor: string;
-                        /** @description must be 1 to 256 printable ASCII characters */
-                        value: string;
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        post: operations["postFairnessChainsByChainIdContribution"];
         delete?: never;
         options?: never;
         head?: never;
@@ -5910,30 +472,7 @@ export interface paths {
          * Recompute a Crash round from its revealed seed
          * @description crash = max(1.00, floor((10000 - edge_bp) * 2^52 / (100 * (2^52 - r))) / 100), r = first 52 bits of HMAC-SHA256(key = salt text, message = seed bytes). `previous_seed` = sha256(seed text) is the seed of the round before it in the chain, and the `seed_hash` this round published.
          */
-        get: {
-            parameters: {
-                query: {
-                    /** @description must be basis points, 0 to 9999 */
-                    house_edge_bp?: string;
-                    salt?: string;
-                    /** @description must be the 64 lowercase hex characters of a revealed seed */
-                    seed: string;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        get: operations["getFairnessCrash"];
         put?: never;
         post?: never;
         delete?: never;
@@ -5950,26 +489,7 @@ export interface paths {
             cookie?: never;
         };
         /** Check a finished round against its commitment and recompute its outcome */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    round_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        get: operations["getFairnessRoundsByRoundId"];
         put?: never;
         post?: never;
         delete?: never;
@@ -5989,31 +509,7 @@ export interface paths {
          * Recompute a Stock Race round from its revealed seed
          * @description key = HMAC-SHA256(key = salt text, message = seed bytes), or the seed itself without a salt. Per symbol: digest = HMAC-SHA256(key = key bytes, message = symbol); move = (first 52 bits mod 2001) - 1000 hundredths of a percent. The best move wins; equal moves are ordered by the larger digest.
          */
-        get: {
-            parameters: {
-                query: {
-                    /** @description the round's chain salt; none: unsalted */
-                    salt?: string;
-                    /** @description must be the 64 lowercase hex characters of a revealed seed */
-                    seed: string;
-                    /** @description comma-separated, in the round's order; defaults to the configured list */
-                    symbols?: string;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        get: operations["getFairnessStockRace"];
         put?: never;
         post?: never;
         delete?: never;
@@ -6030,205 +526,7 @@ export interface paths {
             cookie?: never;
         };
         /** One of your Stock Race bets */
-        get: {
-            parameters: {
-                query?: never;
-                header: {
-                    /** @description the operator API key */
-                    "x-operator-key": string;
-                    /** @description lowercase hex HMAC-SHA256 of METHOD\nPATH\nTIMESTAMP\nBODY keyed with the API secret */
-                    "x-signature": string;
-                    /** @description milliseconds since epoch; within 5 minutes of the server clock */
-                    "x-timestamp": string;
-                };
-                path: {
-                    /** @description must be a bet UUID */
-                    bet_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            bet_id: string;
-                            currency: string;
-                            /** @description false for a bet of a test-mode operator (test data) */
-                            livemode: boolean;
-                            /** @description null until settled */
-                            payout: number | null;
-                            placed_at: number;
-                            player_ref: string;
-                            round_id: string;
-                            round_number: number;
-                            selected_stocks: string[];
-                            session_id: string | null;
-                            settled_at: number | null;
-                            /** @description the settle call to the operator's wallet; null before settlement or without a wallet_url */
-                            settlement: {
-                                attempts: number;
-                                delivered_at: number | null;
-                                next_attempt_at: number | null;
-                                /** @description pending | delivered */
-                                status: string;
-                            } | null;
-                            stake: number;
-                            /** @description reserved | won | lost | void */
-                            status: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
-                            error: string;
-                            /** @description what went wrong, in words */
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
-                            error: string;
-                            /** @description what went wrong, in words */
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
-                            error: string;
-                            /** @description what went wrong, in words */
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
-                            error: string;
-                            /** @description what went wrong, in words */
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
-                            error: string;
-                            /** @description what went wrong, in words */
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
-                            error: string;
-                            /** @description what went wrong, in words */
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
-                            error: string;
-                            /** @description what went wrong, in words */
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
-                            error: string;
-                            /** @description what went wrong, in words */
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                500: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description INTERNAL for a server fault; SERVICE_UNAVAILABLE: retry after Retry-After */
-                            error: string;
-                            /** @description on 503 only: what to do (absent on 500) */
-                            message?: string;
-                            /** @description the x-request-id of this answer: quote it to support */
-                            trace_id: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description INTERNAL for a server fault; SERVICE_UNAVAILABLE: retry after Retry-After */
-                            error: string;
-                            /** @description on 503 only: what to do (absent on 500) */
-                            message?: string;
-                            /** @description the x-request-id of this answer: quote it to support */
-                            trace_id: string;
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["getOperatorBetsByBetId"];
         put?: never;
         post?: never;
         delete?: never;
@@ -6250,211 +548,7 @@ export interface paths {
          * Record a Stock Race bet whose stake the operator has reserved in its wallet
          * @description Idempotent by the body field `idempotency_key`: the same key with the same body replays the stored response with `idempotent-replay: true`; the same key with another body is 409 IDEMPOTENCY_KEY_REUSED.
          */
-        post: {
-            parameters: {
-                query?: never;
-                header: {
-                    /** @description the operator API key */
-                    "x-operator-key": string;
-                    /** @description lowercase hex HMAC-SHA256 of METHOD\nPATH\nTIMESTAMP\nBODY keyed with the API secret */
-                    "x-signature": string;
-                    /** @description milliseconds since epoch; within 5 minutes of the server clock */
-                    "x-timestamp": string;
-                };
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description must be 1 to 255 characters, unique per reservation */
-                        idempotency_key: string;
-                        /** @description must be the round_id of the open Stock Race round */
-                        round_id: string;
-                        /** @description must be an array of stock symbols (strings) */
-                        selected_stocks: string[];
-                        /** @description must be a session_id from /v1/sessions/launch */
-                        session_id: string;
-                        /** @description must be a decimal amount in the session currency */
-                        stake: number;
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
-                        "idempotent-replay"?: "true";
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** Format: uuid */
-                            bet_id: string;
-                            currency: string;
-                            /** @description false: reserved with a test key, in a sandbox round (test data) */
-                            livemode?: boolean;
-                            placed_at: number;
-                            player_ref: string;
-                            /** @description what the bet pays if one of its stocks wins (floored to the minor unit, capped) */
-                            potential_payout: number;
-                            round_id: string;
-                            round_number: number;
-                            selected_stocks: string[];
-                            session_id: string;
-                            stake: number;
-                            /** @description reserved */
-                            status: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
-                            error: string;
-                            /** @description what went wrong, in words */
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
-                            error: string;
-                            /** @description what went wrong, in words */
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
-                            error: string;
-                            /** @description what went wrong, in words */
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
-                            error: string;
-                            /** @description what went wrong, in words */
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
-                            error: string;
-                            /** @description what went wrong, in words */
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
-                            error: string;
-                            /** @description what went wrong, in words */
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
-                            error: string;
-                            /** @description what went wrong, in words */
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
-                            error: string;
-                            /** @description what went wrong, in words */
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                500: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description INTERNAL for a server fault; SERVICE_UNAVAILABLE: retry after Retry-After */
-                            error: string;
-                            /** @description on 503 only: what to do (absent on 500) */
-                            message?: string;
-                            /** @description the x-request-id of this answer: quote it to support */
-                            trace_id: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description INTERNAL for a server fault; SERVICE_UNAVAILABLE: retry after Retry-After */
-                            error: string;
-                            /** @description on 503 only: what to do (absent on 500) */
-                            message?: string;
-                            /** @description the x-request-id of this answer: quote it to support */
-                            trace_id: string;
-                        };
-                    };
-                };
-            };
-        };
+        post: operations["postOperatorBetsReserve"];
         delete?: never;
         options?: never;
         head?: never;
@@ -6472,151 +566,7 @@ export interface paths {
          * Compliance flags raised for your players, newest first
          * @description The same objects are sent as the data of compliance.flag webhooks. A flag never refuses a bet.
          */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description must be milliseconds since epoch: flags raised before it */
-                    before?: string;
-                    /** @description must be an integer from 1 to 1000 */
-                    limit?: string;
-                    /** @description external_user_id or player_ref */
-                    player?: string;
-                    /** @description one of large_stake, large_payout, bet_velocity, machine_timing, session_multi_place */
-                    rule?: "large_stake" | "large_payout" | "bet_velocity" | "machine_timing" | "session_multi_place";
-                    /** @description must be a flag_id: the last one of the previous page, after which this page goes on (the page cursor; flags raised by one round's close share created_at, so `before` alone cannot page them) */
-                    starting_after?: string;
-                };
-                header: {
-                    /** @description the operator API key */
-                    "x-operator-key": string;
-                    /** @description lowercase hex HMAC-SHA256 of METHOD\nPATH\nTIMESTAMP\nBODY keyed with the API secret */
-                    "x-signature": string;
-                    /** @description milliseconds since epoch; within 5 minutes of the server clock */
-                    "x-timestamp": string;
-                };
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            flags: {
-                                /** @description the bet that raised the flag, if one did */
-                                bet_id: string | null;
-                                /** @description when the flag was raised (milliseconds since epoch) */
-                                created_at: number;
-                                /** @description rule-specific measurements and the threshold that was crossed */
-                                details: {
-                                    [key: string]: unknown;
-                                };
-                                /** @description the flag id (flag_…) */
-                                flag_id: string;
-                                /** @description crash or stock_race, when a bet raised the flag */
-                                game: string | null;
-                                /** @description the player the flag is about */
-                                player: string | null;
-                                /** @description the bet's round, when a bet raised the flag */
-                                round_id: string | null;
-                                /** @description one of large_stake, large_payout, bet_velocity, machine_timing, session_multi_place */
-                                rule: "large_stake" | "large_payout" | "bet_velocity" | "machine_timing" | "session_multi_place";
-                                /** @description the Surface B play session, if the rule looked at one */
-                                session_id: string | null;
-                            }[];
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                500: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["getOperatorComplianceFlags"];
         put?: never;
         post?: never;
         delete?: never;
@@ -6633,226 +583,7 @@ export interface paths {
             cookie?: never;
         };
         /** A Stock Race round by id */
-        get: {
-            parameters: {
-                query?: never;
-                header: {
-                    /** @description the operator API key */
-                    "x-operator-key": string;
-                    /** @description lowercase hex HMAC-SHA256 of METHOD\nPATH\nTIMESTAMP\nBODY keyed with the API secret */
-                    "x-signature": string;
-                    /** @description milliseconds since epoch; within 5 minutes of the server clock */
-                    "x-timestamp": string;
-                };
-                path: {
-                    /** @description must be a round id */
-                    round_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description end of the betting window (milliseconds since epoch) */
-                            betting_closes_at: number;
-                            /** @description when the round closed with its outcome; null before */
-                            closed_at: number | null;
-                            /** @description the game */
-                            game: "crash" | "stock_race";
-                            /** @description false for a sandbox round of a test-mode operator (test data) */
-                            livemode: boolean;
-                            /** @description when the round opened (milliseconds since epoch) */
-                            opened_at: number;
-                            /** @description closed: {winner, pct, stocks[{symbol, pct}]} */
-                            outcome: {
-                                [key: string]: unknown;
-                            } | null;
-                            /** @description while running: how far the race is, 0..1000 */
-                            progress_permille?: number;
-                            /** @description Stock Race: length of the running phase (milliseconds) */
-                            race_ms: number;
-                            /** @description the round id */
-                            round_id: string;
-                            /** @description increasing per game */
-                            round_number: number;
-                            /** @description when the multiplier / race started */
-                            running_at: number | null;
-                            /** @description sandbox rounds: the outcome was scripted, not drawn from a hash chain */
-                            scripted?: boolean;
-                            /** @description the revealed seed once the round is closed or void; null before */
-                            seed: string | null;
-                            /** @description sha256 of the seed, the commitment published when the round opens */
-                            seed_hash: string;
-                            /** @description open | running | closed | void (the round could not complete: every stake is returned) */
-                            status: "open" | "running" | "closed" | "void";
-                            /** @description while running: each stock now */
-                            stocks?: {
-                                pct: number;
-                                symbol: string;
-                            }[];
-                            /** @description Stock Race: the stocks racing in this round */
-                            symbols: string[];
-                            /** @description why the round could not complete; null unless void */
-                            void_reason: string | null;
-                            /** @description when the round was voided; null unless void */
-                            voided_at: number | null;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
-                            error: string;
-                            /** @description what went wrong, in words */
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
-                            error: string;
-                            /** @description what went wrong, in words */
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
-                            error: string;
-                            /** @description what went wrong, in words */
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
-                            error: string;
-                            /** @description what went wrong, in words */
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
-                            error: string;
-                            /** @description what went wrong, in words */
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
-                            error: string;
-                            /** @description what went wrong, in words */
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
-                            error: string;
-                            /** @description what went wrong, in words */
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
-                            error: string;
-                            /** @description what went wrong, in words */
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                500: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description INTERNAL for a server fault; SERVICE_UNAVAILABLE: retry after Retry-After */
-                            error: string;
-                            /** @description on 503 only: what to do (absent on 500) */
-                            message?: string;
-                            /** @description the x-request-id of this answer: quote it to support */
-                            trace_id: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description INTERNAL for a server fault; SERVICE_UNAVAILABLE: retry after Retry-After */
-                            error: string;
-                            /** @description on 503 only: what to do (absent on 500) */
-                            message?: string;
-                            /** @description the x-request-id of this answer: quote it to support */
-                            trace_id: string;
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["getOperatorRoundsByRoundId"];
         put?: never;
         post?: never;
         delete?: never;
@@ -6869,223 +600,7 @@ export interface paths {
             cookie?: never;
         };
         /** The current Stock Race round */
-        get: {
-            parameters: {
-                query?: never;
-                header: {
-                    /** @description the operator API key */
-                    "x-operator-key": string;
-                    /** @description lowercase hex HMAC-SHA256 of METHOD\nPATH\nTIMESTAMP\nBODY keyed with the API secret */
-                    "x-signature": string;
-                    /** @description milliseconds since epoch; within 5 minutes of the server clock */
-                    "x-timestamp": string;
-                };
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description end of the betting window (milliseconds since epoch) */
-                            betting_closes_at: number;
-                            /** @description when the round closed with its outcome; null before */
-                            closed_at: number | null;
-                            /** @description the game */
-                            game: "crash" | "stock_race";
-                            /** @description false for a sandbox round of a test-mode operator (test data) */
-                            livemode: boolean;
-                            /** @description when the round opened (milliseconds since epoch) */
-                            opened_at: number;
-                            /** @description closed: {winner, pct, stocks[{symbol, pct}]} */
-                            outcome: {
-                                [key: string]: unknown;
-                            } | null;
-                            /** @description while running: how far the race is, 0..1000 */
-                            progress_permille?: number;
-                            /** @description Stock Race: length of the running phase (milliseconds) */
-                            race_ms: number;
-                            /** @description the round id */
-                            round_id: string;
-                            /** @description increasing per game */
-                            round_number: number;
-                            /** @description when the multiplier / race started */
-                            running_at: number | null;
-                            /** @description sandbox rounds: the outcome was scripted, not drawn from a hash chain */
-                            scripted?: boolean;
-                            /** @description the revealed seed once the round is closed or void; null before */
-                            seed: string | null;
-                            /** @description sha256 of the seed, the commitment published when the round opens */
-                            seed_hash: string;
-                            /** @description open | running | closed | void (the round could not complete: every stake is returned) */
-                            status: "open" | "running" | "closed" | "void";
-                            /** @description while running: each stock now */
-                            stocks?: {
-                                pct: number;
-                                symbol: string;
-                            }[];
-                            /** @description Stock Race: the stocks racing in this round */
-                            symbols: string[];
-                            /** @description why the round could not complete; null unless void */
-                            void_reason: string | null;
-                            /** @description when the round was voided; null unless void */
-                            voided_at: number | null;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
-                            error: string;
-                            /** @description what went wrong, in words */
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
-                            error: string;
-                            /** @description what went wrong, in words */
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
-                            error: string;
-                            /** @description what went wrong, in words */
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
-                            error: string;
-                            /** @description what went wrong, in words */
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
-                            error: string;
-                            /** @description what went wrong, in words */
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
-                            error: string;
-                            /** @description what went wrong, in words */
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
-                            error: string;
-                            /** @description what went wrong, in words */
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
-                            error: string;
-                            /** @description what went wrong, in words */
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                500: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description INTERNAL for a server fault; SERVICE_UNAVAILABLE: retry after Retry-After */
-                            error: string;
-                            /** @description on 503 only: what to do (absent on 500) */
-                            message?: string;
-                            /** @description the x-request-id of this answer: quote it to support */
-                            trace_id: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description INTERNAL for a server fault; SERVICE_UNAVAILABLE: retry after Retry-After */
-                            error: string;
-                            /** @description on 503 only: what to do (absent on 500) */
-                            message?: string;
-                            /** @description the x-request-id of this answer: quote it to support */
-                            trace_id: string;
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["getOperatorRoundsCurrent"];
         put?: never;
         post?: never;
         delete?: never;
@@ -7105,177 +620,7 @@ export interface paths {
          * Live feed of Stock Race rounds and race frames (Server-Sent Events)
          * @description Events: `round` (the round object on every transition) and `tick` ({round_id, round_number, at, progress_permille, elapsed_ms, stocks[{symbol, pct}]}).
          */
-        get: {
-            parameters: {
-                query?: never;
-                header: {
-                    /** @description the operator API key */
-                    "x-operator-key": string;
-                    /** @description lowercase hex HMAC-SHA256 of METHOD\nPATH\nTIMESTAMP\nBODY keyed with the API secret */
-                    "x-signature": string;
-                    /** @description milliseconds since epoch; within 5 minutes of the server clock */
-                    "x-timestamp": string;
-                };
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description text/event-stream */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": string;
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
-                            error: string;
-                            /** @description what went wrong, in words */
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
-                            error: string;
-                            /** @description what went wrong, in words */
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
-                            error: string;
-                            /** @description what went wrong, in words */
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
-                            error: string;
-                            /** @description what went wrong, in words */
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
-                            error: string;
-                            /** @description what went wrong, in words */
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
-                            error: string;
-                            /** @description what went wrong, in words */
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
-                            error: string;
-                            /** @description what went wrong, in words */
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
-                            error: string;
-                            /** @description what went wrong, in words */
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                500: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description INTERNAL for a server fault; SERVICE_UNAVAILABLE: retry after Retry-After */
-                            error: string;
-                            /** @description on 503 only: what to do (absent on 500) */
-                            message?: string;
-                            /** @description the x-request-id of this answer: quote it to support */
-                            trace_id: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description INTERNAL for a server fault; SERVICE_UNAVAILABLE: retry after Retry-After */
-                            error: string;
-                            /** @description on 503 only: what to do (absent on 500) */
-                            message?: string;
-                            /** @description the x-request-id of this answer: quote it to support */
-                            trace_id: string;
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["getOperatorRoundsStream"];
         put?: never;
         post?: never;
         delete?: never;
@@ -7292,545 +637,15 @@ export interface paths {
             cookie?: never;
         };
         /** Outcomes still queued */
-        get: {
-            parameters: {
-                query?: never;
-                header: {
-                    /** @description the operator API key */
-                    "x-operator-key": string;
-                    /** @description lowercase hex HMAC-SHA256 of METHOD\nPATH\nTIMESTAMP\nBODY keyed with the API secret */
-                    "x-signature": string;
-                    /** @description milliseconds since epoch; within 5 minutes of the server clock */
-                    "x-timestamp": string;
-                };
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            game: string;
-                            livemode: boolean;
-                            /** @description queued outcomes, next first; each is used by the next sandbox round that takes a bet */
-                            pending: {
-                                [key: string]: unknown;
-                            }[];
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                500: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["getOperatorSandboxCrashNextOutcomes"];
         put?: never;
         /**
          * Script the crash points of your next sandbox Crash rounds (test keys only)
          * @description Each queued crash point is used, in order, by the next sandbox round that takes at least one bet.
          */
-        post: {
-            parameters: {
-                query?: never;
-                header: {
-                    /** @description 1 to 255 characters: a retry under the same key (signed afresh) gets the first answer and changes nothing */
-                    "idempotency-key"?: string;
-                    /** @description the operator API key */
-                    "x-operator-key": string;
-                    /** @description lowercase hex HMAC-SHA256 of METHOD\nPATH\nTIMESTAMP\nBODY keyed with the API secret */
-                    "x-signature": string;
-                    /** @description milliseconds since epoch; within 5 minutes of the server clock */
-                    "x-timestamp": string;
-                };
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description must be 1 to 100 multipliers from 1.00 to 1000000 with at most 2 decimals */
-                        crash_points: number[];
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
-                        "idempotent-replay"?: "true";
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            game: string;
-                            livemode: boolean;
-                            /** @description queued outcomes, next first; each is used by the next sandbox round that takes a bet */
-                            pending: {
-                                [key: string]: unknown;
-                            }[];
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                500: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-            };
-        };
+        post: operations["postOperatorSandboxCrashNextOutcomes"];
         /** Drop the outcomes still queued */
-        delete: {
-            parameters: {
-                query?: never;
-                header: {
-                    /** @description the operator API key */
-                    "x-operator-key": string;
-                    /** @description lowercase hex HMAC-SHA256 of METHOD\nPATH\nTIMESTAMP\nBODY keyed with the API secret */
-                    "x-signature": string;
-                    /** @description milliseconds since epoch; within 5 minutes of the server clock */
-                    "x-timestamp": string;
-                };
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            game: string;
-                            livemode: boolean;
-                            /** @description queued outcomes, next first; each is used by the next sandbox round that takes a bet */
-                            pending: {
-                                [key: string]: unknown;
-                            }[];
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                500: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-            };
-        };
+        delete: operations["deleteOperatorSandboxCrashNextOutcomes"];
         options?: never;
         head?: never;
         patch?: never;
@@ -7844,545 +659,15 @@ export interface paths {
             cookie?: never;
         };
         /** Outcomes still queued */
-        get: {
-            parameters: {
-                query?: never;
-                header: {
-                    /** @description the operator API key */
-                    "x-operator-key": string;
-                    /** @description lowercase hex HMAC-SHA256 of METHOD\nPATH\nTIMESTAMP\nBODY keyed with the API secret */
-                    "x-signature": string;
-                    /** @description milliseconds since epoch; within 5 minutes of the server clock */
-                    "x-timestamp": string;
-                };
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            game: string;
-                            livemode: boolean;
-                            /** @description queued outcomes, next first; each is used by the next sandbox round that takes a bet */
-                            pending: {
-                                [key: string]: unknown;
-                            }[];
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                500: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["getOperatorSandboxStockRaceNextOutcomes"];
         put?: never;
         /**
          * Script the winners of your next sandbox Stock Race rounds (test keys only)
          * @description Each queued winner wins, in order, the next sandbox round that takes at least one bet.
          */
-        post: {
-            parameters: {
-                query?: never;
-                header: {
-                    /** @description 1 to 255 characters: a retry under the same key (signed afresh) gets the first answer and changes nothing */
-                    "idempotency-key"?: string;
-                    /** @description the operator API key */
-                    "x-operator-key": string;
-                    /** @description lowercase hex HMAC-SHA256 of METHOD\nPATH\nTIMESTAMP\nBODY keyed with the API secret */
-                    "x-signature": string;
-                    /** @description milliseconds since epoch; within 5 minutes of the server clock */
-                    "x-timestamp": string;
-                };
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description must be 1 to 100 stock symbols */
-                        winners: string[];
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
-                        "idempotent-replay"?: "true";
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            game: string;
-                            livemode: boolean;
-                            /** @description queued outcomes, next first; each is used by the next sandbox round that takes a bet */
-                            pending: {
-                                [key: string]: unknown;
-                            }[];
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                500: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-            };
-        };
+        post: operations["postOperatorSandboxStockRaceNextOutcomes"];
         /** Drop the outcomes still queued */
-        delete: {
-            parameters: {
-                query?: never;
-                header: {
-                    /** @description the operator API key */
-                    "x-operator-key": string;
-                    /** @description lowercase hex HMAC-SHA256 of METHOD\nPATH\nTIMESTAMP\nBODY keyed with the API secret */
-                    "x-signature": string;
-                    /** @description milliseconds since epoch; within 5 minutes of the server clock */
-                    "x-timestamp": string;
-                };
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            game: string;
-                            livemode: boolean;
-                            /** @description queued outcomes, next first; each is used by the next sandbox round that takes a bet */
-                            pending: {
-                                [key: string]: unknown;
-                            }[];
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                500: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-            };
-        };
+        delete: operations["deleteOperatorSandboxStockRaceNextOutcomes"];
         options?: never;
         head?: never;
         patch?: never;
@@ -8396,387 +681,10 @@ export interface paths {
             cookie?: never;
         };
         /** Round timing of your sandbox */
-        get: {
-            parameters: {
-                query?: never;
-                header: {
-                    /** @description the operator API key */
-                    "x-operator-key": string;
-                    /** @description lowercase hex HMAC-SHA256 of METHOD\nPATH\nTIMESTAMP\nBODY keyed with the API secret */
-                    "x-signature": string;
-                    /** @description milliseconds since epoch; within 5 minutes of the server clock */
-                    "x-timestamp": string;
-                };
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            crash: {
-                                betting_window_ms: number;
-                                pause_ms: number;
-                            };
-                            livemode: boolean;
-                            stock_race: {
-                                betting_window_ms: number;
-                                pause_ms: number;
-                                race_ms: number;
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                500: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["getOperatorSandboxTiming"];
         put?: never;
         /** Set the round timing of your sandbox (test keys only); applies from the next round */
-        post: {
-            parameters: {
-                query?: never;
-                header: {
-                    /** @description 1 to 255 characters: a retry under the same key (signed afresh) gets the first answer and changes nothing */
-                    "idempotency-key"?: string;
-                    /** @description the operator API key */
-                    "x-operator-key": string;
-                    /** @description lowercase hex HMAC-SHA256 of METHOD\nPATH\nTIMESTAMP\nBODY keyed with the API secret */
-                    "x-signature": string;
-                    /** @description milliseconds since epoch; within 5 minutes of the server clock */
-                    "x-timestamp": string;
-                };
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        crash?: {
-                            /** @description must be an integer from 100 to 600000 (ms) */
-                            betting_window_ms?: number;
-                            /** @description must be an integer from 0 to 600000 (ms) */
-                            pause_ms?: number;
-                        };
-                        stock_race?: {
-                            /** @description must be an integer from 100 to 600000 (ms) */
-                            betting_window_ms?: number;
-                            /** @description must be an integer from 0 to 600000 (ms) */
-                            pause_ms?: number;
-                            /** @description must be an integer from 100 to 600000 (ms) */
-                            race_ms?: number;
-                        };
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
-                        "idempotent-replay"?: "true";
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            crash: {
-                                betting_window_ms: number;
-                                pause_ms: number;
-                            };
-                            livemode: boolean;
-                            stock_race: {
-                                betting_window_ms: number;
-                                pause_ms: number;
-                                race_ms: number;
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                500: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-            };
-        };
+        post: operations["postOperatorSandboxTiming"];
         delete?: never;
         options?: never;
         head?: never;
@@ -8793,192 +701,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Set a player's balance in the simulated wallet (sandbox operators without a wallet_url) */
-        post: {
-            parameters: {
-                query?: never;
-                header: {
-                    /** @description 1 to 255 characters: a retry under the same key (signed afresh) gets the first answer and changes nothing */
-                    "idempotency-key"?: string;
-                    /** @description the operator API key */
-                    "x-operator-key": string;
-                    /** @description lowercase hex HMAC-SHA256 of METHOD\nPATH\nTIMESTAMP\nBODY keyed with the API secret */
-                    "x-signature": string;
-                    /** @description milliseconds since epoch; within 5 minutes of the server clock */
-                    "x-timestamp": string;
-                };
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description must be a non-negative decimal amount in the currency */
-                        balance: number;
-                        /** @description must be an ISO 4217 code */
-                        currency: string;
-                        /** @description must be a string of 1 to 120 characters */
-                        player_ref: string;
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
-                        "idempotent-replay"?: "true";
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            balance: number;
-                            currency: string;
-                            player_ref: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                500: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-            };
-        };
+        post: operations["postOperatorSandboxWalletBalances"];
         delete?: never;
         options?: never;
         head?: never;
@@ -8993,182 +716,7 @@ export interface paths {
             cookie?: never;
         };
         /** A player's balances in the simulated wallet */
-        get: {
-            parameters: {
-                query?: never;
-                header: {
-                    /** @description the operator API key */
-                    "x-operator-key": string;
-                    /** @description lowercase hex HMAC-SHA256 of METHOD\nPATH\nTIMESTAMP\nBODY keyed with the API secret */
-                    "x-signature": string;
-                    /** @description milliseconds since epoch; within 5 minutes of the server clock */
-                    "x-timestamp": string;
-                };
-                path: {
-                    player_ref: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            balances: {
-                                balance: number;
-                                currency: string;
-                                player_ref: string;
-                            }[];
-                            livemode: boolean;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                500: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["getOperatorSandboxWalletBalancesByPlayerRef"];
         put?: never;
         post?: never;
         delete?: never;
@@ -9190,191 +738,7 @@ export interface paths {
          * Make the simulated wallet time out or answer 500 on the next settle calls
          * @description timeout: the settlement is applied but the answer never arrives (outcome unknown), so it is retried and the retry must not credit twice. error_500: nothing is applied. Without count, every call fails until mode none.
          */
-        post: {
-            parameters: {
-                query?: never;
-                header: {
-                    /** @description 1 to 255 characters: a retry under the same key (signed afresh) gets the first answer and changes nothing */
-                    "idempotency-key"?: string;
-                    /** @description the operator API key */
-                    "x-operator-key": string;
-                    /** @description lowercase hex HMAC-SHA256 of METHOD\nPATH\nTIMESTAMP\nBODY keyed with the API secret */
-                    "x-signature": string;
-                    /** @description milliseconds since epoch; within 5 minutes of the server clock */
-                    "x-timestamp": string;
-                };
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description must be an integer from 1 to 1000: how many settle calls fail */
-                        count?: number;
-                        /** @description must be none, timeout or error_500 */
-                        mode: "none" | "timeout" | "error_500";
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
-                        "idempotent-replay"?: "true";
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            livemode: boolean;
-                            mode: string;
-                            /** @description settle calls left to fail; null: until switched off */
-                            remaining: number | null;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                500: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-            };
-        };
+        post: operations["postOperatorSandboxWalletFailures"];
         delete?: never;
         options?: never;
         head?: never;
@@ -9394,198 +758,7 @@ export interface paths {
          * Create a play session for a player logged in on the operator side
          * @description With an Idempotency-Key, a retry signed afresh gets the same session and launch URL (stored sealed: the URL holds the player token).
          */
-        post: {
-            parameters: {
-                query?: never;
-                header: {
-                    /** @description 1 to 255 characters: a retry under the same key (signed afresh) gets the first answer and changes nothing */
-                    "idempotency-key"?: string;
-                    /** @description the operator API key */
-                    "x-operator-key": string;
-                    /** @description lowercase hex HMAC-SHA256 of METHOD\nPATH\nTIMESTAMP\nBODY keyed with the API secret */
-                    "x-signature": string;
-                    /** @description milliseconds since epoch; within 5 minutes of the server clock */
-                    "x-timestamp": string;
-                };
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description must be an uppercase ISO 4217 code such as EUR */
-                        currency: string;
-                        /** @description must be a string of 1 to 120 characters */
-                        player_ref: string;
-                        /** @description must be an absolute https URL of at most 2048 characters */
-                        return_url: string;
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
-                        "idempotent-replay"?: "true";
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description milliseconds since epoch */
-                            expires_at: number;
-                            /** @description the player page, carrying the session token as `token` */
-                            launch_url: string;
-                            session_id: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
-                            error: string;
-                            /** @description what went wrong, in words */
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
-                            error: string;
-                            /** @description what went wrong, in words */
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
-                            error: string;
-                            /** @description what went wrong, in words */
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
-                            error: string;
-                            /** @description what went wrong, in words */
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
-                            error: string;
-                            /** @description what went wrong, in words */
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
-                            error: string;
-                            /** @description what went wrong, in words */
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
-                            error: string;
-                            /** @description what went wrong, in words */
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
-                            error: string;
-                            /** @description what went wrong, in words */
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                500: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description INTERNAL for a server fault; SERVICE_UNAVAILABLE: retry after Retry-After */
-                            error: string;
-                            /** @description on 503 only: what to do (absent on 500) */
-                            message?: string;
-                            /** @description the x-request-id of this answer: quote it to support */
-                            trace_id: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description INTERNAL for a server fault; SERVICE_UNAVAILABLE: retry after Retry-After */
-                            error: string;
-                            /** @description on 503 only: what to do (absent on 500) */
-                            message?: string;
-                            /** @description the x-request-id of this answer: quote it to support */
-                            trace_id: string;
-                        };
-                    };
-                };
-            };
-        };
+        post: operations["postOperatorSessionsLaunch"];
         delete?: never;
         options?: never;
         head?: never;
@@ -9603,206 +776,7 @@ export interface paths {
          * Settle calls to your wallet, oldest first (e.g. ?status=pending: not yet confirmed by your wallet)
          * @description The next page starts after the last `bet_id` of a page: pass it as `starting_after`.
          */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description must be an integer from 1 to 1000 */
-                    limit?: string;
-                    /** @description must be a bet_id: the last one of the previous page, after which this page goes on (the page cursor; a round's settlements share created_at) */
-                    starting_after?: string;
-                    /** @description must be pending or delivered */
-                    status?: "pending" | "delivered";
-                };
-                header: {
-                    /** @description the operator API key */
-                    "x-operator-key": string;
-                    /** @description lowercase hex HMAC-SHA256 of METHOD\nPATH\nTIMESTAMP\nBODY keyed with the API secret */
-                    "x-signature": string;
-                    /** @description milliseconds since epoch; within 5 minutes of the server clock */
-                    "x-timestamp": string;
-                };
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            settlements: {
-                                attempts: number;
-                                bet_id: string;
-                                /** @description the exact body POSTed to {wallet_url}/v1/bets/settle */
-                                body: {
-                                    bet_id: string;
-                                    idempotency_key: string;
-                                    payout: number;
-                                    pct: number | null;
-                                    winner: string | null;
-                                };
-                                created_at: number;
-                                delivered_at: number | null;
-                                idempotency_key: string;
-                                last_error: string | null;
-                                last_status_code: number | null;
-                                next_attempt_at: number | null;
-                                operator_id: string;
-                                /** @description pending | delivered */
-                                status: string;
-                            }[];
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
-                            error: string;
-                            /** @description what went wrong, in words */
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
-                            error: string;
-                            /** @description what went wrong, in words */
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
-                            error: string;
-                            /** @description what went wrong, in words */
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
-                            error: string;
-                            /** @description what went wrong, in words */
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
-                            error: string;
-                            /** @description what went wrong, in words */
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
-                            error: string;
-                            /** @description what went wrong, in words */
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
-                            error: string;
-                            /** @description what went wrong, in words */
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
-                            error: string;
-                            /** @description what went wrong, in words */
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                500: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description INTERNAL for a server fault; SERVICE_UNAVAILABLE: retry after Retry-After */
-                            error: string;
-                            /** @description on 503 only: what to do (absent on 500) */
-                            message?: string;
-                            /** @description the x-request-id of this answer: quote it to support */
-                            trace_id: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description INTERNAL for a server fault; SERVICE_UNAVAILABLE: retry after Retry-After */
-                            error: string;
-                            /** @description on 503 only: what to do (absent on 500) */
-                            message?: string;
-                            /** @description the x-request-id of this answer: quote it to support */
-                            trace_id: string;
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["getOperatorSettlements"];
         put?: never;
         post?: never;
         delete?: never;
@@ -9819,201 +793,7 @@ export interface paths {
             cookie?: never;
         };
         /** Your webhook deliveries, newest first (status=dead lists dead letters) */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description must be milliseconds since epoch: deliveries created before it */
-                    before?: string;
-                    endpoint_id?: string;
-                    /** @description must be an integer from 1 to 500 */
-                    limit?: string;
-                    /** @description must be a delivery_id: the last one of the previous page, after which this page goes on (the page cursor; deliveries of one round share created_at, so `before` alone cannot page them) */
-                    starting_after?: string;
-                    /** @description one of pending, delivered, dead, cancelled */
-                    status?: "pending" | "delivered" | "dead" | "cancelled";
-                };
-                header: {
-                    /** @description the operator API key */
-                    "x-operator-key": string;
-                    /** @description lowercase hex HMAC-SHA256 of METHOD\nPATH\nTIMESTAMP\nBODY keyed with the API secret */
-                    "x-signature": string;
-                    /** @description milliseconds since epoch; within 5 minutes of the server clock */
-                    "x-timestamp": string;
-                };
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            deliveries: {
-                                /** @description attempts made so far */
-                                attempts: number;
-                                created_at: number;
-                                dead_at: number | null;
-                                delivered_at: number | null;
-                                delivery_id: string;
-                                endpoint_id: string;
-                                event_id: string;
-                                event_type: string;
-                                last_error: string | null;
-                                last_status_code: number | null;
-                                next_attempt_at: number | null;
-                                resend_of: string | null;
-                                /** @description pending | delivered | dead | cancelled */
-                                status: string;
-                            }[];
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                500: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["getOperatorWebhookDeliveries"];
         put?: never;
         post?: never;
         delete?: never;
@@ -10030,200 +810,7 @@ export interface paths {
             cookie?: never;
         };
         /** One delivery with every attempt */
-        get: {
-            parameters: {
-                query?: never;
-                header: {
-                    /** @description the operator API key */
-                    "x-operator-key": string;
-                    /** @description lowercase hex HMAC-SHA256 of METHOD\nPATH\nTIMESTAMP\nBODY keyed with the API secret */
-                    "x-signature": string;
-                    /** @description milliseconds since epoch; within 5 minutes of the server clock */
-                    "x-timestamp": string;
-                };
-                path: {
-                    /** @description must be a delivery id (dlv_…) */
-                    delivery_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            attempt_log: {
-                                attempt: number;
-                                error: string | null;
-                                latency_ms: number;
-                                response_excerpt: string | null;
-                                started_at: number;
-                                status_code: number | null;
-                            }[];
-                            /** @description attempts made so far */
-                            attempts: number;
-                            created_at: number;
-                            dead_at: number | null;
-                            delivered_at: number | null;
-                            delivery_id: string;
-                            endpoint_id: string;
-                            event_id: string;
-                            event_type: string;
-                            last_error: string | null;
-                            last_status_code: number | null;
-                            next_attempt_at: number | null;
-                            resend_of: string | null;
-                            /** @description pending | delivered | dead | cancelled */
-                            status: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                500: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["getOperatorWebhookDeliveriesByDeliveryId"];
         put?: never;
         post?: never;
         delete?: never;
@@ -10242,200 +829,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Re-send a dead (or delivered) delivery as a new delivery with a fresh set of attempts */
-        post: {
-            parameters: {
-                query?: never;
-                header: {
-                    /** @description 1 to 255 characters: a retry under the same key (signed afresh) gets the first answer and changes nothing */
-                    "idempotency-key"?: string;
-                    /** @description the operator API key */
-                    "x-operator-key": string;
-                    /** @description lowercase hex HMAC-SHA256 of METHOD\nPATH\nTIMESTAMP\nBODY keyed with the API secret */
-                    "x-signature": string;
-                    /** @description milliseconds since epoch; within 5 minutes of the server clock */
-                    "x-timestamp": string;
-                };
-                path: {
-                    /** @description must be a delivery id (dlv_…) */
-                    delivery_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: {
-                content: {
-                    "application/json": Record<string, never>;
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                202: {
-                    headers: {
-                        /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
-                        "idempotent-replay"?: "true";
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description attempts made so far */
-                            attempts: number;
-                            created_at: number;
-                            dead_at: number | null;
-                            delivered_at: number | null;
-                            delivery_id: string;
-                            endpoint_id: string;
-                            event_id: string;
-                            event_type: string;
-                            last_error: string | null;
-                            last_status_code: number | null;
-                            next_attempt_at: number | null;
-                            resend_of: string | null;
-                            /** @description pending | delivered | dead | cancelled */
-                            status: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                500: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-            };
-        };
+        post: operations["postOperatorWebhookDeliveriesByDeliveryIdResend"];
         delete?: never;
         options?: never;
         head?: never;
@@ -10450,385 +844,10 @@ export interface paths {
             cookie?: never;
         };
         /** List your webhook endpoints */
-        get: {
-            parameters: {
-                query?: never;
-                header: {
-                    /** @description the operator API key */
-                    "x-operator-key": string;
-                    /** @description lowercase hex HMAC-SHA256 of METHOD\nPATH\nTIMESTAMP\nBODY keyed with the API secret */
-                    "x-signature": string;
-                    /** @description milliseconds since epoch; within 5 minutes of the server clock */
-                    "x-timestamp": string;
-                };
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            endpoints: {
-                                created_at: number;
-                                enabled: boolean;
-                                endpoint_id: string;
-                                events: string[];
-                                operator_id: string;
-                                /** @description until then the previous secret still signs too */
-                                previous_secret_expires_at: number | null;
-                                surface: "A" | "B";
-                                updated_at: number;
-                                url: string;
-                            }[];
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                500: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["getOperatorWebhookEndpoints"];
         put?: never;
         /** Create a webhook endpoint (the secret is returned only here) */
-        post: {
-            parameters: {
-                query?: never;
-                header: {
-                    /** @description 1 to 255 characters: a retry under the same key (signed afresh) gets the first answer and changes nothing */
-                    "idempotency-key"?: string;
-                    /** @description the operator API key */
-                    "x-operator-key": string;
-                    /** @description lowercase hex HMAC-SHA256 of METHOD\nPATH\nTIMESTAMP\nBODY keyed with the API secret */
-                    "x-signature": string;
-                    /** @description milliseconds since epoch; within 5 minutes of the server clock */
-                    "x-timestamp": string;
-                };
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description must be true or false */
-                        enabled?: boolean;
-                        /** @description must be a non-empty array of: round.opened, round.closed, bet.settled, compliance.flag */
-                        events?: ("round.opened" | "round.closed" | "bet.settled" | "compliance.flag")[];
-                        /** @description A or B: the signing scheme of the deliveries; defaults to the surface the request was made on */
-                        surface?: "A" | "B";
-                        /** @description must be an https URL that resolves to a public address (at most 2048 characters) */
-                        url: string;
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                201: {
-                    headers: {
-                        /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
-                        "idempotent-replay"?: "true";
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            created_at: number;
-                            enabled: boolean;
-                            endpoint_id: string;
-                            events: string[];
-                            operator_id: string;
-                            /** @description until then the previous secret still signs too */
-                            previous_secret_expires_at: number | null;
-                            /** @description whsec_…: shown only in this answer; store it now */
-                            secret: string;
-                            surface: "A" | "B";
-                            updated_at: number;
-                            url: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                500: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-            };
-        };
+        post: operations["postOperatorWebhookEndpoints"];
         delete?: never;
         options?: never;
         head?: never;
@@ -10843,553 +862,15 @@ export interface paths {
             cookie?: never;
         };
         /** One webhook endpoint */
-        get: {
-            parameters: {
-                query?: never;
-                header: {
-                    /** @description the operator API key */
-                    "x-operator-key": string;
-                    /** @description lowercase hex HMAC-SHA256 of METHOD\nPATH\nTIMESTAMP\nBODY keyed with the API secret */
-                    "x-signature": string;
-                    /** @description milliseconds since epoch; within 5 minutes of the server clock */
-                    "x-timestamp": string;
-                };
-                path: {
-                    /** @description must be an endpoint id (we_…) */
-                    endpoint_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            created_at: number;
-                            enabled: boolean;
-                            endpoint_id: string;
-                            events: string[];
-                            operator_id: string;
-                            /** @description until then the previous secret still signs too */
-                            previous_secret_expires_at: number | null;
-                            surface: "A" | "B";
-                            updated_at: number;
-                            url: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                500: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["getOperatorWebhookEndpointsByEndpointId"];
         put?: never;
         post?: never;
         /** Delete an endpoint; deliveries still queued for it are cancelled */
-        delete: {
-            parameters: {
-                query?: never;
-                header: {
-                    /** @description the operator API key */
-                    "x-operator-key": string;
-                    /** @description lowercase hex HMAC-SHA256 of METHOD\nPATH\nTIMESTAMP\nBODY keyed with the API secret */
-                    "x-signature": string;
-                    /** @description milliseconds since epoch; within 5 minutes of the server clock */
-                    "x-timestamp": string;
-                };
-                path: {
-                    /** @description must be an endpoint id (we_…) */
-                    endpoint_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                204: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                500: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-            };
-        };
+        delete: operations["deleteOperatorWebhookEndpointsByEndpointId"];
         options?: never;
         head?: never;
         /** Change an endpoint: URL, event kinds, enabled (disabling cancels what is queued for it) */
-        patch: {
-            parameters: {
-                query?: never;
-                header: {
-                    /** @description the operator API key */
-                    "x-operator-key": string;
-                    /** @description lowercase hex HMAC-SHA256 of METHOD\nPATH\nTIMESTAMP\nBODY keyed with the API secret */
-                    "x-signature": string;
-                    /** @description milliseconds since epoch; within 5 minutes of the server clock */
-                    "x-timestamp": string;
-                };
-                path: {
-                    /** @description must be an endpoint id (we_…) */
-                    endpoint_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description must be true or false */
-                        enabled?: boolean;
-                        /** @description must be a non-empty array of: round.opened, round.closed, bet.settled, compliance.flag */
-                        events?: ("round.opened" | "round.closed" | "bet.settled" | "compliance.flag")[];
-                        /** @description must be an https URL that resolves to a public address (at most 2048 characters) */
-                        url?: string;
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            created_at: number;
-                            enabled: boolean;
-                            endpoint_id: string;
-                            events: string[];
-                            operator_id: string;
-                            /** @description until then the previous secret still signs too */
-                            previous_secret_expires_at: number | null;
-                            surface: "A" | "B";
-                            updated_at: number;
-                            url: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                500: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-            };
-        };
+        patch: operations["patchOperatorWebhookEndpointsByEndpointId"];
         trace?: never;
     };
     "/v1/webhook-endpoints/{endpoint_id}/rotate-secret": {
@@ -11405,200 +886,7 @@ export interface paths {
          * Issue a new endpoint secret; the previous one keeps signing alongside it for the overlap
          * @description During the overlap every delivery carries one signature per secret, so receivers holding either accept it.
          */
-        post: {
-            parameters: {
-                query?: never;
-                header: {
-                    /** @description 1 to 255 characters: a retry under the same key (signed afresh) gets the first answer and changes nothing */
-                    "idempotency-key"?: string;
-                    /** @description the operator API key */
-                    "x-operator-key": string;
-                    /** @description lowercase hex HMAC-SHA256 of METHOD\nPATH\nTIMESTAMP\nBODY keyed with the API secret */
-                    "x-signature": string;
-                    /** @description milliseconds since epoch; within 5 minutes of the server clock */
-                    "x-timestamp": string;
-                };
-                path: {
-                    /** @description must be an endpoint id (we_…) */
-                    endpoint_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: {
-                content: {
-                    "application/json": {
-                        /** @description must be an integer of milliseconds from 0 to 30 days */
-                        overlap_ms?: number;
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
-                        "idempotent-replay"?: "true";
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            created_at: number;
-                            enabled: boolean;
-                            endpoint_id: string;
-                            events: string[];
-                            operator_id: string;
-                            /** @description until then the previous secret still signs too */
-                            previous_secret_expires_at: number | null;
-                            /** @description whsec_…: shown only in this answer; store it now */
-                            secret: string;
-                            surface: "A" | "B";
-                            updated_at: number;
-                            url: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                500: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-            };
-        };
+        post: operations["postOperatorWebhookEndpointsByEndpointIdRotateSecret"];
         delete?: never;
         options?: never;
         head?: never;
@@ -11615,200 +903,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Queue a webhook.test event for this endpoint */
-        post: {
-            parameters: {
-                query?: never;
-                header: {
-                    /** @description 1 to 255 characters: a retry under the same key (signed afresh) gets the first answer and changes nothing */
-                    "idempotency-key"?: string;
-                    /** @description the operator API key */
-                    "x-operator-key": string;
-                    /** @description lowercase hex HMAC-SHA256 of METHOD\nPATH\nTIMESTAMP\nBODY keyed with the API secret */
-                    "x-signature": string;
-                    /** @description milliseconds since epoch; within 5 minutes of the server clock */
-                    "x-timestamp": string;
-                };
-                path: {
-                    /** @description must be an endpoint id (we_…) */
-                    endpoint_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: {
-                content: {
-                    "application/json": Record<string, never>;
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                202: {
-                    headers: {
-                        /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
-                        "idempotent-replay"?: "true";
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description attempts made so far */
-                            attempts: number;
-                            created_at: number;
-                            dead_at: number | null;
-                            delivered_at: number | null;
-                            delivery_id: string;
-                            endpoint_id: string;
-                            event_id: string;
-                            event_type: string;
-                            last_error: string | null;
-                            last_status_code: number | null;
-                            next_attempt_at: number | null;
-                            resend_of: string | null;
-                            /** @description pending | delivered | dead | cancelled */
-                            status: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                500: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-            };
-        };
+        post: operations["postOperatorWebhookEndpointsByEndpointIdTest"];
         delete?: never;
         options?: never;
         head?: never;
@@ -11826,175 +921,7 @@ export interface paths {
          * JSON Schema of every webhook payload (version v1)
          * @description The same schemas appear in this document under `webhooks`.
          */
-        get: {
-            parameters: {
-                query?: never;
-                header: {
-                    /** @description the operator API key */
-                    "x-operator-key": string;
-                    /** @description lowercase hex HMAC-SHA256 of METHOD\nPATH\nTIMESTAMP\nBODY keyed with the API secret */
-                    "x-signature": string;
-                    /** @description milliseconds since epoch; within 5 minutes of the server clock */
-                    "x-timestamp": string;
-                };
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                500: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["getOperatorWebhooksSchema"];
         put?: never;
         post?: never;
         delete?: never;
@@ -12016,191 +943,7 @@ export interface paths {
          * Check an x-service-signature against an endpoint secret and body
          * @description Reproduces the check a receiver makes: HMAC-SHA256(endpoint_secret, "<t>.<body>") against each v1= of the header, and |now - t| within 5 minutes. No side effect, so no Idempotency-Key is needed.
          */
-        post: {
-            parameters: {
-                query?: never;
-                header: {
-                    /** @description the operator API key */
-                    "x-operator-key": string;
-                    /** @description lowercase hex HMAC-SHA256 of METHOD\nPATH\nTIMESTAMP\nBODY keyed with the API secret */
-                    "x-signature": string;
-                    /** @description milliseconds since epoch; within 5 minutes of the server clock */
-                    "x-timestamp": string;
-                };
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description must be the raw body exactly as delivered, as a string */
-                        body: string;
-                        /** @description must be the endpoint secret (whsec_…) */
-                        endpoint_secret: string;
-                        /** @description must be the x-service-signature header value */
-                        signature: string;
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            message: string;
-                            /** @description why not: the header is not t=<ms>,v1=<hex>; no v1 matches this secret and body; or the signature matches but t is too old or in the future */
-                            reason?: "MALFORMED_HEADER" | "SIGNATURE_MISMATCH" | "TIMESTAMP_OUTSIDE_TOLERANCE";
-                            /** @description the t= of the header, when it could be read */
-                            timestamp?: number;
-                            valid: boolean;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                500: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code?: string;
-                            error: string;
-                            message?: string;
-                            trace_id?: string;
-                        };
-                    };
-                };
-            };
-        };
+        post: operations["postOperatorWebhooksVerifySignature"];
         delete?: never;
         options?: never;
         head?: never;
@@ -12661,4 +1404,12248 @@ export interface components {
     pathItems: never;
 }
 export type $defs = Record<string, never>;
-export type operations = Record<string, never>;
+export interface operations {
+    getPartnerBetsByBetId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description must be a bet UUID */
+                bet_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        amount: number;
+                        auto_cashout: number | null;
+                        bet_id: string;
+                        cashout_kind: string | null;
+                        external_user_id: string;
+                        /** @description false for a bet of a test-mode operator (test data) */
+                        livemode: boolean;
+                        multiplier: number | null;
+                        payout: number | null;
+                        placed_at: number;
+                        round_id: string;
+                        round_number: number;
+                        settled_at: number | null;
+                        /** @description active | cashed_out | lost | void */
+                        status: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description stable error code from the catalogue */
+                        code: string;
+                        /** @description what went wrong, in words */
+                        error: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description stable error code from the catalogue */
+                        code: string;
+                        /** @description what went wrong, in words */
+                        error: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description stable error code from the catalogue */
+                        code: string;
+                        /** @description what went wrong, in words */
+                        error: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description stable error code from the catalogue */
+                        code: string;
+                        /** @description what went wrong, in words */
+                        error: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description stable error code from the catalogue */
+                        code: string;
+                        /** @description what went wrong, in words */
+                        error: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description stable error code from the catalogue */
+                        code: string;
+                        /** @description what went wrong, in words */
+                        error: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description stable error code from the catalogue */
+                        code: string;
+                        /** @description what went wrong, in words */
+                        error: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    /** @description seconds to wait before sending the request again */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description stable error code from the catalogue */
+                        code: string;
+                        /** @description what went wrong, in words */
+                        error: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description INTERNAL, or SERVICE_UNAVAILABLE: retry after Retry-After */
+                        code: string;
+                        /** @description what went wrong, in words (nothing about the fault itself) */
+                        error: string;
+                        /** @description the x-request-id of this answer: quote it to support */
+                        trace_id: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    /** @description seconds to wait before sending the request again */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description INTERNAL, or SERVICE_UNAVAILABLE: retry after Retry-After */
+                        code: string;
+                        /** @description what went wrong, in words (nothing about the fault itself) */
+                        error: string;
+                        /** @description the x-request-id of this answer: quote it to support */
+                        trace_id: string;
+                    };
+                };
+            };
+        };
+    };
+    postPartnerCashout: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description 1 to 255 characters, unique per operation */
+                "idempotency-key": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * Format: uuid
+                     * @description must be the UUID of a bet this operator placed
+                     */
+                    bet_id: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
+                    "idempotent-replay"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** Format: uuid */
+                        bet_id: string;
+                        multiplier: number;
+                        payout: number;
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
+                    "idempotent-replay"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description stable error code from the catalogue */
+                        code: string;
+                        /** @description what went wrong, in words */
+                        error: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description stable error code from the catalogue */
+                        code: string;
+                        /** @description what went wrong, in words */
+                        error: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description stable error code from the catalogue */
+                        code: string;
+                        /** @description what went wrong, in words */
+                        error: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
+                    "idempotent-replay"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description stable error code from the catalogue */
+                        code: string;
+                        /** @description what went wrong, in words */
+                        error: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
+                    "idempotent-replay"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description stable error code from the catalogue */
+                        code: string;
+                        /** @description what went wrong, in words */
+                        error: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description stable error code from the catalogue */
+                        code: string;
+                        /** @description what went wrong, in words */
+                        error: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description stable error code from the catalogue */
+                        code: string;
+                        /** @description what went wrong, in words */
+                        error: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    /** @description seconds to wait before sending the request again */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description stable error code from the catalogue */
+                        code: string;
+                        /** @description what went wrong, in words */
+                        error: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description INTERNAL, or SERVICE_UNAVAILABLE: retry after Retry-After */
+                        code: string;
+                        /** @description what went wrong, in words (nothing about the fault itself) */
+                        error: string;
+                        /** @description the x-request-id of this answer: quote it to support */
+                        trace_id: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    /** @description seconds to wait before sending the request again */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description INTERNAL, or SERVICE_UNAVAILABLE: retry after Retry-After */
+                        code: string;
+                        /** @description what went wrong, in words (nothing about the fault itself) */
+                        error: string;
+                        /** @description the x-request-id of this answer: quote it to support */
+                        trace_id: string;
+                    };
+                };
+            };
+        };
+    };
+    getPartnerComplianceFlags: {
+        parameters: {
+            query?: {
+                /** @description must be milliseconds since epoch: flags raised before it */
+                before?: string;
+                /** @description must be an integer from 1 to 1000 */
+                limit?: string;
+                /** @description external_user_id or player_ref */
+                player?: string;
+                /** @description one of large_stake, large_payout, bet_velocity, machine_timing, session_multi_place */
+                rule?: "large_stake" | "large_payout" | "bet_velocity" | "machine_timing" | "session_multi_place";
+                /** @description must be a flag_id: the last one of the previous page, after which this page goes on (the page cursor; flags raised by one round's close share created_at, so `before` alone cannot page them) */
+                starting_after?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        flags: {
+                            /** @description the bet that raised the flag, if one did */
+                            bet_id: string | null;
+                            /** @description when the flag was raised (milliseconds since epoch) */
+                            created_at: number;
+                            /** @description rule-specific measurements and the threshold that was crossed */
+                            details: {
+                                [key: string]: unknown;
+                            };
+                            /** @description the flag id (flag_…) */
+                            flag_id: string;
+                            /** @description crash or stock_race, when a bet raised the flag */
+                            game: string | null;
+                            /** @description the player the flag is about */
+                            player: string | null;
+                            /** @description the bet's round, when a bet raised the flag */
+                            round_id: string | null;
+                            /** @description one of large_stake, large_payout, bet_velocity, machine_timing, session_multi_place */
+                            rule: "large_stake" | "large_payout" | "bet_velocity" | "machine_timing" | "session_multi_place";
+                            /** @description the Surface B play session, if the rule looked at one */
+                            session_id: string | null;
+                        }[];
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    /** @description seconds to wait before sending the request again */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    /** @description seconds to wait before sending the request again */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+        };
+    };
+    postPartnerPlaceBet: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description 1 to 255 characters, unique per operation */
+                "idempotency-key": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description must be an integer from 1 to 1000000 */
+                    amount: number;
+                    /** @description must be null or a number from 1.01 to 1000000 with at most 2 decimals */
+                    auto_cashout?: number | null;
+                    /** @description must be a string of 1 to 120 characters */
+                    external_user_id: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
+                    "idempotent-replay"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        amount: number;
+                        auto_cashout: number | null;
+                        /** Format: uuid */
+                        bet_id: string;
+                        external_user_id: string;
+                        /** @description false: placed with a test key, in a sandbox round (test data) */
+                        livemode?: boolean;
+                        round_number: number;
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
+                    "idempotent-replay"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description stable error code from the catalogue */
+                        code: string;
+                        /** @description what went wrong, in words */
+                        error: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description stable error code from the catalogue */
+                        code: string;
+                        /** @description what went wrong, in words */
+                        error: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description stable error code from the catalogue */
+                        code: string;
+                        /** @description what went wrong, in words */
+                        error: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
+                    "idempotent-replay"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description stable error code from the catalogue */
+                        code: string;
+                        /** @description what went wrong, in words */
+                        error: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
+                    "idempotent-replay"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description stable error code from the catalogue */
+                        code: string;
+                        /** @description what went wrong, in words */
+                        error: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description stable error code from the catalogue */
+                        code: string;
+                        /** @description what went wrong, in words */
+                        error: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description stable error code from the catalogue */
+                        code: string;
+                        /** @description what went wrong, in words */
+                        error: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    /** @description seconds to wait before sending the request again */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description stable error code from the catalogue */
+                        code: string;
+                        /** @description what went wrong, in words */
+                        error: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description INTERNAL, or SERVICE_UNAVAILABLE: retry after Retry-After */
+                        code: string;
+                        /** @description what went wrong, in words (nothing about the fault itself) */
+                        error: string;
+                        /** @description the x-request-id of this answer: quote it to support */
+                        trace_id: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    /** @description seconds to wait before sending the request again */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description INTERNAL, or SERVICE_UNAVAILABLE: retry after Retry-After */
+                        code: string;
+                        /** @description what went wrong, in words (nothing about the fault itself) */
+                        error: string;
+                        /** @description the x-request-id of this answer: quote it to support */
+                        trace_id: string;
+                    };
+                };
+            };
+        };
+    };
+    getPartnerRoundsByRoundNumber: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description must be a round number (a positive integer) */
+                round_number: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description end of the betting window (milliseconds since epoch) */
+                        betting_closes_at: number;
+                        /** @description when the round closed with its outcome; null before */
+                        closed_at: number | null;
+                        /** @description the game */
+                        game: "crash" | "stock_race";
+                        /** @description Crash: the house edge in basis points (100 = 1%, RTP 99%) */
+                        house_edge_bp: number;
+                        /** @description false for a sandbox round of a test-mode operator (test data) */
+                        livemode: boolean;
+                        /** @description while running: the multiplier now */
+                        multiplier?: number;
+                        /** @description when the round opened (milliseconds since epoch) */
+                        opened_at: number;
+                        /** @description closed: {crash_point} */
+                        outcome: {
+                            [key: string]: unknown;
+                        } | null;
+                        /** @description the round id */
+                        round_id: string;
+                        /** @description increasing per game */
+                        round_number: number;
+                        /** @description when the multiplier / race started */
+                        running_at: number | null;
+                        /** @description Crash: the HMAC key, used as UTF-8 text (see docs/decisions.md, Provably fair) */
+                        salt: string;
+                        /** @description sandbox rounds: the outcome was scripted, not drawn from a hash chain */
+                        scripted?: boolean;
+                        /** @description the revealed seed once the round is closed or void; null before */
+                        seed: string | null;
+                        /** @description sha256 of the seed, the commitment published when the round opens */
+                        seed_hash: string;
+                        /** @description open | running | closed | void (the round could not complete: every stake is returned) */
+                        status: "open" | "running" | "closed" | "void";
+                        /** @description why the round could not complete; null unless void */
+                        void_reason: string | null;
+                        /** @description when the round was voided; null unless void */
+                        voided_at: number | null;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description stable error code from the catalogue */
+                        code: string;
+                        /** @description what went wrong, in words */
+                        error: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description stable error code from the catalogue */
+                        code: string;
+                        /** @description what went wrong, in words */
+                        error: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description stable error code from the catalogue */
+                        code: string;
+                        /** @description what went wrong, in words */
+                        error: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description stable error code from the catalogue */
+                        code: string;
+                        /** @description what went wrong, in words */
+                        error: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description stable error code from the catalogue */
+                        code: string;
+                        /** @description what went wrong, in words */
+                        error: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description stable error code from the catalogue */
+                        code: string;
+                        /** @description what went wrong, in words */
+                        error: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description stable error code from the catalogue */
+                        code: string;
+                        /** @description what went wrong, in words */
+                        error: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    /** @description seconds to wait before sending the request again */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description stable error code from the catalogue */
+                        code: string;
+                        /** @description what went wrong, in words */
+                        error: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description INTERNAL, or SERVICE_UNAVAILABLE: retry after Retry-After */
+                        code: string;
+                        /** @description what went wrong, in words (nothing about the fault itself) */
+                        error: string;
+                        /** @description the x-request-id of this answer: quote it to support */
+                        trace_id: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    /** @description seconds to wait before sending the request again */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description INTERNAL, or SERVICE_UNAVAILABLE: retry after Retry-After */
+                        code: string;
+                        /** @description what went wrong, in words (nothing about the fault itself) */
+                        error: string;
+                        /** @description the x-request-id of this answer: quote it to support */
+                        trace_id: string;
+                    };
+                };
+            };
+        };
+    };
+    getPartnerRoundsCurrent: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description end of the betting window (milliseconds since epoch) */
+                        betting_closes_at: number;
+                        /** @description when the round closed with its outcome; null before */
+                        closed_at: number | null;
+                        /** @description the game */
+                        game: "crash" | "stock_race";
+                        /** @description Crash: the house edge in basis points (100 = 1%, RTP 99%) */
+                        house_edge_bp: number;
+                        /** @description false for a sandbox round of a test-mode operator (test data) */
+                        livemode: boolean;
+                        /** @description while running: the multiplier now */
+                        multiplier?: number;
+                        /** @description when the round opened (milliseconds since epoch) */
+                        opened_at: number;
+                        /** @description closed: {crash_point} */
+                        outcome: {
+                            [key: string]: unknown;
+                        } | null;
+                        /** @description the round id */
+                        round_id: string;
+                        /** @description increasing per game */
+                        round_number: number;
+                        /** @description when the multiplier / race started */
+                        running_at: number | null;
+                        /** @description Crash: the HMAC key, used as UTF-8 text (see docs/decisions.md, Provably fair) */
+                        salt: string;
+                        /** @description sandbox rounds: the outcome was scripted, not drawn from a hash chain */
+                        scripted?: boolean;
+                        /** @description the revealed seed once the round is closed or void; null before */
+                        seed: string | null;
+                        /** @description sha256 of the seed, the commitment published when the round opens */
+                        seed_hash: string;
+                        /** @description open | running | closed | void (the round could not complete: every stake is returned) */
+                        status: "open" | "running" | "closed" | "void";
+                        /** @description why the round could not complete; null unless void */
+                        void_reason: string | null;
+                        /** @description when the round was voided; null unless void */
+                        voided_at: number | null;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description stable error code from the catalogue */
+                        code: string;
+                        /** @description what went wrong, in words */
+                        error: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description stable error code from the catalogue */
+                        code: string;
+                        /** @description what went wrong, in words */
+                        error: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description stable error code from the catalogue */
+                        code: string;
+                        /** @description what went wrong, in words */
+                        error: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description stable error code from the catalogue */
+                        code: string;
+                        /** @description what went wrong, in words */
+                        error: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description stable error code from the catalogue */
+                        code: string;
+                        /** @description what went wrong, in words */
+                        error: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description stable error code from the catalogue */
+                        code: string;
+                        /** @description what went wrong, in words */
+                        error: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description stable error code from the catalogue */
+                        code: string;
+                        /** @description what went wrong, in words */
+                        error: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    /** @description seconds to wait before sending the request again */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description stable error code from the catalogue */
+                        code: string;
+                        /** @description what went wrong, in words */
+                        error: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description INTERNAL, or SERVICE_UNAVAILABLE: retry after Retry-After */
+                        code: string;
+                        /** @description what went wrong, in words (nothing about the fault itself) */
+                        error: string;
+                        /** @description the x-request-id of this answer: quote it to support */
+                        trace_id: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    /** @description seconds to wait before sending the request again */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description INTERNAL, or SERVICE_UNAVAILABLE: retry after Retry-After */
+                        code: string;
+                        /** @description what went wrong, in words (nothing about the fault itself) */
+                        error: string;
+                        /** @description the x-request-id of this answer: quote it to support */
+                        trace_id: string;
+                    };
+                };
+            };
+        };
+    };
+    getPartnerRoundsStream: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Server-Sent Events: a snapshot of the current round first, then every change */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": string;
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description stable error code from the catalogue */
+                        code: string;
+                        /** @description what went wrong, in words */
+                        error: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description stable error code from the catalogue */
+                        code: string;
+                        /** @description what went wrong, in words */
+                        error: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description stable error code from the catalogue */
+                        code: string;
+                        /** @description what went wrong, in words */
+                        error: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description stable error code from the catalogue */
+                        code: string;
+                        /** @description what went wrong, in words */
+                        error: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description stable error code from the catalogue */
+                        code: string;
+                        /** @description what went wrong, in words */
+                        error: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description stable error code from the catalogue */
+                        code: string;
+                        /** @description what went wrong, in words */
+                        error: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description stable error code from the catalogue */
+                        code: string;
+                        /** @description what went wrong, in words */
+                        error: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    /** @description seconds to wait before sending the request again */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description stable error code from the catalogue */
+                        code: string;
+                        /** @description what went wrong, in words */
+                        error: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description INTERNAL, or SERVICE_UNAVAILABLE: retry after Retry-After */
+                        code: string;
+                        /** @description what went wrong, in words (nothing about the fault itself) */
+                        error: string;
+                        /** @description the x-request-id of this answer: quote it to support */
+                        trace_id: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    /** @description seconds to wait before sending the request again */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description INTERNAL, or SERVICE_UNAVAILABLE: retry after Retry-After */
+                        code: string;
+                        /** @description what went wrong, in words (nothing about the fault itself) */
+                        error: string;
+                        /** @description the x-request-id of this answer: quote it to support */
+                        trace_id: string;
+                    };
+                };
+            };
+        };
+    };
+    getPartnerSandboxCrashNextOutcomes: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        game: string;
+                        livemode: boolean;
+                        /** @description queued outcomes, next first; each is used by the next sandbox round that takes a bet */
+                        pending: {
+                            [key: string]: unknown;
+                        }[];
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    /** @description seconds to wait before sending the request again */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    /** @description seconds to wait before sending the request again */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+        };
+    };
+    postPartnerSandboxCrashNextOutcomes: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description 1 to 255 characters: a retry under the same key (signed afresh) gets the first answer and changes nothing */
+                "idempotency-key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description must be 1 to 100 multipliers from 1.00 to 1000000 with at most 2 decimals */
+                    crash_points: number[];
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
+                    "idempotent-replay"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        game: string;
+                        livemode: boolean;
+                        /** @description queued outcomes, next first; each is used by the next sandbox round that takes a bet */
+                        pending: {
+                            [key: string]: unknown;
+                        }[];
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
+                    "idempotent-replay"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
+                    "idempotent-replay"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
+                    "idempotent-replay"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    /** @description seconds to wait before sending the request again */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    /** @description seconds to wait before sending the request again */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+        };
+    };
+    deletePartnerSandboxCrashNextOutcomes: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        game: string;
+                        livemode: boolean;
+                        /** @description queued outcomes, next first; each is used by the next sandbox round that takes a bet */
+                        pending: {
+                            [key: string]: unknown;
+                        }[];
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    /** @description seconds to wait before sending the request again */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    /** @description seconds to wait before sending the request again */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+        };
+    };
+    getPartnerSandboxStockRaceNextOutcomes: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        game: string;
+                        livemode: boolean;
+                        /** @description queued outcomes, next first; each is used by the next sandbox round that takes a bet */
+                        pending: {
+                            [key: string]: unknown;
+                        }[];
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    /** @description seconds to wait before sending the request again */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    /** @description seconds to wait before sending the request again */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+        };
+    };
+    postPartnerSandboxStockRaceNextOutcomes: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description 1 to 255 characters: a retry under the same key (signed afresh) gets the first answer and changes nothing */
+                "idempotency-key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description must be 1 to 100 stock symbols */
+                    winners: string[];
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
+                    "idempotent-replay"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        game: string;
+                        livemode: boolean;
+                        /** @description queued outcomes, next first; each is used by the next sandbox round that takes a bet */
+                        pending: {
+                            [key: string]: unknown;
+                        }[];
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
+                    "idempotent-replay"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
+                    "idempotent-replay"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
+                    "idempotent-replay"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    /** @description seconds to wait before sending the request again */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    /** @description seconds to wait before sending the request again */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+        };
+    };
+    deletePartnerSandboxStockRaceNextOutcomes: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        game: string;
+                        livemode: boolean;
+                        /** @description queued outcomes, next first; each is used by the next sandbox round that takes a bet */
+                        pending: {
+                            [key: string]: unknown;
+                        }[];
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    /** @description seconds to wait before sending the request again */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    /** @description seconds to wait before sending the request again */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+        };
+    };
+    getPartnerSandboxTiming: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        crash: {
+                            betting_window_ms: number;
+                            pause_ms: number;
+                        };
+                        livemode: boolean;
+                        stock_race: {
+                            betting_window_ms: number;
+                            pause_ms: number;
+                            race_ms: number;
+                        };
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    /** @description seconds to wait before sending the request again */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    /** @description seconds to wait before sending the request again */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+        };
+    };
+    postPartnerSandboxTiming: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description 1 to 255 characters: a retry under the same key (signed afresh) gets the first answer and changes nothing */
+                "idempotency-key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    crash?: {
+                        /** @description must be an integer from 100 to 600000 (ms) */
+                        betting_window_ms?: number;
+                        /** @description must be an integer from 0 to 600000 (ms) */
+                        pause_ms?: number;
+                    };
+                    stock_race?: {
+                        /** @description must be an integer from 100 to 600000 (ms) */
+                        betting_window_ms?: number;
+                        /** @description must be an integer from 0 to 600000 (ms) */
+                        pause_ms?: number;
+                        /** @description must be an integer from 100 to 600000 (ms) */
+                        race_ms?: number;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
+                    "idempotent-replay"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        crash: {
+                            betting_window_ms: number;
+                            pause_ms: number;
+                        };
+                        livemode: boolean;
+                        stock_race: {
+                            betting_window_ms: number;
+                            pause_ms: number;
+                            race_ms: number;
+                        };
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
+                    "idempotent-replay"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
+                    "idempotent-replay"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
+                    "idempotent-replay"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    /** @description seconds to wait before sending the request again */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    /** @description seconds to wait before sending the request again */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+        };
+    };
+    postPartnerSandboxWalletBalances: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description 1 to 255 characters: a retry under the same key (signed afresh) gets the first answer and changes nothing */
+                "idempotency-key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description must be a non-negative decimal amount in the currency */
+                    balance: number;
+                    /** @description must be an ISO 4217 code */
+                    currency: string;
+                    /** @description must be a string of 1 to 120 characters */
+                    player_ref: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
+                    "idempotent-replay"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        balance: number;
+                        currency: string;
+                        player_ref: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
+                    "idempotent-replay"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
+                    "idempotent-replay"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
+                    "idempotent-replay"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    /** @description seconds to wait before sending the request again */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    /** @description seconds to wait before sending the request again */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+        };
+    };
+    getPartnerSandboxWalletBalancesByPlayerRef: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                player_ref: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        balances: {
+                            balance: number;
+                            currency: string;
+                            player_ref: string;
+                        }[];
+                        livemode: boolean;
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    /** @description seconds to wait before sending the request again */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    /** @description seconds to wait before sending the request again */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+        };
+    };
+    postPartnerSandboxWalletFailures: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description 1 to 255 characters: a retry under the same key (signed afresh) gets the first answer and changes nothing */
+                "idempotency-key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description must be an integer from 1 to 1000: how many settle calls fail */
+                    count?: number;
+                    /** @description must be none, timeout or error_500 */
+                    mode: "none" | "timeout" | "error_500";
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
+                    "idempotent-replay"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        livemode: boolean;
+                        mode: string;
+                        /** @description settle calls left to fail; null: until switched off */
+                        remaining: number | null;
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
+                    "idempotent-replay"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
+                    "idempotent-replay"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
+                    "idempotent-replay"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    /** @description seconds to wait before sending the request again */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    /** @description seconds to wait before sending the request again */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+        };
+    };
+    getPartnerWebhookDeliveries: {
+        parameters: {
+            query?: {
+                /** @description must be milliseconds since epoch: deliveries created before it */
+                before?: string;
+                endpoint_id?: string;
+                /** @description must be an integer from 1 to 500 */
+                limit?: string;
+                /** @description must be a delivery_id: the last one of the previous page, after which this page goes on (the page cursor; deliveries of one round share created_at, so `before` alone cannot page them) */
+                starting_after?: string;
+                /** @description one of pending, delivered, dead, cancelled */
+                status?: "pending" | "delivered" | "dead" | "cancelled";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        deliveries: {
+                            /** @description attempts made so far */
+                            attempts: number;
+                            created_at: number;
+                            dead_at: number | null;
+                            delivered_at: number | null;
+                            delivery_id: string;
+                            endpoint_id: string;
+                            event_id: string;
+                            event_type: string;
+                            last_error: string | null;
+                            last_status_code: number | null;
+                            next_attempt_at: number | null;
+                            resend_of: string | null;
+                            /** @description pending | delivered | dead | cancelled */
+                            status: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    /** @description seconds to wait before sending the request again */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    /** @description seconds to wait before sending the request again */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+        };
+    };
+    getPartnerWebhookDeliveriesByDeliveryId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description must be a delivery id (dlv_…) */
+                delivery_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        attempt_log: {
+                            attempt: number;
+                            error: string | null;
+                            latency_ms: number;
+                            response_excerpt: string | null;
+                            started_at: number;
+                            status_code: number | null;
+                        }[];
+                        /** @description attempts made so far */
+                        attempts: number;
+                        created_at: number;
+                        dead_at: number | null;
+                        delivered_at: number | null;
+                        delivery_id: string;
+                        endpoint_id: string;
+                        event_id: string;
+                        event_type: string;
+                        last_error: string | null;
+                        last_status_code: number | null;
+                        next_attempt_at: number | null;
+                        resend_of: string | null;
+                        /** @description pending | delivered | dead | cancelled */
+                        status: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    /** @description seconds to wait before sending the request again */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    /** @description seconds to wait before sending the request again */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+        };
+    };
+    postPartnerWebhookDeliveriesByDeliveryIdResend: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description 1 to 255 characters: a retry under the same key (signed afresh) gets the first answer and changes nothing */
+                "idempotency-key"?: string;
+            };
+            path: {
+                /** @description must be a delivery id (dlv_…) */
+                delivery_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": Record<string, never>;
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            202: {
+                headers: {
+                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
+                    "idempotent-replay"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description attempts made so far */
+                        attempts: number;
+                        created_at: number;
+                        dead_at: number | null;
+                        delivered_at: number | null;
+                        delivery_id: string;
+                        endpoint_id: string;
+                        event_id: string;
+                        event_type: string;
+                        last_error: string | null;
+                        last_status_code: number | null;
+                        next_attempt_at: number | null;
+                        resend_of: string | null;
+                        /** @description pending | delivered | dead | cancelled */
+                        status: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
+                    "idempotent-replay"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
+                    "idempotent-replay"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
+                    "idempotent-replay"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    /** @description seconds to wait before sending the request again */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    /** @description seconds to wait before sending the request again */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+        };
+    };
+    getPartnerWebhookEndpoints: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        endpoints: {
+                            created_at: number;
+                            enabled: boolean;
+                            endpoint_id: string;
+                            events: string[];
+                            operator_id: string;
+                            /** @description until then the previous secret still signs too */
+                            previous_secret_expires_at: number | null;
+                            surface: "A" | "B";
+                            updated_at: number;
+                            url: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    /** @description seconds to wait before sending the request again */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    /** @description seconds to wait before sending the request again */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+        };
+    };
+    postPartnerWebhookEndpoints: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description 1 to 255 characters: a retry under the same key (signed afresh) gets the first answer and changes nothing */
+                "idempotency-key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description must be true or false */
+                    enabled?: boolean;
+                    /** @description must be a non-empty array of: round.opened, round.closed, bet.settled, compliance.flag */
+                    events?: ("round.opened" | "round.closed" | "bet.settled" | "compliance.flag")[];
+                    /** @description A or B: the signing scheme of the deliveries; defaults to the surface the request was made on */
+                    surface?: "A" | "B";
+                    /** @description must be an https URL that resolves to a public address (at most 2048 characters) */
+                    url: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
+                    "idempotent-replay"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        created_at: number;
+                        enabled: boolean;
+                        endpoint_id: string;
+                        events: string[];
+                        operator_id: string;
+                        /** @description until then the previous secret still signs too */
+                        previous_secret_expires_at: number | null;
+                        /** @description whsec_…: shown only in this answer; store it now */
+                        secret: string;
+                        surface: "A" | "B";
+                        updated_at: number;
+                        url: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
+                    "idempotent-replay"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
+                    "idempotent-replay"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
+                    "idempotent-replay"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    /** @description seconds to wait before sending the request again */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    /** @description seconds to wait before sending the request again */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+        };
+    };
+    getPartnerWebhookEndpointsByEndpointId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description must be an endpoint id (we_…) */
+                endpoint_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        created_at: number;
+                        enabled: boolean;
+                        endpoint_id: string;
+                        events: string[];
+                        operator_id: string;
+                        /** @description until then the previous secret still signs too */
+                        previous_secret_expires_at: number | null;
+                        surface: "A" | "B";
+                        updated_at: number;
+                        url: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    /** @description seconds to wait before sending the request again */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    /** @description seconds to wait before sending the request again */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+        };
+    };
+    deletePartnerWebhookEndpointsByEndpointId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description must be an endpoint id (we_…) */
+                endpoint_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    /** @description seconds to wait before sending the request again */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    /** @description seconds to wait before sending the request again */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+        };
+    };
+    patchPartnerWebhookEndpointsByEndpointId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description must be an endpoint id (we_…) */
+                endpoint_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description must be true or false */
+                    enabled?: boolean;
+                    /** @description must be a non-empty array of: round.opened, round.closed, bet.settled, compliance.flag */
+                    events?: ("round.opened" | "round.closed" | "bet.settled" | "compliance.flag")[];
+                    /** @description must be an https URL that resolves to a public address (at most 2048 characters) */
+                    url?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        created_at: number;
+                        enabled: boolean;
+                        endpoint_id: string;
+                        events: string[];
+                        operator_id: string;
+                        /** @description until then the previous secret still signs too */
+                        previous_secret_expires_at: number | null;
+                        surface: "A" | "B";
+                        updated_at: number;
+                        url: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    /** @description seconds to wait before sending the request again */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    /** @description seconds to wait before sending the request again */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+        };
+    };
+    postPartnerWebhookEndpointsByEndpointIdRotateSecret: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description 1 to 255 characters: a retry under the same key (signed afresh) gets the first answer and changes nothing */
+                "idempotency-key"?: string;
+            };
+            path: {
+                /** @description must be an endpoint id (we_…) */
+                endpoint_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": {
+                    /** @description must be an integer of milliseconds from 0 to 30 days */
+                    overlap_ms?: number;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
+                    "idempotent-replay"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        created_at: number;
+                        enabled: boolean;
+                        endpoint_id: string;
+                        events: string[];
+                        operator_id: string;
+                        /** @description until then the previous secret still signs too */
+                        previous_secret_expires_at: number | null;
+                        /** @description whsec_…: shown only in this answer; store it now */
+                        secret: string;
+                        surface: "A" | "B";
+                        updated_at: number;
+                        url: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
+                    "idempotent-replay"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
+                    "idempotent-replay"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
+                    "idempotent-replay"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    /** @description seconds to wait before sending the request again */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    /** @description seconds to wait before sending the request again */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+        };
+    };
+    postPartnerWebhookEndpointsByEndpointIdTest: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description 1 to 255 characters: a retry under the same key (signed afresh) gets the first answer and changes nothing */
+                "idempotency-key"?: string;
+            };
+            path: {
+                /** @description must be an endpoint id (we_…) */
+                endpoint_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": Record<string, never>;
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            202: {
+                headers: {
+                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
+                    "idempotent-replay"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description attempts made so far */
+                        attempts: number;
+                        created_at: number;
+                        dead_at: number | null;
+                        delivered_at: number | null;
+                        delivery_id: string;
+                        endpoint_id: string;
+                        event_id: string;
+                        event_type: string;
+                        last_error: string | null;
+                        last_status_code: number | null;
+                        next_attempt_at: number | null;
+                        resend_of: string | null;
+                        /** @description pending | delivered | dead | cancelled */
+                        status: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
+                    "idempotent-replay"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
+                    "idempotent-replay"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
+                    "idempotent-replay"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    /** @description seconds to wait before sending the request again */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    /** @description seconds to wait before sending the request again */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+        };
+    };
+    getPartnerWebhooksSchema: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    /** @description seconds to wait before sending the request again */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    /** @description seconds to wait before sending the request again */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+        };
+    };
+    postPartnerWebhooksVerifySignature: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description must be the raw body exactly as delivered, as a string */
+                    body: string;
+                    /** @description must be the endpoint secret (whsec_…) */
+                    endpoint_secret: string;
+                    /** @description must be the x-service-signature header value */
+                    signature: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @description why not: the header is not t=<ms>,v1=<hex>; no v1 matches this secret and body; or the signature matches but t is too old or in the future */
+                        reason?: "MALFORMED_HEADER" | "SIGNATURE_MISMATCH" | "TIMESTAMP_OUTSIDE_TOLERANCE";
+                        /** @description the t= of the header, when it could be read */
+                        timestamp?: number;
+                        valid: boolean;
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    /** @description seconds to wait before sending the request again */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    /** @description seconds to wait before sending the request again */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+        };
+    };
+    getFairnessChains: {
+        parameters: {
+            query?: {
+                game?: "crash" | "stock_race";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        chains: {
+                            chain_id: string;
+                            commitment: string;
+                            committed_at: number;
+                            contribution: string | null;
+                            contribution_automatic: boolean | null;
+                            contributor: string | null;
+                            first_played_at: number | null;
+                            first_played_idx: number | null;
+                            game: "crash" | "stock_race";
+                            length: number;
+                            /** @description generated | fixture */
+                            origin: string;
+                            salt: string | null;
+                            salt_fixed_at: number | null;
+                            /** @description awaiting_contribution | playable | refused */
+                            status: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
+                        error: string;
+                        /** @description what went wrong, in words */
+                        message: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
+                        error: string;
+                        /** @description what went wrong, in words */
+                        message: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description INTERNAL for a server fault; SERVICE_UNAVAILABLE: retry after Retry-After */
+                        error: string;
+                        /** @description on 503 only: what to do (absent on 500) */
+                        message?: string;
+                        /** @description the x-request-id of this answer: quote it to support */
+                        trace_id: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    /** @description seconds to wait before sending the request again */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description INTERNAL for a server fault; SERVICE_UNAVAILABLE: retry after Retry-After */
+                        error: string;
+                        /** @description on 503 only: what to do (absent on 500) */
+                        message?: string;
+                        /** @description the x-request-id of this answer: quote it to support */
+                        trace_id: string;
+                    };
+                };
+            };
+        };
+    };
+    getFairnessChainsByChainId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                chain_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        all_verified: boolean;
+                        chain_id: string;
+                        commitment: string;
+                        committed_at: number;
+                        contribution: string | null;
+                        contribution_automatic: boolean | null;
+                        contributor: string | null;
+                        first_played_at: number | null;
+                        first_played_idx: number | null;
+                        game: "crash" | "stock_race";
+                        length: number;
+                        /** @description generated | fixture */
+                        origin: string;
+                        revealed_count: number;
+                        revealed_seeds: {
+                            idx: number;
+                            round_id: string;
+                            seed: string;
+                            verified: boolean;
+                        }[];
+                        salt: string | null;
+                        salt_fixed_at: number | null;
+                        /** @description awaiting_contribution | playable | refused */
+                        status: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
+                        error: string;
+                        /** @description what went wrong, in words */
+                        message: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
+                        error: string;
+                        /** @description what went wrong, in words */
+                        message: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description INTERNAL for a server fault; SERVICE_UNAVAILABLE: retry after Retry-After */
+                        error: string;
+                        /** @description on 503 only: what to do (absent on 500) */
+                        message?: string;
+                        /** @description the x-request-id of this answer: quote it to support */
+                        trace_id: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    /** @description seconds to wait before sending the request again */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description INTERNAL for a server fault; SERVICE_UNAVAILABLE: retry after Retry-After */
+                        error: string;
+                        /** @description on 503 only: what to do (absent on 500) */
+                        message?: string;
+                        /** @description the x-request-id of this answer: quote it to support */
+                        trace_id: string;
+                    };
+                };
+            };
+        };
+    };
+    postFairnessChainsByChainIdContribution: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                chain_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description who contributes, as shown */
+                    contributor: string;
+                    /** @description must be 1 to 256 printable ASCII characters */
+                    value: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        chain_id: string;
+                        commitment: string;
+                        committed_at: number;
+                        contribution: string | null;
+                        contribution_automatic: boolean | null;
+                        contributor: string | null;
+                        first_played_at: number | null;
+                        first_played_idx: number | null;
+                        game: "crash" | "stock_race";
+                        length: number;
+                        /** @description generated | fixture */
+                        origin: string;
+                        salt: string | null;
+                        salt_fixed_at: number | null;
+                        /** @description awaiting_contribution | playable | refused */
+                        status: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
+                        error: string;
+                        /** @description what went wrong, in words */
+                        message: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
+                        error: string;
+                        /** @description what went wrong, in words */
+                        message: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
+                        error: string;
+                        /** @description what went wrong, in words */
+                        message: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
+                        error: string;
+                        /** @description what went wrong, in words */
+                        message: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
+                        error: string;
+                        /** @description what went wrong, in words */
+                        message: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description INTERNAL for a server fault; SERVICE_UNAVAILABLE: retry after Retry-After */
+                        error: string;
+                        /** @description on 503 only: what to do (absent on 500) */
+                        message?: string;
+                        /** @description the x-request-id of this answer: quote it to support */
+                        trace_id: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    /** @description seconds to wait before sending the request again */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description INTERNAL for a server fault; SERVICE_UNAVAILABLE: retry after Retry-After */
+                        error: string;
+                        /** @description on 503 only: what to do (absent on 500) */
+                        message?: string;
+                        /** @description the x-request-id of this answer: quote it to support */
+                        trace_id: string;
+                    };
+                };
+            };
+        };
+    };
+    getFairnessCrash: {
+        parameters: {
+            query: {
+                /** @description must be basis points, 0 to 9999 */
+                house_edge_bp?: string;
+                salt?: string;
+                /** @description must be the 64 lowercase hex characters of a revealed seed */
+                seed: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        crash_point: number;
+                        house_edge_bp: number;
+                        /** @description the seed of the round before it in the chain */
+                        previous_seed: string;
+                        /** @description how long the multiplier climbs before it crashes (milliseconds) */
+                        running_ms: number;
+                        salt: string;
+                        seed: string;
+                        /** @description sha256 of the seed text: the commitment the round published */
+                        seed_hash: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
+                        error: string;
+                        /** @description what went wrong, in words */
+                        message: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
+                        error: string;
+                        /** @description what went wrong, in words */
+                        message: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description INTERNAL for a server fault; SERVICE_UNAVAILABLE: retry after Retry-After */
+                        error: string;
+                        /** @description on 503 only: what to do (absent on 500) */
+                        message?: string;
+                        /** @description the x-request-id of this answer: quote it to support */
+                        trace_id: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    /** @description seconds to wait before sending the request again */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description INTERNAL for a server fault; SERVICE_UNAVAILABLE: retry after Retry-After */
+                        error: string;
+                        /** @description on 503 only: what to do (absent on 500) */
+                        message?: string;
+                        /** @description the x-request-id of this answer: quote it to support */
+                        trace_id: string;
+                    };
+                };
+            };
+        };
+    };
+    getFairnessRoundsByRoundId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                round_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description fields from seed on are given once the round is closed or void */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        chain_id: string;
+                        chain_idx: number;
+                        commitment: string | null;
+                        /** @description sha256(seed) is the seed_hash published */
+                        commitment_holds?: boolean;
+                        game: "crash" | "stock_race";
+                        /** @description Crash */
+                        house_edge_bp?: number;
+                        /** @description the seed hashes forward to the chain's commitment */
+                        links_to_commitment?: boolean;
+                        outcome?: {
+                            [key: string]: unknown;
+                        } | null;
+                        /** @description before the round ends: why there is nothing to check */
+                        reason?: string;
+                        /** @description the outcome recomputed from the seed */
+                        recomputed?: {
+                            [key: string]: unknown;
+                        };
+                        round_id: string;
+                        /** @description Crash */
+                        rtp_bp?: number;
+                        salt: string | null;
+                        /** @description once the round is closed or void */
+                        seed?: string;
+                        seed_hash: string;
+                        /** @description open | running | closed | void */
+                        status: string;
+                        /** @description Stock Race */
+                        symbols?: string[];
+                        /** @description before the round ends: nothing to check yet */
+                        verified?: null;
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
+                        error: string;
+                        /** @description what went wrong, in words */
+                        message: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
+                        error: string;
+                        /** @description what went wrong, in words */
+                        message: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description INTERNAL for a server fault; SERVICE_UNAVAILABLE: retry after Retry-After */
+                        error: string;
+                        /** @description on 503 only: what to do (absent on 500) */
+                        message?: string;
+                        /** @description the x-request-id of this answer: quote it to support */
+                        trace_id: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    /** @description seconds to wait before sending the request again */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description INTERNAL for a server fault; SERVICE_UNAVAILABLE: retry after Retry-After */
+                        error: string;
+                        /** @description on 503 only: what to do (absent on 500) */
+                        message?: string;
+                        /** @description the x-request-id of this answer: quote it to support */
+                        trace_id: string;
+                    };
+                };
+            };
+        };
+    };
+    getFairnessStockRace: {
+        parameters: {
+            query: {
+                /** @description the round's chain salt; none: unsalted */
+                salt?: string;
+                /** @description must be the 64 lowercase hex characters of a revealed seed */
+                seed: string;
+                /** @description comma-separated, in the round's order; defaults to the configured list */
+                symbols?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        pct: number;
+                        previous_seed: string;
+                        race_key: string;
+                        salt: string | null;
+                        seed: string;
+                        seed_hash: string;
+                        stocks: {
+                            pct: number;
+                            symbol: string;
+                        }[];
+                        winner: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
+                        error: string;
+                        /** @description what went wrong, in words */
+                        message: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
+                        error: string;
+                        /** @description what went wrong, in words */
+                        message: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description INTERNAL for a server fault; SERVICE_UNAVAILABLE: retry after Retry-After */
+                        error: string;
+                        /** @description on 503 only: what to do (absent on 500) */
+                        message?: string;
+                        /** @description the x-request-id of this answer: quote it to support */
+                        trace_id: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    /** @description seconds to wait before sending the request again */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description INTERNAL for a server fault; SERVICE_UNAVAILABLE: retry after Retry-After */
+                        error: string;
+                        /** @description on 503 only: what to do (absent on 500) */
+                        message?: string;
+                        /** @description the x-request-id of this answer: quote it to support */
+                        trace_id: string;
+                    };
+                };
+            };
+        };
+    };
+    getOperatorBetsByBetId: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description the operator API key */
+                "x-operator-key": string;
+                /** @description lowercase hex HMAC-SHA256 of METHOD\nPATH\nTIMESTAMP\nBODY keyed with the API secret */
+                "x-signature": string;
+                /** @description milliseconds since epoch; within 5 minutes of the server clock */
+                "x-timestamp": string;
+            };
+            path: {
+                /** @description must be a bet UUID */
+                bet_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        bet_id: string;
+                        currency: string;
+                        /** @description false for a bet of a test-mode operator (test data) */
+                        livemode: boolean;
+                        /** @description null until settled */
+                        payout: number | null;
+                        placed_at: number;
+                        player_ref: string;
+                        round_id: string;
+                        round_number: number;
+                        selected_stocks: string[];
+                        session_id: string | null;
+                        settled_at: number | null;
+                        /** @description the settle call to the operator's wallet; null before settlement or without a wallet_url */
+                        settlement: {
+                            attempts: number;
+                            delivered_at: number | null;
+                            next_attempt_at: number | null;
+                            /** @description pending | delivered */
+                            status: string;
+                        } | null;
+                        stake: number;
+                        /** @description reserved | won | lost | void */
+                        status: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
+                        error: string;
+                        /** @description what went wrong, in words */
+                        message: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
+                        error: string;
+                        /** @description what went wrong, in words */
+                        message: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
+                        error: string;
+                        /** @description what went wrong, in words */
+                        message: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
+                        error: string;
+                        /** @description what went wrong, in words */
+                        message: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
+                        error: string;
+                        /** @description what went wrong, in words */
+                        message: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
+                        error: string;
+                        /** @description what went wrong, in words */
+                        message: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
+                        error: string;
+                        /** @description what went wrong, in words */
+                        message: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    /** @description seconds to wait before sending the request again */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
+                        error: string;
+                        /** @description what went wrong, in words */
+                        message: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description INTERNAL for a server fault; SERVICE_UNAVAILABLE: retry after Retry-After */
+                        error: string;
+                        /** @description on 503 only: what to do (absent on 500) */
+                        message?: string;
+                        /** @description the x-request-id of this answer: quote it to support */
+                        trace_id: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    /** @description seconds to wait before sending the request again */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description INTERNAL for a server fault; SERVICE_UNAVAILABLE: retry after Retry-After */
+                        error: string;
+                        /** @description on 503 only: what to do (absent on 500) */
+                        message?: string;
+                        /** @description the x-request-id of this answer: quote it to support */
+                        trace_id: string;
+                    };
+                };
+            };
+        };
+    };
+    postOperatorBetsReserve: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description the operator API key */
+                "x-operator-key": string;
+                /** @description lowercase hex HMAC-SHA256 of METHOD\nPATH\nTIMESTAMP\nBODY keyed with the API secret */
+                "x-signature": string;
+                /** @description milliseconds since epoch; within 5 minutes of the server clock */
+                "x-timestamp": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description must be 1 to 255 characters, unique per reservation */
+                    idempotency_key: string;
+                    /** @description must be the round_id of the open Stock Race round */
+                    round_id: string;
+                    /** @description must be an array of stock symbols (strings) */
+                    selected_stocks: string[];
+                    /** @description must be a session_id from /v1/sessions/launch */
+                    session_id: string;
+                    /** @description must be a decimal amount in the session currency */
+                    stake: number;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
+                    "idempotent-replay"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** Format: uuid */
+                        bet_id: string;
+                        currency: string;
+                        /** @description false: reserved with a test key, in a sandbox round (test data) */
+                        livemode?: boolean;
+                        placed_at: number;
+                        player_ref: string;
+                        /** @description what the bet pays if one of its stocks wins (floored to the minor unit, capped) */
+                        potential_payout: number;
+                        round_id: string;
+                        round_number: number;
+                        selected_stocks: string[];
+                        session_id: string;
+                        stake: number;
+                        /** @description reserved */
+                        status: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
+                    "idempotent-replay"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
+                        error: string;
+                        /** @description what went wrong, in words */
+                        message: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
+                        error: string;
+                        /** @description what went wrong, in words */
+                        message: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
+                        error: string;
+                        /** @description what went wrong, in words */
+                        message: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
+                    "idempotent-replay"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
+                        error: string;
+                        /** @description what went wrong, in words */
+                        message: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
+                    "idempotent-replay"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
+                        error: string;
+                        /** @description what went wrong, in words */
+                        message: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
+                        error: string;
+                        /** @description what went wrong, in words */
+                        message: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
+                        error: string;
+                        /** @description what went wrong, in words */
+                        message: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    /** @description seconds to wait before sending the request again */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
+                        error: string;
+                        /** @description what went wrong, in words */
+                        message: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description INTERNAL for a server fault; SERVICE_UNAVAILABLE: retry after Retry-After */
+                        error: string;
+                        /** @description on 503 only: what to do (absent on 500) */
+                        message?: string;
+                        /** @description the x-request-id of this answer: quote it to support */
+                        trace_id: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    /** @description seconds to wait before sending the request again */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description INTERNAL for a server fault; SERVICE_UNAVAILABLE: retry after Retry-After */
+                        error: string;
+                        /** @description on 503 only: what to do (absent on 500) */
+                        message?: string;
+                        /** @description the x-request-id of this answer: quote it to support */
+                        trace_id: string;
+                    };
+                };
+            };
+        };
+    };
+    getOperatorComplianceFlags: {
+        parameters: {
+            query?: {
+                /** @description must be milliseconds since epoch: flags raised before it */
+                before?: string;
+                /** @description must be an integer from 1 to 1000 */
+                limit?: string;
+                /** @description external_user_id or player_ref */
+                player?: string;
+                /** @description one of large_stake, large_payout, bet_velocity, machine_timing, session_multi_place */
+                rule?: "large_stake" | "large_payout" | "bet_velocity" | "machine_timing" | "session_multi_place";
+                /** @description must be a flag_id: the last one of the previous page, after which this page goes on (the page cursor; flags raised by one round's close share created_at, so `before` alone cannot page them) */
+                starting_after?: string;
+            };
+            header: {
+                /** @description the operator API key */
+                "x-operator-key": string;
+                /** @description lowercase hex HMAC-SHA256 of METHOD\nPATH\nTIMESTAMP\nBODY keyed with the API secret */
+                "x-signature": string;
+                /** @description milliseconds since epoch; within 5 minutes of the server clock */
+                "x-timestamp": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        flags: {
+                            /** @description the bet that raised the flag, if one did */
+                            bet_id: string | null;
+                            /** @description when the flag was raised (milliseconds since epoch) */
+                            created_at: number;
+                            /** @description rule-specific measurements and the threshold that was crossed */
+                            details: {
+                                [key: string]: unknown;
+                            };
+                            /** @description the flag id (flag_…) */
+                            flag_id: string;
+                            /** @description crash or stock_race, when a bet raised the flag */
+                            game: string | null;
+                            /** @description the player the flag is about */
+                            player: string | null;
+                            /** @description the bet's round, when a bet raised the flag */
+                            round_id: string | null;
+                            /** @description one of large_stake, large_payout, bet_velocity, machine_timing, session_multi_place */
+                            rule: "large_stake" | "large_payout" | "bet_velocity" | "machine_timing" | "session_multi_place";
+                            /** @description the Surface B play session, if the rule looked at one */
+                            session_id: string | null;
+                        }[];
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    /** @description seconds to wait before sending the request again */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    /** @description seconds to wait before sending the request again */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+        };
+    };
+    getOperatorRoundsByRoundId: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description the operator API key */
+                "x-operator-key": string;
+                /** @description lowercase hex HMAC-SHA256 of METHOD\nPATH\nTIMESTAMP\nBODY keyed with the API secret */
+                "x-signature": string;
+                /** @description milliseconds since epoch; within 5 minutes of the server clock */
+                "x-timestamp": string;
+            };
+            path: {
+                /** @description must be a round id */
+                round_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description end of the betting window (milliseconds since epoch) */
+                        betting_closes_at: number;
+                        /** @description when the round closed with its outcome; null before */
+                        closed_at: number | null;
+                        /** @description the game */
+                        game: "crash" | "stock_race";
+                        /** @description false for a sandbox round of a test-mode operator (test data) */
+                        livemode: boolean;
+                        /** @description when the round opened (milliseconds since epoch) */
+                        opened_at: number;
+                        /** @description closed: {winner, pct, stocks[{symbol, pct}]} */
+                        outcome: {
+                            [key: string]: unknown;
+                        } | null;
+                        /** @description while running: how far the race is, 0..1000 */
+                        progress_permille?: number;
+                        /** @description Stock Race: length of the running phase (milliseconds) */
+                        race_ms: number;
+                        /** @description the round id */
+                        round_id: string;
+                        /** @description increasing per game */
+                        round_number: number;
+                        /** @description when the multiplier / race started */
+                        running_at: number | null;
+                        /** @description sandbox rounds: the outcome was scripted, not drawn from a hash chain */
+                        scripted?: boolean;
+                        /** @description the revealed seed once the round is closed or void; null before */
+                        seed: string | null;
+                        /** @description sha256 of the seed, the commitment published when the round opens */
+                        seed_hash: string;
+                        /** @description open | running | closed | void (the round could not complete: every stake is returned) */
+                        status: "open" | "running" | "closed" | "void";
+                        /** @description while running: each stock now */
+                        stocks?: {
+                            pct: number;
+                            symbol: string;
+                        }[];
+                        /** @description Stock Race: the stocks racing in this round */
+                        symbols: string[];
+                        /** @description why the round could not complete; null unless void */
+                        void_reason: string | null;
+                        /** @description when the round was voided; null unless void */
+                        voided_at: number | null;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
+                        error: string;
+                        /** @description what went wrong, in words */
+                        message: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
+                        error: string;
+                        /** @description what went wrong, in words */
+                        message: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
+                        error: string;
+                        /** @description what went wrong, in words */
+                        message: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
+                        error: string;
+                        /** @description what went wrong, in words */
+                        message: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
+                        error: string;
+                        /** @description what went wrong, in words */
+                        message: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
+                        error: string;
+                        /** @description what went wrong, in words */
+                        message: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
+                        error: string;
+                        /** @description what went wrong, in words */
+                        message: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    /** @description seconds to wait before sending the request again */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
+                        error: string;
+                        /** @description what went wrong, in words */
+                        message: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description INTERNAL for a server fault; SERVICE_UNAVAILABLE: retry after Retry-After */
+                        error: string;
+                        /** @description on 503 only: what to do (absent on 500) */
+                        message?: string;
+                        /** @description the x-request-id of this answer: quote it to support */
+                        trace_id: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    /** @description seconds to wait before sending the request again */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description INTERNAL for a server fault; SERVICE_UNAVAILABLE: retry after Retry-After */
+                        error: string;
+                        /** @description on 503 only: what to do (absent on 500) */
+                        message?: string;
+                        /** @description the x-request-id of this answer: quote it to support */
+                        trace_id: string;
+                    };
+                };
+            };
+        };
+    };
+    getOperatorRoundsCurrent: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description the operator API key */
+                "x-operator-key": string;
+                /** @description lowercase hex HMAC-SHA256 of METHOD\nPATH\nTIMESTAMP\nBODY keyed with the API secret */
+                "x-signature": string;
+                /** @description milliseconds since epoch; within 5 minutes of the server clock */
+                "x-timestamp": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description end of the betting window (milliseconds since epoch) */
+                        betting_closes_at: number;
+                        /** @description when the round closed with its outcome; null before */
+                        closed_at: number | null;
+                        /** @description the game */
+                        game: "crash" | "stock_race";
+                        /** @description false for a sandbox round of a test-mode operator (test data) */
+                        livemode: boolean;
+                        /** @description when the round opened (milliseconds since epoch) */
+                        opened_at: number;
+                        /** @description closed: {winner, pct, stocks[{symbol, pct}]} */
+                        outcome: {
+                            [key: string]: unknown;
+                        } | null;
+                        /** @description while running: how far the race is, 0..1000 */
+                        progress_permille?: number;
+                        /** @description Stock Race: length of the running phase (milliseconds) */
+                        race_ms: number;
+                        /** @description the round id */
+                        round_id: string;
+                        /** @description increasing per game */
+                        round_number: number;
+                        /** @description when the multiplier / race started */
+                        running_at: number | null;
+                        /** @description sandbox rounds: the outcome was scripted, not drawn from a hash chain */
+                        scripted?: boolean;
+                        /** @description the revealed seed once the round is closed or void; null before */
+                        seed: string | null;
+                        /** @description sha256 of the seed, the commitment published when the round opens */
+                        seed_hash: string;
+                        /** @description open | running | closed | void (the round could not complete: every stake is returned) */
+                        status: "open" | "running" | "closed" | "void";
+                        /** @description while running: each stock now */
+                        stocks?: {
+                            pct: number;
+                            symbol: string;
+                        }[];
+                        /** @description Stock Race: the stocks racing in this round */
+                        symbols: string[];
+                        /** @description why the round could not complete; null unless void */
+                        void_reason: string | null;
+                        /** @description when the round was voided; null unless void */
+                        voided_at: number | null;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
+                        error: string;
+                        /** @description what went wrong, in words */
+                        message: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
+                        error: string;
+                        /** @description what went wrong, in words */
+                        message: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
+                        error: string;
+                        /** @description what went wrong, in words */
+                        message: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
+                        error: string;
+                        /** @description what went wrong, in words */
+                        message: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
+                        error: string;
+                        /** @description what went wrong, in words */
+                        message: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
+                        error: string;
+                        /** @description what went wrong, in words */
+                        message: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
+                        error: string;
+                        /** @description what went wrong, in words */
+                        message: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    /** @description seconds to wait before sending the request again */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
+                        error: string;
+                        /** @description what went wrong, in words */
+                        message: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description INTERNAL for a server fault; SERVICE_UNAVAILABLE: retry after Retry-After */
+                        error: string;
+                        /** @description on 503 only: what to do (absent on 500) */
+                        message?: string;
+                        /** @description the x-request-id of this answer: quote it to support */
+                        trace_id: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    /** @description seconds to wait before sending the request again */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description INTERNAL for a server fault; SERVICE_UNAVAILABLE: retry after Retry-After */
+                        error: string;
+                        /** @description on 503 only: what to do (absent on 500) */
+                        message?: string;
+                        /** @description the x-request-id of this answer: quote it to support */
+                        trace_id: string;
+                    };
+                };
+            };
+        };
+    };
+    getOperatorRoundsStream: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description the operator API key */
+                "x-operator-key": string;
+                /** @description lowercase hex HMAC-SHA256 of METHOD\nPATH\nTIMESTAMP\nBODY keyed with the API secret */
+                "x-signature": string;
+                /** @description milliseconds since epoch; within 5 minutes of the server clock */
+                "x-timestamp": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Server-Sent Events: a snapshot of the current round first, then every change */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": string;
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
+                        error: string;
+                        /** @description what went wrong, in words */
+                        message: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
+                        error: string;
+                        /** @description what went wrong, in words */
+                        message: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
+                        error: string;
+                        /** @description what went wrong, in words */
+                        message: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
+                        error: string;
+                        /** @description what went wrong, in words */
+                        message: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
+                        error: string;
+                        /** @description what went wrong, in words */
+                        message: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
+                        error: string;
+                        /** @description what went wrong, in words */
+                        message: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
+                        error: string;
+                        /** @description what went wrong, in words */
+                        message: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    /** @description seconds to wait before sending the request again */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
+                        error: string;
+                        /** @description what went wrong, in words */
+                        message: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description INTERNAL for a server fault; SERVICE_UNAVAILABLE: retry after Retry-After */
+                        error: string;
+                        /** @description on 503 only: what to do (absent on 500) */
+                        message?: string;
+                        /** @description the x-request-id of this answer: quote it to support */
+                        trace_id: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    /** @description seconds to wait before sending the request again */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description INTERNAL for a server fault; SERVICE_UNAVAILABLE: retry after Retry-After */
+                        error: string;
+                        /** @description on 503 only: what to do (absent on 500) */
+                        message?: string;
+                        /** @description the x-request-id of this answer: quote it to support */
+                        trace_id: string;
+                    };
+                };
+            };
+        };
+    };
+    getOperatorSandboxCrashNextOutcomes: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description the operator API key */
+                "x-operator-key": string;
+                /** @description lowercase hex HMAC-SHA256 of METHOD\nPATH\nTIMESTAMP\nBODY keyed with the API secret */
+                "x-signature": string;
+                /** @description milliseconds since epoch; within 5 minutes of the server clock */
+                "x-timestamp": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        game: string;
+                        livemode: boolean;
+                        /** @description queued outcomes, next first; each is used by the next sandbox round that takes a bet */
+                        pending: {
+                            [key: string]: unknown;
+                        }[];
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    /** @description seconds to wait before sending the request again */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    /** @description seconds to wait before sending the request again */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+        };
+    };
+    postOperatorSandboxCrashNextOutcomes: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description 1 to 255 characters: a retry under the same key (signed afresh) gets the first answer and changes nothing */
+                "idempotency-key"?: string;
+                /** @description the operator API key */
+                "x-operator-key": string;
+                /** @description lowercase hex HMAC-SHA256 of METHOD\nPATH\nTIMESTAMP\nBODY keyed with the API secret */
+                "x-signature": string;
+                /** @description milliseconds since epoch; within 5 minutes of the server clock */
+                "x-timestamp": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description must be 1 to 100 multipliers from 1.00 to 1000000 with at most 2 decimals */
+                    crash_points: number[];
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
+                    "idempotent-replay"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        game: string;
+                        livemode: boolean;
+                        /** @description queued outcomes, next first; each is used by the next sandbox round that takes a bet */
+                        pending: {
+                            [key: string]: unknown;
+                        }[];
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
+                    "idempotent-replay"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
+                    "idempotent-replay"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
+                    "idempotent-replay"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    /** @description seconds to wait before sending the request again */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    /** @description seconds to wait before sending the request again */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+        };
+    };
+    deleteOperatorSandboxCrashNextOutcomes: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description the operator API key */
+                "x-operator-key": string;
+                /** @description lowercase hex HMAC-SHA256 of METHOD\nPATH\nTIMESTAMP\nBODY keyed with the API secret */
+                "x-signature": string;
+                /** @description milliseconds since epoch; within 5 minutes of the server clock */
+                "x-timestamp": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        game: string;
+                        livemode: boolean;
+                        /** @description queued outcomes, next first; each is used by the next sandbox round that takes a bet */
+                        pending: {
+                            [key: string]: unknown;
+                        }[];
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    /** @description seconds to wait before sending the request again */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    /** @description seconds to wait before sending the request again */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+        };
+    };
+    getOperatorSandboxStockRaceNextOutcomes: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description the operator API key */
+                "x-operator-key": string;
+                /** @description lowercase hex HMAC-SHA256 of METHOD\nPATH\nTIMESTAMP\nBODY keyed with the API secret */
+                "x-signature": string;
+                /** @description milliseconds since epoch; within 5 minutes of the server clock */
+                "x-timestamp": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        game: string;
+                        livemode: boolean;
+                        /** @description queued outcomes, next first; each is used by the next sandbox round that takes a bet */
+                        pending: {
+                            [key: string]: unknown;
+                        }[];
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    /** @description seconds to wait before sending the request again */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    /** @description seconds to wait before sending the request again */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+        };
+    };
+    postOperatorSandboxStockRaceNextOutcomes: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description 1 to 255 characters: a retry under the same key (signed afresh) gets the first answer and changes nothing */
+                "idempotency-key"?: string;
+                /** @description the operator API key */
+                "x-operator-key": string;
+                /** @description lowercase hex HMAC-SHA256 of METHOD\nPATH\nTIMESTAMP\nBODY keyed with the API secret */
+                "x-signature": string;
+                /** @description milliseconds since epoch; within 5 minutes of the server clock */
+                "x-timestamp": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description must be 1 to 100 stock symbols */
+                    winners: string[];
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
+                    "idempotent-replay"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        game: string;
+                        livemode: boolean;
+                        /** @description queued outcomes, next first; each is used by the next sandbox round that takes a bet */
+                        pending: {
+                            [key: string]: unknown;
+                        }[];
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
+                    "idempotent-replay"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
+                    "idempotent-replay"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
+                    "idempotent-replay"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    /** @description seconds to wait before sending the request again */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    /** @description seconds to wait before sending the request again */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+        };
+    };
+    deleteOperatorSandboxStockRaceNextOutcomes: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description the operator API key */
+                "x-operator-key": string;
+                /** @description lowercase hex HMAC-SHA256 of METHOD\nPATH\nTIMESTAMP\nBODY keyed with the API secret */
+                "x-signature": string;
+                /** @description milliseconds since epoch; within 5 minutes of the server clock */
+                "x-timestamp": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        game: string;
+                        livemode: boolean;
+                        /** @description queued outcomes, next first; each is used by the next sandbox round that takes a bet */
+                        pending: {
+                            [key: string]: unknown;
+                        }[];
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    /** @description seconds to wait before sending the request again */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    /** @description seconds to wait before sending the request again */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+        };
+    };
+    getOperatorSandboxTiming: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description the operator API key */
+                "x-operator-key": string;
+                /** @description lowercase hex HMAC-SHA256 of METHOD\nPATH\nTIMESTAMP\nBODY keyed with the API secret */
+                "x-signature": string;
+                /** @description milliseconds since epoch; within 5 minutes of the server clock */
+                "x-timestamp": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        crash: {
+                            betting_window_ms: number;
+                            pause_ms: number;
+                        };
+                        livemode: boolean;
+                        stock_race: {
+                            betting_window_ms: number;
+                            pause_ms: number;
+                            race_ms: number;
+                        };
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    /** @description seconds to wait before sending the request again */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    /** @description seconds to wait before sending the request again */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+        };
+    };
+    postOperatorSandboxTiming: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description 1 to 255 characters: a retry under the same key (signed afresh) gets the first answer and changes nothing */
+                "idempotency-key"?: string;
+                /** @description the operator API key */
+                "x-operator-key": string;
+                /** @description lowercase hex HMAC-SHA256 of METHOD\nPATH\nTIMESTAMP\nBODY keyed with the API secret */
+                "x-signature": string;
+                /** @description milliseconds since epoch; within 5 minutes of the server clock */
+                "x-timestamp": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    crash?: {
+                        /** @description must be an integer from 100 to 600000 (ms) */
+                        betting_window_ms?: number;
+                        /** @description must be an integer from 0 to 600000 (ms) */
+                        pause_ms?: number;
+                    };
+                    stock_race?: {
+                        /** @description must be an integer from 100 to 600000 (ms) */
+                        betting_window_ms?: number;
+                        /** @description must be an integer from 0 to 600000 (ms) */
+                        pause_ms?: number;
+                        /** @description must be an integer from 100 to 600000 (ms) */
+                        race_ms?: number;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
+                    "idempotent-replay"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        crash: {
+                            betting_window_ms: number;
+                            pause_ms: number;
+                        };
+                        livemode: boolean;
+                        stock_race: {
+                            betting_window_ms: number;
+                            pause_ms: number;
+                            race_ms: number;
+                        };
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
+                    "idempotent-replay"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
+                    "idempotent-replay"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
+                    "idempotent-replay"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    /** @description seconds to wait before sending the request again */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    /** @description seconds to wait before sending the request again */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+        };
+    };
+    postOperatorSandboxWalletBalances: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description 1 to 255 characters: a retry under the same key (signed afresh) gets the first answer and changes nothing */
+                "idempotency-key"?: string;
+                /** @description the operator API key */
+                "x-operator-key": string;
+                /** @description lowercase hex HMAC-SHA256 of METHOD\nPATH\nTIMESTAMP\nBODY keyed with the API secret */
+                "x-signature": string;
+                /** @description milliseconds since epoch; within 5 minutes of the server clock */
+                "x-timestamp": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description must be a non-negative decimal amount in the currency */
+                    balance: number;
+                    /** @description must be an ISO 4217 code */
+                    currency: string;
+                    /** @description must be a string of 1 to 120 characters */
+                    player_ref: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
+                    "idempotent-replay"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        balance: number;
+                        currency: string;
+                        player_ref: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
+                    "idempotent-replay"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
+                    "idempotent-replay"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
+                    "idempotent-replay"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    /** @description seconds to wait before sending the request again */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    /** @description seconds to wait before sending the request again */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+        };
+    };
+    getOperatorSandboxWalletBalancesByPlayerRef: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description the operator API key */
+                "x-operator-key": string;
+                /** @description lowercase hex HMAC-SHA256 of METHOD\nPATH\nTIMESTAMP\nBODY keyed with the API secret */
+                "x-signature": string;
+                /** @description milliseconds since epoch; within 5 minutes of the server clock */
+                "x-timestamp": string;
+            };
+            path: {
+                player_ref: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        balances: {
+                            balance: number;
+                            currency: string;
+                            player_ref: string;
+                        }[];
+                        livemode: boolean;
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    /** @description seconds to wait before sending the request again */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    /** @description seconds to wait before sending the request again */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+        };
+    };
+    postOperatorSandboxWalletFailures: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description 1 to 255 characters: a retry under the same key (signed afresh) gets the first answer and changes nothing */
+                "idempotency-key"?: string;
+                /** @description the operator API key */
+                "x-operator-key": string;
+                /** @description lowercase hex HMAC-SHA256 of METHOD\nPATH\nTIMESTAMP\nBODY keyed with the API secret */
+                "x-signature": string;
+                /** @description milliseconds since epoch; within 5 minutes of the server clock */
+                "x-timestamp": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description must be an integer from 1 to 1000: how many settle calls fail */
+                    count?: number;
+                    /** @description must be none, timeout or error_500 */
+                    mode: "none" | "timeout" | "error_500";
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
+                    "idempotent-replay"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        livemode: boolean;
+                        mode: string;
+                        /** @description settle calls left to fail; null: until switched off */
+                        remaining: number | null;
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
+                    "idempotent-replay"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
+                    "idempotent-replay"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
+                    "idempotent-replay"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    /** @description seconds to wait before sending the request again */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    /** @description seconds to wait before sending the request again */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+        };
+    };
+    postOperatorSessionsLaunch: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description 1 to 255 characters: a retry under the same key (signed afresh) gets the first answer and changes nothing */
+                "idempotency-key"?: string;
+                /** @description the operator API key */
+                "x-operator-key": string;
+                /** @description lowercase hex HMAC-SHA256 of METHOD\nPATH\nTIMESTAMP\nBODY keyed with the API secret */
+                "x-signature": string;
+                /** @description milliseconds since epoch; within 5 minutes of the server clock */
+                "x-timestamp": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description must be an uppercase ISO 4217 code such as EUR */
+                    currency: string;
+                    /** @description must be a string of 1 to 120 characters */
+                    player_ref: string;
+                    /** @description must be an absolute https URL of at most 2048 characters */
+                    return_url: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
+                    "idempotent-replay"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description milliseconds since epoch */
+                        expires_at: number;
+                        /** @description the player page, carrying the session token as `token` */
+                        launch_url: string;
+                        session_id: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
+                    "idempotent-replay"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
+                        error: string;
+                        /** @description what went wrong, in words */
+                        message: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
+                        error: string;
+                        /** @description what went wrong, in words */
+                        message: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
+                        error: string;
+                        /** @description what went wrong, in words */
+                        message: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
+                    "idempotent-replay"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
+                        error: string;
+                        /** @description what went wrong, in words */
+                        message: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
+                    "idempotent-replay"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
+                        error: string;
+                        /** @description what went wrong, in words */
+                        message: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
+                        error: string;
+                        /** @description what went wrong, in words */
+                        message: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
+                        error: string;
+                        /** @description what went wrong, in words */
+                        message: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    /** @description seconds to wait before sending the request again */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
+                        error: string;
+                        /** @description what went wrong, in words */
+                        message: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description INTERNAL for a server fault; SERVICE_UNAVAILABLE: retry after Retry-After */
+                        error: string;
+                        /** @description on 503 only: what to do (absent on 500) */
+                        message?: string;
+                        /** @description the x-request-id of this answer: quote it to support */
+                        trace_id: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    /** @description seconds to wait before sending the request again */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description INTERNAL for a server fault; SERVICE_UNAVAILABLE: retry after Retry-After */
+                        error: string;
+                        /** @description on 503 only: what to do (absent on 500) */
+                        message?: string;
+                        /** @description the x-request-id of this answer: quote it to support */
+                        trace_id: string;
+                    };
+                };
+            };
+        };
+    };
+    getOperatorSettlements: {
+        parameters: {
+            query?: {
+                /** @description must be an integer from 1 to 1000 */
+                limit?: string;
+                /** @description must be a bet_id: the last one of the previous page, after which this page goes on (the page cursor; a round's settlements share created_at) */
+                starting_after?: string;
+                /** @description must be pending or delivered */
+                status?: "pending" | "delivered";
+            };
+            header: {
+                /** @description the operator API key */
+                "x-operator-key": string;
+                /** @description lowercase hex HMAC-SHA256 of METHOD\nPATH\nTIMESTAMP\nBODY keyed with the API secret */
+                "x-signature": string;
+                /** @description milliseconds since epoch; within 5 minutes of the server clock */
+                "x-timestamp": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        settlements: {
+                            attempts: number;
+                            bet_id: string;
+                            /** @description the exact body POSTed to {wallet_url}/v1/bets/settle */
+                            body: {
+                                bet_id: string;
+                                idempotency_key: string;
+                                payout: number;
+                                pct: number | null;
+                                winner: string | null;
+                            };
+                            created_at: number;
+                            delivered_at: number | null;
+                            idempotency_key: string;
+                            last_error: string | null;
+                            last_status_code: number | null;
+                            next_attempt_at: number | null;
+                            operator_id: string;
+                            /** @description pending | delivered */
+                            status: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
+                        error: string;
+                        /** @description what went wrong, in words */
+                        message: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
+                        error: string;
+                        /** @description what went wrong, in words */
+                        message: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
+                        error: string;
+                        /** @description what went wrong, in words */
+                        message: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
+                        error: string;
+                        /** @description what went wrong, in words */
+                        message: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
+                        error: string;
+                        /** @description what went wrong, in words */
+                        message: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
+                        error: string;
+                        /** @description what went wrong, in words */
+                        message: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
+                        error: string;
+                        /** @description what went wrong, in words */
+                        message: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    /** @description seconds to wait before sending the request again */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
+                        error: string;
+                        /** @description what went wrong, in words */
+                        message: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description INTERNAL for a server fault; SERVICE_UNAVAILABLE: retry after Retry-After */
+                        error: string;
+                        /** @description on 503 only: what to do (absent on 500) */
+                        message?: string;
+                        /** @description the x-request-id of this answer: quote it to support */
+                        trace_id: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    /** @description seconds to wait before sending the request again */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description INTERNAL for a server fault; SERVICE_UNAVAILABLE: retry after Retry-After */
+                        error: string;
+                        /** @description on 503 only: what to do (absent on 500) */
+                        message?: string;
+                        /** @description the x-request-id of this answer: quote it to support */
+                        trace_id: string;
+                    };
+                };
+            };
+        };
+    };
+    getOperatorWebhookDeliveries: {
+        parameters: {
+            query?: {
+                /** @description must be milliseconds since epoch: deliveries created before it */
+                before?: string;
+                endpoint_id?: string;
+                /** @description must be an integer from 1 to 500 */
+                limit?: string;
+                /** @description must be a delivery_id: the last one of the previous page, after which this page goes on (the page cursor; deliveries of one round share created_at, so `before` alone cannot page them) */
+                starting_after?: string;
+                /** @description one of pending, delivered, dead, cancelled */
+                status?: "pending" | "delivered" | "dead" | "cancelled";
+            };
+            header: {
+                /** @description the operator API key */
+                "x-operator-key": string;
+                /** @description lowercase hex HMAC-SHA256 of METHOD\nPATH\nTIMESTAMP\nBODY keyed with the API secret */
+                "x-signature": string;
+                /** @description milliseconds since epoch; within 5 minutes of the server clock */
+                "x-timestamp": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        deliveries: {
+                            /** @description attempts made so far */
+                            attempts: number;
+                            created_at: number;
+                            dead_at: number | null;
+                            delivered_at: number | null;
+                            delivery_id: string;
+                            endpoint_id: string;
+                            event_id: string;
+                            event_type: string;
+                            last_error: string | null;
+                            last_status_code: number | null;
+                            next_attempt_at: number | null;
+                            resend_of: string | null;
+                            /** @description pending | delivered | dead | cancelled */
+                            status: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    /** @description seconds to wait before sending the request again */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    /** @description seconds to wait before sending the request again */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+        };
+    };
+    getOperatorWebhookDeliveriesByDeliveryId: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description the operator API key */
+                "x-operator-key": string;
+                /** @description lowercase hex HMAC-SHA256 of METHOD\nPATH\nTIMESTAMP\nBODY keyed with the API secret */
+                "x-signature": string;
+                /** @description milliseconds since epoch; within 5 minutes of the server clock */
+                "x-timestamp": string;
+            };
+            path: {
+                /** @description must be a delivery id (dlv_…) */
+                delivery_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        attempt_log: {
+                            attempt: number;
+                            error: string | null;
+                            latency_ms: number;
+                            response_excerpt: string | null;
+                            started_at: number;
+                            status_code: number | null;
+                        }[];
+                        /** @description attempts made so far */
+                        attempts: number;
+                        created_at: number;
+                        dead_at: number | null;
+                        delivered_at: number | null;
+                        delivery_id: string;
+                        endpoint_id: string;
+                        event_id: string;
+                        event_type: string;
+                        last_error: string | null;
+                        last_status_code: number | null;
+                        next_attempt_at: number | null;
+                        resend_of: string | null;
+                        /** @description pending | delivered | dead | cancelled */
+                        status: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    /** @description seconds to wait before sending the request again */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    /** @description seconds to wait before sending the request again */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+        };
+    };
+    postOperatorWebhookDeliveriesByDeliveryIdResend: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description 1 to 255 characters: a retry under the same key (signed afresh) gets the first answer and changes nothing */
+                "idempotency-key"?: string;
+                /** @description the operator API key */
+                "x-operator-key": string;
+                /** @description lowercase hex HMAC-SHA256 of METHOD\nPATH\nTIMESTAMP\nBODY keyed with the API secret */
+                "x-signature": string;
+                /** @description milliseconds since epoch; within 5 minutes of the server clock */
+                "x-timestamp": string;
+            };
+            path: {
+                /** @description must be a delivery id (dlv_…) */
+                delivery_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": Record<string, never>;
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            202: {
+                headers: {
+                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
+                    "idempotent-replay"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description attempts made so far */
+                        attempts: number;
+                        created_at: number;
+                        dead_at: number | null;
+                        delivered_at: number | null;
+                        delivery_id: string;
+                        endpoint_id: string;
+                        event_id: string;
+                        event_type: string;
+                        last_error: string | null;
+                        last_status_code: number | null;
+                        next_attempt_at: number | null;
+                        resend_of: string | null;
+                        /** @description pending | delivered | dead | cancelled */
+                        status: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
+                    "idempotent-replay"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
+                    "idempotent-replay"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
+                    "idempotent-replay"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    /** @description seconds to wait before sending the request again */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    /** @description seconds to wait before sending the request again */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+        };
+    };
+    getOperatorWebhookEndpoints: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description the operator API key */
+                "x-operator-key": string;
+                /** @description lowercase hex HMAC-SHA256 of METHOD\nPATH\nTIMESTAMP\nBODY keyed with the API secret */
+                "x-signature": string;
+                /** @description milliseconds since epoch; within 5 minutes of the server clock */
+                "x-timestamp": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        endpoints: {
+                            created_at: number;
+                            enabled: boolean;
+                            endpoint_id: string;
+                            events: string[];
+                            operator_id: string;
+                            /** @description until then the previous secret still signs too */
+                            previous_secret_expires_at: number | null;
+                            surface: "A" | "B";
+                            updated_at: number;
+                            url: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    /** @description seconds to wait before sending the request again */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    /** @description seconds to wait before sending the request again */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+        };
+    };
+    postOperatorWebhookEndpoints: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description 1 to 255 characters: a retry under the same key (signed afresh) gets the first answer and changes nothing */
+                "idempotency-key"?: string;
+                /** @description the operator API key */
+                "x-operator-key": string;
+                /** @description lowercase hex HMAC-SHA256 of METHOD\nPATH\nTIMESTAMP\nBODY keyed with the API secret */
+                "x-signature": string;
+                /** @description milliseconds since epoch; within 5 minutes of the server clock */
+                "x-timestamp": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description must be true or false */
+                    enabled?: boolean;
+                    /** @description must be a non-empty array of: round.opened, round.closed, bet.settled, compliance.flag */
+                    events?: ("round.opened" | "round.closed" | "bet.settled" | "compliance.flag")[];
+                    /** @description A or B: the signing scheme of the deliveries; defaults to the surface the request was made on */
+                    surface?: "A" | "B";
+                    /** @description must be an https URL that resolves to a public address (at most 2048 characters) */
+                    url: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
+                    "idempotent-replay"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        created_at: number;
+                        enabled: boolean;
+                        endpoint_id: string;
+                        events: string[];
+                        operator_id: string;
+                        /** @description until then the previous secret still signs too */
+                        previous_secret_expires_at: number | null;
+                        /** @description whsec_…: shown only in this answer; store it now */
+                        secret: string;
+                        surface: "A" | "B";
+                        updated_at: number;
+                        url: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
+                    "idempotent-replay"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
+                    "idempotent-replay"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
+                    "idempotent-replay"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    /** @description seconds to wait before sending the request again */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    /** @description seconds to wait before sending the request again */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+        };
+    };
+    getOperatorWebhookEndpointsByEndpointId: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description the operator API key */
+                "x-operator-key": string;
+                /** @description lowercase hex HMAC-SHA256 of METHOD\nPATH\nTIMESTAMP\nBODY keyed with the API secret */
+                "x-signature": string;
+                /** @description milliseconds since epoch; within 5 minutes of the server clock */
+                "x-timestamp": string;
+            };
+            path: {
+                /** @description must be an endpoint id (we_…) */
+                endpoint_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        created_at: number;
+                        enabled: boolean;
+                        endpoint_id: string;
+                        events: string[];
+                        operator_id: string;
+                        /** @description until then the previous secret still signs too */
+                        previous_secret_expires_at: number | null;
+                        surface: "A" | "B";
+                        updated_at: number;
+                        url: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    /** @description seconds to wait before sending the request again */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    /** @description seconds to wait before sending the request again */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+        };
+    };
+    deleteOperatorWebhookEndpointsByEndpointId: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description the operator API key */
+                "x-operator-key": string;
+                /** @description lowercase hex HMAC-SHA256 of METHOD\nPATH\nTIMESTAMP\nBODY keyed with the API secret */
+                "x-signature": string;
+                /** @description milliseconds since epoch; within 5 minutes of the server clock */
+                "x-timestamp": string;
+            };
+            path: {
+                /** @description must be an endpoint id (we_…) */
+                endpoint_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    /** @description seconds to wait before sending the request again */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    /** @description seconds to wait before sending the request again */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+        };
+    };
+    patchOperatorWebhookEndpointsByEndpointId: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description the operator API key */
+                "x-operator-key": string;
+                /** @description lowercase hex HMAC-SHA256 of METHOD\nPATH\nTIMESTAMP\nBODY keyed with the API secret */
+                "x-signature": string;
+                /** @description milliseconds since epoch; within 5 minutes of the server clock */
+                "x-timestamp": string;
+            };
+            path: {
+                /** @description must be an endpoint id (we_…) */
+                endpoint_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description must be true or false */
+                    enabled?: boolean;
+                    /** @description must be a non-empty array of: round.opened, round.closed, bet.settled, compliance.flag */
+                    events?: ("round.opened" | "round.closed" | "bet.settled" | "compliance.flag")[];
+                    /** @description must be an https URL that resolves to a public address (at most 2048 characters) */
+                    url?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        created_at: number;
+                        enabled: boolean;
+                        endpoint_id: string;
+                        events: string[];
+                        operator_id: string;
+                        /** @description until then the previous secret still signs too */
+                        previous_secret_expires_at: number | null;
+                        surface: "A" | "B";
+                        updated_at: number;
+                        url: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    /** @description seconds to wait before sending the request again */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    /** @description seconds to wait before sending the request again */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+        };
+    };
+    postOperatorWebhookEndpointsByEndpointIdRotateSecret: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description 1 to 255 characters: a retry under the same key (signed afresh) gets the first answer and changes nothing */
+                "idempotency-key"?: string;
+                /** @description the operator API key */
+                "x-operator-key": string;
+                /** @description lowercase hex HMAC-SHA256 of METHOD\nPATH\nTIMESTAMP\nBODY keyed with the API secret */
+                "x-signature": string;
+                /** @description milliseconds since epoch; within 5 minutes of the server clock */
+                "x-timestamp": string;
+            };
+            path: {
+                /** @description must be an endpoint id (we_…) */
+                endpoint_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": {
+                    /** @description must be an integer of milliseconds from 0 to 30 days */
+                    overlap_ms?: number;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
+                    "idempotent-replay"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        created_at: number;
+                        enabled: boolean;
+                        endpoint_id: string;
+                        events: string[];
+                        operator_id: string;
+                        /** @description until then the previous secret still signs too */
+                        previous_secret_expires_at: number | null;
+                        /** @description whsec_…: shown only in this answer; store it now */
+                        secret: string;
+                        surface: "A" | "B";
+                        updated_at: number;
+                        url: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
+                    "idempotent-replay"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
+                    "idempotent-replay"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
+                    "idempotent-replay"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    /** @description seconds to wait before sending the request again */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    /** @description seconds to wait before sending the request again */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+        };
+    };
+    postOperatorWebhookEndpointsByEndpointIdTest: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description 1 to 255 characters: a retry under the same key (signed afresh) gets the first answer and changes nothing */
+                "idempotency-key"?: string;
+                /** @description the operator API key */
+                "x-operator-key": string;
+                /** @description lowercase hex HMAC-SHA256 of METHOD\nPATH\nTIMESTAMP\nBODY keyed with the API secret */
+                "x-signature": string;
+                /** @description milliseconds since epoch; within 5 minutes of the server clock */
+                "x-timestamp": string;
+            };
+            path: {
+                /** @description must be an endpoint id (we_…) */
+                endpoint_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": Record<string, never>;
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            202: {
+                headers: {
+                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
+                    "idempotent-replay"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description attempts made so far */
+                        attempts: number;
+                        created_at: number;
+                        dead_at: number | null;
+                        delivered_at: number | null;
+                        delivery_id: string;
+                        endpoint_id: string;
+                        event_id: string;
+                        event_type: string;
+                        last_error: string | null;
+                        last_status_code: number | null;
+                        next_attempt_at: number | null;
+                        resend_of: string | null;
+                        /** @description pending | delivered | dead | cancelled */
+                        status: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
+                    "idempotent-replay"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
+                    "idempotent-replay"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
+                    "idempotent-replay"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    /** @description seconds to wait before sending the request again */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    /** @description seconds to wait before sending the request again */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+        };
+    };
+    getOperatorWebhooksSchema: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description the operator API key */
+                "x-operator-key": string;
+                /** @description lowercase hex HMAC-SHA256 of METHOD\nPATH\nTIMESTAMP\nBODY keyed with the API secret */
+                "x-signature": string;
+                /** @description milliseconds since epoch; within 5 minutes of the server clock */
+                "x-timestamp": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    /** @description seconds to wait before sending the request again */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    /** @description seconds to wait before sending the request again */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+        };
+    };
+    postOperatorWebhooksVerifySignature: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description the operator API key */
+                "x-operator-key": string;
+                /** @description lowercase hex HMAC-SHA256 of METHOD\nPATH\nTIMESTAMP\nBODY keyed with the API secret */
+                "x-signature": string;
+                /** @description milliseconds since epoch; within 5 minutes of the server clock */
+                "x-timestamp": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description must be the raw body exactly as delivered, as a string */
+                    body: string;
+                    /** @description must be the endpoint secret (whsec_…) */
+                    endpoint_secret: string;
+                    /** @description must be the x-service-signature header value */
+                    signature: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @description why not: the header is not t=<ms>,v1=<hex>; no v1 matches this secret and body; or the signature matches but t is too old or in the future */
+                        reason?: "MALFORMED_HEADER" | "SIGNATURE_MISMATCH" | "TIMESTAMP_OUTSIDE_TOLERANCE";
+                        /** @description the t= of the header, when it could be read */
+                        timestamp?: number;
+                        valid: boolean;
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    /** @description seconds to wait before sending the request again */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    /** @description seconds to wait before sending the request again */
+                    "retry-after"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code?: string;
+                        error: string;
+                        message?: string;
+                        trace_id?: string;
+                    };
+                };
+            };
+        };
+    };
+}

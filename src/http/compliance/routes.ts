@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { DomainError } from '../../errors/codes';
+import { withRetryAfter } from '../openapi';
 import { guardSurface, type Surface } from '../surface';
 import type { AppServices } from '../../services';
 import { ComplianceFlagData, RuleSchema } from '../../webhooks/payloads';
@@ -31,7 +32,14 @@ const FlagQuery = Type.Object(
 const FlagList = Type.Object({ flags: Type.Array(ComplianceFlagData) });
 
 // 503: shared state (store, Redis) unreachable, or the instance shutting down: retry after Retry-After.
-const errors = { 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 429: ErrorBody, 500: ErrorBody, 503: ErrorBody };
+const errors = withRetryAfter({
+  400: ErrorBody,
+  401: ErrorBody,
+  403: ErrorBody,
+  429: ErrorBody,
+  500: ErrorBody,
+  503: ErrorBody,
+});
 
 /** Read access to this operator's compliance flags, mounted on both surfaces. */
 export function complianceRoutes(surface: Surface) {

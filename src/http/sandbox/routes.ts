@@ -7,11 +7,12 @@ import { currencyExponent, decimalToMinor, minorToDecimal } from '../../money/cu
 import type { Game } from '../../games/engine/round';
 import type { SandboxScript } from '../../sandbox/sandbox-settings';
 import type { AppServices } from '../../services';
-import { keyedPost, replayable } from '../keyed-write';
+import { keyedPost, replayable, replayableErrors } from '../keyed-write';
+import { withRetryAfter } from '../openapi';
 import { guardSurface, type Surface } from '../surface';
 import { authHeadersFor, ErrorBody, keyedHeadersFor } from '../webhooks/schemas';
 
-const errors = {
+const errors = withRetryAfter({
   400: ErrorBody,
   401: ErrorBody,
   403: ErrorBody,
@@ -24,7 +25,7 @@ const errors = {
   500: ErrorBody,
   // Shared state (store, Redis) unreachable, or the instance shutting down: retry after Retry-After.
   503: ErrorBody,
-};
+});
 
 const MAX_SCRIPTED = 100;
 
@@ -165,7 +166,7 @@ export function sandboxRoutes(surface: Surface) {
           tags,
           headers: keyedHeaders,
           body: CrashOutcomesBody,
-          response: { 200: replayable(ScriptView), ...errors },
+          response: { 200: replayable(ScriptView), ...replayableErrors(errors) },
         },
       },
       async (req, reply) => {
@@ -199,7 +200,7 @@ export function sandboxRoutes(surface: Surface) {
           tags,
           headers: keyedHeaders,
           body: RaceOutcomesBody,
-          response: { 200: replayable(ScriptView), ...errors },
+          response: { 200: replayable(ScriptView), ...replayableErrors(errors) },
         },
       },
       async (req, reply) => {
@@ -266,7 +267,7 @@ export function sandboxRoutes(surface: Surface) {
           tags,
           headers: keyedHeaders,
           body: TimingBody,
-          response: { 200: replayable(TimingView), ...errors },
+          response: { 200: replayable(TimingView), ...replayableErrors(errors) },
         },
       },
       async (req, reply) =>
@@ -288,7 +289,7 @@ export function sandboxRoutes(surface: Surface) {
           tags,
           headers: keyedHeaders,
           body: BalanceBody,
-          response: { 200: replayable(BalanceView), ...errors },
+          response: { 200: replayable(BalanceView), ...replayableErrors(errors) },
         },
       },
       async (req, reply) => {
@@ -338,7 +339,7 @@ export function sandboxRoutes(surface: Surface) {
           tags,
           headers: keyedHeaders,
           body: FailureBody,
-          response: { 200: replayable(FailureView), ...errors },
+          response: { 200: replayable(FailureView), ...replayableErrors(errors) },
         },
       },
       async (req, reply) => {

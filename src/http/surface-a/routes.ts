@@ -11,8 +11,9 @@ import type { Operator } from '../../operators/operator';
 import type { Round } from '../../games/engine/round';
 import type { AppServices } from '../../services';
 import { SURFACE_A_STATUS } from '../error-maps';
-import { idempotencyKeyOf, refusalIn, replayable, sendAnswer } from '../keyed-write';
-import { operatorStreamTerms, streamFeed } from '../sse';
+import { idempotencyKeyOf, refusalIn, replayable, replayableErrors, sendAnswer } from '../keyed-write';
+import { withRetryAfter } from '../openapi';
+import { EVENT_STREAM, operatorStreamTerms, streamFeed } from '../sse';
 import { guardSurface, type Surface } from '../surface';
 import {
   AuthHeaders,
@@ -38,7 +39,7 @@ export const surfaceA: Surface = {
     SURFACE_A_STATUS[code] >= 500 ? { error: message, code, trace_id: traceId } : { error: message, code },
 };
 
-const errors = {
+const errors = withRetryAfter({
   400: ErrorA,
   401: ErrorA,
   403: ErrorA,
@@ -51,7 +52,7 @@ const errors = {
   500: FaultA,
   // Shared state (store, Redis) unreachable, or the instance shutting down: retry after Retry-After.
   503: FaultA,
-};
+});
 
 export function presentCrashBet(bet: CrashBet, livemode: boolean): Static<typeof CrashBetView> {
   const result = resultOf(bet);
@@ -133,7 +134,7 @@ export async function surfaceARoutes(app: FastifyInstance, s: AppServices): Prom
         tags: ['Crash'],
         headers: IdempotentHeaders,
         body: PlaceBetBody,
-        response: { 200: replayable(PlacedBet), ...errors },
+        response: { 200: replayable(PlacedBet), ...replayableErrors(errors) },
       },
     },
     async (req, reply) => {
@@ -169,7 +170,7 @@ export async function surfaceARoutes(app: FastifyInstance, s: AppServices): Prom
         tags: ['Crash'],
         headers: IdempotentHeaders,
         body: CashoutBody,
-        response: { 200: replayable(CashoutResult), ...errors },
+        response: { 200: replayable(CashoutResult), ...replayableErrors(errors) },
       },
     },
     async (req, reply) => {
@@ -259,7 +260,7 @@ export async function surfaceARoutes(app: FastifyInstance, s: AppServices): Prom
           'Events: `round` (the round object on every transition) and `tick` ({round_number, multiplier, elapsed_ms}).',
         tags: ['Crash'],
         headers: AuthHeaders,
-        response: { 200: Type.String({ description: 'text/event-stream' }), ...errors },
+        response: { 200: EVENT_STREAM, ...errors },
       },
     },
     async (req, reply) => {

@@ -9,9 +9,10 @@ import type { Round } from '../../games/engine/round';
 import type { AppServices } from '../../services';
 import { presentSettlement, type Settlement } from '../../wallet/settlements';
 import { SURFACE_B_STATUS } from '../error-maps';
-import { keyedPost, refusalIn, replayable, sendAnswer } from '../keyed-write';
+import { keyedPost, refusalIn, replayable, replayableErrors, sendAnswer } from '../keyed-write';
+import { withRetryAfter } from '../openapi';
 import { keyedHeadersFor } from '../webhooks/schemas';
-import { operatorStreamTerms, streamFeed } from '../sse';
+import { EVENT_STREAM, operatorStreamTerms, streamFeed } from '../sse';
 import { guardSurface, type Surface } from '../surface';
 import {
   AuthHeadersB,
@@ -41,7 +42,7 @@ export const surfaceB: Surface = {
   },
 };
 
-const errors = {
+const errors = withRetryAfter({
   400: ErrorB,
   401: ErrorB,
   403: ErrorB,
@@ -53,7 +54,7 @@ const errors = {
   500: FaultB,
   // Shared state (store, Redis) unreachable, or the instance shutting down: retry after Retry-After.
   503: FaultB,
-};
+});
 
 export function presentStockRaceBet(
   bet: StockRaceBet,
@@ -114,7 +115,7 @@ export async function surfaceBRoutes(app: FastifyInstance, s: AppServices): Prom
         tags: ['Stock Race'],
         headers: launchHeaders,
         body: LaunchBody,
-        response: { 200: replayable(LaunchResult), ...errors },
+        response: { 200: replayable(LaunchResult), ...replayableErrors(errors) },
       },
     },
     async (req, reply) =>
@@ -147,7 +148,7 @@ export async function surfaceBRoutes(app: FastifyInstance, s: AppServices): Prom
         tags: ['Stock Race'],
         headers: AuthHeadersB,
         body: ReserveBody,
-        response: { 200: replayable(ReservedBetView), ...errors },
+        response: { 200: replayable(ReservedBetView), ...replayableErrors(errors) },
       },
     },
     async (req, reply) => {
@@ -207,7 +208,7 @@ export async function surfaceBRoutes(app: FastifyInstance, s: AppServices): Prom
           '({round_id, round_number, at, progress_permille, elapsed_ms, stocks[{symbol, pct}]}).',
         tags: ['Stock Race'],
         headers: AuthHeadersB,
-        response: { 200: Type.String({ description: 'text/event-stream' }), ...errors },
+        response: { 200: EVENT_STREAM, ...errors },
       },
     },
     async (req, reply) => {

@@ -2,7 +2,8 @@ import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { absentBodyAsEmpty } from '../json-body';
-import { keyedPost, replayable } from '../keyed-write';
+import { keyedPost, replayable, replayableErrors } from '../keyed-write';
+import { withRetryAfter } from '../openapi';
 import { guardSurface, type Surface } from '../surface';
 import type { AppServices } from '../../services';
 import type { DeliveryStatus } from '../../webhooks/deliveries';
@@ -28,7 +29,7 @@ import {
   VerifyResult,
 } from './schemas';
 
-const errors = {
+const errors = withRetryAfter({
   400: ErrorBody,
   401: ErrorBody,
   403: ErrorBody,
@@ -40,7 +41,7 @@ const errors = {
   500: ErrorBody,
   // Shared state (store, Redis) unreachable, or the instance shutting down: retry after Retry-After.
   503: ErrorBody,
-};
+});
 
 /**
  * The webhook management API, mounted once per surface (`/api/public/v1` and `/v1`) with that
@@ -68,7 +69,7 @@ export function webhookRoutes(surface: Surface) {
           tags,
           headers: keyedHeaders,
           body: EndpointCreateBody,
-          response: { 201: replayable(EndpointWithSecret), ...errors },
+          response: { 201: replayable(EndpointWithSecret), ...replayableErrors(errors) },
         },
       },
       async (req, reply) => {
@@ -144,7 +145,7 @@ export function webhookRoutes(surface: Surface) {
           headers: keyedHeaders,
           params: EndpointIdParams,
           body: Type.Optional(RotateBody),
-          response: { 200: replayable(EndpointWithSecret), ...errors },
+          response: { 200: replayable(EndpointWithSecret), ...replayableErrors(errors) },
         },
       },
       async (req, reply) =>
@@ -163,7 +164,7 @@ export function webhookRoutes(surface: Surface) {
           headers: keyedHeaders,
           params: EndpointIdParams,
           body: Type.Optional(NoArgumentsBody),
-          response: { 202: replayable(DeliveryView), ...errors },
+          response: { 202: replayable(DeliveryView), ...replayableErrors(errors) },
         },
       },
       async (req, reply) =>
@@ -220,7 +221,7 @@ export function webhookRoutes(surface: Surface) {
           headers: keyedHeaders,
           params: DeliveryIdParams,
           body: Type.Optional(NoArgumentsBody),
-          response: { 202: replayable(DeliveryView), ...errors },
+          response: { 202: replayable(DeliveryView), ...replayableErrors(errors) },
         },
       },
       async (req, reply) =>
