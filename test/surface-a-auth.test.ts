@@ -113,6 +113,24 @@ describe('Surface A authentication', () => {
     expect(stale.body.code).toBe('INVALID_SIGNATURE');
   });
 
+  // A second rotation inside the first one's overlap (the dashboard form submitted twice) used to keep
+  // only the secret it replaced: servers still signing with the one before were locked out at once.
+  it('keeps the secret before a double rotation until its own overlap ends; overlap 0 ends them all', async () => {
+    const twice = await t.createOperator({ name: 'rotated-twice' });
+    const first = await t.app.services.operators.rotateSecret(twice.id, 60_000);
+    const second = await t.app.services.operators.rotateSecret(twice.id, 60_000);
+    const status = async (apiSecret: string) =>
+      (await client(t.baseUrl, { ...twice, apiSecret })('GET', '/api/public/v1/rounds/current')).status;
+    expect(await status(twice.apiSecret)).toBe(404);
+    expect(await status(first.apiSecret)).toBe(404);
+    expect(await status(second.apiSecret)).toBe(404);
+    const third = await t.app.services.operators.rotateSecret(twice.id, 0);
+    expect([await status(twice.apiSecret), await status(first.apiSecret), await status(second.apiSecret)]).toEqual([
+      401, 401, 401,
+    ]);
+    expect(await status(third.apiSecret)).toBe(404);
+  });
+
   it('refuses a disabled operator', async () => {
     const off = await t.createOperator({ name: 'off' });
     await t.app.services.operators.setStatus(off.id, 'disabled');

@@ -24,7 +24,7 @@ export type OperatorChange =
   | { wallet_url: string; settles_to_wallet: 1 }
   | { wallet_url: null }
   | { settings: string }
-  | { secret_enc: string; previous_secret_enc: string; previous_secret_expires_at: number };
+  | { secret_enc: string; previous_secret_enc: string | null; previous_secret_expires_at: number | null };
 
 export const operatorRepository = {
   async insert(

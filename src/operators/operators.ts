@@ -14,7 +14,7 @@ import {
   type OperatorStatus,
 } from './operator';
 import { operatorRepository as operators, type OperatorChange, type OperatorRow } from './operator-repository';
-import type { SecretBox } from './secret-box';
+import { afterRotation, overlappingSecrets, type SecretBox } from './secret-box';
 import { applySettingsPatch, settingsFromStore } from './settings-check';
 
 /** Where a warning about an operator's stored settings goes (the app's logger; stderr without one). */
@@ -178,7 +178,11 @@ export class OperatorService {
     return this.withSecrets(row, this.clock.now());
   }
 
-  /** New secret now; the old one keeps verifying (and the wallet keeps accepting it) for the overlap. */
+  /**
+   * New secret now; the old one keeps verifying (and the wallet keeps accepting it) for the overlap, and so
+   * does any earlier one still inside the overlap its own rotation promised: a second rotation (a double
+   * submit of the dashboard's form) must not lock out servers still signing with the secret before.
+   */
   async rotateSecret(
     id: string,
     overlapMs = this.rotationOverlapMs,
@@ -190,10 +194,16 @@ export class OperatorService {
     const changed = await this.db.transaction(async (tx) => {
       const row = await operators.byId(tx, id);
       if (!row) return false;
+      const kept = afterRotation(
+        overlappingSecrets(row.previous_secret_enc, row.previous_secret_expires_at),
+        row.secret_enc,
+        now,
+        overlapMs,
+      );
       const secrets = {
         secret_enc: this.box.seal(apiSecret),
-        previous_secret_enc: row.secret_enc,
-        previous_secret_expires_at: expiresAt,
+        previous_secret_enc: kept.stored,
+        previous_secret_expires_at: kept.latestUntil,
       };
       await operators.update(tx, id, secrets, now);
       await this.bus?.publish('operators', id, tx);
@@ -299,12 +309,8 @@ export class OperatorService {
 
   private withSecrets(row: OperatorRow, now: number): OperatorCredentials {
     const secrets = [this.box.open(row.secret_enc)];
-    if (
-      row.previous_secret_enc &&
-      row.previous_secret_expires_at !== null &&
-      Number(row.previous_secret_expires_at) > now
-    ) {
-      secrets.push(this.box.open(row.previous_secret_enc));
+    for (const p of overlappingSecrets(row.previous_secret_enc, row.previous_secret_expires_at)) {
+      if (p.until > now) secrets.push(this.box.open(p.sealed));
     }
     return { ...this.toOperator(row), secrets };
   }

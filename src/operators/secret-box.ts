@@ -53,3 +53,45 @@ export class SecretBox {
     return Buffer.concat([decipher.update(Buffer.from(body, 'base64url')), decipher.final()]).toString('utf8');
   }
 }
+
+/** A sealed secret that still verifies (or signs) until `until`: the overlap a rotation promised it. */
+export interface OverlappingSecret {
+  sealed: string;
+  until: number;
+}
+
+/** Earlier secrets kept at once: overlaps started by rotations made in quick succession. */
+const MAX_OVERLAPPING_SECRETS = 4;
+
+/**
+ * The earlier secrets a `previous_secret_enc` column holds: a JSON array of `{sealed, until}`, or, in a
+ * row written before rotations kept more than one, one sealed secret (`v1.…`) whose end is the row's
+ * `previous_secret_expires_at`.
+ */
+export function overlappingSecrets(stored: string | null, legacyUntil: number | string | null): OverlappingSecret[] {
+  if (!stored) return [];
+  if (!stored.startsWith('[')) return [{ sealed: stored, until: legacyUntil === null ? 0 : Number(legacyUntil) }];
+  return (JSON.parse(stored) as OverlappingSecret[]).map((p) => ({ sealed: p.sealed, until: Number(p.until) }));
+}
+
+/**
+ * What a rotation at `now` leaves overlapping: the secret it replaces until `now + overlapMs`, and every
+ * earlier one still inside the overlap its own rotation promised (a double click, or a call retried
+ * without an idempotency key, must not cut that short); nothing when `overlapMs` is 0 (the rotation
+ * after a leak). Returns the column's new value and the latest end, both null when nothing overlaps.
+ */
+export function afterRotation(
+  previous: readonly OverlappingSecret[],
+  replacedSealed: string,
+  now: number,
+  overlapMs: number,
+): { stored: string | null; latestUntil: number | null } {
+  if (overlapMs <= 0) return { stored: null, latestUntil: null };
+  const kept = [...previous.filter((p) => p.until > now), { sealed: replacedSealed, until: now + overlapMs }]
+    .sort((a, b) => b.until - a.until)
+    .slice(0, MAX_OVERLAPPING_SECRETS);
+  return {
+    stored: JSON.stringify(kept.map((p) => ({ sealed: p.sealed, until: p.until }))),
+    latestUntil: kept[0]!.until,
+  };
+}

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Clock } from '../clock/clock';
 import { DomainError } from '../errors/codes';
-import type { SecretBox } from '../operators/secret-box';
+import { afterRotation, overlappingSecrets, type SecretBox } from '../operators/secret-box';
 import type { Database, SqlExecutor, WriteTransaction } from '../store/database';
 import { operatorRepository } from '../operators/operator-repository';
 import { type EndpointRow, endpointRepository } from './endpoint-repository';
@@ -189,20 +189,12 @@ export class WebhookEndpointService {
     const current = await this.row(scope, id);
     const secret = generateEndpointSecret();
     const now = this.clock.now();
-    const kept =
-      overlapMs > 0
-        ? [
-            ...previousSecrets(current).filter((p) => p.until > now),
-            { sealed: current.secret_enc, until: now + overlapMs },
-          ]
-            .sort((a, b) => b.until - a.until)
-            .slice(0, MAX_PREVIOUS_SECRETS)
-        : [];
+    const kept = afterRotation(previousSecrets(current), current.secret_enc, now, overlapMs);
     const endpoint = await inTx(async (tx) => {
       const changed = await endpointRepository.rotateSecret(tx, id, {
         secretEnc: this.box.seal(secret),
-        previousSecretEnc: kept.length === 0 ? null : encodePreviousSecrets(kept),
-        previousExpiresAt: kept.length === 0 ? null : kept[0]!.until,
+        previousSecretEnc: kept.stored,
+        previousExpiresAt: kept.latestUntil,
         currentSecretEnc: current.secret_enc,
         now,
       });
@@ -232,30 +224,8 @@ export class WebhookEndpointService {
   }
 }
 
-/** Earlier secrets that may sign at once: overlaps started by rotations made in quick succession. */
-const MAX_PREVIOUS_SECRETS = 4;
-
-/**
- * `previous_secret_enc` holds the earlier secrets still in their overlap, each sealed with its own end, as
- * a JSON array of `{sealed, until}`. A row written before holds one sealed secret (`v1.…`), whose end is
- * `previous_secret_expires_at`.
- */
-function previousSecrets(row: EndpointRow): { sealed: string; until: number }[] {
-  const stored = row.previous_secret_enc;
-  if (!stored) return [];
-  if (!stored.startsWith('[')) {
-    const until = row.previous_secret_expires_at === null ? 0 : Number(row.previous_secret_expires_at);
-    return [{ sealed: stored, until }];
-  }
-  return (JSON.parse(stored) as { sealed: string; until: number }[]).map((p) => ({
-    sealed: p.sealed,
-    until: Number(p.until),
-  }));
-}
-
-function encodePreviousSecrets(secrets: readonly { sealed: string; until: number }[]): string {
-  return JSON.stringify(secrets.map((p) => ({ sealed: p.sealed, until: p.until })));
-}
+const previousSecrets = (row: EndpointRow) =>
+  overlappingSecrets(row.previous_secret_enc, row.previous_secret_expires_at);
 
 function endpointNotFound(scope: Scope, id: string): DomainError {
   return new DomainError(
