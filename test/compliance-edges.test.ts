@@ -78,6 +78,7 @@ describe.each(['sqlite', 'postgres'] as const)('compliance edges over Surface A 
         player: sessionId,
         place,
         now: clock.now(),
+        game: 'stock_race',
       });
     const found = await Promise.all(sessions.flatMap((s) => [seen(s, '198.51.100.7'), seen(s, '203.0.113.9')]));
     expect(found.filter(Boolean)).toHaveLength(sessions.length);

@@ -233,7 +233,14 @@ describe.each(STORES)('compliance flags on %s', (store) => {
   it('flags a session used from a second place, once per new place', async () => {
     const op = await operatorWith({});
     const seen = (place: string) =>
-      compliance.sessionSeen(db, { operatorId: op, sessionId: 's-1', player: 'p', place, now: clock.now() });
+      compliance.sessionSeen(db, {
+        operatorId: op,
+        sessionId: 's-1',
+        player: 'p',
+        place,
+        now: clock.now(),
+        game: 'crash',
+      });
     expect(await seen('203.0.113.5')).toBe(false);
     expect(await seen('203.0.113.5')).toBe(false);
     expect(await seen('198.51.100.7')).toBe(true);
@@ -243,6 +250,8 @@ describe.each(STORES)('compliance flags on %s', (store) => {
     expect(found[0]).toMatchObject({
       session_id: 's-1',
       player: 'p',
+      // The game whose page the second place opened (it read stock_race whatever the page was).
+      game: 'crash',
       details: { places: 2, threshold: 1, window_ms: 600_000 },
     });
     expect(JSON.stringify(found)).not.toContain('198.51.100.7');

@@ -1,3 +1,4 @@
+import type { Bet } from '../bets/bet';
 import type { Database } from '../store/database';
 import type { ComplianceFlag, ComplianceService, FlagFilter } from './compliance-service';
 
@@ -23,6 +24,7 @@ export class ComplianceFlags {
     player: string;
     place: string;
     now: number;
+    game: Bet['game'] | null;
   }): Promise<boolean> {
     return this.rules.sessionSeen(this.db, input);
   }

@@ -132,7 +132,15 @@ export class ComplianceService implements ComplianceHooks {
    */
   async sessionSeen(
     db: Database,
-    input: { operatorId: string; sessionId: string; player: string; place: string; now: number },
+    input: {
+      operatorId: string;
+      sessionId: string;
+      player: string;
+      place: string;
+      now: number;
+      /** The game whose page or feed the place opened; null for a page of neither (Verify). */
+      game: Bet['game'] | null;
+    },
   ): Promise<boolean> {
     const placeHash = createHash('sha256').update(input.place).digest('hex').slice(0, 32);
     return db.transaction(async (tx) => {
@@ -155,7 +163,7 @@ export class ComplianceService implements ComplianceHooks {
             player: input.player,
             betId: null,
             sessionId: input.sessionId,
-            game: 'stock_race',
+            game: input.game,
             roundId: null,
             details: found,
           },

@@ -5,7 +5,7 @@ import { Type } from 'typebox';
 import { type Bet, resultOf, stockRaceBetOf } from '../../bets/bet';
 import { isDomainError, type ErrorCode } from '../../errors/codes';
 import { formatMultiplier } from '../../games/crash/multiplier';
-import { crashOutcomeOf } from '../../games/engine/round';
+import { crashOutcomeOf, type Game } from '../../games/engine/round';
 import { presentRound } from '../../games/round-presenter';
 import { hideFromOpenApi } from '../../http/openapi';
 import { streamFeed } from '../../http/sse';
@@ -93,7 +93,7 @@ export async function playerRoutes(app: FastifyInstance, s: AppServices): Promis
 
   // Every use of a session reports where it came from: one session used from several places at
   // once raises a compliance flag. An observation only: it never blocks the player.
-  const seen = (session: PlayerSession, req: FastifyRequest, sandbox: string | null): void => {
+  const seen = (session: PlayerSession, req: FastifyRequest, sandbox: string | null, game: Game | null): void => {
     // Sandbox sessions are test data: they raise no compliance flags.
     if (sandbox !== null) return;
     void s.complianceFlags
@@ -103,6 +103,7 @@ export async function playerRoutes(app: FastifyInstance, s: AppServices): Promis
         player: session.playerRef,
         place: req.ip,
         now: s.clock.now(),
+        game,
       })
       .catch((err: unknown) => req.log.warn({ err }, 'compliance session check failed'));
   };
@@ -171,7 +172,7 @@ export async function playerRoutes(app: FastifyInstance, s: AppServices): Promis
     const session = await sessionForPage(reply, token, READ_ONLY);
     if (!session) return reply;
     const sandbox = await s.sandbox.scopeOfSession(session);
-    seen(session, req, sandbox);
+    seen(session, req, sandbox, 'stock_race');
     const latest = await s.rounds.latest('stock_race', sandbox, READ_ONLY);
     const round = latest ? { ...presentRound(latest), symbols: s.stockRaceGame.symbolsOf(latest) } : null;
     const nonce = newNonce();
@@ -191,14 +192,14 @@ export async function playerRoutes(app: FastifyInstance, s: AppServices): Promis
   r.get('/play/feed', { schema: { querystring: TokenQuery } }, async (req, reply) => {
     const session = await s.sessions.byToken(tokenOf(req.query), READ_ONLY);
     const sandbox = await s.sandbox.scopeOfSession(session);
-    seen(session, req, sandbox);
+    seen(session, req, sandbox, 'stock_race');
     await streamUntilExpiry(req, reply, session, sandbox, 'stock_race');
   });
 
   app.get('/play/bets', { schema: { querystring: TokenQuery } }, async (req: TokenReq, reply) => {
     const session = await s.sessions.byToken(tokenOf(req.query), READ_ONLY);
     // The history is the player's as much as a page is: reading it from a second place is a second place.
-    seen(session, req, await s.sandbox.scopeOfSession(session));
+    seen(session, req, await s.sandbox.scopeOfSession(session), 'stock_race');
     reply.header('cache-control', 'no-store');
     return { bets: (await s.bets.ofSession(session.id, 50)).map(presentSessionBet) };
   });
@@ -209,7 +210,7 @@ export async function playerRoutes(app: FastifyInstance, s: AppServices): Promis
     if (!session) return reply;
     const sandbox = await s.sandbox.scopeOfSession(session);
     // Every page a token opens is a use of the session: a second place watching Crash is a second place.
-    seen(session, req, sandbox);
+    seen(session, req, sandbox, 'crash');
     const latest = await s.rounds.latest('crash', sandbox, READ_ONLY);
     const closed = await s.rounds.recentlyClosed('crash', 12, sandbox, READ_ONLY);
     const nonce = newNonce();
@@ -232,7 +233,7 @@ export async function playerRoutes(app: FastifyInstance, s: AppServices): Promis
     const token = tokenOf(req.query);
     const session = await sessionForPage(reply, token, READ_ONLY);
     if (!session) return reply;
-    seen(session, req, await s.sandbox.scopeOfSession(session));
+    seen(session, req, await s.sandbox.scopeOfSession(session), null);
     // Only live rounds: sandbox ones are test data, outside the public fairness record.
     const recent = await s.rounds.lastClosed(12, null, READ_ONLY);
     const asked = req.query.round;
@@ -253,7 +254,7 @@ export async function playerRoutes(app: FastifyInstance, s: AppServices): Promis
   app.get('/play/crash/feed', { schema: { querystring: TokenQuery } }, async (req: TokenReq, reply) => {
     const session = await s.sessions.byToken(tokenOf(req.query), READ_ONLY);
     const sandbox = await s.sandbox.scopeOfSession(session);
-    seen(session, req, sandbox);
+    seen(session, req, sandbox, 'crash');
     await streamUntilExpiry(req, reply, session, sandbox, 'crash');
   });
 }
