@@ -1,66 +1,15 @@
 import { createServer, connect, type Server, type Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { request } from 'undici';
 import { FakeClock } from '../src/clock/clock';
 import { AuthFailureLimiter } from '../src/admission/rate-limit';
-import { signRequest } from '../src/signing/request-signature';
-import { redisEnv, REDIS_URL, startTestApp, type TestApp, type TestOperator } from './support/harness';
+import { redisEnv, REDIS_URL, startTestApp, type TestApp } from './support/harness';
+import { send, type Signed, signB } from './support/signed-bytes';
 
 // Admission (signature, replay record, rate limit, failed-auth throttling) seen from a client:
 // statuses, headers and bodies, against real stores and the real Redis.
 
 const B = { key: 'x-operator-key', signature: 'x-signature', timestamp: 'x-timestamp' } as const;
-
-interface Signed {
-  method: string;
-  path: string;
-  headers: Record<string, string>;
-  body: string;
-}
-
-/** A Surface B request signed once, so the very same bytes can be sent again (a replay). */
-function signB(op: TestOperator, method: string, path: string, body: unknown, timestamp: number): Signed {
-  const raw = body === undefined ? '' : JSON.stringify(body);
-  const ts = String(timestamp);
-  const headers: Record<string, string> = {
-    [B.key]: op.apiKey,
-    [B.timestamp]: ts,
-    [B.signature]: signRequest(op.apiSecret, method, path, ts, raw),
-  };
-  if (raw) headers['content-type'] = 'application/json';
-  return { method, path, headers, body: raw };
-}
-
-interface Answer {
-  status: number;
-  headers: Record<string, string | string[] | undefined>;
-  body: any;
-  ms: number;
-}
-
-/** Sends a signed request; a request still unanswered after `timeoutMs` is reported as status 0. */
-async function send(base: string, r: Signed, timeoutMs = 8_000): Promise<Answer> {
-  const started = Date.now();
-  try {
-    const res = await request(`${base}${r.path}`, {
-      method: r.method as 'GET',
-      headers: r.headers,
-      body: r.body || undefined,
-      headersTimeout: timeoutMs,
-      bodyTimeout: timeoutMs,
-    });
-    const text = await res.body.text();
-    return {
-      status: res.statusCode,
-      headers: res.headers as Answer['headers'],
-      body: text ? JSON.parse(text) : undefined,
-      ms: Date.now() - started,
-    };
-  } catch {
-    return { status: 0, headers: {}, body: undefined, ms: Date.now() - started };
-  }
-}
 
 const launchBody = (player: string) => ({ player_ref: player, currency: 'EUR', return_url: 'https://op.example/back' });
 
