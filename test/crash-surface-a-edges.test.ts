@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FakeClock } from '../src/clock/clock';
+import { multiplierAt } from '../src/games/crash/multiplier';
 import { roundRepository } from '../src/games/engine/round-repository';
 import { client, eventually, KNOWN_CRASH_SEEDS, startTestApp, STORES, withSeeds } from './support/harness';
 import type { SignedResponse, TestApp } from './support/harness';
@@ -46,10 +47,16 @@ describe.each(STORES)('Crash edges over Surface A on %s', (store) => {
     expect(r.status).toBe(200);
     return r.body.bet_id as string;
   };
-  /** Drives the running round tick by tick until the curve shows `multiplier`. */
+  /**
+   * Drives the running round tick by tick until the curve is at `multiplier` by the clock: what a
+   * cash-out asked for now is paid at. (Not the multiplier /rounds/current shows: that is the last tick
+   * the engine finished, which lags the clock when the machine is busy, and the loop overshot.)
+   */
   const runTo = async (multiplier: number) => {
+    const running = (await roundRepository.latest(t.app.db, 'crash'))!;
+    expect(running.status).toBe('running');
     for (let i = 0; i < 100; i++) {
-      if ((await get(call, '/rounds/current')).body.multiplier >= multiplier) return;
+      if (multiplierAt(clock.now() - running.runningAt!) >= Math.round(multiplier * 100)) return;
       await clock.advanceAsync(TICK);
     }
     throw new Error(`the curve never reached ${multiplier}`);

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Browser } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { crashPointOf } from '../../src/games/crash/crash-rules';
 import { withShortCommittedCrashChain } from '../support/fair-chains';
 import { client, eventually, startTestApp, type TestApp } from '../support/harness';
@@ -53,6 +53,12 @@ describe('the player verify view in Chromium', () => {
     verifyUrl = `${t.baseUrl}/play/verify${launch.search}`;
     browser = await launchBrowser();
     w = await watchedPage(browser, { width: 390, height: 844 });
+  });
+
+  // A test that fails halfway must not leave its altered responses to the next one (one failure seen in
+  // CI on a loaded machine turned into two that way).
+  afterEach(async () => {
+    await w?.page.unrouteAll({ behavior: 'ignoreErrors' });
   });
 
   afterAll(async () => {

@@ -106,6 +106,11 @@ export class RoundEngine {
   private current: Round | null = null;
   /** When this process last recorded a heartbeat on the current running round. */
   private lastHeartbeat = { roundId: '', at: 0 };
+  /**
+   * When the lease was last known held, on the process's monotonic real-time clock (a lease is lost to
+   * silence measured on real time, not game time). A frozen process sees this go stale on thaw.
+   */
+  private leaseConfirmedAt = 0;
   private readonly leaseCheckMs: number;
   private readonly retryMs: number;
 
@@ -196,6 +201,7 @@ export class RoundEngine {
       this.later(this.leaseCheckMs, () => void this.tryLead());
       return;
     }
+    this.leaseConfirmedAt = performance.now();
     this.o.logger.info({ game: this.game }, 'took the engine lease; this process runs the rounds');
     this.later(this.leaseCheckMs, () => void this.watchLease());
     await this.serial(() => this.recover());
@@ -203,7 +209,9 @@ export class RoundEngine {
 
   private async watchLease(): Promise<void> {
     if (this.stopped || !this.lease) return;
+    const checkedAt = performance.now();
     if (await this.lease.isHeld()) {
+      this.leaseConfirmedAt = Math.max(this.leaseConfirmedAt, checkedAt);
       this.later(this.leaseCheckMs, () => void this.watchLease());
       return;
     }
@@ -212,11 +220,14 @@ export class RoundEngine {
 
   /** Another process may already be running the rounds: stop touching them at once. */
   private standDown(): void {
-    if (!this.lease) return;
+    const lease = this.lease;
+    if (!lease) return;
     this.o.logger.error({ game: this.game }, 'lost the engine lease; standing by');
     for (const t of this.timers) t.cancel();
     this.timers.clear();
     this.lease = null;
+    // Its session is gone (or no longer answers): close it, with its keep-alive, rather than leave both.
+    void lease.release().catch(() => {});
     this.current = null;
     this.later(this.leaseCheckMs, () => void this.tryLead());
   }
@@ -411,11 +422,32 @@ export class RoundEngine {
     }
   }
 
-  /** Runs `fn` after every step queued before it; a failed step is logged and retried later. */
+  /**
+   * Whether this process may still write as the lease holder. Known held less than one lease check ago
+   * (real time): yes, since the server ends a session only after three checks of silence. Otherwise
+   * (the process was frozen, or its event loop stalled, since) the lease session is asked first: a
+   * holder that thaws after the store ended its session must not pay, settle or close anything from the
+   * timers it had queued (docs/architecture.md, "Several instances").
+   */
+  private async holdsLease(): Promise<boolean> {
+    const lease = this.lease;
+    if (!lease) return false;
+    const checkedAt = performance.now();
+    if (checkedAt - this.leaseConfirmedAt < this.leaseCheckMs) return true;
+    if (!(await lease.isHeld())) return false;
+    this.leaseConfirmedAt = Math.max(this.leaseConfirmedAt, checkedAt);
+    return true;
+  }
+
+  /**
+   * Runs `fn` after every step queued before it, only while this process holds the lease; a failed step
+   * is logged and retried later.
+   */
   private serial(fn: () => Promise<void>): Promise<void> {
     const run = async (): Promise<void> => {
       if (this.stopped || !this.lease) return;
       try {
+        if (!(await this.holdsLease())) return this.standDown();
         await fn();
       } catch (error) {
         this.o.logger.error({ err: error, game: this.game }, 'round engine step failed; retrying');
