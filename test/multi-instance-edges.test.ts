@@ -2,22 +2,10 @@ import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DEFAULT_BUSTABIT_SALT } from '../src/config/game-defaults';
-import { crashPointOf } from '../src/games/crash/crash-rules';
 import { ChildService } from './support/child-service';
-import { client, eventually, KNOWN_CRASH_SEEDS, PG_URL, withSeeds } from './support/harness';
+import { client, eventually, KNOWN_CRASH_SEEDS, PG_URL, withSeeds, longRoundSeeds } from './support/harness';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-/** Seeds whose Crash rounds climb past 100x (over a minute): only a failover ends them in a test. */
-function longRoundSeeds(count: number): string[] {
-  const seeds: string[] = [];
-  while (seeds.length < count) {
-    const seed = randomBytes(32).toString('hex');
-    if (crashPointOf(seed, DEFAULT_BUSTABIT_SALT, 100) >= 10_000) seeds.push(seed);
-  }
-  return seeds;
-}
 
 /**
  * The Crash engine's holder freezes (SIGSTOP) while a round runs and thaws after PostgreSQL has ended its

@@ -1,8 +1,5 @@
-import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { crashPointOf } from '../src/games/crash/crash-rules';
-import { DEFAULT_BUSTABIT_SALT } from '../src/config/game-defaults';
 import { ChildService } from './support/child-service';
 import {
   client,
@@ -13,6 +10,7 @@ import {
   withSeeds,
   type TestApp,
   shortCrashSeeds,
+  longRoundSeeds,
 } from './support/harness';
 
 /**
@@ -94,16 +92,6 @@ describe('several instances on PostgreSQL', () => {
     }
   }, 60_000);
 });
-
-/** Seeds whose rounds run for over a minute (crash point at least 100x): only the failover ends them. */
-function longRoundSeeds(count: number): string[] {
-  const seeds: string[] = [];
-  while (seeds.length < count) {
-    const seed = randomBytes(32).toString('hex');
-    if (crashPointOf(seed, DEFAULT_BUSTABIT_SALT, 100) >= 10_000) seeds.push(seed);
-  }
-  return seeds;
-}
 
 /**
  * Two service processes on one PostgreSQL schema. The one running the Crash engine freezes mid-round

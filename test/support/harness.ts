@@ -1,3 +1,4 @@
+import { crashPointOf } from '../../src/games/crash/crash-rules';
 import { createHash, randomBytes } from 'node:crypto';
 import { DEFAULT_BUSTABIT_SALT } from '../../src/config/game-defaults';
 import pg from 'pg';
@@ -287,6 +288,16 @@ export async function advanceUntil<T>(
     await clock.advanceAsync(stepMs);
   }
   throw new Error('condition not reached');
+}
+
+/** Seeds of `count` Crash rounds that climb past 100x (over a minute): only a failover ends them in a test. */
+export function longRoundSeeds(count: number): string[] {
+  const seeds: string[] = [];
+  while (seeds.length < count) {
+    const seed = randomBytes(32).toString('hex');
+    if (crashPointOf(seed, DEFAULT_BUSTABIT_SALT, 100) >= 10_000) seeds.push(seed);
+  }
+  return seeds;
 }
 
 /** Seeds of `n` short Crash rounds (1.18x and 1.26x by turns, a few seconds each): tests wait for round ends. */
