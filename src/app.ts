@@ -82,7 +82,7 @@ export interface App {
    */
   drain(): void;
   /** Graceful stop: no new requests, in-flight ones finish, engines and workers stop, store closes. */
-  stop(): Promise<void>;
+  stop(options?: { graceMs?: number }): Promise<void>;
 }
 
 /**
@@ -399,16 +399,33 @@ export async function createApp(config: Config, overrides: AppOverrides = {}): P
     drain() {
       readiness.markDraining();
     },
-    async stop() {
+    async stop(options: { graceMs?: number } = {}) {
       readiness.markDraining();
       if (purgeTimer) clearInterval(purgeTimer);
       if (seenPurgeTimer) clearInterval(seenPurgeTimer);
-      await http.close();
+      // With a grace period, in-flight requests and outbound calls get that long; then the connections
+      // still open are closed and the calls still unanswered released, so the engines still hand over
+      // their leases and the process exits cleanly rather than being cut off by the force-exit timer.
+      const deadline = options.graceMs === undefined ? null : performance.now() + options.graceMs;
+      const closed = http.close();
+      if (deadline !== null) {
+        let timer: NodeJS.Timeout | undefined;
+        const late = new Promise<boolean>((r) => {
+          timer = setTimeout(() => r(true), Math.max(0, deadline - performance.now()));
+        });
+        const overdue = await Promise.race([closed.then(() => false), late]);
+        clearTimeout(timer);
+        if (overdue) {
+          logger.warn('in-flight requests outlasted the shutdown grace period; closing their connections');
+          http.server.closeAllConnections();
+        }
+      }
+      await closed;
       await crashEngine.stop();
       await stockRaceEngine.stop();
       await sandbox.stop();
-      await walletWorker.stop();
-      await webhooks.dispatcher.stop();
+      await walletWorker.stop(deadline);
+      await webhooks.dispatcher.stop(deadline);
       feed.stop();
       await bus.close();
       await db.close();

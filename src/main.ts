@@ -1,6 +1,9 @@
 import { createApp, sharedStateWarning } from './app';
 import { ConfigError, loadConfig } from './config/config';
 
+/** How long after the grace period a shutdown that still has not finished is ended with exit 1. */
+const FORCE_EXIT_MARGIN_MS = 3_000;
+
 async function main(): Promise<void> {
   let config;
   try {
@@ -45,12 +48,15 @@ async function main(): Promise<void> {
     const drained = new Promise<void>((resolve) => setTimeout(resolve, config.drainDelayMs));
     drained
       .then(() => {
+        // In-flight requests and outbound calls get the grace period; what is still open then is cut
+        // off and released by stop() itself. The timer is a backstop for a stop that hangs after that
+        // (a store that no longer answers), within the margin the unit files leave.
         const force = setTimeout(() => {
           logger.error('graceful shutdown took too long; exiting');
           process.exit(1);
-        }, config.shutdownGraceMs);
+        }, config.shutdownGraceMs + FORCE_EXIT_MARGIN_MS);
         force.unref();
-        return app.stop();
+        return app.stop({ graceMs: config.shutdownGraceMs });
       })
       .then(
         () => process.exit(0),

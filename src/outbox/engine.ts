@@ -140,6 +140,8 @@ export class OutboxEngine<C extends OutboxClaim> {
   private flushing: Promise<void> | null = null;
   /** Batches of answers written so far: a drain that claimed nothing while one was written looks again. */
   private recordedBatches = 0;
+  /** Attempts in flight, with when each started; an attempt given up at shutdown leaves this set. */
+  private readonly pending = new Map<C, number>();
 
   constructor(private readonly o: OutboxEngineOptions<C>) {
     if (o.maxInFlight < 1 || o.batchSize < 1 || o.maxInFlightPerTarget < 1) {
@@ -159,13 +161,73 @@ export class OutboxEngine<C extends OutboxClaim> {
     this.loopDone = this.loop();
   }
 
-  /** Stops claiming; attempts already in flight finish and are recorded before this resolves. */
-  async stop(): Promise<void> {
+  /**
+   * Stops claiming; attempts already in flight finish and are recorded before this resolves. Past
+   * `deadline` (performance.now() time; a shutdown's grace period) those still waiting for an answer
+   * are given up: each is recorded as an attempt of unknown outcome, due again at once, which ends its
+   * lease now, so another instance (or this one restarted) sends it again without waiting for the lease
+   * to run out, and a receiver or wallet that never answers cannot hold the process past its grace.
+   */
+  async stop(deadline: number | null = null): Promise<void> {
     this.running = false;
     this.wake();
     await this.loopDone;
-    await this.idle();
-    await this.o.sender.close();
+    if (deadline === null || (await this.idleBy(deadline))) {
+      await this.idle();
+      await this.o.sender.close();
+      return;
+    }
+    await this.abandonInFlight();
+    // Closing waits for the requests still open, which may never answer: let them go with the process.
+    void this.o.sender.close().catch(() => {});
+  }
+
+  /** Whether everything in flight was answered and recorded before `deadline` (performance.now() time). */
+  private async idleBy(deadline: number): Promise<boolean> {
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<false>((r) => {
+      timer = setTimeout(() => r(false), Math.max(0, deadline - performance.now()));
+    });
+    try {
+      return await Promise.race([this.idle().then(() => true as const), late]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /** Records every attempt still waiting for its answer as lost and due now, ending its lease. */
+  private async abandonInFlight(): Promise<void> {
+    while (this.flushing) await this.flushing;
+    const now = this.o.clock.now();
+    const outcomes: Outcome<C>[] = this.finished.splice(0).map(({ claim, result }) => this.decide(claim, result, now));
+    for (const [claim, startedAt] of this.pending) {
+      const result: AttemptResult = {
+        ok: false,
+        statusCode: null,
+        startedAt,
+        latencyMs: Math.max(0, now - startedAt),
+        error: LOST_ATTEMPT,
+        responseExcerpt: null,
+        retryAfterMs: null,
+      };
+      outcomes.push(
+        claim.attempt >= this.o.backoff.maxAttempts
+          ? { kind: 'dead', claim, result }
+          : { kind: 'retry', claim, result, at: now },
+      );
+    }
+    this.pending.clear();
+    if (outcomes.length === 0) return;
+    try {
+      await this.o.repository.record(outcomes, now);
+    } catch (error) {
+      this.o.logger.error({ err: error, rows: outcomes.length }, `could not release ${this.o.name} attempts`);
+      return;
+    }
+    this.o.logger.warn(
+      { rows: outcomes.length },
+      `${this.o.name}: gave up waiting for answers at shutdown; due again at once`,
+    );
   }
 
   /**
@@ -273,8 +335,11 @@ export class OutboxEngine<C extends OutboxClaim> {
 
   private async attempt(claim: C): Promise<void> {
     const startedAt = this.o.clock.now();
+    this.pending.set(claim, startedAt);
     try {
       const result = await this.o.sender.send(claim, startedAt);
+      // Given up at shutdown (abandonInFlight) and recorded already: a late answer is not written.
+      if (!this.pending.delete(claim)) return;
       // Once per delivery or settlement attempt: no spread (see docs/decisions.md, the spread rule).
       // The far end's text goes into the attempt log: PostgreSQL text cannot hold a NUL, and one such
       // answer would fail the transaction that records every answer of its batch, for every operator.
@@ -287,6 +352,7 @@ export class OutboxEngine<C extends OutboxClaim> {
         });
       this.finished.push({ claim, result: stored });
     } catch (error) {
+      if (!this.pending.delete(claim)) return;
       this.o.logger.error(
         { err: error, ...this.fields(claim) },
         `${this.o.name} attempt failed unexpectedly; its lease will run out and it will be retried`,

@@ -135,7 +135,11 @@ export const sandboxRepository = {
     return rows.map((r) => ({ player_ref: r.player_ref, currency: r.currency, balance: Number(r.balance) }));
   },
 
-  /** Takes `amount` from the balance if it covers it; false (nothing taken) if it does not. */
+  /**
+   * Takes `amount` from the balance if it covers it; false (nothing taken) if it does not. The debit of
+   * a bet is written to the wallet's ledger too (`debit_<bet_id>`), so a settle knows the stake it returns
+   * is one this wallet holds (see stakeHeldElsewhere).
+   */
   async debit(
     tx: SqlExecutor,
     operatorId: string,
@@ -143,13 +147,41 @@ export const sandboxRepository = {
     currency: string,
     amount: number,
     now: number,
+    betId?: string,
   ): Promise<boolean> {
     const r = await tx.run(
       `UPDATE sandbox_wallet_balances SET balance = balance - ?, updated_at = ?
        WHERE operator_id = ? AND player_ref = ? AND currency = ? AND balance >= ?`,
       [amount, now, operatorId, playerRef, currency, amount],
     );
-    return r.changes === 1;
+    if (r.changes !== 1) return false;
+    if (betId !== undefined) {
+      await tx.run(
+        `INSERT INTO sandbox_wallet_settles (operator_id, idempotency_key, bet_id, credited, applied_at)
+         VALUES (?, ?, ?, ?, ?)`,
+        [operatorId, `debit_${betId}`, betId, -amount, now],
+      );
+    }
+    return true;
+  },
+
+  /**
+   * Whether the bet's stake was held by the operator's own wallet, not this one: the simulated wallet
+   * never debited it, and the operator has had a wallet_url (it reserved against that wallet, whose URL
+   * was cleared since). Such a settlement is not this wallet's to credit. Bets debited before debits were
+   * recorded belong to operators that never had a wallet_url, so they still settle here.
+   */
+  async stakeHeldElsewhere(tx: SqlExecutor, s: Settlement): Promise<boolean> {
+    const debited = await tx.get<{ n: number }>(
+      'SELECT 1 AS n FROM sandbox_wallet_settles WHERE operator_id = ? AND idempotency_key = ?',
+      [s.operatorId, `debit_${s.betId}`],
+    );
+    if (debited) return false;
+    const operator = await tx.get<{ settles_to_wallet: number }>(
+      'SELECT settles_to_wallet FROM operators WHERE id = ?',
+      [s.operatorId],
+    );
+    return Number(operator?.settles_to_wallet ?? 0) === 1;
   },
 
   /** Credits the bet's payout unless this idempotency key was applied before; returns the balance after. */

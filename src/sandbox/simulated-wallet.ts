@@ -40,8 +40,9 @@ export const simulatedWallet = {
     currency: string,
     amount: number,
     now: number,
+    betId?: string,
   ): Promise<void> {
-    if (!(await sandboxRepository.debit(tx, operatorId, playerRef, currency, amount, now))) {
+    if (!(await sandboxRepository.debit(tx, operatorId, playerRef, currency, amount, now, betId))) {
       throw new DomainError(
         'INSUFFICIENT_FUNDS',
         `the simulated wallet balance of ${playerRef} in ${currency} is below the stake; ` +
@@ -53,6 +54,17 @@ export const simulatedWallet = {
   /** One settle call of the outbox, answered as the switch says. */
   async settle(db: Database, config: Config, s: Settlement, now: number): Promise<SimulatedAnswer> {
     return db.transaction(async (tx) => {
+      // A stake the operator's own wallet holds (reserved before its wallet_url was cleared) waits, as a
+      // live operator's paused settlement does, for a URL: crediting it here would pay back a stake this
+      // wallet never took.
+      if (await sandboxRepository.stakeHeldElsewhere(tx, s)) {
+        return {
+          delivered: false,
+          statusCode: null,
+          error: 'the operator has no wallet_url configured',
+          responseExcerpt: null,
+        };
+      }
       const settings = await sandboxRepository.settings(tx, s.operatorId, config);
       const failure = settings.wallet.remaining === 0 ? 'none' : settings.wallet.failure;
       if (failure !== 'none' && settings.wallet.remaining !== null) {

@@ -102,9 +102,9 @@ export class WalletSettlementWorker {
     return this.engine.start();
   }
 
-  /** Stops claiming; calls in flight finish and are recorded. */
-  stop(): Promise<void> {
-    return this.engine.stop();
+  /** Stops claiming; calls in flight finish and are recorded (by `deadline`, see OutboxEngine.stop). */
+  stop(deadline: number | null = null): Promise<void> {
+    return this.engine.stop(deadline);
   }
 
   /** One pass: claim what is due and attempt it, until nothing is due. Returns the number of attempts made. */

@@ -166,9 +166,9 @@ export class WebhookDispatcher {
     return this.engine.start();
   }
 
-  /** Stops claiming; sends already in flight finish and are recorded. */
-  stop(): Promise<void> {
-    return this.engine.stop();
+  /** Stops claiming; sends already in flight finish and are recorded (by `deadline`, see OutboxEngine.stop). */
+  stop(deadline: number | null = null): Promise<void> {
+    return this.engine.stop(deadline);
   }
 
   /** Claims and sends until nothing is due, and waits for every answer to be recorded (tests, benchmark). */

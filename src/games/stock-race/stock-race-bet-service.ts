@@ -41,6 +41,7 @@ export interface StockRaceBetServiceDeps {
       currency: string,
       amount: number,
       now: number,
+      betId: string,
     ): Promise<unknown>;
   };
   counters: BetCounters;
@@ -174,6 +175,7 @@ export class StockRaceBetService {
             bet.currency!,
             bet.amount,
             this.d.clock.now(),
+            bet.id,
           );
         }
         return { statusCode: 200, body: present.reserved(bet, potentialPayout) };
