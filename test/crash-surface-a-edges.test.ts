@@ -48,18 +48,20 @@ describe.each(STORES)('Crash edges over Surface A on %s', (store) => {
     return r.body.bet_id as string;
   };
   /**
-   * Drives the running round tick by tick until the curve is at `multiplier` by the clock: what a
-   * cash-out asked for now is paid at. (Not the multiplier /rounds/current shows: that is the last tick
-   * the engine finished, which lags the clock when the machine is busy, and the loop overshot.)
+   * Drives the running round tick by tick until the curve is at `multiplier` by the clock (what a
+   * cash-out asked for now is paid at), then waits, without moving the clock, until the engine has
+   * finished those ticks (/rounds/current shows it): a cash-out is refused while the engine's heartbeat
+   * lags the clock, and driving by the ticks shown alone overshot when they lagged on a busy machine.
    */
   const runTo = async (multiplier: number) => {
     const running = (await roundRepository.latest(t.app.db, 'crash'))!;
     expect(running.status).toBe('running');
-    for (let i = 0; i < 100; i++) {
-      if (multiplierAt(clock.now() - running.runningAt!) >= Math.round(multiplier * 100)) return;
+    const hundredths = Math.round(multiplier * 100);
+    for (let i = 0; multiplierAt(clock.now() - running.runningAt!) < hundredths; i++) {
+      if (i === 100) throw new Error(`the curve never reached ${multiplier}`);
       await clock.advanceAsync(TICK);
     }
-    throw new Error(`the curve never reached ${multiplier}`);
+    await eventually(async () => (await get(call, '/rounds/current')).body.multiplier >= multiplier);
   };
 
   it('cash-outs against the crash, caps and exact money, as an operator sees them', async () => {
