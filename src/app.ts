@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import pino, { type Logger } from 'pino';
-import { systemClock, type Clock } from './clock/clock';
+import { settlesBy, systemClock, type Clock } from './clock/clock';
 import { LocalChangeBus, PostgresChangeBus, type ChangeBus } from './cluster/change-bus';
 import { ComplianceService } from './compliance/compliance-service';
 import type { ComplianceHooks } from './bets/compliance-hooks';
@@ -408,17 +408,9 @@ export async function createApp(config: Config, overrides: AppOverrides = {}): P
       // their leases and the process exits cleanly rather than being cut off by the force-exit timer.
       const deadline = options.graceMs === undefined ? null : performance.now() + options.graceMs;
       const closed = http.close();
-      if (deadline !== null) {
-        let timer: NodeJS.Timeout | undefined;
-        const late = new Promise<boolean>((r) => {
-          timer = setTimeout(() => r(true), Math.max(0, deadline - performance.now()));
-        });
-        const overdue = await Promise.race([closed.then(() => false), late]);
-        clearTimeout(timer);
-        if (overdue) {
-          logger.warn('in-flight requests outlasted the shutdown grace period; closing their connections');
-          http.server.closeAllConnections();
-        }
+      if (deadline !== null && !(await settlesBy(closed, deadline))) {
+        logger.warn('in-flight requests outlasted the shutdown grace period; closing their connections');
+        http.server.closeAllConnections();
       }
       await closed;
       await crashEngine.stop();

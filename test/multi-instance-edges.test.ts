@@ -88,31 +88,36 @@ describe('a Crash lease holder frozen past its lease, then thawed', () => {
     );
   }
 
-  it('settles nothing from its overdue round end: the round is voided and every stake refunded', async () => {
-    // 1.10x is reached 1.59 s into the climb, the crash (1.26x) 3.85 s in: both while the holder is frozen.
-    const { round, bets, frozenAfterMs } = await betThenFreezeAtStart((n) => n <= 3, [1.1, null]);
-    expect(frozenAfterMs).toBeLessThan(1_400);
-    await sleep(5_000);
-    svc.thaw();
-    for (const bet of bets) {
-      expect(await settled(bet.id)).toMatchObject({ status: 'void', payout: bet.amount });
-    }
-    const r = (await call('GET', `/api/public/v1/rounds/${round.round_number}`)).body;
-    expect(r.status).toBe('void');
-  }, 40_000);
-
-  it('pays no auto cash-out from its overdue tick: the round is voided and the stake refunded', async () => {
-    // The round climbs past 100x; 1.10x is reached 1.59 s in, while the holder is frozen.
-    const { round, bets, frozenAfterMs } = await betThenFreezeAtStart((n) => n >= 4, [1.1, 1.2]);
-    expect(frozenAfterMs).toBeLessThan(1_400);
-    await sleep(3_500);
-    svc.thaw();
-    for (const bet of bets) {
-      expect(await settled(bet.id)).toMatchObject({ status: 'void', payout: bet.amount });
-    }
-    const r = (await call('GET', `/api/public/v1/rounds/${round.round_number}`)).body;
-    expect(r.status).toBe('void');
-  }, 40_000);
+  it.each([
+    {
+      name: 'settles nothing from its overdue round end',
+      // 1.10x is reached 1.59 s into the climb, the crash (1.26x) 3.85 s in: both while the holder is frozen.
+      fits: (n: number) => n <= 3,
+      autos: [1.1, null],
+      frozenMs: 5_000,
+    },
+    {
+      name: 'pays no auto cash-out from its overdue tick',
+      // The round climbs past 100x; 1.10x is reached 1.59 s in, while the holder is frozen.
+      fits: (n: number) => n >= 4,
+      autos: [1.1, 1.2],
+      frozenMs: 3_500,
+    },
+  ])(
+    '$name: the round is voided and every stake refunded',
+    async ({ fits, autos, frozenMs }) => {
+      const { round, bets, frozenAfterMs } = await betThenFreezeAtStart(fits, autos);
+      expect(frozenAfterMs).toBeLessThan(1_400);
+      await sleep(frozenMs);
+      svc.thaw();
+      for (const bet of bets) {
+        expect(await settled(bet.id)).toMatchObject({ status: 'void', payout: bet.amount });
+      }
+      const r = (await call('GET', `/api/public/v1/rounds/${round.round_number}`)).body;
+      expect(r.status).toBe('void');
+    },
+    40_000,
+  );
 });
 
 /**

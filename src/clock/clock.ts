@@ -92,3 +92,19 @@ export class FakeClock implements Clock {
 async function flushMicrotasks(): Promise<void> {
   for (let i = 0; i < 20; i++) await new Promise<void>((r) => setImmediate(r));
 }
+
+/**
+ * Whether `work` settles before `deadline` (a `performance.now()` instant: real time, for shutdown
+ * grace periods, which no fake game clock should stretch). `work` itself goes on either way.
+ */
+export async function settlesBy(work: Promise<unknown>, deadline: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<false>((r) => {
+    timer = setTimeout(() => r(false), Math.max(0, deadline - performance.now()));
+  });
+  try {
+    return await Promise.race([work.then(() => true as const), late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

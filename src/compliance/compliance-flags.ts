@@ -1,6 +1,5 @@
-import type { Bet } from '../bets/bet';
 import type { Database } from '../store/database';
-import type { ComplianceFlag, ComplianceService, FlagFilter } from './compliance-service';
+import type { ComplianceFlag, ComplianceService, FlagFilter, SessionUse } from './compliance-service';
 
 /**
  * What the surfaces ask of compliance (the flag list on both APIs, the dashboard and the CLI; the
@@ -18,14 +17,7 @@ export class ComplianceFlags {
   }
 
   /** A player session used from `place`; resolves true when that raised session_multi_place. */
-  sessionSeen(input: {
-    operatorId: string;
-    sessionId: string;
-    player: string;
-    place: string;
-    now: number;
-    game: Bet['game'] | null;
-  }): Promise<boolean> {
+  sessionSeen(input: SessionUse): Promise<boolean> {
     return this.rules.sessionSeen(this.db, input);
   }
 }

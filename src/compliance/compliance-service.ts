@@ -70,6 +70,17 @@ function fromBet(bet: Bet, rule: ComplianceRule, details: Record<string, unknown
  * and its compliance.flag event commit with the change that raised it, or not at all. A rule hit
  * is an observation, never a refusal: evaluation errors are logged and swallowed.
  */
+/** One use of a player session: from which place (an IP address), when, on which game's page. */
+export interface SessionUse {
+  operatorId: string;
+  sessionId: string;
+  player: string;
+  place: string;
+  now: number;
+  /** The game whose page or feed the place opened; null for a page of neither (Verify). */
+  game: Bet['game'] | null;
+}
+
 export class ComplianceService implements ComplianceHooks {
   private readonly settingsCache = new Map<string, { at: number; value: ComplianceSettings }>();
 
@@ -130,18 +141,7 @@ export class ComplianceService implements ComplianceHooks {
    * More distinct places than the operator allows within the window raises session_multi_place.
    * Called by whatever serves the session's player (the player page, its API).
    */
-  async sessionSeen(
-    db: Database,
-    input: {
-      operatorId: string;
-      sessionId: string;
-      player: string;
-      place: string;
-      now: number;
-      /** The game whose page or feed the place opened; null for a page of neither (Verify). */
-      game: Bet['game'] | null;
-    },
-  ): Promise<boolean> {
+  async sessionSeen(db: Database, input: SessionUse): Promise<boolean> {
     const placeHash = createHash('sha256').update(input.place).digest('hex').slice(0, 32);
     return db.transaction(async (tx) => {
       // Two new places of one session seen at once must count each other (else neither flags).

@@ -1,3 +1,4 @@
+import { withHeadersOn, withResponseHeaders } from './openapi';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { DomainError } from '../errors/codes';
 import type { IdempotencyService, WriteTransaction } from '../idempotency/idempotency';
@@ -53,6 +54,15 @@ export function refusalIn(
 /** The header the spec puts on a stored answer sent again for the same key and body. */
 export const REPLAY_HEADER = 'idempotent-replay';
 
+/** How an answer replayed from its idempotency key is marked (`idempotent-replay: true`). */
+const REPLAY_HEADER_SCHEMA = {
+  [REPLAY_HEADER]: {
+    type: 'string',
+    enum: ['true'],
+    description: 'present (true) only when this is the stored answer to an earlier request with the same key and body',
+  },
+};
+
 /**
  * A keyed route's success schema that also declares the replay header, so the published document (and
  * the clients generated from it) tell integrators how a replay is marked. Built once, when the route is
@@ -60,17 +70,7 @@ export const REPLAY_HEADER = 'idempotent-replay';
  * into the response's header list.
  */
 export function replayable<T extends object>(schema: T): T & { headers: Record<string, unknown> } {
-  return Object.assign({}, schema, {
-    headers: {
-      ...(schema as { headers?: Record<string, unknown> }).headers,
-      [REPLAY_HEADER]: {
-        type: 'string',
-        enum: ['true'],
-        description:
-          'present (true) only when this is the stored answer to an earlier request with the same key and body',
-      },
-    },
-  });
+  return withResponseHeaders(schema, REPLAY_HEADER_SCHEMA);
 }
 
 /**
@@ -80,12 +80,7 @@ export function replayable<T extends object>(schema: T): T & { headers: Record<s
  * `idempotent-replay: true`.
  */
 export function replayableErrors<T extends Record<number, object>>(errors: T): T {
-  const out: Record<number, object> = { ...errors };
-  for (const status of [400, 404, 409]) {
-    const schema = out[status];
-    if (schema) out[status] = replayable(schema);
-  }
-  return out as T;
+  return withHeadersOn(errors, [400, 404, 409], REPLAY_HEADER_SCHEMA);
 }
 
 /**

@@ -189,12 +189,21 @@ export function withResponseHeaders<T extends object>(
   return Object.assign({}, schema, { headers: { ...own, ...headers } });
 }
 
-/** The error responses of a signed route, 429 and 503 declaring Retry-After. */
-export function withRetryAfter<T extends Record<number, object>>(errors: T): T {
-  const out: Record<number, object> = { ...errors };
-  for (const status of [429, 503]) {
+/** `responses` with `headers` declared on each of `statuses` it has. */
+export function withHeadersOn<T extends Record<number, object>>(
+  responses: T,
+  statuses: readonly number[],
+  headers: Record<string, Record<string, unknown>>,
+): T {
+  const out: Record<number, object> = { ...responses };
+  for (const status of statuses) {
     const schema = out[status];
-    if (schema) out[status] = withResponseHeaders(schema, RETRY_AFTER);
+    if (schema) out[status] = withResponseHeaders(schema, headers);
   }
   return out as T;
+}
+
+/** The error responses of a signed route, 429 and 503 declaring Retry-After. */
+export function withRetryAfter<T extends Record<number, object>>(errors: T): T {
+  return withHeadersOn(errors, [429, 503], RETRY_AFTER);
 }

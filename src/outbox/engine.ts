@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type { Clock, TimerHandle } from '../clock/clock';
+import { type Clock, settlesBy, type TimerHandle } from '../clock/clock';
 import type { Backoff } from './backoff';
 
 /** Logged in place of an attempt whose worker died (or lost its lease) before it recorded the answer. */
@@ -172,7 +172,7 @@ export class OutboxEngine<C extends OutboxClaim> {
     this.running = false;
     this.wake();
     await this.loopDone;
-    if (deadline === null || (await this.idleBy(deadline))) {
+    if (deadline === null || (await settlesBy(this.idle(), deadline))) {
       await this.idle();
       await this.o.sender.close();
       return;
@@ -180,19 +180,6 @@ export class OutboxEngine<C extends OutboxClaim> {
     await this.abandonInFlight();
     // Closing waits for the requests still open, which may never answer: let them go with the process.
     void this.o.sender.close().catch(() => {});
-  }
-
-  /** Whether everything in flight was answered and recorded before `deadline` (performance.now() time). */
-  private async idleBy(deadline: number): Promise<boolean> {
-    let timer: NodeJS.Timeout | undefined;
-    const late = new Promise<false>((r) => {
-      timer = setTimeout(() => r(false), Math.max(0, deadline - performance.now()));
-    });
-    try {
-      return await Promise.race([this.idle().then(() => true as const), late]);
-    } finally {
-      clearTimeout(timer);
-    }
   }
 
   /** Records every attempt still waiting for its answer as lost and due now, ending its lease. */
