@@ -26,7 +26,15 @@ import { TestReceiver } from './support/webhook-receiver';
 type Json = Record<string, any>;
 const METHODS = ['get', 'put', 'post', 'delete', 'patch', 'head', 'options', 'trace'] as const;
 /** Headers whose meaning a client can only learn from the document: when sent, the response must declare them. */
-const MEANINGFUL_HEADERS = ['retry-after', 'idempotent-replay', 'deprecation', 'sunset'];
+const MEANINGFUL_HEADERS = [
+  'retry-after',
+  'idempotent-replay',
+  'deprecation',
+  'sunset',
+  'ratelimit-limit',
+  'ratelimit-remaining',
+  'ratelimit-reset',
+];
 
 function operations(doc: Json): { method: string; path: string; op: Json }[] {
   const out: { method: string; path: string; op: Json }[] = [];
@@ -252,7 +260,7 @@ describe('OpenAPI contract: every answer against the published document (SQLite)
     expect(no2xx.map(({ method, path }) => `${method.toUpperCase()} ${path}`)).toEqual([]);
   });
 
-  it('the document: each operation declares the errors its surface answers, with a body shape, and Retry-After', () => {
+  it('the document: each operation declares the errors its surface answers, a body shape, Retry-After, rate limits', () => {
     const problems: string[] = [];
     for (const { method, path, op } of operations(doc)) {
       const name = `${method.toUpperCase()} ${path}`;
@@ -280,6 +288,14 @@ describe('OpenAPI contract: every answer against the published document (SQLite)
       }
       const ok = Object.entries<Json>(op.responses ?? {}).filter(([s]) => /^2/.test(s) && s !== '204');
       for (const [status, r] of ok) if (!r.content) problems.push(`${name}: ${status} gives no body`);
+      // A signed answer tells the caller where its bucket stands; a generated client learns the names here.
+      const answers = Object.entries<Json>(op.responses ?? {}).filter(([s]) => /^[2]|^429$/.test(s));
+      for (const [status, r] of signed ? answers : []) {
+        const declared = Object.keys(r.headers ?? {}).map((h) => h.toLowerCase());
+        for (const h of ['ratelimit-limit', 'ratelimit-remaining', 'ratelimit-reset']) {
+          if (!declared.includes(h)) problems.push(`${name}: ${status} does not declare ${h}`);
+        }
+      }
     }
     expect(problems).toEqual([]);
   });

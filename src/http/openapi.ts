@@ -1,6 +1,6 @@
 import type { SwaggerTransformObject } from '@fastify/swagger';
 import type { FastifyInstance, RouteOptions } from 'fastify';
-import type { OpenAPIV3_1 } from 'openapi-types';
+import type { OpenAPIV3, OpenAPIV3_1 } from 'openapi-types';
 
 /**
  * Security schemes of the OpenAPI document. OpenAPI has no HMAC scheme, so each signing header is an
@@ -162,6 +162,55 @@ export function withOperationIds<T extends { paths?: unknown }>(document: T): T 
     for (const method of HTTP_METHODS) {
       const operation = item[method];
       if (operation) operation.operationId ??= operationIdOf(method, path);
+    }
+  }
+  return document;
+}
+
+/**
+ * The operator's token bucket, on every answer to a request that reached it (see afterBucket in surface.ts).
+ * Not required: a request refused before the bucket (401, 413, 415, or the failed-authentication budget's 429)
+ * spent no token and carries none of them.
+ */
+export const RATE_LIMIT_HEADERS: Record<string, OpenAPIV3.NonArraySchemaObject> = {
+  'ratelimit-limit': {
+    type: 'string',
+    pattern: '^[0-9]+$',
+    description: "the operator's burst: requests the bucket holds when full",
+  },
+  'ratelimit-remaining': {
+    type: 'string',
+    pattern: '^[0-9]+$',
+    description: 'requests left in the bucket after this one',
+  },
+  'ratelimit-reset': {
+    type: 'string',
+    pattern: '^[0-9]+$',
+    description: 'seconds until the bucket is full again',
+  },
+};
+
+/** Statuses a signed request can get before its bucket is reached, so never with the rate-limit headers. */
+const BEFORE_THE_BUCKET = new Set(['401', '413', '415']);
+
+/**
+ * Declares the rate-limit headers on every response of every signed operation (those whose `security` is a
+ * surface's), so generated clients expose them; the routes' own schemas need not repeat them.
+ */
+export function withRateLimitHeaders<T extends { paths?: unknown }>(document: T): T {
+  const signed = new Set(Object.values(SURFACE_SECURITY).map((requirement) => JSON.stringify(requirement)));
+  const paths = (document.paths ?? {}) as Record<string, Record<string, OpenAPIV3_1.OperationObject | undefined>>;
+  for (const item of Object.values(paths)) {
+    for (const method of HTTP_METHODS) {
+      const operation = item[method];
+      if (!operation || !signed.has(JSON.stringify(operation.security ?? null))) continue;
+      for (const [status, response] of Object.entries(operation.responses ?? {})) {
+        if (BEFORE_THE_BUCKET.has(status) || '$ref' in response) continue;
+        const headers = (response.headers ??= {});
+        for (const [name, schema] of Object.entries(RATE_LIMIT_HEADERS)) {
+          headers[name] ??= { schema, required: false, description: schema.description };
+        }
+      }
     }
   }
   return document;

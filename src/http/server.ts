@@ -15,7 +15,13 @@ import { surfaceB } from './surface-b/routes';
 import { decorateAuthenticatedRequest, errorHandler, type Surface } from './surface';
 import { publicRoutes } from './public-routes';
 import { openApiWebhooks } from '../webhooks/payloads';
-import { optionalBodies, SECURITY_SCHEMES, withOperationIds, withWebhookSecurity } from './openapi';
+import {
+  optionalBodies,
+  SECURITY_SCHEMES,
+  withOperationIds,
+  withRateLimitHeaders,
+  withWebhookSecurity,
+} from './openapi';
 import { instrumentHttp, type HttpObservability } from '../observability/http';
 
 export type RouteModule = (app: FastifyInstance, services: AppServices) => Promise<void>;
@@ -283,7 +289,7 @@ export async function buildHttpServer(s: AppServices, options: HttpOptions = {})
   const markOptionalBodies = optionalBodies(app, (route) => [route.preValidation].flat().includes(absentBodyAsEmpty));
   await app.register(swagger, {
     // Every operation named (operationId), for generated clients and catalogues.
-    transformObject: (document) => withOperationIds(markOptionalBodies(document)),
+    transformObject: (document) => withRateLimitHeaders(withOperationIds(markOptionalBodies(document))),
     openapi: {
       openapi: '3.1.0',
       info: {

@@ -1420,6 +1420,12 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1445,6 +1451,12 @@ export interface operations {
             /** @description Default Response */
             400: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1475,6 +1487,12 @@ export interface operations {
             /** @description Default Response */
             403: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1490,6 +1508,12 @@ export interface operations {
             /** @description Default Response */
             404: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1505,6 +1529,12 @@ export interface operations {
             /** @description Default Response */
             409: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1550,6 +1580,12 @@ export interface operations {
             /** @description Default Response */
             429: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     /** @description seconds to wait before sending the request again */
                     "retry-after"?: string;
                     [name: string]: unknown;
@@ -1567,6 +1603,12 @@ export interface operations {
             /** @description Default Response */
             500: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1583,6 +1625,12 @@ export interface operations {
             /** @description Default Response */
             503: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     /** @description seconds to wait before sending the request again */
                     "retry-after"?: string;
                     [name: string]: unknown;
@@ -1627,6 +1675,12 @@ export interface operations {
                 headers: {
                     /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
                     "idempotent-replay"?: "true";
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1643,6 +1697,12 @@ export interface operations {
                 headers: {
                     /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
                     "idempotent-replay"?: "true";
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1673,6 +1733,12 @@ export interface operations {
             /** @description Default Response */
             403: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1690,6 +1756,12 @@ export interface operations {
                 headers: {
                     /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
                     "idempotent-replay"?: "true";
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1707,6 +1779,12 @@ export interface operations {
                 headers: {
                     /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
                     "idempotent-replay"?: "true";
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1752,6 +1830,12 @@ export interface operations {
             /** @description Default Response */
             429: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     /** @description seconds to wait before sending the request again */
                     "retry-after"?: string;
                     [name: string]: unknown;
@@ -1769,6 +1853,12 @@ export interface operations {
             /** @description Default Response */
             500: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1785,6 +1875,12 @@ export interface operations {
             /** @description Default Response */
             503: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     /** @description seconds to wait before sending the request again */
                     "retry-after"?: string;
                     [name: string]: unknown;
@@ -1825,6 +1921,12 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1857,6 +1959,12 @@ export interface operations {
             /** @description Default Response */
             400: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1885,6 +1993,12 @@ export interface operations {
             /** @description Default Response */
             403: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1899,6 +2013,12 @@ export interface operations {
             /** @description Default Response */
             429: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     /** @description seconds to wait before sending the request again */
                     "retry-after"?: string;
                     [name: string]: unknown;
@@ -1915,6 +2035,12 @@ export interface operations {
             /** @description Default Response */
             500: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1929,6 +2055,12 @@ export interface operations {
             /** @description Default Response */
             503: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     /** @description seconds to wait before sending the request again */
                     "retry-after"?: string;
                     [name: string]: unknown;
@@ -1972,6 +2104,12 @@ export interface operations {
                 headers: {
                     /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
                     "idempotent-replay"?: "true";
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1992,6 +2130,12 @@ export interface operations {
                 headers: {
                     /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
                     "idempotent-replay"?: "true";
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2022,6 +2166,12 @@ export interface operations {
             /** @description Default Response */
             403: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2039,6 +2189,12 @@ export interface operations {
                 headers: {
                     /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
                     "idempotent-replay"?: "true";
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2056,6 +2212,12 @@ export interface operations {
                 headers: {
                     /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
                     "idempotent-replay"?: "true";
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2101,6 +2263,12 @@ export interface operations {
             /** @description Default Response */
             429: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     /** @description seconds to wait before sending the request again */
                     "retry-after"?: string;
                     [name: string]: unknown;
@@ -2118,6 +2286,12 @@ export interface operations {
             /** @description Default Response */
             500: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2134,6 +2308,12 @@ export interface operations {
             /** @description Default Response */
             503: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     /** @description seconds to wait before sending the request again */
                     "retry-after"?: string;
                     [name: string]: unknown;
@@ -2166,6 +2346,12 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2216,6 +2402,12 @@ export interface operations {
             /** @description Default Response */
             400: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2246,6 +2438,12 @@ export interface operations {
             /** @description Default Response */
             403: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2261,6 +2459,12 @@ export interface operations {
             /** @description Default Response */
             404: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2276,6 +2480,12 @@ export interface operations {
             /** @description Default Response */
             409: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2321,6 +2531,12 @@ export interface operations {
             /** @description Default Response */
             429: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     /** @description seconds to wait before sending the request again */
                     "retry-after"?: string;
                     [name: string]: unknown;
@@ -2338,6 +2554,12 @@ export interface operations {
             /** @description Default Response */
             500: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2354,6 +2576,12 @@ export interface operations {
             /** @description Default Response */
             503: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     /** @description seconds to wait before sending the request again */
                     "retry-after"?: string;
                     [name: string]: unknown;
@@ -2383,6 +2611,12 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2433,6 +2667,12 @@ export interface operations {
             /** @description Default Response */
             400: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2463,6 +2703,12 @@ export interface operations {
             /** @description Default Response */
             403: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2478,6 +2724,12 @@ export interface operations {
             /** @description Default Response */
             404: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2493,6 +2745,12 @@ export interface operations {
             /** @description Default Response */
             409: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2538,6 +2796,12 @@ export interface operations {
             /** @description Default Response */
             429: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     /** @description seconds to wait before sending the request again */
                     "retry-after"?: string;
                     [name: string]: unknown;
@@ -2555,6 +2819,12 @@ export interface operations {
             /** @description Default Response */
             500: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2571,6 +2841,12 @@ export interface operations {
             /** @description Default Response */
             503: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     /** @description seconds to wait before sending the request again */
                     "retry-after"?: string;
                     [name: string]: unknown;
@@ -2600,6 +2876,12 @@ export interface operations {
             /** @description Server-Sent Events: a snapshot of the current round first, then every change */
             200: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2609,6 +2891,12 @@ export interface operations {
             /** @description Default Response */
             400: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2639,6 +2927,12 @@ export interface operations {
             /** @description Default Response */
             403: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2654,6 +2948,12 @@ export interface operations {
             /** @description Default Response */
             404: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2669,6 +2969,12 @@ export interface operations {
             /** @description Default Response */
             409: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2714,6 +3020,12 @@ export interface operations {
             /** @description Default Response */
             429: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     /** @description seconds to wait before sending the request again */
                     "retry-after"?: string;
                     [name: string]: unknown;
@@ -2731,6 +3043,12 @@ export interface operations {
             /** @description Default Response */
             500: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2747,6 +3065,12 @@ export interface operations {
             /** @description Default Response */
             503: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     /** @description seconds to wait before sending the request again */
                     "retry-after"?: string;
                     [name: string]: unknown;
@@ -2776,6 +3100,12 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2792,6 +3122,12 @@ export interface operations {
             /** @description Default Response */
             400: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2820,6 +3156,12 @@ export interface operations {
             /** @description Default Response */
             403: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2834,6 +3176,12 @@ export interface operations {
             /** @description Default Response */
             404: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2848,6 +3196,12 @@ export interface operations {
             /** @description Default Response */
             409: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2890,6 +3244,12 @@ export interface operations {
             /** @description Default Response */
             429: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     /** @description seconds to wait before sending the request again */
                     "retry-after"?: string;
                     [name: string]: unknown;
@@ -2906,6 +3266,12 @@ export interface operations {
             /** @description Default Response */
             500: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2920,6 +3286,12 @@ export interface operations {
             /** @description Default Response */
             503: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     /** @description seconds to wait before sending the request again */
                     "retry-after"?: string;
                     [name: string]: unknown;
@@ -2959,6 +3331,12 @@ export interface operations {
                 headers: {
                     /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
                     "idempotent-replay"?: "true";
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2977,6 +3355,12 @@ export interface operations {
                 headers: {
                     /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
                     "idempotent-replay"?: "true";
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3005,6 +3389,12 @@ export interface operations {
             /** @description Default Response */
             403: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3021,6 +3411,12 @@ export interface operations {
                 headers: {
                     /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
                     "idempotent-replay"?: "true";
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3037,6 +3433,12 @@ export interface operations {
                 headers: {
                     /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
                     "idempotent-replay"?: "true";
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3079,6 +3481,12 @@ export interface operations {
             /** @description Default Response */
             429: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     /** @description seconds to wait before sending the request again */
                     "retry-after"?: string;
                     [name: string]: unknown;
@@ -3095,6 +3503,12 @@ export interface operations {
             /** @description Default Response */
             500: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3109,6 +3523,12 @@ export interface operations {
             /** @description Default Response */
             503: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     /** @description seconds to wait before sending the request again */
                     "retry-after"?: string;
                     [name: string]: unknown;
@@ -3136,6 +3556,12 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3152,6 +3578,12 @@ export interface operations {
             /** @description Default Response */
             400: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3180,6 +3612,12 @@ export interface operations {
             /** @description Default Response */
             403: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3194,6 +3632,12 @@ export interface operations {
             /** @description Default Response */
             404: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3208,6 +3652,12 @@ export interface operations {
             /** @description Default Response */
             409: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3250,6 +3700,12 @@ export interface operations {
             /** @description Default Response */
             429: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     /** @description seconds to wait before sending the request again */
                     "retry-after"?: string;
                     [name: string]: unknown;
@@ -3266,6 +3722,12 @@ export interface operations {
             /** @description Default Response */
             500: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3280,6 +3742,12 @@ export interface operations {
             /** @description Default Response */
             503: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     /** @description seconds to wait before sending the request again */
                     "retry-after"?: string;
                     [name: string]: unknown;
@@ -3307,6 +3775,12 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3323,6 +3797,12 @@ export interface operations {
             /** @description Default Response */
             400: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3351,6 +3831,12 @@ export interface operations {
             /** @description Default Response */
             403: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3365,6 +3851,12 @@ export interface operations {
             /** @description Default Response */
             404: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3379,6 +3871,12 @@ export interface operations {
             /** @description Default Response */
             409: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3421,6 +3919,12 @@ export interface operations {
             /** @description Default Response */
             429: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     /** @description seconds to wait before sending the request again */
                     "retry-after"?: string;
                     [name: string]: unknown;
@@ -3437,6 +3941,12 @@ export interface operations {
             /** @description Default Response */
             500: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3451,6 +3961,12 @@ export interface operations {
             /** @description Default Response */
             503: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     /** @description seconds to wait before sending the request again */
                     "retry-after"?: string;
                     [name: string]: unknown;
@@ -3490,6 +4006,12 @@ export interface operations {
                 headers: {
                     /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
                     "idempotent-replay"?: "true";
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3508,6 +4030,12 @@ export interface operations {
                 headers: {
                     /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
                     "idempotent-replay"?: "true";
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3536,6 +4064,12 @@ export interface operations {
             /** @description Default Response */
             403: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3552,6 +4086,12 @@ export interface operations {
                 headers: {
                     /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
                     "idempotent-replay"?: "true";
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3568,6 +4108,12 @@ export interface operations {
                 headers: {
                     /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
                     "idempotent-replay"?: "true";
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3610,6 +4156,12 @@ export interface operations {
             /** @description Default Response */
             429: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     /** @description seconds to wait before sending the request again */
                     "retry-after"?: string;
                     [name: string]: unknown;
@@ -3626,6 +4178,12 @@ export interface operations {
             /** @description Default Response */
             500: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3640,6 +4198,12 @@ export interface operations {
             /** @description Default Response */
             503: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     /** @description seconds to wait before sending the request again */
                     "retry-after"?: string;
                     [name: string]: unknown;
@@ -3667,6 +4231,12 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3683,6 +4253,12 @@ export interface operations {
             /** @description Default Response */
             400: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3711,6 +4287,12 @@ export interface operations {
             /** @description Default Response */
             403: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3725,6 +4307,12 @@ export interface operations {
             /** @description Default Response */
             404: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3739,6 +4327,12 @@ export interface operations {
             /** @description Default Response */
             409: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3781,6 +4375,12 @@ export interface operations {
             /** @description Default Response */
             429: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     /** @description seconds to wait before sending the request again */
                     "retry-after"?: string;
                     [name: string]: unknown;
@@ -3797,6 +4397,12 @@ export interface operations {
             /** @description Default Response */
             500: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3811,6 +4417,12 @@ export interface operations {
             /** @description Default Response */
             503: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     /** @description seconds to wait before sending the request again */
                     "retry-after"?: string;
                     [name: string]: unknown;
@@ -3838,6 +4450,12 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3858,6 +4476,12 @@ export interface operations {
             /** @description Default Response */
             400: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3886,6 +4510,12 @@ export interface operations {
             /** @description Default Response */
             403: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3900,6 +4530,12 @@ export interface operations {
             /** @description Default Response */
             404: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3914,6 +4550,12 @@ export interface operations {
             /** @description Default Response */
             409: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3956,6 +4598,12 @@ export interface operations {
             /** @description Default Response */
             429: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     /** @description seconds to wait before sending the request again */
                     "retry-after"?: string;
                     [name: string]: unknown;
@@ -3972,6 +4620,12 @@ export interface operations {
             /** @description Default Response */
             500: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3986,6 +4640,12 @@ export interface operations {
             /** @description Default Response */
             503: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     /** @description seconds to wait before sending the request again */
                     "retry-after"?: string;
                     [name: string]: unknown;
@@ -4037,6 +4697,12 @@ export interface operations {
                 headers: {
                     /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
                     "idempotent-replay"?: "true";
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4059,6 +4725,12 @@ export interface operations {
                 headers: {
                     /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
                     "idempotent-replay"?: "true";
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4087,6 +4759,12 @@ export interface operations {
             /** @description Default Response */
             403: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4103,6 +4781,12 @@ export interface operations {
                 headers: {
                     /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
                     "idempotent-replay"?: "true";
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4119,6 +4803,12 @@ export interface operations {
                 headers: {
                     /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
                     "idempotent-replay"?: "true";
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4161,6 +4851,12 @@ export interface operations {
             /** @description Default Response */
             429: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     /** @description seconds to wait before sending the request again */
                     "retry-after"?: string;
                     [name: string]: unknown;
@@ -4177,6 +4873,12 @@ export interface operations {
             /** @description Default Response */
             500: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4191,6 +4893,12 @@ export interface operations {
             /** @description Default Response */
             503: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     /** @description seconds to wait before sending the request again */
                     "retry-after"?: string;
                     [name: string]: unknown;
@@ -4234,6 +4942,12 @@ export interface operations {
                 headers: {
                     /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
                     "idempotent-replay"?: "true";
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4249,6 +4963,12 @@ export interface operations {
                 headers: {
                     /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
                     "idempotent-replay"?: "true";
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4277,6 +4997,12 @@ export interface operations {
             /** @description Default Response */
             403: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4293,6 +5019,12 @@ export interface operations {
                 headers: {
                     /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
                     "idempotent-replay"?: "true";
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4309,6 +5041,12 @@ export interface operations {
                 headers: {
                     /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
                     "idempotent-replay"?: "true";
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4351,6 +5089,12 @@ export interface operations {
             /** @description Default Response */
             429: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     /** @description seconds to wait before sending the request again */
                     "retry-after"?: string;
                     [name: string]: unknown;
@@ -4367,6 +5111,12 @@ export interface operations {
             /** @description Default Response */
             500: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4381,6 +5131,12 @@ export interface operations {
             /** @description Default Response */
             503: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     /** @description seconds to wait before sending the request again */
                     "retry-after"?: string;
                     [name: string]: unknown;
@@ -4410,6 +5166,12 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4426,6 +5188,12 @@ export interface operations {
             /** @description Default Response */
             400: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4454,6 +5222,12 @@ export interface operations {
             /** @description Default Response */
             403: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4468,6 +5242,12 @@ export interface operations {
             /** @description Default Response */
             404: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4482,6 +5262,12 @@ export interface operations {
             /** @description Default Response */
             409: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4524,6 +5310,12 @@ export interface operations {
             /** @description Default Response */
             429: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     /** @description seconds to wait before sending the request again */
                     "retry-after"?: string;
                     [name: string]: unknown;
@@ -4540,6 +5332,12 @@ export interface operations {
             /** @description Default Response */
             500: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4554,6 +5352,12 @@ export interface operations {
             /** @description Default Response */
             503: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     /** @description seconds to wait before sending the request again */
                     "retry-after"?: string;
                     [name: string]: unknown;
@@ -4595,6 +5399,12 @@ export interface operations {
                 headers: {
                     /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
                     "idempotent-replay"?: "true";
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4611,6 +5421,12 @@ export interface operations {
                 headers: {
                     /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
                     "idempotent-replay"?: "true";
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4639,6 +5455,12 @@ export interface operations {
             /** @description Default Response */
             403: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4655,6 +5477,12 @@ export interface operations {
                 headers: {
                     /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
                     "idempotent-replay"?: "true";
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4671,6 +5499,12 @@ export interface operations {
                 headers: {
                     /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
                     "idempotent-replay"?: "true";
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4713,6 +5547,12 @@ export interface operations {
             /** @description Default Response */
             429: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     /** @description seconds to wait before sending the request again */
                     "retry-after"?: string;
                     [name: string]: unknown;
@@ -4729,6 +5569,12 @@ export interface operations {
             /** @description Default Response */
             500: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4743,6 +5589,12 @@ export interface operations {
             /** @description Default Response */
             503: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     /** @description seconds to wait before sending the request again */
                     "retry-after"?: string;
                     [name: string]: unknown;
@@ -4780,6 +5632,12 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4807,6 +5665,12 @@ export interface operations {
             /** @description Default Response */
             400: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4835,6 +5699,12 @@ export interface operations {
             /** @description Default Response */
             403: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4849,6 +5719,12 @@ export interface operations {
             /** @description Default Response */
             404: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4863,6 +5739,12 @@ export interface operations {
             /** @description Default Response */
             409: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4905,6 +5787,12 @@ export interface operations {
             /** @description Default Response */
             429: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     /** @description seconds to wait before sending the request again */
                     "retry-after"?: string;
                     [name: string]: unknown;
@@ -4921,6 +5809,12 @@ export interface operations {
             /** @description Default Response */
             500: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4935,6 +5829,12 @@ export interface operations {
             /** @description Default Response */
             503: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     /** @description seconds to wait before sending the request again */
                     "retry-after"?: string;
                     [name: string]: unknown;
@@ -4965,6 +5865,12 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4998,6 +5904,12 @@ export interface operations {
             /** @description Default Response */
             400: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5026,6 +5938,12 @@ export interface operations {
             /** @description Default Response */
             403: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5040,6 +5958,12 @@ export interface operations {
             /** @description Default Response */
             404: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5054,6 +5978,12 @@ export interface operations {
             /** @description Default Response */
             409: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5096,6 +6026,12 @@ export interface operations {
             /** @description Default Response */
             429: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     /** @description seconds to wait before sending the request again */
                     "retry-after"?: string;
                     [name: string]: unknown;
@@ -5112,6 +6048,12 @@ export interface operations {
             /** @description Default Response */
             500: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5126,6 +6068,12 @@ export interface operations {
             /** @description Default Response */
             503: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     /** @description seconds to wait before sending the request again */
                     "retry-after"?: string;
                     [name: string]: unknown;
@@ -5165,6 +6113,12 @@ export interface operations {
                 headers: {
                     /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
                     "idempotent-replay"?: "true";
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5192,6 +6146,12 @@ export interface operations {
                 headers: {
                     /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
                     "idempotent-replay"?: "true";
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5220,6 +6180,12 @@ export interface operations {
             /** @description Default Response */
             403: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5236,6 +6202,12 @@ export interface operations {
                 headers: {
                     /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
                     "idempotent-replay"?: "true";
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5252,6 +6224,12 @@ export interface operations {
                 headers: {
                     /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
                     "idempotent-replay"?: "true";
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5294,6 +6272,12 @@ export interface operations {
             /** @description Default Response */
             429: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     /** @description seconds to wait before sending the request again */
                     "retry-after"?: string;
                     [name: string]: unknown;
@@ -5310,6 +6294,12 @@ export interface operations {
             /** @description Default Response */
             500: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5324,6 +6314,12 @@ export interface operations {
             /** @description Default Response */
             503: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     /** @description seconds to wait before sending the request again */
                     "retry-after"?: string;
                     [name: string]: unknown;
@@ -5351,6 +6347,12 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5373,6 +6375,12 @@ export interface operations {
             /** @description Default Response */
             400: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5401,6 +6409,12 @@ export interface operations {
             /** @description Default Response */
             403: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5415,6 +6429,12 @@ export interface operations {
             /** @description Default Response */
             404: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5429,6 +6449,12 @@ export interface operations {
             /** @description Default Response */
             409: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5471,6 +6497,12 @@ export interface operations {
             /** @description Default Response */
             429: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     /** @description seconds to wait before sending the request again */
                     "retry-after"?: string;
                     [name: string]: unknown;
@@ -5487,6 +6519,12 @@ export interface operations {
             /** @description Default Response */
             500: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5501,6 +6539,12 @@ export interface operations {
             /** @description Default Response */
             503: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     /** @description seconds to wait before sending the request again */
                     "retry-after"?: string;
                     [name: string]: unknown;
@@ -5546,6 +6590,12 @@ export interface operations {
                 headers: {
                     /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
                     "idempotent-replay"?: "true";
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5570,6 +6620,12 @@ export interface operations {
                 headers: {
                     /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
                     "idempotent-replay"?: "true";
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5598,6 +6654,12 @@ export interface operations {
             /** @description Default Response */
             403: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5614,6 +6676,12 @@ export interface operations {
                 headers: {
                     /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
                     "idempotent-replay"?: "true";
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5630,6 +6698,12 @@ export interface operations {
                 headers: {
                     /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
                     "idempotent-replay"?: "true";
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5672,6 +6746,12 @@ export interface operations {
             /** @description Default Response */
             429: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     /** @description seconds to wait before sending the request again */
                     "retry-after"?: string;
                     [name: string]: unknown;
@@ -5688,6 +6768,12 @@ export interface operations {
             /** @description Default Response */
             500: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5702,6 +6788,12 @@ export interface operations {
             /** @description Default Response */
             503: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     /** @description seconds to wait before sending the request again */
                     "retry-after"?: string;
                     [name: string]: unknown;
@@ -5732,6 +6824,12 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5752,6 +6850,12 @@ export interface operations {
             /** @description Default Response */
             400: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5780,6 +6884,12 @@ export interface operations {
             /** @description Default Response */
             403: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5794,6 +6904,12 @@ export interface operations {
             /** @description Default Response */
             404: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5808,6 +6924,12 @@ export interface operations {
             /** @description Default Response */
             409: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5850,6 +6972,12 @@ export interface operations {
             /** @description Default Response */
             429: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     /** @description seconds to wait before sending the request again */
                     "retry-after"?: string;
                     [name: string]: unknown;
@@ -5866,6 +6994,12 @@ export interface operations {
             /** @description Default Response */
             500: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5880,6 +7014,12 @@ export interface operations {
             /** @description Default Response */
             503: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     /** @description seconds to wait before sending the request again */
                     "retry-after"?: string;
                     [name: string]: unknown;
@@ -5910,6 +7050,12 @@ export interface operations {
             /** @description Default Response */
             204: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -5917,6 +7063,12 @@ export interface operations {
             /** @description Default Response */
             400: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5945,6 +7097,12 @@ export interface operations {
             /** @description Default Response */
             403: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5959,6 +7117,12 @@ export interface operations {
             /** @description Default Response */
             404: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5973,6 +7137,12 @@ export interface operations {
             /** @description Default Response */
             409: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6015,6 +7185,12 @@ export interface operations {
             /** @description Default Response */
             429: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     /** @description seconds to wait before sending the request again */
                     "retry-after"?: string;
                     [name: string]: unknown;
@@ -6031,6 +7207,12 @@ export interface operations {
             /** @description Default Response */
             500: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6045,6 +7227,12 @@ export interface operations {
             /** @description Default Response */
             503: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     /** @description seconds to wait before sending the request again */
                     "retry-after"?: string;
                     [name: string]: unknown;
@@ -6086,6 +7274,12 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6106,6 +7300,12 @@ export interface operations {
             /** @description Default Response */
             400: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6134,6 +7334,12 @@ export interface operations {
             /** @description Default Response */
             403: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6148,6 +7354,12 @@ export interface operations {
             /** @description Default Response */
             404: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6162,6 +7374,12 @@ export interface operations {
             /** @description Default Response */
             409: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6204,6 +7422,12 @@ export interface operations {
             /** @description Default Response */
             429: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     /** @description seconds to wait before sending the request again */
                     "retry-after"?: string;
                     [name: string]: unknown;
@@ -6220,6 +7444,12 @@ export interface operations {
             /** @description Default Response */
             500: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6234,6 +7464,12 @@ export interface operations {
             /** @description Default Response */
             503: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     /** @description seconds to wait before sending the request again */
                     "retry-after"?: string;
                     [name: string]: unknown;
@@ -6276,6 +7512,12 @@ export interface operations {
                 headers: {
                     /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
                     "idempotent-replay"?: "true";
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6300,6 +7542,12 @@ export interface operations {
                 headers: {
                     /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
                     "idempotent-replay"?: "true";
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6328,6 +7576,12 @@ export interface operations {
             /** @description Default Response */
             403: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6344,6 +7598,12 @@ export interface operations {
                 headers: {
                     /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
                     "idempotent-replay"?: "true";
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6360,6 +7620,12 @@ export interface operations {
                 headers: {
                     /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
                     "idempotent-replay"?: "true";
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6402,6 +7668,12 @@ export interface operations {
             /** @description Default Response */
             429: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     /** @description seconds to wait before sending the request again */
                     "retry-after"?: string;
                     [name: string]: unknown;
@@ -6418,6 +7690,12 @@ export interface operations {
             /** @description Default Response */
             500: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6432,6 +7710,12 @@ export interface operations {
             /** @description Default Response */
             503: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     /** @description seconds to wait before sending the request again */
                     "retry-after"?: string;
                     [name: string]: unknown;
@@ -6471,6 +7755,12 @@ export interface operations {
                 headers: {
                     /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
                     "idempotent-replay"?: "true";
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6498,6 +7788,12 @@ export interface operations {
                 headers: {
                     /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
                     "idempotent-replay"?: "true";
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6526,6 +7822,12 @@ export interface operations {
             /** @description Default Response */
             403: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6542,6 +7844,12 @@ export interface operations {
                 headers: {
                     /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
                     "idempotent-replay"?: "true";
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6558,6 +7866,12 @@ export interface operations {
                 headers: {
                     /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
                     "idempotent-replay"?: "true";
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6600,6 +7914,12 @@ export interface operations {
             /** @description Default Response */
             429: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     /** @description seconds to wait before sending the request again */
                     "retry-after"?: string;
                     [name: string]: unknown;
@@ -6616,6 +7936,12 @@ export interface operations {
             /** @description Default Response */
             500: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6630,6 +7956,12 @@ export interface operations {
             /** @description Default Response */
             503: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     /** @description seconds to wait before sending the request again */
                     "retry-after"?: string;
                     [name: string]: unknown;
@@ -6657,6 +7989,12 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6668,6 +8006,12 @@ export interface operations {
             /** @description Default Response */
             400: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6696,6 +8040,12 @@ export interface operations {
             /** @description Default Response */
             403: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6710,6 +8060,12 @@ export interface operations {
             /** @description Default Response */
             404: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6724,6 +8080,12 @@ export interface operations {
             /** @description Default Response */
             409: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6766,6 +8128,12 @@ export interface operations {
             /** @description Default Response */
             429: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     /** @description seconds to wait before sending the request again */
                     "retry-after"?: string;
                     [name: string]: unknown;
@@ -6782,6 +8150,12 @@ export interface operations {
             /** @description Default Response */
             500: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6796,6 +8170,12 @@ export interface operations {
             /** @description Default Response */
             503: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     /** @description seconds to wait before sending the request again */
                     "retry-after"?: string;
                     [name: string]: unknown;
@@ -6834,6 +8214,12 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6850,6 +8236,12 @@ export interface operations {
             /** @description Default Response */
             400: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6878,6 +8270,12 @@ export interface operations {
             /** @description Default Response */
             403: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6892,6 +8290,12 @@ export interface operations {
             /** @description Default Response */
             404: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6906,6 +8310,12 @@ export interface operations {
             /** @description Default Response */
             409: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6948,6 +8358,12 @@ export interface operations {
             /** @description Default Response */
             429: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     /** @description seconds to wait before sending the request again */
                     "retry-after"?: string;
                     [name: string]: unknown;
@@ -6964,6 +8380,12 @@ export interface operations {
             /** @description Default Response */
             500: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6978,6 +8400,12 @@ export interface operations {
             /** @description Default Response */
             503: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     /** @description seconds to wait before sending the request again */
                     "retry-after"?: string;
                     [name: string]: unknown;
@@ -7696,6 +9124,12 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7730,6 +9164,12 @@ export interface operations {
             /** @description Default Response */
             400: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7758,6 +9198,12 @@ export interface operations {
             /** @description Default Response */
             403: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7772,6 +9218,12 @@ export interface operations {
             /** @description Default Response */
             404: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7786,6 +9238,12 @@ export interface operations {
             /** @description Default Response */
             409: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7828,6 +9286,12 @@ export interface operations {
             /** @description Default Response */
             429: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     /** @description seconds to wait before sending the request again */
                     "retry-after"?: string;
                     [name: string]: unknown;
@@ -7844,6 +9308,12 @@ export interface operations {
             /** @description Default Response */
             500: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7860,6 +9330,12 @@ export interface operations {
             /** @description Default Response */
             503: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     /** @description seconds to wait before sending the request again */
                     "retry-after"?: string;
                     [name: string]: unknown;
@@ -7913,6 +9389,12 @@ export interface operations {
                 headers: {
                     /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
                     "idempotent-replay"?: "true";
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7941,6 +9423,12 @@ export interface operations {
                 headers: {
                     /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
                     "idempotent-replay"?: "true";
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7969,6 +9457,12 @@ export interface operations {
             /** @description Default Response */
             403: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7985,6 +9479,12 @@ export interface operations {
                 headers: {
                     /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
                     "idempotent-replay"?: "true";
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8001,6 +9501,12 @@ export interface operations {
                 headers: {
                     /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
                     "idempotent-replay"?: "true";
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8043,6 +9549,12 @@ export interface operations {
             /** @description Default Response */
             429: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     /** @description seconds to wait before sending the request again */
                     "retry-after"?: string;
                     [name: string]: unknown;
@@ -8059,6 +9571,12 @@ export interface operations {
             /** @description Default Response */
             500: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8075,6 +9593,12 @@ export interface operations {
             /** @description Default Response */
             503: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     /** @description seconds to wait before sending the request again */
                     "retry-after"?: string;
                     [name: string]: unknown;
@@ -8122,6 +9646,12 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8154,6 +9684,12 @@ export interface operations {
             /** @description Default Response */
             400: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8182,6 +9718,12 @@ export interface operations {
             /** @description Default Response */
             403: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8196,6 +9738,12 @@ export interface operations {
             /** @description Default Response */
             429: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     /** @description seconds to wait before sending the request again */
                     "retry-after"?: string;
                     [name: string]: unknown;
@@ -8212,6 +9760,12 @@ export interface operations {
             /** @description Default Response */
             500: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8226,6 +9780,12 @@ export interface operations {
             /** @description Default Response */
             503: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     /** @description seconds to wait before sending the request again */
                     "retry-after"?: string;
                     [name: string]: unknown;
@@ -8263,6 +9823,12 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8318,6 +9884,12 @@ export interface operations {
             /** @description Default Response */
             400: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8346,6 +9918,12 @@ export interface operations {
             /** @description Default Response */
             403: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8360,6 +9938,12 @@ export interface operations {
             /** @description Default Response */
             404: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8374,6 +9958,12 @@ export interface operations {
             /** @description Default Response */
             409: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8416,6 +10006,12 @@ export interface operations {
             /** @description Default Response */
             429: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     /** @description seconds to wait before sending the request again */
                     "retry-after"?: string;
                     [name: string]: unknown;
@@ -8432,6 +10028,12 @@ export interface operations {
             /** @description Default Response */
             500: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8448,6 +10050,12 @@ export interface operations {
             /** @description Default Response */
             503: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     /** @description seconds to wait before sending the request again */
                     "retry-after"?: string;
                     [name: string]: unknown;
@@ -8484,6 +10092,12 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8539,6 +10153,12 @@ export interface operations {
             /** @description Default Response */
             400: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8567,6 +10187,12 @@ export interface operations {
             /** @description Default Response */
             403: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8581,6 +10207,12 @@ export interface operations {
             /** @description Default Response */
             404: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8595,6 +10227,12 @@ export interface operations {
             /** @description Default Response */
             409: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8637,6 +10275,12 @@ export interface operations {
             /** @description Default Response */
             429: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     /** @description seconds to wait before sending the request again */
                     "retry-after"?: string;
                     [name: string]: unknown;
@@ -8653,6 +10297,12 @@ export interface operations {
             /** @description Default Response */
             500: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8669,6 +10319,12 @@ export interface operations {
             /** @description Default Response */
             503: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     /** @description seconds to wait before sending the request again */
                     "retry-after"?: string;
                     [name: string]: unknown;
@@ -8705,6 +10361,12 @@ export interface operations {
             /** @description Server-Sent Events: a snapshot of the current round first, then every change */
             200: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8714,6 +10376,12 @@ export interface operations {
             /** @description Default Response */
             400: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8742,6 +10410,12 @@ export interface operations {
             /** @description Default Response */
             403: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8756,6 +10430,12 @@ export interface operations {
             /** @description Default Response */
             404: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8770,6 +10450,12 @@ export interface operations {
             /** @description Default Response */
             409: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8812,6 +10498,12 @@ export interface operations {
             /** @description Default Response */
             429: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     /** @description seconds to wait before sending the request again */
                     "retry-after"?: string;
                     [name: string]: unknown;
@@ -8828,6 +10520,12 @@ export interface operations {
             /** @description Default Response */
             500: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8844,6 +10542,12 @@ export interface operations {
             /** @description Default Response */
             503: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     /** @description seconds to wait before sending the request again */
                     "retry-after"?: string;
                     [name: string]: unknown;
@@ -8880,6 +10584,12 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8896,6 +10606,12 @@ export interface operations {
             /** @description Default Response */
             400: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8924,6 +10640,12 @@ export interface operations {
             /** @description Default Response */
             403: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8938,6 +10660,12 @@ export interface operations {
             /** @description Default Response */
             404: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8952,6 +10680,12 @@ export interface operations {
             /** @description Default Response */
             409: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8994,6 +10728,12 @@ export interface operations {
             /** @description Default Response */
             429: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     /** @description seconds to wait before sending the request again */
                     "retry-after"?: string;
                     [name: string]: unknown;
@@ -9010,6 +10750,12 @@ export interface operations {
             /** @description Default Response */
             500: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9024,6 +10770,12 @@ export interface operations {
             /** @description Default Response */
             503: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     /** @description seconds to wait before sending the request again */
                     "retry-after"?: string;
                     [name: string]: unknown;
@@ -9069,6 +10821,12 @@ export interface operations {
                 headers: {
                     /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
                     "idempotent-replay"?: "true";
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9087,6 +10845,12 @@ export interface operations {
                 headers: {
                     /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
                     "idempotent-replay"?: "true";
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9115,6 +10879,12 @@ export interface operations {
             /** @description Default Response */
             403: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9131,6 +10901,12 @@ export interface operations {
                 headers: {
                     /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
                     "idempotent-replay"?: "true";
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9147,6 +10923,12 @@ export interface operations {
                 headers: {
                     /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
                     "idempotent-replay"?: "true";
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9189,6 +10971,12 @@ export interface operations {
             /** @description Default Response */
             429: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     /** @description seconds to wait before sending the request again */
                     "retry-after"?: string;
                     [name: string]: unknown;
@@ -9205,6 +10993,12 @@ export interface operations {
             /** @description Default Response */
             500: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9219,6 +11013,12 @@ export interface operations {
             /** @description Default Response */
             503: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     /** @description seconds to wait before sending the request again */
                     "retry-after"?: string;
                     [name: string]: unknown;
@@ -9253,6 +11053,12 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9269,6 +11075,12 @@ export interface operations {
             /** @description Default Response */
             400: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9297,6 +11109,12 @@ export interface operations {
             /** @description Default Response */
             403: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9311,6 +11129,12 @@ export interface operations {
             /** @description Default Response */
             404: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9325,6 +11149,12 @@ export interface operations {
             /** @description Default Response */
             409: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9367,6 +11197,12 @@ export interface operations {
             /** @description Default Response */
             429: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     /** @description seconds to wait before sending the request again */
                     "retry-after"?: string;
                     [name: string]: unknown;
@@ -9383,6 +11219,12 @@ export interface operations {
             /** @description Default Response */
             500: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9397,6 +11239,12 @@ export interface operations {
             /** @description Default Response */
             503: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     /** @description seconds to wait before sending the request again */
                     "retry-after"?: string;
                     [name: string]: unknown;
@@ -9431,6 +11279,12 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9447,6 +11301,12 @@ export interface operations {
             /** @description Default Response */
             400: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9475,6 +11335,12 @@ export interface operations {
             /** @description Default Response */
             403: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9489,6 +11355,12 @@ export interface operations {
             /** @description Default Response */
             404: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9503,6 +11375,12 @@ export interface operations {
             /** @description Default Response */
             409: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9545,6 +11423,12 @@ export interface operations {
             /** @description Default Response */
             429: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     /** @description seconds to wait before sending the request again */
                     "retry-after"?: string;
                     [name: string]: unknown;
@@ -9561,6 +11445,12 @@ export interface operations {
             /** @description Default Response */
             500: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9575,6 +11465,12 @@ export interface operations {
             /** @description Default Response */
             503: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     /** @description seconds to wait before sending the request again */
                     "retry-after"?: string;
                     [name: string]: unknown;
@@ -9620,6 +11516,12 @@ export interface operations {
                 headers: {
                     /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
                     "idempotent-replay"?: "true";
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9638,6 +11540,12 @@ export interface operations {
                 headers: {
                     /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
                     "idempotent-replay"?: "true";
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9666,6 +11574,12 @@ export interface operations {
             /** @description Default Response */
             403: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9682,6 +11596,12 @@ export interface operations {
                 headers: {
                     /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
                     "idempotent-replay"?: "true";
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9698,6 +11618,12 @@ export interface operations {
                 headers: {
                     /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
                     "idempotent-replay"?: "true";
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9740,6 +11666,12 @@ export interface operations {
             /** @description Default Response */
             429: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     /** @description seconds to wait before sending the request again */
                     "retry-after"?: string;
                     [name: string]: unknown;
@@ -9756,6 +11688,12 @@ export interface operations {
             /** @description Default Response */
             500: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9770,6 +11708,12 @@ export interface operations {
             /** @description Default Response */
             503: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     /** @description seconds to wait before sending the request again */
                     "retry-after"?: string;
                     [name: string]: unknown;
@@ -9804,6 +11748,12 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9820,6 +11770,12 @@ export interface operations {
             /** @description Default Response */
             400: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9848,6 +11804,12 @@ export interface operations {
             /** @description Default Response */
             403: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9862,6 +11824,12 @@ export interface operations {
             /** @description Default Response */
             404: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9876,6 +11844,12 @@ export interface operations {
             /** @description Default Response */
             409: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9918,6 +11892,12 @@ export interface operations {
             /** @description Default Response */
             429: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     /** @description seconds to wait before sending the request again */
                     "retry-after"?: string;
                     [name: string]: unknown;
@@ -9934,6 +11914,12 @@ export interface operations {
             /** @description Default Response */
             500: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9948,6 +11934,12 @@ export interface operations {
             /** @description Default Response */
             503: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     /** @description seconds to wait before sending the request again */
                     "retry-after"?: string;
                     [name: string]: unknown;
@@ -9982,6 +11974,12 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -10002,6 +12000,12 @@ export interface operations {
             /** @description Default Response */
             400: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -10030,6 +12034,12 @@ export interface operations {
             /** @description Default Response */
             403: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -10044,6 +12054,12 @@ export interface operations {
             /** @description Default Response */
             404: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -10058,6 +12074,12 @@ export interface operations {
             /** @description Default Response */
             409: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -10100,6 +12122,12 @@ export interface operations {
             /** @description Default Response */
             429: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     /** @description seconds to wait before sending the request again */
                     "retry-after"?: string;
                     [name: string]: unknown;
@@ -10116,6 +12144,12 @@ export interface operations {
             /** @description Default Response */
             500: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -10130,6 +12164,12 @@ export interface operations {
             /** @description Default Response */
             503: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     /** @description seconds to wait before sending the request again */
                     "retry-after"?: string;
                     [name: string]: unknown;
@@ -10187,6 +12227,12 @@ export interface operations {
                 headers: {
                     /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
                     "idempotent-replay"?: "true";
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -10209,6 +12255,12 @@ export interface operations {
                 headers: {
                     /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
                     "idempotent-replay"?: "true";
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -10237,6 +12289,12 @@ export interface operations {
             /** @description Default Response */
             403: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -10253,6 +12311,12 @@ export interface operations {
                 headers: {
                     /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
                     "idempotent-replay"?: "true";
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -10269,6 +12333,12 @@ export interface operations {
                 headers: {
                     /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
                     "idempotent-replay"?: "true";
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -10311,6 +12381,12 @@ export interface operations {
             /** @description Default Response */
             429: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     /** @description seconds to wait before sending the request again */
                     "retry-after"?: string;
                     [name: string]: unknown;
@@ -10327,6 +12403,12 @@ export interface operations {
             /** @description Default Response */
             500: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -10341,6 +12423,12 @@ export interface operations {
             /** @description Default Response */
             503: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     /** @description seconds to wait before sending the request again */
                     "retry-after"?: string;
                     [name: string]: unknown;
@@ -10390,6 +12478,12 @@ export interface operations {
                 headers: {
                     /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
                     "idempotent-replay"?: "true";
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -10405,6 +12499,12 @@ export interface operations {
                 headers: {
                     /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
                     "idempotent-replay"?: "true";
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -10433,6 +12533,12 @@ export interface operations {
             /** @description Default Response */
             403: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -10449,6 +12555,12 @@ export interface operations {
                 headers: {
                     /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
                     "idempotent-replay"?: "true";
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -10465,6 +12577,12 @@ export interface operations {
                 headers: {
                     /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
                     "idempotent-replay"?: "true";
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -10507,6 +12625,12 @@ export interface operations {
             /** @description Default Response */
             429: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     /** @description seconds to wait before sending the request again */
                     "retry-after"?: string;
                     [name: string]: unknown;
@@ -10523,6 +12647,12 @@ export interface operations {
             /** @description Default Response */
             500: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -10537,6 +12667,12 @@ export interface operations {
             /** @description Default Response */
             503: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     /** @description seconds to wait before sending the request again */
                     "retry-after"?: string;
                     [name: string]: unknown;
@@ -10573,6 +12709,12 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -10589,6 +12731,12 @@ export interface operations {
             /** @description Default Response */
             400: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -10617,6 +12765,12 @@ export interface operations {
             /** @description Default Response */
             403: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -10631,6 +12785,12 @@ export interface operations {
             /** @description Default Response */
             404: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -10645,6 +12805,12 @@ export interface operations {
             /** @description Default Response */
             409: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -10687,6 +12853,12 @@ export interface operations {
             /** @description Default Response */
             429: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     /** @description seconds to wait before sending the request again */
                     "retry-after"?: string;
                     [name: string]: unknown;
@@ -10703,6 +12875,12 @@ export interface operations {
             /** @description Default Response */
             500: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -10717,6 +12895,12 @@ export interface operations {
             /** @description Default Response */
             503: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     /** @description seconds to wait before sending the request again */
                     "retry-after"?: string;
                     [name: string]: unknown;
@@ -10764,6 +12948,12 @@ export interface operations {
                 headers: {
                     /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
                     "idempotent-replay"?: "true";
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -10780,6 +12970,12 @@ export interface operations {
                 headers: {
                     /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
                     "idempotent-replay"?: "true";
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -10808,6 +13004,12 @@ export interface operations {
             /** @description Default Response */
             403: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -10824,6 +13026,12 @@ export interface operations {
                 headers: {
                     /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
                     "idempotent-replay"?: "true";
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -10840,6 +13048,12 @@ export interface operations {
                 headers: {
                     /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
                     "idempotent-replay"?: "true";
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -10882,6 +13096,12 @@ export interface operations {
             /** @description Default Response */
             429: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     /** @description seconds to wait before sending the request again */
                     "retry-after"?: string;
                     [name: string]: unknown;
@@ -10898,6 +13118,12 @@ export interface operations {
             /** @description Default Response */
             500: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -10912,6 +13138,12 @@ export interface operations {
             /** @description Default Response */
             503: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     /** @description seconds to wait before sending the request again */
                     "retry-after"?: string;
                     [name: string]: unknown;
@@ -10961,6 +13193,12 @@ export interface operations {
                 headers: {
                     /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
                     "idempotent-replay"?: "true";
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -10978,6 +13216,12 @@ export interface operations {
                 headers: {
                     /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
                     "idempotent-replay"?: "true";
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -11006,6 +13250,12 @@ export interface operations {
             /** @description Default Response */
             403: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -11022,6 +13272,12 @@ export interface operations {
                 headers: {
                     /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
                     "idempotent-replay"?: "true";
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -11038,6 +13294,12 @@ export interface operations {
                 headers: {
                     /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
                     "idempotent-replay"?: "true";
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -11080,6 +13342,12 @@ export interface operations {
             /** @description Default Response */
             429: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     /** @description seconds to wait before sending the request again */
                     "retry-after"?: string;
                     [name: string]: unknown;
@@ -11096,6 +13364,12 @@ export interface operations {
             /** @description Default Response */
             500: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -11112,6 +13386,12 @@ export interface operations {
             /** @description Default Response */
             503: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     /** @description seconds to wait before sending the request again */
                     "retry-after"?: string;
                     [name: string]: unknown;
@@ -11155,6 +13435,12 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -11186,6 +13472,12 @@ export interface operations {
             /** @description Default Response */
             400: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -11214,6 +13506,12 @@ export interface operations {
             /** @description Default Response */
             403: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -11228,6 +13526,12 @@ export interface operations {
             /** @description Default Response */
             404: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -11242,6 +13546,12 @@ export interface operations {
             /** @description Default Response */
             409: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -11284,6 +13594,12 @@ export interface operations {
             /** @description Default Response */
             429: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     /** @description seconds to wait before sending the request again */
                     "retry-after"?: string;
                     [name: string]: unknown;
@@ -11300,6 +13616,12 @@ export interface operations {
             /** @description Default Response */
             500: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -11316,6 +13638,12 @@ export interface operations {
             /** @description Default Response */
             503: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     /** @description seconds to wait before sending the request again */
                     "retry-after"?: string;
                     [name: string]: unknown;
@@ -11362,6 +13690,12 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -11389,6 +13723,12 @@ export interface operations {
             /** @description Default Response */
             400: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -11417,6 +13757,12 @@ export interface operations {
             /** @description Default Response */
             403: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -11431,6 +13777,12 @@ export interface operations {
             /** @description Default Response */
             404: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -11445,6 +13797,12 @@ export interface operations {
             /** @description Default Response */
             409: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -11487,6 +13845,12 @@ export interface operations {
             /** @description Default Response */
             429: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     /** @description seconds to wait before sending the request again */
                     "retry-after"?: string;
                     [name: string]: unknown;
@@ -11503,6 +13867,12 @@ export interface operations {
             /** @description Default Response */
             500: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -11517,6 +13887,12 @@ export interface operations {
             /** @description Default Response */
             503: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     /** @description seconds to wait before sending the request again */
                     "retry-after"?: string;
                     [name: string]: unknown;
@@ -11554,6 +13930,12 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -11587,6 +13969,12 @@ export interface operations {
             /** @description Default Response */
             400: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -11615,6 +14003,12 @@ export interface operations {
             /** @description Default Response */
             403: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -11629,6 +14023,12 @@ export interface operations {
             /** @description Default Response */
             404: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -11643,6 +14043,12 @@ export interface operations {
             /** @description Default Response */
             409: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -11685,6 +14091,12 @@ export interface operations {
             /** @description Default Response */
             429: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     /** @description seconds to wait before sending the request again */
                     "retry-after"?: string;
                     [name: string]: unknown;
@@ -11701,6 +14113,12 @@ export interface operations {
             /** @description Default Response */
             500: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -11715,6 +14133,12 @@ export interface operations {
             /** @description Default Response */
             503: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     /** @description seconds to wait before sending the request again */
                     "retry-after"?: string;
                     [name: string]: unknown;
@@ -11760,6 +14184,12 @@ export interface operations {
                 headers: {
                     /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
                     "idempotent-replay"?: "true";
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -11787,6 +14217,12 @@ export interface operations {
                 headers: {
                     /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
                     "idempotent-replay"?: "true";
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -11815,6 +14251,12 @@ export interface operations {
             /** @description Default Response */
             403: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -11831,6 +14273,12 @@ export interface operations {
                 headers: {
                     /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
                     "idempotent-replay"?: "true";
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -11847,6 +14295,12 @@ export interface operations {
                 headers: {
                     /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
                     "idempotent-replay"?: "true";
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -11889,6 +14343,12 @@ export interface operations {
             /** @description Default Response */
             429: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     /** @description seconds to wait before sending the request again */
                     "retry-after"?: string;
                     [name: string]: unknown;
@@ -11905,6 +14365,12 @@ export interface operations {
             /** @description Default Response */
             500: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -11919,6 +14385,12 @@ export interface operations {
             /** @description Default Response */
             503: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     /** @description seconds to wait before sending the request again */
                     "retry-after"?: string;
                     [name: string]: unknown;
@@ -11953,6 +14425,12 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -11975,6 +14453,12 @@ export interface operations {
             /** @description Default Response */
             400: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -12003,6 +14487,12 @@ export interface operations {
             /** @description Default Response */
             403: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -12017,6 +14507,12 @@ export interface operations {
             /** @description Default Response */
             404: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -12031,6 +14527,12 @@ export interface operations {
             /** @description Default Response */
             409: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -12073,6 +14575,12 @@ export interface operations {
             /** @description Default Response */
             429: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     /** @description seconds to wait before sending the request again */
                     "retry-after"?: string;
                     [name: string]: unknown;
@@ -12089,6 +14597,12 @@ export interface operations {
             /** @description Default Response */
             500: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -12103,6 +14617,12 @@ export interface operations {
             /** @description Default Response */
             503: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     /** @description seconds to wait before sending the request again */
                     "retry-after"?: string;
                     [name: string]: unknown;
@@ -12154,6 +14674,12 @@ export interface operations {
                 headers: {
                     /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
                     "idempotent-replay"?: "true";
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -12178,6 +14704,12 @@ export interface operations {
                 headers: {
                     /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
                     "idempotent-replay"?: "true";
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -12206,6 +14738,12 @@ export interface operations {
             /** @description Default Response */
             403: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -12222,6 +14760,12 @@ export interface operations {
                 headers: {
                     /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
                     "idempotent-replay"?: "true";
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -12238,6 +14782,12 @@ export interface operations {
                 headers: {
                     /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
                     "idempotent-replay"?: "true";
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -12280,6 +14830,12 @@ export interface operations {
             /** @description Default Response */
             429: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     /** @description seconds to wait before sending the request again */
                     "retry-after"?: string;
                     [name: string]: unknown;
@@ -12296,6 +14852,12 @@ export interface operations {
             /** @description Default Response */
             500: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -12310,6 +14872,12 @@ export interface operations {
             /** @description Default Response */
             503: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     /** @description seconds to wait before sending the request again */
                     "retry-after"?: string;
                     [name: string]: unknown;
@@ -12347,6 +14915,12 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -12367,6 +14941,12 @@ export interface operations {
             /** @description Default Response */
             400: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -12395,6 +14975,12 @@ export interface operations {
             /** @description Default Response */
             403: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -12409,6 +14995,12 @@ export interface operations {
             /** @description Default Response */
             404: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -12423,6 +15015,12 @@ export interface operations {
             /** @description Default Response */
             409: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -12465,6 +15063,12 @@ export interface operations {
             /** @description Default Response */
             429: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     /** @description seconds to wait before sending the request again */
                     "retry-after"?: string;
                     [name: string]: unknown;
@@ -12481,6 +15085,12 @@ export interface operations {
             /** @description Default Response */
             500: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -12495,6 +15105,12 @@ export interface operations {
             /** @description Default Response */
             503: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     /** @description seconds to wait before sending the request again */
                     "retry-after"?: string;
                     [name: string]: unknown;
@@ -12532,6 +15148,12 @@ export interface operations {
             /** @description Default Response */
             204: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -12539,6 +15161,12 @@ export interface operations {
             /** @description Default Response */
             400: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -12567,6 +15195,12 @@ export interface operations {
             /** @description Default Response */
             403: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -12581,6 +15215,12 @@ export interface operations {
             /** @description Default Response */
             404: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -12595,6 +15235,12 @@ export interface operations {
             /** @description Default Response */
             409: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -12637,6 +15283,12 @@ export interface operations {
             /** @description Default Response */
             429: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     /** @description seconds to wait before sending the request again */
                     "retry-after"?: string;
                     [name: string]: unknown;
@@ -12653,6 +15305,12 @@ export interface operations {
             /** @description Default Response */
             500: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -12667,6 +15325,12 @@ export interface operations {
             /** @description Default Response */
             503: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     /** @description seconds to wait before sending the request again */
                     "retry-after"?: string;
                     [name: string]: unknown;
@@ -12715,6 +15379,12 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -12735,6 +15405,12 @@ export interface operations {
             /** @description Default Response */
             400: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -12763,6 +15439,12 @@ export interface operations {
             /** @description Default Response */
             403: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -12777,6 +15459,12 @@ export interface operations {
             /** @description Default Response */
             404: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -12791,6 +15479,12 @@ export interface operations {
             /** @description Default Response */
             409: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -12833,6 +15527,12 @@ export interface operations {
             /** @description Default Response */
             429: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     /** @description seconds to wait before sending the request again */
                     "retry-after"?: string;
                     [name: string]: unknown;
@@ -12849,6 +15549,12 @@ export interface operations {
             /** @description Default Response */
             500: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -12863,6 +15569,12 @@ export interface operations {
             /** @description Default Response */
             503: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     /** @description seconds to wait before sending the request again */
                     "retry-after"?: string;
                     [name: string]: unknown;
@@ -12911,6 +15623,12 @@ export interface operations {
                 headers: {
                     /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
                     "idempotent-replay"?: "true";
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -12935,6 +15653,12 @@ export interface operations {
                 headers: {
                     /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
                     "idempotent-replay"?: "true";
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -12963,6 +15687,12 @@ export interface operations {
             /** @description Default Response */
             403: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -12979,6 +15709,12 @@ export interface operations {
                 headers: {
                     /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
                     "idempotent-replay"?: "true";
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -12995,6 +15731,12 @@ export interface operations {
                 headers: {
                     /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
                     "idempotent-replay"?: "true";
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -13037,6 +15779,12 @@ export interface operations {
             /** @description Default Response */
             429: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     /** @description seconds to wait before sending the request again */
                     "retry-after"?: string;
                     [name: string]: unknown;
@@ -13053,6 +15801,12 @@ export interface operations {
             /** @description Default Response */
             500: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -13067,6 +15821,12 @@ export interface operations {
             /** @description Default Response */
             503: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     /** @description seconds to wait before sending the request again */
                     "retry-after"?: string;
                     [name: string]: unknown;
@@ -13112,6 +15872,12 @@ export interface operations {
                 headers: {
                     /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
                     "idempotent-replay"?: "true";
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -13139,6 +15905,12 @@ export interface operations {
                 headers: {
                     /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
                     "idempotent-replay"?: "true";
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -13167,6 +15939,12 @@ export interface operations {
             /** @description Default Response */
             403: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -13183,6 +15961,12 @@ export interface operations {
                 headers: {
                     /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
                     "idempotent-replay"?: "true";
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -13199,6 +15983,12 @@ export interface operations {
                 headers: {
                     /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
                     "idempotent-replay"?: "true";
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -13241,6 +16031,12 @@ export interface operations {
             /** @description Default Response */
             429: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     /** @description seconds to wait before sending the request again */
                     "retry-after"?: string;
                     [name: string]: unknown;
@@ -13257,6 +16053,12 @@ export interface operations {
             /** @description Default Response */
             500: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -13271,6 +16073,12 @@ export interface operations {
             /** @description Default Response */
             503: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     /** @description seconds to wait before sending the request again */
                     "retry-after"?: string;
                     [name: string]: unknown;
@@ -13305,6 +16113,12 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -13316,6 +16130,12 @@ export interface operations {
             /** @description Default Response */
             400: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -13344,6 +16164,12 @@ export interface operations {
             /** @description Default Response */
             403: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -13358,6 +16184,12 @@ export interface operations {
             /** @description Default Response */
             404: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -13372,6 +16204,12 @@ export interface operations {
             /** @description Default Response */
             409: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -13414,6 +16252,12 @@ export interface operations {
             /** @description Default Response */
             429: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     /** @description seconds to wait before sending the request again */
                     "retry-after"?: string;
                     [name: string]: unknown;
@@ -13430,6 +16274,12 @@ export interface operations {
             /** @description Default Response */
             500: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -13444,6 +16294,12 @@ export interface operations {
             /** @description Default Response */
             503: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     /** @description seconds to wait before sending the request again */
                     "retry-after"?: string;
                     [name: string]: unknown;
@@ -13489,6 +16345,12 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -13505,6 +16367,12 @@ export interface operations {
             /** @description Default Response */
             400: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -13533,6 +16401,12 @@ export interface operations {
             /** @description Default Response */
             403: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -13547,6 +16421,12 @@ export interface operations {
             /** @description Default Response */
             404: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -13561,6 +16441,12 @@ export interface operations {
             /** @description Default Response */
             409: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -13603,6 +16489,12 @@ export interface operations {
             /** @description Default Response */
             429: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     /** @description seconds to wait before sending the request again */
                     "retry-after"?: string;
                     [name: string]: unknown;
@@ -13619,6 +16511,12 @@ export interface operations {
             /** @description Default Response */
             500: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -13633,6 +16531,12 @@ export interface operations {
             /** @description Default Response */
             503: {
                 headers: {
+                    /** @description the operator's burst: requests the bucket holds when full */
+                    "ratelimit-limit"?: string;
+                    /** @description requests left in the bucket after this one */
+                    "ratelimit-remaining"?: string;
+                    /** @description seconds until the bucket is full again */
+                    "ratelimit-reset"?: string;
                     /** @description seconds to wait before sending the request again */
                     "retry-after"?: string;
                     [name: string]: unknown;
