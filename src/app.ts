@@ -19,8 +19,8 @@ import { RoundService } from './games/engine/round-service';
 import { OperatorReports } from './reports/operator-reports';
 import { SettlementService } from './wallet/settlement-service';
 import { AuthFailureLimiter, RedisTokenBucketLimiter, TokenBucketLimiter } from './admission/rate-limit';
-import { RedisSeenSignatures } from './admission/replay-guard';
-import { DatabaseSeenSignatures } from './admission/seen-signature-repository';
+import { RedisSeenSignatures, type SeenSignatureStore } from './admission/replay-guard';
+import { DatabaseReplayRecordHistory, DatabaseSeenSignatures } from './admission/seen-signature-repository';
 import { closeRedis, openRedis } from './redis/client';
 import { buildHttpServer } from './http/server';
 import { surfaceA } from './http/surface-a/routes';
@@ -282,6 +282,12 @@ export async function createApp(config: Config, overrides: AppOverrides = {}): P
   // The one-unit commands on this store, built once: on PostgreSQL they own its batchers, and both
   // games share one BetCommands so that their place-bets keep one call in flight (CallBatcher).
   const betCommands = new BetCommands(db);
+  let seenSignatures: SeenSignatureStore = new DatabaseSeenSignatures(db);
+  if (redis) {
+    const inRedis = new RedisSeenSignatures(redis, () => clock.now());
+    await inRedis.open(new DatabaseReplayRecordHistory(db));
+    seenSignatures = inRedis;
+  }
   const services: AppServices = {
     config,
     clock,
@@ -312,7 +318,7 @@ export async function createApp(config: Config, overrides: AppOverrides = {}): P
     }),
     compliance,
     limiter: redis ? new RedisTokenBucketLimiter(redis, clock) : new TokenBucketLimiter(clock),
-    seenSignatures: redis ? new RedisSeenSignatures(redis, () => clock.now()) : new DatabaseSeenSignatures(db),
+    seenSignatures,
     authFailures: new AuthFailureLimiter(redis, config.authFailureLimit),
     dashboardUsers: new DashboardAuth(db, clock, new LoginThrottle(redis)),
     crashGame,

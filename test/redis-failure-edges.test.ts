@@ -231,3 +231,60 @@ describe('Redis losing its data', () => {
     }, 60_000);
   }
 });
+
+describe('Redis losing its data while no instance runs', () => {
+  it('a session launch captured before the outage is refused by the instance that starts after it', async () => {
+    const redis = await ownRedis();
+    const first = await startTestApp({ store: 'postgres', engines: false, env: { REDIS_URL: redis.url } });
+    const op = await first.createOperator();
+    const launch = signB(op, 'POST', '/v1/sessions/launch', launchBody('victim'));
+    expect((await send(first.baseUrl, launch)).status).toBe(200);
+    // Every instance stops (a deploy, a host restart), and Redis comes back empty meanwhile; the
+    // captured bytes are still inside the signature's tolerance window when the next instance starts.
+    await first.app.stop();
+    // A restart with Redis intact is no loss: the first request signed afresh is served at once.
+    const restarted = await startTestApp({
+      store: 'postgres',
+      engines: false,
+      env: { REDIS_URL: redis.url },
+      replicaOf: first,
+    });
+    try {
+      expect((await send(restarted.baseUrl, signB(op, 'POST', '/v1/sessions/launch', launchBody('b')))).status).toBe(
+        200,
+      );
+      expect((await send(restarted.baseUrl, launch)).status).toBe(409);
+    } finally {
+      await restarted.close();
+    }
+    await redis.stop();
+    await redis.start();
+    const next = await startTestApp({
+      store: 'postgres',
+      engines: false,
+      env: { REDIS_URL: redis.url },
+      replicaOf: first,
+    });
+    try {
+      const replayed = await send(next.baseUrl, launch);
+      expect(replayed.status).toBe(503);
+      expect(replayed.body.error).toBe('SERVICE_UNAVAILABLE');
+      expect(await sessionsOf(next, op.id)).toBe(2);
+      // A request signed afresh, once the start is a moment behind, is served.
+      const fresh = await eventually(
+        async () => {
+          const a = await send(next.baseUrl, signB(op, 'POST', '/v1/sessions/launch', launchBody('next')));
+          return a.status === 503 ? undefined : a;
+        },
+        10_000,
+        250,
+        'a fresh launch taken',
+      );
+      expect(fresh.status).toBe(200);
+      expect(await sessionsOf(next, op.id)).toBe(3);
+    } finally {
+      await next.close();
+      await first.close().catch(() => {});
+    }
+  }, 60_000);
+});

@@ -28,6 +28,15 @@ export const verdict = (stored: string | null | undefined, binding: string): Sig
  */
 export const LOST_RECORD_MARGIN_MS = 2_000;
 
+/**
+ * Whether this deployment has kept its replay record in Redis before (the database remembers it when Redis
+ * does not): a marker missing then means a loss, not a first start.
+ */
+export interface ReplayRecordHistory {
+  usedBefore(): Promise<boolean>;
+  noteUse(): Promise<void>;
+}
+
 /** A claim refused because the Redis record was lost (restart without persistence, FLUSHALL, eviction). */
 export class ReplayRecordLost extends Error {
   constructor() {
@@ -77,7 +86,8 @@ type ClaimScript = (
  * Redis may lose the record while the service runs (a restart without persistence, FLUSHALL, an
  * eviction); a captured request would then be taken a second time. A marker key without expiry
  * tells: created empty-handed ("complete from the start") by the first instance of a deployment,
- * re-created with the time of the loss by the first claim (or reconnect) that finds it gone.
+ * re-created with the time of the loss by the first claim (or reconnect, or start: see `open`) that
+ * finds it gone.
  * Requests signed before that time (plus `LOST_RECORD_MARGIN_MS`) are refused with 503 (fail closed);
  * a client that signs its retry afresh gets through once the margin has passed.
  */
@@ -86,7 +96,7 @@ export class RedisSeenSignatures implements SeenSignatureStore {
   private readonly marker: string;
 
   constructor(
-    redis: Redis,
+    private readonly redis: Redis,
     private readonly now: () => number,
     private readonly prefix = 'sig:',
   ) {
@@ -94,13 +104,27 @@ export class RedisSeenSignatures implements SeenSignatureStore {
     if (!('noteRecordLoss' in redis)) redis.defineCommand('noteRecordLoss', { numberOfKeys: 1, lua: NOTE_LOSS_SCRIPT });
     this.script = (redis as unknown as { claimSignature: ClaimScript }).claimSignature.bind(redis);
     this.marker = `${prefix}complete-since`;
-    // A deployment's first instance on an empty Redis: nothing was seen before, the record is complete.
-    // (A Redis that lost its data while no instance ran goes unnoticed: nothing else could tell.)
-    redis.set(this.marker, '0', 'NX').catch(() => {});
     const noteLoss = (redis as unknown as { noteRecordLoss: (k: string) => Promise<number> }).noteRecordLoss;
+    this.noteLoss = () => noteLoss.call(redis, this.marker);
     redis.on('ready', () => {
-      noteLoss.call(redis, this.marker).catch(() => {});
+      this.noteLoss().catch(() => {});
     });
+  }
+
+  private readonly noteLoss: () => Promise<number>;
+
+  /**
+   * Before the first claim: a Redis without the marker is either a deployment's first (nothing was seen
+   * before: the record is complete from the start) or one that lost its data while no instance ran, which
+   * only the database can tell (`history`). The loss is then noted at once, as a running instance would.
+   */
+  async open(history: ReplayRecordHistory): Promise<void> {
+    const usedBefore = await history.usedBefore();
+    if (usedBefore) await this.noteLoss();
+    else {
+      await this.redis.set(this.marker, '0', 'NX');
+      await history.noteUse();
+    }
   }
 
   async claim(signature: string, binding: string, expiresAt: number): Promise<SignatureVerdict> {
