@@ -260,7 +260,7 @@ describe('OpenAPI contract: every answer against the published document (SQLite)
     expect(no2xx.map(({ method, path }) => `${method.toUpperCase()} ${path}`)).toEqual([]);
   });
 
-  it('the document: each operation declares its surface's errors, body shapes, Retry-After, rate limits', () => {
+  it('the document: each operation declares the errors of its surface, body shapes, Retry-After, rate limits', () => {
     const problems: string[] = [];
     for (const { method, path, op } of operations(doc)) {
       const name = `${method.toUpperCase()} ${path}`;
