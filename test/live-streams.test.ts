@@ -1,6 +1,7 @@
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { client, startTestApp, type TestApp } from './support/harness';
+import { signRequest } from '../src/signing/request-signature';
 
 async function launch(t: TestApp): Promise<string> {
   const op = await t.createOperator();
@@ -99,4 +100,48 @@ describe('HEAD on a live feed', () => {
       for (const f of feeds) f.abort();
     }
   });
+});
+
+// A signed feed spends a token of the operator's bucket like any other call, so its answer says where the
+// bucket stands (the headers every other signed answer carries), on both surfaces, GET and HEAD.
+describe('a signed live feed answers with the rate-limit headers', () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await startTestApp({ engines: false });
+  });
+  afterAll(async () => {
+    await t?.close();
+  });
+
+  for (const [surface, path, keyHeader] of [
+    ['A', '/api/public/v1/rounds/stream', 'x-api-key'],
+    ['B', '/v1/rounds/stream', 'x-operator-key'],
+  ] as const) {
+    it(`Surface ${surface}: ${path}`, async () => {
+      const op = await t.createOperator();
+      for (const method of ['HEAD', 'GET'] as const) {
+        const ts = String(Date.now());
+        const controller = new AbortController();
+        const res = await request(`${t.baseUrl}${path}`, {
+          method,
+          signal: controller.signal,
+          headers: {
+            [keyHeader]: op.apiKey,
+            [surface === 'A' ? 'x-timestamp' : 'X-Timestamp']: ts,
+            [surface === 'A' ? 'x-signature' : 'X-Signature']: signRequest(op.apiSecret, method, path, ts, ''),
+          },
+        });
+        try {
+          expect(res.statusCode).toBe(200);
+          expect(res.headers['content-type']).toBe('text/event-stream; charset=utf-8');
+          expect(res.headers['ratelimit-limit']).toBe('500');
+          expect(Number(res.headers['ratelimit-remaining'])).toBeLessThan(500);
+          expect(res.headers['ratelimit-reset']).toMatch(/^[0-9]+$/);
+        } finally {
+          controller.abort();
+          await res.body.text().catch(() => '');
+        }
+      }
+    });
+  }
 });

@@ -1,3 +1,4 @@
+import type { OutgoingHttpHeaders } from 'node:http';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Game } from '../games/engine/round';
 import type { FeedMessage, LiveFeed } from '../games/engine/live-feed';
@@ -45,13 +46,15 @@ export async function streamFeed(
   game: Game,
   terms: StreamTerms,
 ): Promise<void> {
-  const headers = {
+  // The stream is written to the socket past Fastify's reply, so the headers the request gathered on
+  // its way (the rate-limit ones after the bucket, a deprecation notice) are carried over by hand.
+  const headers: OutgoingHttpHeaders = Object.assign({}, reply.getHeaders() as OutgoingHttpHeaders, {
     'content-type': 'text/event-stream; charset=utf-8',
     'cache-control': 'no-cache, no-transform',
     connection: 'keep-alive',
     'x-accel-buffering': 'no',
     'x-request-id': String(req.id),
-  };
+  });
   // HEAD (Fastify answers it with the GET handler): the headers a stream would have, then the end. A
   // stream has no body to leave out, so it would otherwise hold a slot and never send its headers.
   if (req.method === 'HEAD') {
