@@ -102,6 +102,8 @@ describe.each(STORES)('migration 004_sandbox over existing data on %s', (store) 
       '011_bets_round_index',
       '012_wallet_operators',
       '013_quoted_payouts',
+      '014_bigint_multipliers',
+      '015_compliance_flag_acknowledgements',
     ]);
     // 012: an operator with a wallet URL settles to it; one without stays webhook-only.
     expect(await db.all('SELECT id, settles_to_wallet FROM operators ORDER BY id')).toEqual([

@@ -5,6 +5,7 @@ import { freshDatabase, PG_URL, STORES } from '../../test/support/harness';
 import type { Database, SqlParam } from '../store/database';
 import * as m010 from '../store/migrations/010_set_based_place_bets';
 import * as m013 from '../store/migrations/013_quoted_payouts';
+import * as m014 from '../store/migrations/014_bigint_multipliers';
 import type { PostgresDatabase } from '../store/postgres';
 import { type PlaceBetCommand, placeBetParams } from './bet-commands';
 
@@ -359,12 +360,14 @@ describe.runIf(STORES.includes('postgres'))('set-based rbs_place_bets on postgre
       ...before,
       bets: (before.bets as { potential_payout: unknown }[]).map(({ potential_payout: _, ...bet }) => bet),
     };
+    await m014.down(kysely);
     await m013.down(kysely);
     await m010.down(kysely);
     expect(await functions()).toEqual(['rbs_place_bets']);
     expect(await run('rbs_place_bets', s)).toEqual(withoutQuotes);
     await m010.up(kysely);
     await m013.up(kysely);
+    await m014.up(kysely);
     expect(await functions()).toEqual(['rbs_place_bets', 'rbs_place_bets_each']);
     expect(await run('rbs_place_bets', s, true)).toEqual(before);
     expect(await run('rbs_place_bets_each', s)).toEqual(before);
