@@ -1,5 +1,5 @@
 import type { Database } from '../store/database';
-import type { ComplianceFlag, ComplianceService, FlagFilter, SessionUse } from './compliance-service';
+import type { ComplianceService, FlagFilter, ListedFlag, SessionUse } from './compliance-service';
 
 /**
  * What the surfaces ask of compliance (the flag list on both APIs, the dashboard and the CLI; the
@@ -11,9 +11,17 @@ export class ComplianceFlags {
     private readonly rules: ComplianceService,
   ) {}
 
-  /** Newest first; every operator's when `scope` is null (the CLI). */
-  list(scope: string | null, filter: FlagFilter = {}): Promise<ComplianceFlag[]> {
+  /** Newest first, each with its acknowledgement; every operator's when `scope` is null (the CLI). */
+  list(scope: string | null, filter: FlagFilter = {}): Promise<ListedFlag[]> {
     return this.rules.listFlags(scope, filter, this.db);
+  }
+
+  /**
+   * Marks a flag of this operator (any operator's when `scope` is null: the CLI) as dealt with, by `by`
+   * at `now`; a second acknowledgement keeps the first. NOT_FOUND for another operator's flag.
+   */
+  acknowledge(scope: string | null, flagId: string, by: string, now: number): Promise<ListedFlag> {
+    return this.rules.acknowledgeFlag(this.db, { scope, flagId, by, now });
   }
 
   /** A player session used from `place`; resolves true when that raised session_multi_place. */

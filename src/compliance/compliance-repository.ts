@@ -10,7 +10,14 @@ export interface FlagRow {
   bet_id: string | null;
   details: string;
   created_at: number;
+  /** When the flag was acknowledged (ms); absent on a row being inserted, null while it is open. */
+  acknowledged_at?: number | string | null;
+  /** Who acknowledged it: a dashboard user's email, or `admin:<name>` from the admin CLI. */
+  acknowledged_by?: string | null;
 }
+
+/** Which flags a listing keeps by their acknowledgement: open (not acknowledged), acknowledged, or both. */
+export type FlagState = 'open' | 'acknowledged';
 
 /** Raised compliance flags, and the places (hashed addresses) each player session was used from. */
 export const complianceRepository = {
@@ -61,6 +68,7 @@ export const complianceRepository = {
       rule?: string;
       player?: string;
       before?: number;
+      state?: FlagState;
       after?: PageCursor;
       limit: number;
     },
@@ -71,10 +79,35 @@ export const complianceRepository = {
     if (filter.rule !== undefined) where.push('rule = ?'), params.push(filter.rule);
     if (filter.player !== undefined) where.push('player = ?'), params.push(filter.player);
     if (filter.before !== undefined) where.push('created_at < ?'), params.push(filter.before);
-    if (filter.after !== undefined) continueAfter(where, params, filter.after);
+    if (filter.state === 'open') where.push('acknowledged_at IS NULL');
+    if (filter.state === 'acknowledged') where.push('acknowledged_at IS NOT NULL');
+    if (filter.after !== undefined) {
+      // Implied by the cursor's condition, but stated so that both stores seek the index to the cursor
+      // instead of reading every newer flag of the operator and filtering them out (deep pages).
+      where.push('created_at <= ?'), params.push(filter.after.createdAt);
+      continueAfter(where, params, filter.after);
+    }
     params.push(filter.limit);
     const filtered = where.length ? ` WHERE ${where.join(' AND ')}` : '';
     return db.all<FlagRow>(`SELECT * FROM compliance_flags${filtered} ORDER BY created_at DESC, id LIMIT ?`, params);
+  },
+
+  /**
+   * Marks this operator's flag acknowledged, unless it already is (the first acknowledgement, its time
+   * and who made it, stays). Resolves false only when the operator has no such flag.
+   */
+  async acknowledge(
+    tx: SqlExecutor,
+    a: { scope: string | null; id: string; by: string; now: number },
+  ): Promise<boolean> {
+    const where = a.scope === null ? 'id = ?' : 'id = ? AND operator_id = ?';
+    const params = a.scope === null ? [a.id] : [a.id, a.scope];
+    const changed = await tx.run(
+      `UPDATE compliance_flags SET acknowledged_at = ?, acknowledged_by = ? WHERE ${where} AND acknowledged_at IS NULL`,
+      [a.now, a.by, ...params],
+    );
+    if (changed.changes > 0) return true;
+    return (await complianceRepository.flagById(tx, a.scope, a.id)) !== undefined;
   },
 
   /**

@@ -11,7 +11,7 @@ import type { Database, PageCursor, SqlExecutor } from '../store/database';
 import type { DomainEvent } from '../webhooks/domain-event';
 import { recordEvents } from '../webhooks/events';
 import { COMPLIANCE_RULES, type ComplianceRule } from '../webhooks/payloads';
-import { complianceRepository as flags, type FlagRow } from './compliance-repository';
+import { complianceRepository as flags, type FlagRow, type FlagState } from './compliance-repository';
 import type { ComplianceHooks } from '../bets/compliance-hooks';
 import {
   betVelocity,
@@ -37,6 +37,15 @@ export interface ComplianceFlag {
   round_id: string | null;
   details: Record<string, unknown>;
   created_at: number;
+}
+
+/**
+ * A flag as the lists show it (dashboard, CLI): the flag and its acknowledgement, both null while it is
+ * open. The flag alone (ComplianceFlag) is what webhooks and the API carry.
+ */
+export interface ListedFlag extends ComplianceFlag {
+  acknowledged_at: number | null;
+  acknowledged_by: string | null;
 }
 
 interface Raise {
@@ -174,9 +183,12 @@ export class ComplianceService implements ComplianceHooks {
     });
   }
 
-  async listFlags(scope: string | null, filter: FlagFilter = {}, db: SqlExecutor): Promise<ComplianceFlag[]> {
+  async listFlags(scope: string | null, filter: FlagFilter = {}, db: SqlExecutor): Promise<ListedFlag[]> {
     if (filter.rule !== undefined && !(COMPLIANCE_RULES as readonly string[]).includes(filter.rule)) {
       throw new DomainError('VALIDATION_FAILED', `rule must be one of ${COMPLIANCE_RULES.join(', ')}`);
+    }
+    if (filter.state !== undefined && !(FLAG_STATES as readonly string[]).includes(filter.state)) {
+      throw new DomainError('VALIDATION_FAILED', `state must be one of ${FLAG_STATES.join(', ')}`);
     }
     const limit = Math.min(Math.max(filter.limit ?? 100, 1), 1000);
     let after: PageCursor | undefined;
@@ -189,8 +201,27 @@ export class ComplianceService implements ComplianceHooks {
       after = { createdAt: Number(last.created_at), id: last.id };
     }
     const { rule, player, before } = filter;
-    const rows = await flags.listFlags(db, scope, { rule, player, before, after, limit });
-    return rows.map(presentFlag);
+    const state = filter.state as FlagState | undefined;
+    const rows = await flags.listFlags(db, scope, { rule, player, before, state, after, limit });
+    return rows.map(presentListedFlag);
+  }
+
+  /**
+   * Acknowledges one flag of this operator (any operator's when `scope` is null: the CLI) and answers
+   * it as the lists show it. Acknowledging an acknowledged flag changes nothing: the first time and
+   * person stay. Another operator's flag, like an unknown one, is NOT_FOUND.
+   */
+  async acknowledgeFlag(
+    db: Database,
+    a: { scope: string | null; flagId: string; by: string; now: number },
+  ): Promise<ListedFlag> {
+    if (a.by.trim() === '') throw new DomainError('VALIDATION_FAILED', 'who acknowledges the flag must be named');
+    const row = await db.transaction(async (tx) => {
+      const found = await flags.acknowledge(tx, { scope: a.scope, id: a.flagId, by: a.by, now: a.now });
+      return found ? flags.flagById(tx, a.scope, a.flagId) : undefined;
+    });
+    if (!row) throw new DomainError('NOT_FOUND', `no compliance flag ${a.flagId} for this operator`);
+    return presentListedFlag(row);
   }
 
   private async timing(
@@ -309,11 +340,16 @@ function isStoreError(error: unknown): boolean {
   return e?.name === 'SqliteError' || (typeof e?.code === 'string' && /^[0-9A-Z]{5}$/.test(e.code));
 }
 
+/** The acknowledgement states a listing can keep (none given: both). */
+export const FLAG_STATES: readonly FlagState[] = ['open', 'acknowledged'];
+
 /** Which flags a listing returns: filters, and the page cursor (`startingAfter`, the last flag_id of a page). */
 export interface FlagFilter {
   rule?: string;
   player?: string;
   before?: number;
+  /** open: not acknowledged yet (the work queue); acknowledged: done. Checked against FLAG_STATES. */
+  state?: string;
   startingAfter?: string;
   limit?: number;
 }
@@ -334,5 +370,15 @@ export function presentFlag(r: FlagRow): ComplianceFlag {
     round_id: stored.context?.round_id ?? null,
     details: stored.measurements ?? {},
     created_at: Number(r.created_at),
+  };
+}
+
+export function presentListedFlag(r: FlagRow): ListedFlag {
+  const at = r.acknowledged_at ?? null;
+  return {
+    ...presentFlag(r),
+    // PostgreSQL hands a bigint back as a string.
+    acknowledged_at: at === null ? null : Number(at),
+    acknowledged_by: r.acknowledged_by ?? null,
   };
 }

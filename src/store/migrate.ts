@@ -13,6 +13,8 @@ import * as m010setbets from './migrations/010_set_based_place_bets';
 import * as m011betsround from './migrations/011_bets_round_index';
 import * as m012walletoperators from './migrations/012_wallet_operators';
 import * as m013quotedpayouts from './migrations/013_quoted_payouts';
+import * as m014bigintmultipliers from './migrations/014_bigint_multipliers';
+import * as m015flagacks from './migrations/015_compliance_flag_acknowledgements';
 import type { PostgresDatabase } from './postgres';
 import type { SqliteDatabase } from './sqlite';
 
@@ -35,6 +37,8 @@ const MIGRATIONS: Record<string, Migration> = {
   '011_bets_round_index': m011betsround,
   '012_wallet_operators': m012walletoperators,
   '013_quoted_payouts': m013quotedpayouts,
+  '014_bigint_multipliers': m014bigintmultipliers,
+  '015_compliance_flag_acknowledgements': m015flagacks,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };
