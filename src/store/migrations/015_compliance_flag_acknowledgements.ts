@@ -8,8 +8,8 @@ import { sql, type Kysely } from 'kysely';
  * The list pages newest first by (created_at DESC, id) under one operator: the index is in that very
  * order and carries the id, so a page that starts inside a run of flags sharing a created_at (one
  * round's close raises many) is read in one forward range, without a sort. The partial index holds only
- * the open flags, so "open only" stays one index range however many acknowledged flags pile up behind it. SQLite and PostgreSQL both support
- * partial indexes with this syntax.
+ * the open flags, so "open only" stays one index range however many acknowledged flags pile up behind it.
+ * SQLite and PostgreSQL both support partial indexes with this syntax.
  */
 export async function up(db: Kysely<unknown>): Promise<void> {
   await db.schema.alterTable('compliance_flags').addColumn('acknowledged_at', 'bigint').execute();
