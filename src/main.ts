@@ -1,8 +1,19 @@
+import { constants } from 'node:os';
 import { createApp, sharedStateWarning } from './app';
 import { ConfigError, loadConfig } from './config/config';
+import { RedisUnavailableError } from './redis/client';
+import { StoreUnavailableError } from './store/open';
 
 /** How long after the grace period a shutdown that still has not finished is ended with exit 1. */
 const FORCE_EXIT_MARGIN_MS = 3_000;
+
+/**
+ * A stop signal this soon after the first is the same stop delivered twice, not a second request:
+ * `npm start` and tsx relay the signal to this process, and systemd (KillMode=control-group) or a
+ * terminal's Ctrl-C also sends it to every process of the group, so one stop arrives two or three times
+ * within milliseconds. A person asking again, after reading the first shutdown line, is far slower.
+ */
+const REPEATED_SIGNAL_WINDOW_MS = 1_000;
 
 async function main(): Promise<void> {
   let config;
@@ -36,10 +47,19 @@ async function main(): Promise<void> {
     'service ready',
   );
 
-  let stopping = false;
-  const shutdown = (signal: string): void => {
-    if (stopping) return;
-    stopping = true;
+  let stoppingSince: number | null = null;
+  const shutdown = (signal: 'SIGTERM' | 'SIGINT'): void => {
+    if (stoppingSince !== null) {
+      if (performance.now() - stoppingSince < REPEATED_SIGNAL_WINDOW_MS) return;
+      // A second signal means "now" (Ctrl-C twice, `kill` repeated by an operator whose drain is stuck):
+      // the drain is abandoned. That is as safe as a crash, which the service is built to survive: every
+      // acknowledged write was durable before its answer, an open transaction rolls back, engine and
+      // outbox leases end with the connection or expire, and the next start voids and refunds a round
+      // left running. The exit code says the process was ended by that signal (128 + its number).
+      logger.warn({ signal }, 'second signal during shutdown: exiting at once without finishing the drain');
+      process.exit(128 + constants.signals[signal]);
+    }
+    stoppingSince = performance.now();
     // Out of rotation first: /readyz fails while requests are still served for the drain delay,
     // then the listener closes and in-flight requests finish within the grace period.
     app.drain();
@@ -71,6 +91,10 @@ async function main(): Promise<void> {
 }
 
 main().catch((error) => {
-  process.stderr.write(`failed to start: ${error instanceof Error ? error.stack : String(error)}\n`);
+  // A dependency that is down or misaddressed is an operator's matter: one line naming it and where it
+  // is (the message never carries a password). Anything else is a defect and keeps its stack trace.
+  const known = error instanceof StoreUnavailableError || error instanceof RedisUnavailableError;
+  const detail = known ? error.message : error instanceof Error ? error.stack : String(error);
+  process.stderr.write(`failed to start: ${detail}\n`);
   process.exit(1);
 });

@@ -31,7 +31,14 @@ export async function openRedis(
     enableOfflineQueue: true,
   });
   let reported = false;
+  let starting = true;
+  // ioredis rejects a failed first connect with a bare "Connection is closed."; the reason it closed
+  // (refused, timed out, authentication) arrives as an error event just before, so it is kept here.
+  let lastError: Error | null = null;
   redis.on('error', (err: Error) => {
+    lastError = err;
+    // At start the failure is thrown (and reported once by the process); a log line would say it twice.
+    if (starting) return;
     // ioredis retries on its own; one line per outage is enough.
     if (!reported) logger.error({ err: err.message }, 'redis connection error');
     reported = true;
@@ -40,8 +47,37 @@ export async function openRedis(
     if (reported) logger.info('redis connection restored');
     reported = false;
   });
-  await redis.connect();
+  try {
+    await redis.connect();
+  } catch (error) {
+    // No reconnect loop left behind for a connection nobody will use.
+    redis.disconnect();
+    const cause = (lastError ?? (error as Error)).message;
+    // "Command timed out" is the ready check unanswered: a server that accepts and then says nothing.
+    const reason = /timed out|ETIMEDOUT/i.test(cause) ? `no answer in time (${cause})` : cause;
+    throw new RedisUnavailableError(`cannot connect to Redis at ${redisAddress(url)} (REDIS_URL): ${reason}`);
+  } finally {
+    starting = false;
+  }
   return redis;
+}
+
+/** Redis did not answer at start: the message names it and its address, never the password. */
+export class RedisUnavailableError extends Error {
+  override readonly name = 'RedisUnavailableError';
+}
+
+/** Where REDIS_URL points, for messages: scheme, user, host, port and database, without password or query. */
+function redisAddress(url: string): string {
+  try {
+    const parsed = new URL(url);
+    const user = parsed.username ? `${parsed.username}@` : '';
+    const path = parsed.pathname === '/' ? '' : parsed.pathname;
+    return `${parsed.protocol}//${user}${parsed.hostname}:${parsed.port || '6379'}${path}`;
+  } catch {
+    // Config validated the scheme; a URL that still does not parse is not echoed (it may hold a secret).
+    return 'the configured address';
+  }
 }
 
 export async function closeRedis(redis: Redis): Promise<void> {

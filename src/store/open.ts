@@ -5,18 +5,26 @@ import { migrate } from './migrate';
 import { PostgresDatabase } from './postgres';
 import { SqliteDatabase } from './sqlite';
 
+/**
+ * How long PostgreSQL has to accept a login and answer at start. Far above a healthy login (a few
+ * milliseconds; a TLS handshake across regions well under a second), short enough that a server that
+ * accepts the connection and then says nothing ends the start with a message instead of a hang.
+ */
+const STORE_CONNECT_TIMEOUT_MS = 10_000;
+
+/** The store could not be reached or opened at start: the message names it and where it is, never a password. */
+export class StoreUnavailableError extends Error {
+  override readonly name = 'StoreUnavailableError';
+}
+
 /** Embedded SQLite under DATA_DIR by default; PostgreSQL when DATABASE_URL says so. Migrates on open. */
 export async function openDatabase(
   config: Pick<Config, 'databaseUrl' | 'dataDir'> & Partial<Pick<Config, 'databasePoolSize'>>,
   options: { schema?: string } = {},
 ): Promise<Database> {
   const db = config.databaseUrl
-    ? new PostgresDatabase({
-        connectionString: config.databaseUrl,
-        schema: options.schema,
-        poolSize: config.databasePoolSize,
-      })
-    : new SqliteDatabase({ filename: join(config.dataDir, 'service.db') });
+    ? await openPostgres(config.databaseUrl, options.schema, config.databasePoolSize)
+    : openSqlite(join(config.dataDir, 'service.db'));
   try {
     await migrate(db);
   } catch (error) {
@@ -24,4 +32,51 @@ export async function openDatabase(
     throw error;
   }
   return db;
+}
+
+async function openPostgres(
+  url: string,
+  schema: string | undefined,
+  poolSize: number | undefined,
+): Promise<PostgresDatabase> {
+  const db = new PostgresDatabase({ connectionString: url, schema, poolSize });
+  try {
+    await db.checkAnswers(STORE_CONNECT_TIMEOUT_MS);
+  } catch (error) {
+    await db.close().catch(() => {});
+    const reason = isTimeout(error)
+      ? `no answer within ${STORE_CONNECT_TIMEOUT_MS / 1000} s`
+      : (error as Error).message || String(error);
+    throw new StoreUnavailableError(
+      `cannot connect to PostgreSQL at ${postgresAddress(url)} (DATABASE_URL): ${reason}`,
+    );
+  }
+  return db;
+}
+
+/** Creating DATA_DIR and opening the file: a path that is not a directory, no permission, a read-only mount. */
+function openSqlite(filename: string): SqliteDatabase {
+  try {
+    return new SqliteDatabase({ filename });
+  } catch (error) {
+    const reason = (error as Error).message || String(error);
+    throw new StoreUnavailableError(`cannot open the SQLite store at ${filename} (DATA_DIR): ${reason}`);
+  }
+}
+
+/** node-postgres says "timeout expired" or "Connection terminated due to connection timeout", depending on where. */
+function isTimeout(error: unknown): boolean {
+  return /timeout/i.test((error as Error)?.message ?? '');
+}
+
+/** Where DATABASE_URL points, for messages: user, host, port and database, without the password or the query. */
+function postgresAddress(url: string): string {
+  try {
+    const parsed = new URL(url);
+    const user = parsed.username ? `${parsed.username}@` : '';
+    return `${parsed.protocol}//${user}${parsed.host}${parsed.pathname === '/' ? '' : parsed.pathname}`;
+  } catch {
+    // Config validated the scheme; a URL that still does not parse is not echoed (it may hold a secret).
+    return 'the configured address';
+  }
 }

@@ -188,6 +188,26 @@ export class PostgresDatabase implements Database {
     return this.scope;
   }
 
+  /**
+   * One connection of its own that must log in and answer within `timeoutMs`. The pools have no
+   * connect deadline (theirs would also bound the wait for a busy pool's free connection on the hot
+   * paths), so a server that accepts TCP and then says nothing would otherwise hold the start forever.
+   */
+  async checkAnswers(timeoutMs: number): Promise<void> {
+    const client = new pg.Client({
+      connectionString: this.options.connectionString,
+      connectionTimeoutMillis: timeoutMs,
+      query_timeout: timeoutMs,
+    });
+    client.on('error', () => {});
+    try {
+      await client.connect();
+      await client.query('SELECT 1');
+    } finally {
+      await client.end().catch(() => {});
+    }
+  }
+
   async close(): Promise<void> {
     await this.readPool.end();
     await this.pool.end();
