@@ -6,6 +6,7 @@ import { OperatorModes } from '../src/operators/operator-mode';
 import type { OperatorService } from '../src/operators/operators';
 import { verifyServiceSignature } from '../src/signing/webhook-signature';
 import type { Database } from '../src/store/database';
+import type { DomainEvent } from '../src/webhooks/domain-event';
 import { recordEvents } from '../src/webhooks/events';
 import type { WebhookService } from '../src/webhooks/service';
 import { betSettled } from './support/webhook-events';
@@ -227,6 +228,41 @@ describe('webhook delivery life-cycle (sqlite)', () => {
     const [d] = await w.listDeliveries(op.id, {});
     expect(d).toMatchObject({ status: 'cancelled', attempts: 1 });
     expect(rx.hits.filter((h) => h.path === '/inflight')).toHaveLength(1);
+  });
+
+  it('narrowing the events of an endpoint cancels what it queued of the dropped types, keeps the rest', async () => {
+    const op = await ops.create({ name: 'narrow' });
+    const ep = await w.createEndpoint(op.id, { url: `${base}/narrow`, events: ['bet.settled', 'compliance.flag'] });
+    rx.set((_h, res) => {
+      res.writeHead(503);
+      res.end();
+    });
+    const flag: DomainEvent = {
+      operatorId: op.id,
+      type: 'compliance.flag',
+      data: {
+        flag_id: 'flag_narrowed',
+        rule: 'large_stake',
+        player: 'p1',
+        bet_id: null,
+        session_id: null,
+        game: null,
+        round_id: null,
+        details: {},
+        created_at: Date.now(),
+      },
+    };
+    const [flagged] = await db.transaction((tx) => recordEvents(tx, modes, [flag], Date.now()));
+    const settled = await emit(op.id);
+    await w.dispatcher.drain();
+    // Both wait for a retry (the receiver refused them); then the owner stops wanting compliance flags here.
+    await w.updateEndpoint(op.id, ep.endpoint_id, { events: ['bet.settled'] });
+    rx.set((_h, res) => res.end('ok'));
+    await drainAll();
+    const byEvent = new Map((await w.listDeliveries(op.id, {})).map((d) => [d.event_id, d]));
+    // Every flag attempt was refused (503), before the change; none was made after it.
+    expect(byEvent.get(flagged!.id)).toMatchObject({ status: 'cancelled', last_status_code: 503 });
+    expect(byEvent.get(settled.id)).toMatchObject({ status: 'delivered', last_status_code: 200 });
   });
 });
 

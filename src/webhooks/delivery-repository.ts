@@ -358,6 +358,26 @@ export const deliveryRepository = {
     return row?.id;
   },
 
+  /**
+   * An endpoint whose event list was narrowed receives nothing more of the types it dropped, including what
+   * was queued for it before (a test ping, not an event type one subscribes to, is kept).
+   */
+  cancelPendingOfDroppedTypes(
+    tx: SqlExecutor,
+    endpointId: string,
+    dropped: readonly string[],
+    now: number,
+  ): Promise<RunResult> {
+    const types = dropped.map(() => '?').join(', ');
+    return tx.run(
+      `UPDATE webhook_deliveries
+       SET status = 'cancelled', last_error = ?, next_attempt_at = NULL, claimed_until = NULL, dead_at = ?
+       WHERE endpoint_id = ? AND status = 'pending'
+         AND event_id IN (SELECT id FROM events WHERE type IN (${types}))`,
+      ['the endpoint no longer subscribes to this event type', now, endpointId, ...dropped],
+    );
+  },
+
   /** An endpoint disabled or deleted receives nothing, including what was queued for it before. */
   cancelPendingOf(tx: SqlExecutor, endpointId: string, why: string, now: number): Promise<RunResult> {
     return tx.run(

@@ -157,8 +157,14 @@ export class WebhookEndpointService {
       const enabled = patch.enabled ?? Number(current.enabled) === 1;
       const change = { url: url ?? current.url, events: events ?? current.events, enabled: enabled ? 1 : 0 };
       await endpointRepository.update(tx, id, change, now);
-      // A disabled endpoint receives nothing, including what was queued for it before.
+      // A disabled endpoint receives nothing, including what was queued for it before; one that dropped
+      // event types receives nothing more of them.
       if (!enabled) await deliveryRepository.cancelPendingOf(tx, id, 'the endpoint was disabled', now);
+      else if (events !== undefined) {
+        const kept = new Set(JSON.parse(events) as string[]);
+        const dropped = (JSON.parse(current.events) as string[]).filter((type) => !kept.has(type));
+        if (dropped.length > 0) await deliveryRepository.cancelPendingOfDroppedTypes(tx, id, dropped, now);
+      }
     });
     return this.get(scope, id);
   }
