@@ -40,8 +40,9 @@ export interface ComplianceFlag {
 }
 
 /**
- * A flag as the lists show it (dashboard, CLI): the flag and its acknowledgement, both null while it is
- * open. The flag alone (ComplianceFlag) is what webhooks and the API carry.
+ * A flag as the lists and the acknowledge calls show it (API, dashboard, CLI): the flag and its
+ * acknowledgement, both null while it is open. The flag alone (ComplianceFlag) is what the
+ * compliance.flag webhook carries: it reports the flag as raised, always open.
  */
 export interface ListedFlag extends ComplianceFlag {
   acknowledged_at: number | null;

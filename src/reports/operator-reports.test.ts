@@ -147,7 +147,7 @@ describe.each(STORES)('operator reports (the dashboard read models) on %s', (sto
     const counts = await betRepository.countsByRound(db, operator.id, ['c1', 'c2', 's1', 'nope']);
     expect(Object.fromEntries(counts)).toEqual({ c1: 2, c2: 2, s1: 3 });
     const overview = await new OperatorReports(db, testConfig(), { now: () => 0 }).overview(operator.id);
-    expect(overview).toEqual({ pendingSettlements: 0, deadDeliveries: 0, flagsLastDay: 0, endpoints: 0 });
+    expect(overview).toEqual({ pendingSettlements: 0, deadDeliveries: 0, openFlagsLastDay: 0, endpoints: 0 });
   });
 
   it("shows money in the bet's currency, exactly", () => {

@@ -128,7 +128,7 @@ export class OperatorReports {
     return new Map(rows.map((r) => [r.id, money(r, r.payout)]));
   }
 
-  /** Settle calls not confirmed, dead webhook deliveries, flags of the last day, endpoints. */
+  /** Settle calls not confirmed, dead webhook deliveries, open (unacknowledged) flags of the last day, endpoints. */
   overview(operatorId: string): Promise<Overview> {
     return reportRepository.attention(this.db, operatorId, this.clock.now() - 86_400_000);
   }

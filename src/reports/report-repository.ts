@@ -22,7 +22,8 @@ export interface SettledTotalRow {
 export interface AttentionCounts {
   pendingSettlements: number;
   deadDeliveries: number;
-  flagsLastDay: number;
+  /** Flags raised in the last day that nobody has acknowledged yet: acknowledged ones need no attention. */
+  openFlagsLastDay: number;
   endpoints: number;
 }
 
@@ -84,7 +85,10 @@ export const reportRepository = {
     return rows.map((r) => ({ id: r.id, currency: r.currency, payout: r.payout === null ? null : Number(r.payout) }));
   },
 
-  /** What needs the operator's attention: settle calls not confirmed, dead deliveries, recent flags, endpoints. */
+  /**
+   * What needs the operator's attention: settle calls not confirmed, dead deliveries, recent flags not yet
+   * acknowledged (read from the partial index of open flags), endpoints.
+   */
   async attention(db: SqlExecutor, operatorId: string, flagsSince: number): Promise<AttentionCounts> {
     const count = async (sql: string, params: (string | number)[]): Promise<number> =>
       Number((await db.get<{ n: number }>(sql, params))?.n ?? 0);
@@ -97,10 +101,11 @@ export const reportRepository = {
         `SELECT COUNT(*) AS n FROM webhook_deliveries WHERE operator_id = ? AND status = 'dead'`,
         [operatorId],
       ),
-      flagsLastDay: await count('SELECT COUNT(*) AS n FROM compliance_flags WHERE operator_id = ? AND created_at > ?', [
-        operatorId,
-        flagsSince,
-      ]),
+      openFlagsLastDay: await count(
+        `SELECT COUNT(*) AS n FROM compliance_flags
+         WHERE operator_id = ? AND created_at > ? AND acknowledged_at IS NULL`,
+        [operatorId, flagsSince],
+      ),
       endpoints: await count('SELECT COUNT(*) AS n FROM webhook_endpoints WHERE operator_id = ?', [operatorId]),
     };
   },

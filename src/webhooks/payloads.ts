@@ -141,7 +141,9 @@ export const ComplianceFlagData = Type.Object(
   },
   {
     ...exact,
-    description: 'The flag as GET …/compliance/flags lists it; the rules are in docs/webhooks.md, Compliance flags.',
+    description:
+      'The flag as raised; GET …/compliance/flags lists it with its acknowledgement added ' +
+      '(acknowledged_at, acknowledged_by). The rules are in docs/webhooks.md, Compliance flags.',
   },
 );
 

@@ -23,7 +23,8 @@ export function livePage(m: LiveModel): string {
   const cards = html`<ul class="cards" aria-label="Needs attention">
 <li><a href="/dashboard/settlements"><strong>${o.pendingSettlements}</strong> pending wallet settlements</a></li>
 <li><a href="/dashboard/webhooks"><strong>${o.deadDeliveries}</strong> dead-lettered webhook deliveries</a></li>
-<li><a href="/dashboard/compliance"><strong>${o.flagsLastDay}</strong> compliance flags in 24 h</a></li>
+<li><a href="/dashboard/compliance?state=open"><strong>${o.openFlagsLastDay}</strong>
+open compliance flags raised in 24 h</a></li>
 <li><a href="/dashboard/webhooks"><strong>${o.endpoints}</strong> webhook endpoints</a></li>
 </ul>`;
   const totals = m.stats.totals.length

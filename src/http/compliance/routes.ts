@@ -2,15 +2,21 @@ import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { DomainError } from '../../errors/codes';
+import { absentBodyAsEmpty } from '../json-body';
 import { withRetryAfter } from '../openapi';
 import { guardSurface, type Surface } from '../surface';
 import type { AppServices } from '../../services';
 import { ComplianceFlagData, RuleSchema } from '../../webhooks/payloads';
 import { authHeadersFor, ErrorBody } from '../webhooks/schemas';
 
+const FlagStateSchema = Type.Union([Type.Literal('open'), Type.Literal('acknowledged')], {
+  description: 'open: not acknowledged yet (the work queue); acknowledged: dealt with. Both when absent',
+});
+
 const FlagQuery = Type.Object(
   {
     rule: Type.Optional(RuleSchema),
+    state: Type.Optional(FlagStateSchema),
     player: Type.Optional(Type.String({ minLength: 1, maxLength: 120, description: 'external_user_id or player_ref' })),
     before: Type.Optional(
       Type.String({ pattern: '^\\d{1,15}$', description: 'must be milliseconds since epoch: flags raised before it' }),
@@ -29,7 +35,54 @@ const FlagQuery = Type.Object(
   { additionalProperties: false },
 );
 
-const FlagList = Type.Object({ flags: Type.Array(ComplianceFlagData) });
+/**
+ * The flag as the API shows it: what the compliance.flag webhook carries, and its acknowledgement.
+ * The webhook keeps its own schema (ComplianceFlagData): it reports the flag as raised, when both
+ * fields are always null, and events stored before acknowledgements existed are re-sent as they were.
+ */
+const ComplianceFlagView = Type.Object(
+  {
+    ...ComplianceFlagData.properties,
+    acknowledged_at: Type.Union([Type.Integer(), Type.Null()], {
+      description: 'when the flag was acknowledged (milliseconds since epoch); null while it is open',
+    }),
+    acknowledged_by: Type.Union([Type.String(), Type.Null()], {
+      description:
+        "who acknowledged it: api:<by> (or api) through this API, a dashboard user's email, " +
+        'or admin:<name> from the admin CLI; null while it is open',
+    }),
+  },
+  {
+    additionalProperties: false,
+    description: 'A compliance flag and its acknowledgement; the data of compliance.flag webhooks without the latter',
+  },
+);
+
+const FlagList = Type.Object({ flags: Type.Array(ComplianceFlagView) });
+
+const FlagIdParams = Type.Object({
+  flag_id: Type.String({ minLength: 1, maxLength: 100, description: 'must be a flag id (flag_…)' }),
+});
+
+/** Longest `by` an acknowledgement takes: a back-office user's name or email, not a note. */
+const MAX_BY_LENGTH = 100;
+
+const AcknowledgeBody = Type.Object(
+  {
+    by: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: MAX_BY_LENGTH,
+        // At least one visible character, and no control characters (it is shown on the dashboard).
+        pattern: '^[^\\u0000-\\u001f\\u007f]*[^\\s\\u0000-\\u001f\\u007f][^\\u0000-\\u001f\\u007f]*$',
+        description:
+          `must be 1 to ${MAX_BY_LENGTH} characters without control characters: who in your back office ` +
+          'acknowledges the flag; recorded as acknowledged_by api:<by> (api when absent)',
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
 
 // 503: shared state (store, Redis) unreachable, or the instance shutting down: retry after Retry-After.
 const errors = withRetryAfter({
@@ -41,7 +94,31 @@ const errors = withRetryAfter({
   503: ErrorBody,
 });
 
-/** Read access to this operator's compliance flags, mounted on both surfaces. */
+// The acknowledge call also answers an unknown flag (404), a replayed signature (409) and its body's refusals.
+const acknowledgeErrors = withRetryAfter({
+  400: ErrorBody,
+  401: ErrorBody,
+  403: ErrorBody,
+  404: ErrorBody,
+  409: ErrorBody,
+  413: ErrorBody,
+  415: ErrorBody,
+  429: ErrorBody,
+  500: ErrorBody,
+  503: ErrorBody,
+});
+
+/** What acknowledged_by records for an API call: the channel, then the back-office user when named. */
+function apiAcknowledgedBy(by: string | undefined): string {
+  const named = by?.trim();
+  return named ? `api:${named}` : 'api';
+}
+
+/**
+ * This operator's compliance flags, mounted on both surfaces: the list, and acknowledging one. The
+ * acknowledge POST takes no Idempotency-Key (like PATCH and DELETE it sets a state, and a retry signed
+ * afresh answers the same flag); like them, the same signed bytes sent again are 409 REQUEST_REPLAYED.
+ */
 export function complianceRoutes(surface: Surface) {
   return async function register(app: FastifyInstance, s: AppServices): Promise<void> {
     const r = app.withTypeProvider<TypeBoxTypeProvider>();
@@ -52,7 +129,9 @@ export function complianceRoutes(surface: Surface) {
       {
         schema: {
           summary: 'Compliance flags raised for your players, newest first',
-          description: 'The same objects are sent as the data of compliance.flag webhooks. A flag never refuses a bet.',
+          description:
+            'The data of compliance.flag webhooks is the same object without acknowledged_at and acknowledged_by ' +
+            '(a flag is raised open). A flag never refuses a bet. state=open lists the flags still to deal with.',
           tags: ['Compliance'],
           headers: authHeadersFor(surface),
           querystring: FlagQuery,
@@ -67,11 +146,42 @@ export function complianceRoutes(surface: Surface) {
         const flags = await s.complianceFlags.list(req.operator!.id, {
           rule: q.rule,
           player: q.player,
+          state: q.state,
           before: q.before === undefined ? undefined : Number(q.before),
           startingAfter: q.starting_after,
           limit,
         });
         return { flags: flags.map(({ operator_id: _o, ...f }) => f) };
+      },
+    );
+
+    r.post(
+      '/compliance/flags/:flag_id/acknowledge',
+      {
+        preValidation: absentBodyAsEmpty,
+        schema: {
+          summary: 'Acknowledge a compliance flag: mark it dealt with, recording when and by whom',
+          description:
+            'Answers the flag as the list shows it. Acknowledging an acknowledged flag changes nothing and ' +
+            'answers the same flag: the first acknowledgement, its time and author, are kept. ' +
+            "Another operator's flag, like an unknown id, is 404. No Idempotency-Key: retrying is harmless, " +
+            'but sign each attempt afresh (the same signed bytes again are 409 REQUEST_REPLAYED).',
+          tags: ['Compliance'],
+          headers: authHeadersFor(surface),
+          params: FlagIdParams,
+          body: Type.Optional(AcknowledgeBody),
+          response: { 200: ComplianceFlagView, ...acknowledgeErrors },
+        },
+      },
+      async (req) => {
+        const by = apiAcknowledgedBy(req.body?.by);
+        const { operator_id: _o, ...flag } = await s.complianceFlags.acknowledge(
+          req.operator!.id,
+          req.params.flag_id,
+          by,
+          s.clock.now(),
+        );
+        return flag;
       },
     );
   };
