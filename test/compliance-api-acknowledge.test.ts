@@ -156,7 +156,7 @@ describe.each(STORES)('compliance flags: acknowledging through the API (%s)', (s
     expect([longest.status, longest.body.acknowledged_by]).toEqual([200, `api:${'y'.repeat(100)}`]);
   });
 
-  it('refuses the same signed acknowledge bytes sent again (409 REQUEST_REPLAYED); a fresh signature is fine', async () => {
+  it('refuses the same signed acknowledge bytes again (409 REQUEST_REPLAYED); a fresh signature is fine', async () => {
     const target = aFlags[4]!;
     const timestamp = clock.now() + signed++;
     const call = api(a, 'A');

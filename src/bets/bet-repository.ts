@@ -172,6 +172,22 @@ export interface BetFilter {
   limit: number;
 }
 
+/**
+ * One page of an operator's bets of one game, newest first by (placed_at DESC, id). A player or a
+ * round is required: each is the leading part of an existing index ((operator_id, player, placed_at)
+ * and (round_id)), so a page never scans an operator's whole history.
+ */
+export interface BetPageQuery {
+  operatorId: string;
+  game: Game;
+  player?: string;
+  roundId?: string;
+  status?: BetStatus;
+  /** Where the previous page ended (its last bet): this page goes on after it. */
+  after?: { placedAt: number; id: string };
+  limit: number;
+}
+
 export const betRepository = {
   async insert(tx: SqlExecutor, bet: Bet): Promise<void> {
     const result = isSettled(bet) ? bet : null;
@@ -289,6 +305,28 @@ export const betRepository = {
     if (f.status) where.push('status = ?'), params.push(f.status);
     if (f.game) where.push('game = ?'), params.push(f.game);
     params.push(f.limit);
+    const rows = await db.all<BetRow>(
+      `SELECT * FROM bets WHERE ${where.join(' AND ')} ORDER BY placed_at DESC, id LIMIT ?`,
+      params,
+    );
+    return rows.map(toBet);
+  },
+
+  async page(db: SqlExecutor, q: BetPageQuery): Promise<Bet[]> {
+    if (q.player === undefined && q.roundId === undefined) {
+      throw new Error('a page of bets is read by player or by round: the indexes that serve it start with those');
+    }
+    const where = ['operator_id = ?', 'game = ?'];
+    const params: (string | number)[] = [q.operatorId, q.game];
+    if (q.player !== undefined) where.push('player = ?'), params.push(q.player);
+    if (q.roundId !== undefined) where.push('round_id = ?'), params.push(q.roundId);
+    if (q.status !== undefined) where.push('status = ?'), params.push(q.status);
+    if (q.after) {
+      // `placed_at <= ?` bounds the index range; the OR then skips the cursor's millisecond up to its id.
+      where.push('placed_at <= ? AND (placed_at < ? OR id > ?)');
+      params.push(q.after.placedAt, q.after.placedAt, q.after.id);
+    }
+    params.push(q.limit);
     const rows = await db.all<BetRow>(
       `SELECT * FROM bets WHERE ${where.join(' AND ')} ORDER BY placed_at DESC, id LIMIT ?`,
       params,

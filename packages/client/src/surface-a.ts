@@ -1,5 +1,20 @@
-import { newIdempotencyKey, Transport, type ApiResponse, type CallOptions, type ClientOptions } from './transport.js';
-import type { CashoutResult, CrashBet, CrashRound, PlaceBetRequest, PlacedBet } from './types.js';
+import {
+  newIdempotencyKey,
+  query,
+  Transport,
+  type ApiResponse,
+  type CallOptions,
+  type ClientOptions,
+} from './transport.js';
+import type {
+  CashoutResult,
+  CrashBet,
+  CrashBetPage,
+  CrashBetsQuery,
+  CrashRound,
+  PlaceBetRequest,
+  PlacedBet,
+} from './types.js';
 import { WebhookEndpointsApi } from './webhook-endpoints.js';
 
 const PREFIX = '/api/public/v1';
@@ -68,5 +83,14 @@ export class CrashClient {
   async bet(betId: string, options: CallOptions = {}): Promise<CrashBet> {
     const path = `${PREFIX}/bets/${encodeURIComponent(betId)}`;
     return (await this.t.send<CrashBet>({ method: 'GET', path, retrySafe: true, signal: options.signal })).data;
+  }
+
+  /**
+   * One page of your Crash bets of a player (`external_user_id`) or a round (`round_number`), newest
+   * first. While `has_more` is true, the next page is `listBets({ ...filter, starting_after: <last bet_id> })`.
+   */
+  async listBets(filter: CrashBetsQuery, options: CallOptions = {}): Promise<CrashBetPage> {
+    const path = `${PREFIX}/bets${query(filter)}`;
+    return (await this.t.send<CrashBetPage>({ method: 'GET', path, retrySafe: true, signal: options.signal })).data;
   }
 }

@@ -14,6 +14,8 @@ import type {
   Settlement,
   SettlementsQuery,
   StockRaceBet,
+  StockRaceBetPage,
+  StockRaceBetsQuery,
   StockRaceRound,
 } from './types.js';
 import { WebhookEndpointsApi } from './webhook-endpoints.js';
@@ -81,6 +83,15 @@ export class StockRaceClient {
   async bet(betId: string, options: CallOptions = {}): Promise<StockRaceBet> {
     const path = `${PREFIX}/bets/${encodeURIComponent(betId)}`;
     return (await this.t.send<StockRaceBet>({ method: 'GET', path, retrySafe: true, signal: options.signal })).data;
+  }
+
+  /**
+   * One page of your Stock Race bets of a player (`player_ref`) or a round (`round_id`), newest first.
+   * While `has_more` is true, the next page is `listBets({ ...filter, starting_after: <last bet_id> })`.
+   */
+  async listBets(filter: StockRaceBetsQuery, options: CallOptions = {}): Promise<StockRaceBetPage> {
+    const path = `${PREFIX}/bets${query(filter)}`;
+    return (await this.t.send<StockRaceBetPage>({ method: 'GET', path, retrySafe: true, signal: options.signal })).data;
   }
 
   async settlements(filter: SettlementsQuery = {}, options: CallOptions = {}): Promise<Settlement[]> {

@@ -25,6 +25,10 @@ export type CashoutRequest = RequestBodyOf<`${A}/cashout`, 'post'>;
 export type CashoutResult = ResponseOf<`${A}/cashout`, 'post'>;
 export type CrashRound = ResponseOf<`${A}/rounds/current`, 'get'>;
 export type CrashBet = ResponseOf<`${A}/bets/{bet_id}`, 'get'>;
+/** Filters of `listBets`: external_user_id or round_number (or both) is required. */
+export type CrashBetsQuery = NumbersAllowed<QueryOf<`${A}/bets`, 'get'>, 'limit' | 'round_number'>;
+/** A page of bets: `data` newest first; `has_more` says whether a next page exists. */
+export type CrashBetPage = ResponseOf<`${A}/bets`, 'get'>;
 export type SurfaceAErrorBody = ResponseOf<`${A}/place-bet`, 'post', 400>;
 
 // Surface B: Stock Race and the seamless wallet.
@@ -34,6 +38,10 @@ export type ReserveRequest = RequestBodyOf<'/v1/bets/reserve', 'post'>;
 export type ReservedBet = ResponseOf<'/v1/bets/reserve', 'post'>;
 export type StockRaceRound = ResponseOf<'/v1/rounds/current', 'get'>;
 export type StockRaceBet = ResponseOf<'/v1/bets/{bet_id}', 'get'>;
+/** Filters of `listBets`: player_ref or round_id (or both) is required. */
+export type StockRaceBetsQuery = NumbersAllowed<QueryOf<'/v1/bets', 'get'>, 'limit'>;
+/** A page of bets: `data` newest first; `has_more` says whether a next page exists. */
+export type StockRaceBetPage = ResponseOf<'/v1/bets', 'get'>;
 // A query string carries text, so the schema types numeric parameters as strings; the client
 // writes numbers as their digits, and the service asks for integers, so numbers are taken too.
 type NumbersAllowed<Q, K extends keyof Q> = Omit<Q, K> & { [P in K]?: Q[P] | number };

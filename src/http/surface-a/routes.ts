@@ -20,6 +20,8 @@ import {
   BetIdParams,
   CashoutBody,
   CashoutResult,
+  CrashBetList,
+  CrashBetListQuery,
   CrashBetView,
   ErrorA,
   FaultA,
@@ -97,6 +99,9 @@ function placedPresenter(
 function presentCashedOut(bet: CashedOutCrashBet): Static<typeof CashoutResult> {
   return { bet_id: bet.id, payout: bet.payout, multiplier: formatMultiplier(bet.cashoutMultiplier) };
 }
+
+/** Bets per page of `GET /bets` when the request does not say. */
+const DEFAULT_PAGE_LIMIT = 20;
 
 /**
  * The service writes bet ids in lower case, and a UUID is case-insensitive on input (RFC 9562): an
@@ -227,6 +232,37 @@ export async function surfaceARoutes(app: FastifyInstance, s: AppServices): Prom
       const round = await s.rounds.byNumber('crash', number, scopeOf(req.operator!));
       if (!round) throw new DomainError('ROUND_NOT_FOUND', `no Crash round number ${req.params.round_number}`);
       return presentLive(round);
+    },
+  );
+
+  r.get(
+    '/bets',
+    {
+      schema: {
+        summary: "Your Crash bets of a player or a round, newest first (a player's history, a round's bets)",
+        description:
+          'Give `external_user_id`, `round_number` or both (400 without either). Each bet as `GET /bets/{bet_id}` ' +
+          'presents it. While `has_more` is true, pass the last `bet_id` of the page as `starting_after`.',
+        tags: ['Crash'],
+        headers: AuthHeaders,
+        querystring: CrashBetListQuery,
+        response: { 200: CrashBetList, ...errors },
+      },
+    },
+    async (req) => {
+      const q = req.query;
+      const operator = req.operator!;
+      const page = await s.bets.list({
+        operator,
+        game: 'crash',
+        player: q.external_user_id,
+        roundNumber: q.round_number === undefined ? undefined : Number(q.round_number),
+        status: q.status,
+        limit: q.limit === undefined ? DEFAULT_PAGE_LIMIT : Number(q.limit),
+        startingAfter: q.starting_after,
+      });
+      const livemode = !isTest(operator);
+      return { data: page.bets.map((bet) => presentCrashBet(bet, livemode)), has_more: page.hasMore };
     },
   );
 

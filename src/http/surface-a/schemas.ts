@@ -114,3 +114,42 @@ export const RoundNumberParams = Type.Object({
   }),
 });
 export const BetIdParams = Type.Object({ bet_id: Type.String({ format: 'uuid', description: 'must be a bet UUID' }) });
+
+/** A page size: 1 to 100, validated here as digits since query parameters arrive as text. */
+const PAGE_LIMIT = Type.String({ pattern: '^(100|[1-9][0-9]?)$', description: 'must be an integer from 1 to 100' });
+
+export const CrashBetListQuery = Type.Object(
+  {
+    external_user_id: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 120,
+        description: "must be a player's external_user_id (1 to 120 characters): that player's bets",
+      }),
+    ),
+    round_number: Type.Optional(
+      Type.String({
+        pattern: '^[1-9][0-9]{0,14}$',
+        description: 'must be a round number (a positive integer): the bets of that round',
+      }),
+    ),
+    status: Type.Optional(
+      Type.Union([Type.Literal('active'), Type.Literal('cashed_out'), Type.Literal('lost'), Type.Literal('void')], {
+        description: 'must be one of active, cashed_out, lost, void',
+      }),
+    ),
+    limit: Type.Optional(PAGE_LIMIT),
+    starting_after: Type.Optional(
+      Type.String({
+        format: 'uuid',
+        description: 'must be a bet_id: the last one of the previous page, after which this page goes on',
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
+
+export const CrashBetList = Type.Object({
+  data: Type.Array(CrashBetView, { description: 'newest first (placed_at descending, then bet_id)' }),
+  has_more: Type.Boolean({ description: 'true: pass the last bet_id as starting_after for the next page' }),
+});

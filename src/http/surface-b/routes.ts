@@ -26,6 +26,8 @@ import {
   RoundIdParams,
   SettlementQuery,
   SettlementView,
+  StockRaceBetList,
+  StockRaceBetListQuery,
   StockRaceBetView,
   StockRaceRoundView,
 } from './schemas';
@@ -86,6 +88,9 @@ export function presentStockRaceBet(
       : null,
   };
 }
+
+/** Bets per page of `GET /v1/bets` when the request does not say. */
+const DEFAULT_PAGE_LIMIT = 20;
 
 /** Surface B, the seamless-wallet operator API: Stock Race. Thin routes: schema → authenticate → domain → present. */
 export async function surfaceBRoutes(app: FastifyInstance, s: AppServices): Promise<void> {
@@ -240,6 +245,43 @@ export async function surfaceBRoutes(app: FastifyInstance, s: AppServices): Prom
   );
 
   r.get(
+    '/bets',
+    {
+      schema: {
+        summary: "Your Stock Race bets of a player or a round, newest first (a player's history, a round's bets)",
+        description:
+          'Give `player_ref`, `round_id` or both (400 without either). Each bet as `GET /v1/bets/{bet_id}` ' +
+          'presents it, with its `settlement`. While `has_more` is true, pass the last `bet_id` of the page ' +
+          'as `starting_after`.',
+        tags: ['Stock Race'],
+        headers: AuthHeadersB,
+        querystring: StockRaceBetListQuery,
+        response: { 200: StockRaceBetList, ...errors },
+      },
+    },
+    async (req) => {
+      const q = req.query;
+      const operator = req.operator!;
+      const page = await s.bets.list({
+        operator,
+        game: 'stock_race',
+        player: q.player_ref,
+        roundId: q.round_id,
+        status: q.status,
+        limit: q.limit === undefined ? DEFAULT_PAGE_LIMIT : Number(q.limit),
+        startingAfter: q.starting_after,
+      });
+      // Each bet's settle call, read as the single bet read reads it (at most a page of key lookups).
+      const settlements = await Promise.all(page.bets.map((bet) => s.settlements.byBet(bet.id)));
+      const livemode = !isTest(operator);
+      return {
+        data: page.bets.map((bet, i) => presentStockRaceBet(bet, settlements[i], livemode)),
+        has_more: page.hasMore,
+      };
+    },
+  );
+
+  r.get(
     '/bets/:bet_id',
     {
       schema: {
@@ -251,7 +293,8 @@ export async function surfaceBRoutes(app: FastifyInstance, s: AppServices): Prom
       },
     },
     async (req) => {
-      const bet = await s.bets.byId(req.params.bet_id);
+      // A UUID is case-insensitive on input (RFC 9562); bet ids are stored in lower case.
+      const bet = await s.bets.byId(req.params.bet_id.toLowerCase());
       if (!bet || bet.operatorId !== req.operator!.id || bet.game !== 'stock_race') {
         throw new DomainError('BET_NOT_FOUND', `no Stock Race bet ${req.params.bet_id} for this operator`);
       }

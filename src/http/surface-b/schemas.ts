@@ -139,6 +139,41 @@ export const StockRaceRoundView = Type.Object(
   { additionalProperties: true },
 );
 
+export const StockRaceBetListQuery = Type.Object(
+  {
+    player_ref: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 120,
+        description: "must be a player's player_ref (1 to 120 characters): that player's bets",
+      }),
+    ),
+    round_id: Type.Optional(
+      Type.String({ minLength: 1, maxLength: 100, description: 'must be a round id: the bets of that round' }),
+    ),
+    status: Type.Optional(
+      Type.Union([Type.Literal('reserved'), Type.Literal('won'), Type.Literal('lost'), Type.Literal('void')], {
+        description: 'must be one of reserved, won, lost, void',
+      }),
+    ),
+    limit: Type.Optional(
+      Type.String({ pattern: '^(100|[1-9][0-9]?)$', description: 'must be an integer from 1 to 100' }),
+    ),
+    starting_after: Type.Optional(
+      Type.String({
+        format: 'uuid',
+        description: 'must be a bet_id: the last one of the previous page, after which this page goes on',
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
+
+export const StockRaceBetList = Type.Object({
+  data: Type.Array(StockRaceBetView, { description: 'newest first (placed_at descending, then bet_id)' }),
+  has_more: Type.Boolean({ description: 'true: pass the last bet_id as starting_after for the next page' }),
+});
+
 export const SettlementView = Type.Object({
   bet_id: Type.String(),
   operator_id: Type.String(),
