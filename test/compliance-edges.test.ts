@@ -104,7 +104,7 @@ describe.each(['sqlite', 'postgres'] as const)('compliance edges over Surface A 
     expect(timed.status, timed.text).toBe(200);
     // A second bet in the same minute: the count is read, and the threshold still far away.
     expect((await velocity.post('/place-bet', bet('huge-v'), 'huge-v2')).status).toBe(200);
-    expect((await velocity.get('/compliance/flags')).body).toEqual({ flags: [] });
+    expect((await velocity.get('/compliance/flags')).body).toEqual({ flags: [], has_more: false });
 
     await clock.advanceAsync(WINDOW);
     await eventually(async () => (await round1())?.status === 'running');
@@ -113,6 +113,6 @@ describe.each(['sqlite', 'postgres'] as const)('compliance edges over Surface A 
     expect(out.status, out.text).toBe(200);
     expect(out.body.payout).toBeGreaterThan(100);
     expect((await streak.get(`/bets/${timed.body.bet_id}`)).body).toMatchObject({ status: 'cashed_out' });
-    expect((await streak.get('/compliance/flags')).body).toEqual({ flags: [] });
+    expect((await streak.get('/compliance/flags')).body).toEqual({ flags: [], has_more: false });
   });
 });

@@ -226,7 +226,7 @@ describe.each(STORES)('compliance flags on %s', (store) => {
     const other = await operatorWith({});
     await expect(compliance.listFlags(other, { startingAfter: 'cf_page_0' }, db)).rejects.toMatchObject({
       code: 'VALIDATION_FAILED',
-      message: 'starting_after: no flag cf_page_0 (give the last flag_id of a page)',
+      message: 'starting_after: no flag cf_page_0 of this operator (give the last flag_id of a page)',
     });
   });
 

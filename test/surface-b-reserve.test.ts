@@ -216,7 +216,7 @@ describe.each(STORES)('POST /v1/bets/reserve and the Stock Race reads on %s', (s
     expect([lost.status, lost.body.error]).toEqual([400, 'VALIDATION_FAILED']);
     // The union's own words, not "must be equal to constant" from its first literal.
     expect(lost.body.message).toBe('querystring field "status" must be pending or delivered');
-    expect((await get('/v1/settlements?status=pending')).body).toEqual({ settlements: [] });
+    expect((await get('/v1/settlements?status=pending')).body).toEqual({ settlements: [], has_more: false });
   });
 
   it('streams the live feed over SSE, starting with the round', async () => {
@@ -296,6 +296,6 @@ describe.each(STORES)('POST /v1/bets/reserve and the Stock Race reads on %s', (s
     expect((await yenGet(bigYen.body.bet_id)).body).toMatchObject({ status: 'won', payout: 3_409_090 });
     expect((await yenGet(smallYen.body.bet_id)).body).toMatchObject({ status: 'won', payout: 2_590_909 });
     // This operator has no wallet_url: bet.settled events only, no settle calls.
-    expect((await get('/v1/settlements')).body).toEqual({ settlements: [] });
+    expect((await get('/v1/settlements')).body).toEqual({ settlements: [], has_more: false });
   });
 });

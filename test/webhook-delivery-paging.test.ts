@@ -52,7 +52,7 @@ describe('paging the delivery log', () => {
     const other = await ops.create({ name: 'other' });
     await expect(w.listDeliveries(other.id, { startingAfter: seen[0] })).rejects.toMatchObject({
       code: 'VALIDATION_FAILED',
-      message: `starting_after: no delivery ${seen[0]} (give the last delivery_id of a page)`,
+      message: `starting_after: no delivery ${seen[0]} of this operator (give the last delivery_id of a page)`,
     });
   });
 });

@@ -16,6 +16,11 @@ export class ComplianceFlags {
     return this.rules.listFlags(scope, filter, this.db);
   }
 
+  /** The same list as pages: a page of flags and whether another follows (`has_more`). */
+  page(scope: string | null, filter: FlagFilter = {}): Promise<{ flags: ListedFlag[]; hasMore: boolean }> {
+    return this.rules.pageOfFlags(scope, filter, this.db);
+  }
+
   /**
    * Marks a flag of this operator (any operator's when `scope` is null: the CLI) as dealt with, by `by`
    * at `now`; a second acknowledgement keeps the first. NOT_FOUND for another operator's flag.

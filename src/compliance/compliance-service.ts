@@ -185,6 +185,18 @@ export class ComplianceService implements ComplianceHooks {
   }
 
   async listFlags(scope: string | null, filter: FlagFilter = {}, db: SqlExecutor): Promise<ListedFlag[]> {
+    return (await this.pageOfFlags(scope, filter, db)).flags;
+  }
+
+  /**
+   * A page of flags and whether another follows. One row past the page is read, so `hasMore` is exact
+   * (false means the list ends here) without counting the operator's whole history.
+   */
+  async pageOfFlags(
+    scope: string | null,
+    filter: FlagFilter,
+    db: SqlExecutor,
+  ): Promise<{ flags: ListedFlag[]; hasMore: boolean }> {
     if (filter.rule !== undefined && !(COMPLIANCE_RULES as readonly string[]).includes(filter.rule)) {
       throw new DomainError('VALIDATION_FAILED', `rule must be one of ${COMPLIANCE_RULES.join(', ')}`);
     }
@@ -196,15 +208,17 @@ export class ComplianceService implements ComplianceHooks {
     if (filter.startingAfter !== undefined) {
       const last = await flags.flagById(db, scope, filter.startingAfter);
       if (!last) {
-        const message = `starting_after: no flag ${filter.startingAfter} (give the last flag_id of a page)`;
+        // The wording every list of the API gives for a cursor it cannot continue from (docs/decisions.md, Lists).
+        const whose = scope === null ? '' : ' of this operator';
+        const message = `starting_after: no flag ${filter.startingAfter}${whose} (give the last flag_id of a page)`;
         throw new DomainError('VALIDATION_FAILED', message);
       }
       after = { createdAt: Number(last.created_at), id: last.id };
     }
     const { rule, player, before } = filter;
     const state = filter.state as FlagState | undefined;
-    const rows = await flags.listFlags(db, scope, { rule, player, before, state, after, limit });
-    return rows.map(presentListedFlag);
+    const rows = await flags.listFlags(db, scope, { rule, player, before, state, after, limit: limit + 1 });
+    return { flags: rows.slice(0, limit).map(presentListedFlag), hasMore: rows.length > limit };
   }
 
   /**

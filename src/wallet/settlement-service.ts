@@ -1,7 +1,7 @@
 import type { Clock } from '../clock/clock';
 import { DomainError } from '../errors/codes';
 import type { Database } from '../store/database';
-import { type SettlementFilter, settlementRepository } from './settlement-repository';
+import { type SettlementCursor, type SettlementFilter, settlementRepository } from './settlement-repository';
 import type { AttemptRow, Settlement, SettlementStatus } from './settlements';
 
 /** Whose settlements a caller may touch: one operator's (dashboard), or any (admin CLI: null). */
@@ -68,18 +68,36 @@ export class SettlementService {
   async list(filter: SettlementFilter & { startingAfter?: string }): Promise<Settlement[]> {
     const { startingAfter, ...rest } = filter;
     if (startingAfter === undefined) return settlementRepository.list(this.db, rest);
-    const last = await settlementRepository.byBet(this.db, startingAfter);
-    if (!last || (filter.operatorId !== undefined && last.operatorId !== filter.operatorId)) {
+    const last = await this.cursorOf(filter.operatorId, startingAfter);
+    // `rest` is a fresh object: amended, not spread (docs/decisions.md, the spread rule).
+    return settlementRepository.list(this.db, Object.assign(rest, { after: last }));
+  }
+
+  /**
+   * The same list as pages: `limit` settlements and whether another follows. One row past the page is
+   * read, so `hasMore` is exact (false means the list ends here) without counting.
+   */
+  async page(
+    filter: SettlementFilter & { startingAfter?: string },
+  ): Promise<{ settlements: Settlement[]; hasMore: boolean }> {
+    const { startingAfter, ...rest } = filter;
+    const after = startingAfter === undefined ? undefined : await this.cursorOf(filter.operatorId, startingAfter);
+    const rows = await settlementRepository.list(this.db, Object.assign(rest, { after, limit: filter.limit + 1 }));
+    return { settlements: rows.slice(0, filter.limit), hasMore: rows.length > filter.limit };
+  }
+
+  /** Where a page goes on: after the settlement of `betId`, which the filter's operator must be able to see. */
+  private async cursorOf(operatorId: string | undefined, betId: string): Promise<SettlementCursor> {
+    const last = await settlementRepository.byBet(this.db, betId);
+    if (!last || (operatorId !== undefined && last.operatorId !== operatorId)) {
+      // The wording every list of the API gives for a cursor it cannot continue from (docs/decisions.md, Lists).
+      const whose = operatorId === undefined ? '' : ' of this operator';
       throw new DomainError(
         'VALIDATION_FAILED',
-        `starting_after: no settlement for bet ${startingAfter} (give the last bet_id of a page)`,
+        `starting_after: no settlement for bet ${betId}${whose} (give the last bet_id of a page)`,
       );
     }
-    // `rest` is a fresh object: amended, not spread (docs/decisions.md, the spread rule).
-    return settlementRepository.list(
-      this.db,
-      Object.assign(rest, { after: { createdAt: last.createdAt, betId: last.betId } }),
-    );
+    return { createdAt: last.createdAt, betId: last.betId };
   }
 
   pendingCount(operatorId: string): Promise<number> {

@@ -76,6 +76,14 @@ export class WebhookDeliveryService {
   ) {}
 
   async list(scope: Scope, filter: DeliveryFilter = {}): Promise<DeliveryView[]> {
+    return (await this.page(scope, filter)).deliveries;
+  }
+
+  /**
+   * A page of deliveries and whether another follows. One row past the page is read, so `hasMore` is
+   * exact (false means the list ends here) without counting the log.
+   */
+  async page(scope: Scope, filter: DeliveryFilter = {}): Promise<{ deliveries: DeliveryView[]; hasMore: boolean }> {
     if (filter.endpointId) await this.knownEndpoint(scope, filter.endpointId);
     if (filter.status && !(DELIVERY_STATUSES as readonly string[]).includes(filter.status)) {
       throw new DomainError('VALIDATION_FAILED', `status must be one of ${DELIVERY_STATUSES.join(', ')}`);
@@ -85,7 +93,10 @@ export class WebhookDeliveryService {
     if (filter.startingAfter !== undefined) {
       const last = await deliveryRepository.byId(this.db, scope, filter.startingAfter);
       if (!last) {
-        const message = `starting_after: no delivery ${filter.startingAfter} (give the last delivery_id of a page)`;
+        // The wording every list of the API gives for a cursor it cannot continue from (docs/decisions.md, Lists).
+        const whose = scope === null ? '' : ' of this operator';
+        const what = `no delivery ${filter.startingAfter}${whose}`;
+        const message = `starting_after: ${what} (give the last delivery_id of a page)`;
         throw new DomainError('VALIDATION_FAILED', message);
       }
       after = { createdAt: Number(last.created_at), id: last.id };
@@ -96,9 +107,9 @@ export class WebhookDeliveryService {
       status: filter.status,
       before: filter.before,
       after,
-      limit,
+      limit: limit + 1,
     });
-    return rows.map(present);
+    return { deliveries: rows.slice(0, limit).map(present), hasMore: rows.length > limit };
   }
 
   async get(scope: Scope, id: string): Promise<DeliveryView & { attempt_log: AttemptView[] }> {

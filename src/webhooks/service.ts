@@ -3,6 +3,7 @@ import type { Clock } from '../clock/clock';
 import type { Config } from '../config/config';
 import type { OperatorService } from '../operators/operators';
 import type { SecretBox } from '../operators/secret-box';
+import { DomainError } from '../errors/codes';
 import type { Database, WriteTransaction } from '../store/database';
 import { verifyServiceSignature } from '../signing/webhook-signature';
 import { WebhookDeliveryService, type DeliveryFilter, type DeliveryView } from './deliveries';
@@ -99,6 +100,31 @@ export class WebhookService {
     return (await this.endpoints.list(operatorId)).map(presentEndpoint);
   }
 
+  /**
+   * The endpoints as pages, oldest first (created_at, then id), the order the list always had: `limit`
+   * of them after the one named by `startingAfter`. An operator has at most MAX_ENDPOINTS_PER_OPERATOR,
+   * so the page is cut from the whole list in memory and `hasMore` is exact.
+   */
+  async endpointPage(
+    operatorId: string,
+    page: { limit: number; startingAfter?: string },
+  ): Promise<{ endpoints: EndpointJson[]; hasMore: boolean }> {
+    const all = await this.listEndpoints(operatorId);
+    let from = 0;
+    if (page.startingAfter !== undefined) {
+      const at = all.findIndex((e) => e.endpoint_id === page.startingAfter);
+      if (at < 0) {
+        // The wording every list of the API gives for a cursor it cannot continue from (docs/decisions.md, Lists).
+        throw new DomainError(
+          'VALIDATION_FAILED',
+          `starting_after: no endpoint ${page.startingAfter} of this operator (give the last endpoint_id of a page)`,
+        );
+      }
+      from = at + 1;
+    }
+    return { endpoints: all.slice(from, from + page.limit), hasMore: all.length > from + page.limit };
+  }
+
   async getEndpoint(scope: Scope, id: string): Promise<EndpointJson> {
     return presentEndpoint(await this.endpoints.get(scope, id));
   }
@@ -137,6 +163,11 @@ export class WebhookService {
 
   listDeliveries(scope: Scope, filter: DeliveryFilter): Promise<DeliveryView[]> {
     return this.deliveries.list(scope, filter);
+  }
+
+  /** The same list as pages: a page of deliveries and whether another follows (`has_more`). */
+  deliveryPage(scope: Scope, filter: DeliveryFilter): Promise<{ deliveries: DeliveryView[]; hasMore: boolean }> {
+    return this.deliveries.page(scope, filter);
   }
 
   getDelivery(scope: Scope, id: string) {

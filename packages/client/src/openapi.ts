@@ -10,7 +10,7 @@ export interface paths {
         };
         /**
          * Your Crash bets of a player or a round, newest first (a player's history, a round's bets)
-         * @description Give `external_user_id`, `round_number` or both (400 without either). Each bet as `GET /bets/{bet_id}` presents it. While `has_more` is true, pass the last `bet_id` of the page as `starting_after`.
+         * @description Give `external_user_id`, `round_number` or both (400 without either). Each bet as `GET /bets/{bet_id}` presents it. Newest first (placed_at descending, then bet_id). `limit`: default 20, maximum 100. While `has_more` is true, pass the last `bet_id` of the page as `starting_after`; a bet_id that is not one of your Crash bets is 400 VALIDATION_FAILED.
          */
         get: operations["getPartnerBets"];
         put?: never;
@@ -64,7 +64,7 @@ export interface paths {
         };
         /**
          * Compliance flags raised for your players, newest first
-         * @description The data of compliance.flag webhooks is the same object without acknowledged_at and acknowledged_by (a flag is raised open). A flag never refuses a bet. state=open lists the flags still to deal with.
+         * @description The data of compliance.flag webhooks is the same object without acknowledged_at and acknowledged_by (a flag is raised open). A flag never refuses a bet. state=open lists the flags still to deal with. Newest first (created_at descending, then flag_id). `limit`: default 100, maximum 1000. While `has_more` is true, pass the last `flag_id` of the page as `starting_after`; an id that is not one of your flags is 400 VALIDATION_FAILED.
          */
         get: operations["getPartnerComplianceFlags"];
         put?: never;
@@ -289,7 +289,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Your webhook deliveries, newest first (status=dead lists dead letters) */
+        /**
+         * Your webhook deliveries, newest first (status=dead lists dead letters)
+         * @description Newest first (created_at descending, then delivery_id). `limit`: default 50, maximum 500. While `has_more` is true, pass the last `delivery_id` of the page as `starting_after`; an id that is not one of your deliveries is 400 VALIDATION_FAILED.
+         */
         get: operations["getPartnerWebhookDeliveries"];
         put?: never;
         post?: never;
@@ -340,7 +343,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List your webhook endpoints */
+        /**
+         * List your webhook endpoints, oldest first
+         * @description Oldest first (created_at, then endpoint_id). `limit`: default 20, maximum 100 (an operator has at most 20 endpoints, so the default page is the whole list). While `has_more` is true, pass the last `endpoint_id` of the page as `starting_after`; an id that is not one of your endpoints is 400 VALIDATION_FAILED.
+         */
         get: operations["getPartnerWebhookEndpoints"];
         put?: never;
         /** Create a webhook endpoint (the secret is returned only here) */
@@ -567,7 +573,7 @@ export interface paths {
         };
         /**
          * Your Stock Race bets of a player or a round, newest first (a player's history, a round's bets)
-         * @description Give `player_ref`, `round_id` or both (400 without either). Each bet as `GET /v1/bets/{bet_id}` presents it, with its `settlement`. While `has_more` is true, pass the last `bet_id` of the page as `starting_after`.
+         * @description Give `player_ref`, `round_id` or both (400 without either). Each bet as `GET /v1/bets/{bet_id}` presents it, with its `settlement`. Newest first (placed_at descending, then bet_id). `limit`: default 20, maximum 100. While `has_more` is true, pass the last `bet_id` of the page as `starting_after`; a bet_id that is not one of your Stock Race bets is 400 VALIDATION_FAILED.
          */
         get: operations["getOperatorBets"];
         put?: never;
@@ -624,7 +630,7 @@ export interface paths {
         };
         /**
          * Compliance flags raised for your players, newest first
-         * @description The data of compliance.flag webhooks is the same object without acknowledged_at and acknowledged_by (a flag is raised open). A flag never refuses a bet. state=open lists the flags still to deal with.
+         * @description The data of compliance.flag webhooks is the same object without acknowledged_at and acknowledged_by (a flag is raised open). A flag never refuses a bet. state=open lists the flags still to deal with. Newest first (created_at descending, then flag_id). `limit`: default 100, maximum 1000. While `has_more` is true, pass the last `flag_id` of the page as `starting_after`; an id that is not one of your flags is 400 VALIDATION_FAILED.
          */
         get: operations["getOperatorComplianceFlags"];
         put?: never;
@@ -854,7 +860,7 @@ export interface paths {
         };
         /**
          * Settle calls to your wallet, oldest first (e.g. ?status=pending: not yet confirmed by your wallet)
-         * @description The next page starts after the last `bet_id` of a page: pass it as `starting_after`.
+         * @description Oldest first (created_at, then bet_id). `limit`: default 100, maximum 1000. While `has_more` is true, pass the last `bet_id` of the page as `starting_after`; a bet_id that is not one of your settlements is 400 VALIDATION_FAILED.
          */
         get: operations["getOperatorSettlements"];
         put?: never;
@@ -872,7 +878,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Your webhook deliveries, newest first (status=dead lists dead letters) */
+        /**
+         * Your webhook deliveries, newest first (status=dead lists dead letters)
+         * @description Newest first (created_at descending, then delivery_id). `limit`: default 50, maximum 500. While `has_more` is true, pass the last `delivery_id` of the page as `starting_after`; an id that is not one of your deliveries is 400 VALIDATION_FAILED.
+         */
         get: operations["getOperatorWebhookDeliveries"];
         put?: never;
         post?: never;
@@ -923,7 +932,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List your webhook endpoints */
+        /**
+         * List your webhook endpoints, oldest first
+         * @description Oldest first (created_at, then endpoint_id). `limit`: default 20, maximum 100 (an operator has at most 20 endpoints, so the default page is the whole list). While `has_more` is true, pass the last `endpoint_id` of the page as `starting_after`; an id that is not one of your endpoints is 400 VALIDATION_FAILED.
+         */
         get: operations["getOperatorWebhookEndpoints"];
         put?: never;
         /** Create a webhook endpoint (the secret is returned only here) */
@@ -1536,7 +1548,7 @@ export interface operations {
                             /** @description active | cashed_out | lost | void */
                             status: string;
                         }[];
-                        /** @description true: pass the last bet_id as starting_after for the next page */
+                        /** @description true: another page follows (pass the last bet_id of this page as starting_after); false: the list ends here */
                         has_more: boolean;
                     };
                 };
@@ -2269,6 +2281,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
+                        /** @description newest first (created_at descending, then flag_id) */
                         flags: {
                             /** @description when the flag was acknowledged (milliseconds since epoch); null while it is open */
                             acknowledged_at: number | null;
@@ -2295,6 +2308,8 @@ export interface operations {
                             /** @description the Surface B play session, if the rule looked at one */
                             session_id: string | null;
                         }[];
+                        /** @description true: another page follows (pass the last id of this page as starting_after); false: the list ends here */
+                        has_more: boolean;
                     };
                 };
             };
@@ -6231,6 +6246,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
+                        /** @description newest first (created_at descending, then delivery_id) */
                         deliveries: {
                             /** @description attempts made so far */
                             attempts: number;
@@ -6248,6 +6264,8 @@ export interface operations {
                             /** @description pending | delivered | dead | cancelled */
                             status: string;
                         }[];
+                        /** @description true: another page follows (pass the last id of this page as starting_after); false: the list ends here */
+                        has_more: boolean;
                     };
                 };
             };
@@ -6926,7 +6944,12 @@ export interface operations {
     };
     getPartnerWebhookEndpoints: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description must be an integer from 1 to 100 */
+                limit?: string;
+                /** @description must be an endpoint_id: the last one of the previous page, after which this page goes on */
+                starting_after?: string;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -6946,6 +6969,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
+                        /** @description oldest first (created_at, then endpoint_id) */
                         endpoints: {
                             created_at: number;
                             enabled: boolean;
@@ -6958,6 +6982,8 @@ export interface operations {
                             updated_at: number;
                             url: string;
                         }[];
+                        /** @description true: another page follows (pass the last id of this page as starting_after); false: the list ends here */
+                        has_more: boolean;
                     };
                 };
             };
@@ -9758,7 +9784,7 @@ export interface operations {
                             /** @description reserved | won | lost | void */
                             status: string;
                         }[];
-                        /** @description true: pass the last bet_id as starting_after for the next page */
+                        /** @description true: another page follows (pass the last bet_id of this page as starting_after); false: the list ends here */
                         has_more: boolean;
                     };
                 };
@@ -10511,6 +10537,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
+                        /** @description newest first (created_at descending, then flag_id) */
                         flags: {
                             /** @description when the flag was acknowledged (milliseconds since epoch); null while it is open */
                             acknowledged_at: number | null;
@@ -10537,6 +10564,8 @@ export interface operations {
                             /** @description the Surface B play session, if the rule looked at one */
                             session_id: string | null;
                         }[];
+                        /** @description true: another page follows (pass the last id of this page as starting_after); false: the list ends here */
+                        has_more: boolean;
                     };
                 };
             };
@@ -14558,6 +14587,9 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
+                        /** @description true: another page follows (pass the last id of this page as starting_after); false: the list ends here */
+                        has_more: boolean;
+                        /** @description oldest first (created_at, then bet_id) */
                         settlements: {
                             attempts: number;
                             bet_id: string;
@@ -14813,6 +14845,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
+                        /** @description newest first (created_at descending, then delivery_id) */
                         deliveries: {
                             /** @description attempts made so far */
                             attempts: number;
@@ -14830,6 +14863,8 @@ export interface operations {
                             /** @description pending | delivered | dead | cancelled */
                             status: string;
                         }[];
+                        /** @description true: another page follows (pass the last id of this page as starting_after); false: the list ends here */
+                        has_more: boolean;
                     };
                 };
             };
@@ -15521,7 +15556,12 @@ export interface operations {
     };
     getOperatorWebhookEndpoints: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description must be an integer from 1 to 100 */
+                limit?: string;
+                /** @description must be an endpoint_id: the last one of the previous page, after which this page goes on */
+                starting_after?: string;
+            };
             header: {
                 /** @description the operator API key */
                 "x-operator-key": string;
@@ -15548,6 +15588,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
+                        /** @description oldest first (created_at, then endpoint_id) */
                         endpoints: {
                             created_at: number;
                             enabled: boolean;
@@ -15560,6 +15601,8 @@ export interface operations {
                             updated_at: number;
                             url: string;
                         }[];
+                        /** @description true: another page follows (pass the last id of this page as starting_after); false: the list ends here */
+                        has_more: boolean;
                     };
                 };
             };

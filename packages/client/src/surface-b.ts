@@ -12,6 +12,7 @@ import type {
   ReserveRequest,
   ReservedBet,
   Settlement,
+  SettlementList,
   SettlementsQuery,
   StockRaceBet,
   StockRaceBetPage,
@@ -94,10 +95,17 @@ export class StockRaceClient {
     return (await this.t.send<StockRaceBetPage>({ method: 'GET', path, retrySafe: true, signal: options.signal })).data;
   }
 
+  /** The settlements of one page (oldest first), without `has_more`: `settlementsPage` gives both. */
   async settlements(filter: SettlementsQuery = {}, options: CallOptions = {}): Promise<Settlement[]> {
+    return (await this.settlementsPage(filter, options)).settlements;
+  }
+
+  /**
+   * One page of the settle calls to your wallet, oldest first. While `has_more` is true, the next page is
+   * `settlementsPage({ ...filter, starting_after: <last bet_id> })`.
+   */
+  async settlementsPage(filter: SettlementsQuery = {}, options: CallOptions = {}): Promise<SettlementList> {
     const path = `${PREFIX}/settlements${query(filter)}`;
-    return (
-      await this.t.send<{ settlements: Settlement[] }>({ method: 'GET', path, retrySafe: true, signal: options.signal })
-    ).data.settlements;
+    return (await this.t.send<SettlementList>({ method: 'GET', path, retrySafe: true, signal: options.signal })).data;
   }
 }

@@ -46,6 +46,7 @@ export type StockRaceBetPage = ResponseOf<'/v1/bets', 'get'>;
 // writes numbers as their digits, and the service asks for integers, so numbers are taken too.
 type NumbersAllowed<Q, K extends keyof Q> = Omit<Q, K> & { [P in K]?: Q[P] | number };
 export type SettlementsQuery = NumbersAllowed<QueryOf<'/v1/settlements', 'get'>, 'limit'>;
+/** A page of settle calls: `settlements` oldest first; `has_more` says whether a next page exists. */
 export type SettlementList = ResponseOf<'/v1/settlements', 'get'>;
 export type Settlement = SettlementList['settlements'][number];
 export type SurfaceBErrorBody = ResponseOf<'/v1/bets/reserve', 'post', 400>;
@@ -53,12 +54,15 @@ export type SurfaceBErrorBody = ResponseOf<'/v1/bets/reserve', 'post', 400>;
 // Webhook management (the same operations on both surfaces).
 export type CreateWebhookEndpointRequest = RequestBodyOf<`${A}/webhook-endpoints`, 'post'>;
 export type WebhookEndpointWithSecret = ResponseOf<`${A}/webhook-endpoints`, 'post', 201>;
+/** A page of endpoints: `endpoints` oldest first; `has_more` says whether a next page exists. */
 export type WebhookEndpointList = ResponseOf<`${A}/webhook-endpoints`, 'get'>;
+export type WebhookEndpointsQuery = NumbersAllowed<QueryOf<`${A}/webhook-endpoints`, 'get'>, 'limit'>;
 export type WebhookEndpoint = ResponseOf<`${A}/webhook-endpoints/{endpoint_id}`, 'get'>;
 export type UpdateWebhookEndpointRequest = RequestBodyOf<`${A}/webhook-endpoints/{endpoint_id}`, 'patch'>;
 export type RotateWebhookSecretRequest = RequestBodyOf<`${A}/webhook-endpoints/{endpoint_id}/rotate-secret`, 'post'>;
 export type WebhookDelivery = ResponseOf<`${A}/webhook-endpoints/{endpoint_id}/test`, 'post', 202>;
 export type WebhookDeliveriesQuery = NumbersAllowed<QueryOf<`${A}/webhook-deliveries`, 'get'>, 'limit' | 'before'>;
+/** A page of deliveries: `deliveries` newest first; `has_more` says whether a next page exists. */
 export type WebhookDeliveryList = ResponseOf<`${A}/webhook-deliveries`, 'get'>;
 export type WebhookDeliveryDetail = ResponseOf<`${A}/webhook-deliveries/{delivery_id}`, 'get'>;
 export type VerifySignatureRequest = RequestBodyOf<`${A}/webhooks/verify-signature`, 'post'>;

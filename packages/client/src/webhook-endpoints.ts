@@ -7,9 +7,11 @@ import type {
   VerifySignatureResult,
   WebhookDeliveriesQuery,
   WebhookDelivery,
+  WebhookDeliveryList,
   WebhookDeliveryDetail,
   WebhookEndpoint,
   WebhookEndpointList,
+  WebhookEndpointsQuery,
   WebhookEndpointWithSecret,
 } from './types.js';
 
@@ -28,14 +30,19 @@ export class WebhookEndpointsApi {
     return this.keyedPost<WebhookEndpointWithSecret>(`${this.prefix}/webhook-endpoints`, body, options);
   }
 
+  /** Your endpoints, oldest first: the default page is the whole list (an operator has at most 20). */
   async list(options: CallOptions = {}): Promise<WebhookEndpoint[]> {
-    const r = await this.t.send<WebhookEndpointList>({
-      method: 'GET',
-      path: `${this.prefix}/webhook-endpoints`,
-      retrySafe: true,
-      signal: options.signal,
-    });
-    return r.data.endpoints;
+    return (await this.listPage({}, options)).endpoints;
+  }
+
+  /**
+   * One page of your endpoints, oldest first. While `has_more` is true, the next page is
+   * `listPage({ ...filter, starting_after: <last endpoint_id> })`.
+   */
+  async listPage(filter: WebhookEndpointsQuery = {}, options: CallOptions = {}): Promise<WebhookEndpointList> {
+    const path = `${this.prefix}/webhook-endpoints${query(filter)}`;
+    return (await this.t.send<WebhookEndpointList>({ method: 'GET', path, retrySafe: true, signal: options.signal }))
+      .data;
   }
 
   async get(endpointId: string, options: CallOptions = {}): Promise<WebhookEndpoint> {
@@ -89,15 +96,19 @@ export class WebhookEndpointsApi {
     );
   }
 
+  /** The deliveries of one page (newest first), without `has_more`: `deliveriesPage` gives both. */
   async deliveries(filter: WebhookDeliveriesQuery = {}, options: CallOptions = {}): Promise<WebhookDelivery[]> {
+    return (await this.deliveriesPage(filter, options)).deliveries;
+  }
+
+  /**
+   * One page of your deliveries, newest first. While `has_more` is true, the next page is
+   * `deliveriesPage({ ...filter, starting_after: <last delivery_id> })`.
+   */
+  async deliveriesPage(filter: WebhookDeliveriesQuery = {}, options: CallOptions = {}): Promise<WebhookDeliveryList> {
     const path = `${this.prefix}/webhook-deliveries${query(filter)}`;
-    const r = await this.t.send<{ deliveries: WebhookDelivery[] }>({
-      method: 'GET',
-      path,
-      retrySafe: true,
-      signal: options.signal,
-    });
-    return r.data.deliveries;
+    return (await this.t.send<WebhookDeliveryList>({ method: 'GET', path, retrySafe: true, signal: options.signal }))
+      .data;
   }
 
   async delivery(deliveryId: string, options: CallOptions = {}): Promise<WebhookDeliveryDetail> {

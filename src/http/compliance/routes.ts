@@ -7,7 +7,7 @@ import { withRetryAfter } from '../openapi';
 import { guardSurface, type Surface } from '../surface';
 import type { AppServices } from '../../services';
 import { ComplianceFlagData, RuleSchema } from '../../webhooks/payloads';
-import { authHeadersFor, ErrorBody } from '../webhooks/schemas';
+import { authHeadersFor, ErrorBody, HAS_MORE_DESCRIPTION } from '../webhooks/schemas';
 
 const FlagStateSchema = Type.Union([Type.Literal('open'), Type.Literal('acknowledged')], {
   description: 'open: not acknowledged yet (the work queue); acknowledged: dealt with. Both when absent',
@@ -58,7 +58,10 @@ const ComplianceFlagView = Type.Object(
   },
 );
 
-const FlagList = Type.Object({ flags: Type.Array(ComplianceFlagView) });
+const FlagList = Type.Object({
+  flags: Type.Array(ComplianceFlagView, { description: 'newest first (created_at descending, then flag_id)' }),
+  has_more: Type.Boolean({ description: HAS_MORE_DESCRIPTION }),
+});
 
 const FlagIdParams = Type.Object({
   flag_id: Type.String({ minLength: 1, maxLength: 100, description: 'must be a flag id (flag_…)' }),
@@ -131,7 +134,10 @@ export function complianceRoutes(surface: Surface) {
           summary: 'Compliance flags raised for your players, newest first',
           description:
             'The data of compliance.flag webhooks is the same object without acknowledged_at and acknowledged_by ' +
-            '(a flag is raised open). A flag never refuses a bet. state=open lists the flags still to deal with.',
+            '(a flag is raised open). A flag never refuses a bet. state=open lists the flags still to deal with. ' +
+            'Newest first (created_at descending, then flag_id). `limit`: default 100, maximum 1000. While ' +
+            '`has_more` is true, pass the last `flag_id` of the page as `starting_after`; an id that is not one ' +
+            'of your flags is 400 VALIDATION_FAILED.',
           tags: ['Compliance'],
           headers: authHeadersFor(surface),
           querystring: FlagQuery,
@@ -143,7 +149,7 @@ export function complianceRoutes(surface: Surface) {
         const limit = q.limit === undefined ? 100 : Number(q.limit);
         if (limit < 1 || limit > 1000)
           throw new DomainError('VALIDATION_FAILED', 'querystring field "limit" must be an integer from 1 to 1000');
-        const flags = await s.complianceFlags.list(req.operator!.id, {
+        const page = await s.complianceFlags.page(req.operator!.id, {
           rule: q.rule,
           player: q.player,
           state: q.state,
@@ -151,7 +157,7 @@ export function complianceRoutes(surface: Surface) {
           startingAfter: q.starting_after,
           limit,
         });
-        return { flags: flags.map(({ operator_id: _o, ...f }) => f) };
+        return { flags: page.flags.map(({ operator_id: _o, ...f }) => f), has_more: page.hasMore };
       },
     );
 

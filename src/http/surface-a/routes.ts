@@ -242,7 +242,9 @@ export async function surfaceARoutes(app: FastifyInstance, s: AppServices): Prom
         summary: "Your Crash bets of a player or a round, newest first (a player's history, a round's bets)",
         description:
           'Give `external_user_id`, `round_number` or both (400 without either). Each bet as `GET /bets/{bet_id}` ' +
-          'presents it. While `has_more` is true, pass the last `bet_id` of the page as `starting_after`.',
+          'presents it. Newest first (placed_at descending, then bet_id). `limit`: default 20, maximum 100. ' +
+          'While `has_more` is true, pass the last `bet_id` of the page as `starting_after`; a bet_id that is ' +
+          'not one of your Crash bets is 400 VALIDATION_FAILED.',
         tags: ['Crash'],
         headers: AuthHeaders,
         querystring: CrashBetListQuery,

@@ -151,5 +151,8 @@ export const CrashBetListQuery = Type.Object(
 
 export const CrashBetList = Type.Object({
   data: Type.Array(CrashBetView, { description: 'newest first (placed_at descending, then bet_id)' }),
-  has_more: Type.Boolean({ description: 'true: pass the last bet_id as starting_after for the next page' }),
+  has_more: Type.Boolean({
+    description:
+      'true: another page follows (pass the last bet_id of this page as starting_after); false: the list ends here',
+  }),
 });

@@ -24,6 +24,7 @@ import {
   ReserveBody,
   ReservedBetView,
   RoundIdParams,
+  SettlementList,
   SettlementQuery,
   SettlementView,
   StockRaceBetList,
@@ -251,8 +252,9 @@ export async function surfaceBRoutes(app: FastifyInstance, s: AppServices): Prom
         summary: "Your Stock Race bets of a player or a round, newest first (a player's history, a round's bets)",
         description:
           'Give `player_ref`, `round_id` or both (400 without either). Each bet as `GET /v1/bets/{bet_id}` ' +
-          'presents it, with its `settlement`. While `has_more` is true, pass the last `bet_id` of the page ' +
-          'as `starting_after`.',
+          'presents it, with its `settlement`. Newest first (placed_at descending, then bet_id). `limit`: ' +
+          'default 20, maximum 100. While `has_more` is true, pass the last `bet_id` of the page as ' +
+          '`starting_after`; a bet_id that is not one of your Stock Race bets is 400 VALIDATION_FAILED.',
         tags: ['Stock Race'],
         headers: AuthHeadersB,
         querystring: StockRaceBetListQuery,
@@ -307,24 +309,30 @@ export async function surfaceBRoutes(app: FastifyInstance, s: AppServices): Prom
     {
       schema: {
         summary: 'Settle calls to your wallet, oldest first (e.g. ?status=pending: not yet confirmed by your wallet)',
-        description: 'The next page starts after the last `bet_id` of a page: pass it as `starting_after`.',
+        description:
+          'Oldest first (created_at, then bet_id). `limit`: default 100, maximum 1000. While `has_more` is true, ' +
+          'pass the last `bet_id` of the page as `starting_after`; a bet_id that is not one of your settlements is ' +
+          '400 VALIDATION_FAILED.',
         tags: ['Stock Race'],
         headers: AuthHeadersB,
         querystring: SettlementQuery,
-        response: { 200: Type.Object({ settlements: Type.Array(SettlementView) }), ...errors },
+        response: { 200: SettlementList, ...errors },
       },
     },
     async (req) => {
       const limit = req.query.limit === undefined ? 100 : Number(req.query.limit);
       if (limit < 1 || limit > 1000)
         throw new DomainError('VALIDATION_FAILED', 'querystring field "limit" must be an integer from 1 to 1000');
-      const rows = await s.settlements.list({
+      const page = await s.settlements.page({
         operatorId: req.operator!.id,
         status: req.query.status,
         startingAfter: req.query.starting_after,
         limit,
       });
-      return { settlements: rows.map((x) => presentSettlement(x) as Static<typeof SettlementView>) };
+      return {
+        settlements: page.settlements.map((x) => presentSettlement(x) as Static<typeof SettlementView>),
+        has_more: page.hasMore,
+      };
     },
   );
 }

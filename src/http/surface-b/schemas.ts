@@ -1,5 +1,6 @@
 import { Type, type Static } from 'typebox';
 import { roundFields, stockRaceRoundFields } from '../../webhooks/round-schema';
+import { HAS_MORE_DESCRIPTION } from '../webhooks/schemas';
 
 /** Surface B request and response schemas: validation, TypeScript types and OpenAPI from one place. */
 export const AuthHeadersB = Type.Object(
@@ -171,7 +172,10 @@ export const StockRaceBetListQuery = Type.Object(
 
 export const StockRaceBetList = Type.Object({
   data: Type.Array(StockRaceBetView, { description: 'newest first (placed_at descending, then bet_id)' }),
-  has_more: Type.Boolean({ description: 'true: pass the last bet_id as starting_after for the next page' }),
+  has_more: Type.Boolean({
+    description:
+      'true: another page follows (pass the last bet_id of this page as starting_after); false: the list ends here',
+  }),
 });
 
 export const SettlementView = Type.Object({
@@ -195,6 +199,11 @@ export const SettlementView = Type.Object({
     },
     { description: 'the exact body POSTed to {wallet_url}/v1/bets/settle' },
   ),
+});
+
+export const SettlementList = Type.Object({
+  settlements: Type.Array(SettlementView, { description: 'oldest first (created_at, then bet_id)' }),
+  has_more: Type.Boolean({ description: HAS_MORE_DESCRIPTION }),
 });
 
 export const SettlementQuery = Type.Object(

@@ -7,6 +7,7 @@ import { withRetryAfter } from '../openapi';
 import { guardSurface, type Surface } from '../surface';
 import type { AppServices } from '../../services';
 import type { DeliveryStatus } from '../../webhooks/deliveries';
+import { MAX_ENDPOINTS_PER_OPERATOR } from '../../webhooks/endpoints';
 import { webhookSchemaDocument } from '../../webhooks/payloads';
 import {
   authHeadersFor,
@@ -20,6 +21,7 @@ import {
   EndpointIdParams,
   EndpointList,
   EndpointPatchBody,
+  EndpointQuery,
   EndpointView,
   EndpointWithSecret,
   ErrorBody,
@@ -28,6 +30,9 @@ import {
   VerifyBody,
   VerifyResult,
 } from './schemas';
+
+/** Endpoints per page of `GET /webhook-endpoints` when the request does not say: an operator's whole list. */
+const DEFAULT_ENDPOINT_PAGE = MAX_ENDPOINTS_PER_OPERATOR;
 
 const errors = withRetryAfter({
   400: ErrorBody,
@@ -82,8 +87,25 @@ export function webhookRoutes(surface: Surface) {
 
     r.get(
       '/webhook-endpoints',
-      { schema: { summary: 'List your webhook endpoints', tags, headers, response: { 200: EndpointList, ...errors } } },
-      async (req) => ({ endpoints: await w.listEndpoints(req.operator!.id) }),
+      {
+        schema: {
+          summary: 'List your webhook endpoints, oldest first',
+          description:
+            'Oldest first (created_at, then endpoint_id). `limit`: default 20, maximum 100 (an operator has at ' +
+            'most 20 endpoints, so the default page is the whole list). While `has_more` is true, pass the ' +
+            'last `endpoint_id` of the page as `starting_after`; an id that is not one of your endpoints is ' +
+            '400 VALIDATION_FAILED.',
+          tags,
+          headers,
+          querystring: EndpointQuery,
+          response: { 200: EndpointList, ...errors },
+        },
+      },
+      async (req) => {
+        const limit = req.query.limit === undefined ? DEFAULT_ENDPOINT_PAGE : Number(req.query.limit);
+        const page = await w.endpointPage(req.operator!.id, { limit, startingAfter: req.query.starting_after });
+        return { endpoints: page.endpoints, has_more: page.hasMore };
+      },
     );
 
     r.get(
@@ -178,6 +200,10 @@ export function webhookRoutes(surface: Surface) {
       {
         schema: {
           summary: 'Your webhook deliveries, newest first (status=dead lists dead letters)',
+          description:
+            'Newest first (created_at descending, then delivery_id). `limit`: default 50, maximum 500. ' +
+            'While `has_more` is true, pass the last `delivery_id` of the page as `starting_after`; an id that ' +
+            'is not one of your deliveries is 400 VALIDATION_FAILED.',
           tags,
           headers,
           querystring: DeliveryQuery,
@@ -186,14 +212,14 @@ export function webhookRoutes(surface: Surface) {
       },
       async (req) => {
         const q = req.query;
-        const deliveries = await w.listDeliveries(req.operator!.id, {
+        const page = await w.deliveryPage(req.operator!.id, {
           status: q.status as DeliveryStatus | undefined,
           endpointId: q.endpoint_id,
           before: q.before === undefined ? undefined : Number(q.before),
           startingAfter: q.starting_after,
           limit: q.limit === undefined ? 50 : Number(q.limit),
         });
-        return { deliveries };
+        return { deliveries: page.deliveries, has_more: page.hasMore };
       },
     );
 

@@ -127,7 +127,30 @@ export const EndpointWithSecret = Type.Object({
   secret: Type.String({ description: 'whsec_…: shown only in this answer; store it now' }),
 });
 
-export const EndpointList = Type.Object({ endpoints: Type.Array(EndpointView) });
+/** What `has_more` says on every list of the API: exact, one row past the page is read to know it. */
+export const HAS_MORE_DESCRIPTION =
+  'true: another page follows (pass the last id of this page as starting_after); false: the list ends here';
+
+export const EndpointList = Type.Object({
+  endpoints: Type.Array(EndpointView, { description: 'oldest first (created_at, then endpoint_id)' }),
+  has_more: Type.Boolean({ description: HAS_MORE_DESCRIPTION }),
+});
+
+export const EndpointQuery = Type.Object(
+  {
+    limit: Type.Optional(
+      Type.String({ pattern: '^(100|[1-9][0-9]?)$', description: 'must be an integer from 1 to 100' }),
+    ),
+    starting_after: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 100,
+        description: 'must be an endpoint_id: the last one of the previous page, after which this page goes on',
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
 
 export const EndpointIdParams = Type.Object({
   endpoint_id: Type.String({ minLength: 1, maxLength: 100, description: 'must be an endpoint id (we_…)' }),
@@ -205,7 +228,10 @@ export const AttemptView = Type.Object({
 });
 
 export const DeliveryDetail = Type.Object({ ...DeliveryView.properties, attempt_log: Type.Array(AttemptView) });
-export const DeliveryList = Type.Object({ deliveries: Type.Array(DeliveryView) });
+export const DeliveryList = Type.Object({
+  deliveries: Type.Array(DeliveryView, { description: 'newest first (created_at descending, then delivery_id)' }),
+  has_more: Type.Boolean({ description: HAS_MORE_DESCRIPTION }),
+});
 
 export const VerifyBody = Type.Object(
   {
