@@ -6,7 +6,9 @@ export const PLAYER_ASSET_PATH = '/play/assets';
 
 /** A stock's bar and percentage on the race board, filled in by the page's script. */
 const TRACK = html`<span class="track"><span class="bar"></span></span><span class="pct">0.00%</span>`;
-const BETS_APPEAR = html`Bets are placed from the operator's site; they appear here as soon as they are made.`;
+// The list is read again at each round event (no per-session feed exists), so a bet shows up when
+// its round's betting closes, not the moment the operator reserves it: the hint says so.
+const BETS_APPEAR = html`Bets are placed on the operator's site and appear here when their round's betting closes.`;
 
 interface Shell {
   title: string;
@@ -121,6 +123,8 @@ ${back(m)}
 ${jsonScript('player-data', {
   game: 'crash',
   feed: `/play/crash/feed?token=${encodeURIComponent(m.token)}`,
+  // Not listed on this page: read only once the feed is refused, whose 409 tells an ended session.
+  bets: `/play/bets?token=${encodeURIComponent(m.token)}`,
   round: m.round,
   server_now: m.serverNow,
 })}`;

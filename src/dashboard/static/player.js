@@ -80,11 +80,29 @@ source.addEventListener('round', (e) => {
   }
 });
 source.addEventListener('tick', (e) => view.tick(JSON.parse(e.data)));
+/**
+ * The feed is gone for good (EventSource gave up after a refused reconnect). The view's countdown is
+ * stopped first, or it would write "Betting closes in 0 s" over the notice four times a second. The
+ * bets call asks the server why: 409 SESSION_EXPIRED says the session ended, which the player must
+ * be told plainly; anything else (a full stream allowance, a restart) is only a lost connection.
+ */
+async function feedClosed() {
+  view.stop();
+  $('phase').textContent = 'Live updates stopped. Reload the page to follow the game again.';
+  let ended = false;
+  try {
+    const res = await fetch(data.bets, { headers: { accept: 'application/json' } });
+    const body = await res.json().catch(() => null);
+    ended = res.status === 409 && body?.error === 'SESSION_EXPIRED';
+  } catch {
+    // Unreachable: the lost-connection notice stands.
+  }
+  if (ended) $('phase').textContent = 'This game session has ended. Go back to the operator to start a new one.';
+}
+
 source.addEventListener('error', () => {
   // The server ends the stream when the session expires; a reconnect is then refused for good.
-  if (source.readyState === EventSource.CLOSED) {
-    $('phase').textContent = 'Disconnected: this session may have ended. Go back to the operator to continue.';
-  }
+  if (source.readyState === EventSource.CLOSED) void feedClosed();
 });
 window.addEventListener('pagehide', () => source.close());
 if (data.game !== 'crash') loadBets();
