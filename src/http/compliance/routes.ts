@@ -7,7 +7,7 @@ import { withRetryAfter } from '../openapi';
 import { guardSurface, type Surface } from '../surface';
 import type { AppServices } from '../../services';
 import { ComplianceFlagData, RuleSchema } from '../../webhooks/payloads';
-import { authHeadersFor, ErrorBody, HAS_MORE_DESCRIPTION } from '../webhooks/schemas';
+import { authHeadersFor, ErrorBody, HAS_MORE_DESCRIPTION, SIGNED_ROUTE_ERRORS } from '../webhooks/schemas';
 
 const FlagStateSchema = Type.Union([Type.Literal('open'), Type.Literal('acknowledged')], {
   description: 'open: not acknowledged yet (the work queue); acknowledged: dealt with. Both when absent',
@@ -98,18 +98,7 @@ const errors = withRetryAfter({
 });
 
 // The acknowledge call also answers an unknown flag (404), a replayed signature (409) and its body's refusals.
-const acknowledgeErrors = withRetryAfter({
-  400: ErrorBody,
-  401: ErrorBody,
-  403: ErrorBody,
-  404: ErrorBody,
-  409: ErrorBody,
-  413: ErrorBody,
-  415: ErrorBody,
-  429: ErrorBody,
-  500: ErrorBody,
-  503: ErrorBody,
-});
+const acknowledgeErrors = SIGNED_ROUTE_ERRORS;
 
 /** What acknowledged_by records for an API call: the channel, then the back-office user when named. */
 function apiAcknowledgedBy(by: string | undefined): string {

@@ -8,24 +8,10 @@ import type { Game } from '../../games/engine/round';
 import type { SandboxScript } from '../../sandbox/sandbox-settings';
 import type { AppServices } from '../../services';
 import { keyedPost, replayable, replayableErrors } from '../keyed-write';
-import { withRetryAfter } from '../openapi';
 import { guardSurface, type Surface } from '../surface';
-import { authHeadersFor, ErrorBody, keyedHeadersFor } from '../webhooks/schemas';
+import { authHeadersFor, keyedHeadersFor, SIGNED_ROUTE_ERRORS } from '../webhooks/schemas';
 
-const errors = withRetryAfter({
-  400: ErrorBody,
-  401: ErrorBody,
-  403: ErrorBody,
-  404: ErrorBody,
-  409: ErrorBody,
-  // Answered before the route runs, like on every other surface route: a body over the limit, or not JSON.
-  413: ErrorBody,
-  415: ErrorBody,
-  429: ErrorBody,
-  500: ErrorBody,
-  // Shared state (store, Redis) unreachable, or the instance shutting down: retry after Retry-After.
-  503: ErrorBody,
-});
+const errors = SIGNED_ROUTE_ERRORS;
 
 const MAX_SCRIPTED = 100;
 

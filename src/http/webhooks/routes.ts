@@ -3,7 +3,6 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { absentBodyAsEmpty } from '../json-body';
 import { keyedPost, replayable, replayableErrors } from '../keyed-write';
-import { withRetryAfter } from '../openapi';
 import { guardSurface, type Surface } from '../surface';
 import type { AppServices } from '../../services';
 import type { DeliveryStatus } from '../../webhooks/deliveries';
@@ -27,6 +26,7 @@ import {
   ErrorBody,
   NoArgumentsBody,
   RotateBody,
+  SIGNED_ROUTE_ERRORS,
   VerifyBody,
   VerifyResult,
 } from './schemas';
@@ -34,19 +34,7 @@ import {
 /** Endpoints per page of `GET /webhook-endpoints` when the request does not say: an operator's whole list. */
 const DEFAULT_ENDPOINT_PAGE = MAX_ENDPOINTS_PER_OPERATOR;
 
-const errors = withRetryAfter({
-  400: ErrorBody,
-  401: ErrorBody,
-  403: ErrorBody,
-  404: ErrorBody,
-  409: ErrorBody,
-  413: ErrorBody,
-  415: ErrorBody,
-  429: ErrorBody,
-  500: ErrorBody,
-  // Shared state (store, Redis) unreachable, or the instance shutting down: retry after Retry-After.
-  503: ErrorBody,
-});
+const errors = SIGNED_ROUTE_ERRORS;
 
 /**
  * The webhook management API, mounted once per surface (`/api/public/v1` and `/v1`) with that

@@ -1,4 +1,5 @@
 import { Type, type Static } from 'typebox';
+import { withRetryAfter } from '../openapi';
 import type { Surface } from '../surface';
 import { EVENT_TYPES } from '../../webhooks/domain-event';
 import { DELIVERY_STATUSES } from '../../webhooks/deliveries';
@@ -42,6 +43,24 @@ export const ErrorBody = Type.Object({
   code: Type.Optional(Type.String()),
   message: Type.Optional(Type.String()),
   trace_id: Type.Optional(Type.String()),
+});
+
+/**
+ * The errors a signed route of these surface families answers: its own (400, 404, 409), authentication (401,
+ * 403), a body over the limit or not JSON (413, 415, before the route runs), rate limits (429), and shared state
+ * (store, Redis) unreachable or the instance shutting down (503, retry after Retry-After).
+ */
+export const SIGNED_ROUTE_ERRORS = withRetryAfter({
+  400: ErrorBody,
+  401: ErrorBody,
+  403: ErrorBody,
+  404: ErrorBody,
+  409: ErrorBody,
+  413: ErrorBody,
+  415: ErrorBody,
+  429: ErrorBody,
+  500: ErrorBody,
+  503: ErrorBody,
 });
 
 const EventKind = Type.Union(
