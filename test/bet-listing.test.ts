@@ -1,12 +1,11 @@
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { CrashClient, StockRaceClient } from '@round-betting/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BetRow } from '../src/bets/bet-repository';
 import { betRepository, toBet } from '../src/bets/bet-repository';
 import type { Game } from '../src/games/engine/round';
-import { roundRepository } from '../src/games/engine/round-repository';
 import { settlementRepository } from '../src/wallet/settlement-repository';
-import { crashRow } from './support/bet-rows';
+import { crashRow, insertRound, stockRaceRow } from './support/bet-rows';
 import { client, STORES, startTestApp, type TestApp, type TestOperator } from './support/harness';
 
 const A = '/api/public/v1';
@@ -29,16 +28,7 @@ function crashBetRow(over: Partial<BetRow> & { status: BetRow['status'] }): BetR
 /** A Stock Race row: reserved, or won with its payout. */
 function raceBetRow(over: Partial<BetRow> & { status: 'reserved' | 'won' }): BetRow {
   const won = over.status === 'won' ? { payout: 450, settled_at: (over.placed_at ?? 0) + 5_000 } : {};
-  return {
-    ...crashRow({ id: randomUUID() }),
-    game: 'stock_race',
-    session_id: 'ses_listing',
-    currency: 'EUR',
-    auto_cashout: null,
-    selections: JSON.stringify(['NVDA', 'AAPL']),
-    ...over,
-    ...won,
-  };
+  return stockRaceRow('ses_listing', { ...over, ...won });
 }
 
 /** The order every listing gives: newest first, bets of one millisecond by bet_id. */
@@ -62,21 +52,8 @@ describe.each(STORES)('GET bets: a player or round listing, paged (%s)', (store)
   const asA = (o: TestOperator) => client(t.baseUrl, o, 'A');
   const asB = (o: TestOperator) => client(t.baseUrl, o, 'B');
 
-  const openRound = async (game: Game, operatorId: string | null) =>
-    t.app.db.transaction(async (tx) => {
-      const round = await roundRepository.insert(tx, {
-        game,
-        seedHash: randomBytes(32).toString('hex'),
-        seed: randomBytes(32).toString('hex'),
-        chainId: 'listing',
-        chainIdx: 0,
-        openedAt: PLACED_FROM,
-        bettingClosesAt: PLACED_FROM + 10_000,
-        settings: {},
-        operatorId,
-      });
-      return { id: round.id, number: round.roundNumber };
-    });
+  const openRound = (game: Game, operatorId: string | null) =>
+    insertRound(t.app.db, game, { chainId: 'listing', openedAt: PLACED_FROM, operatorId });
 
   const insert = (rows: BetRow[]) =>
     t.app.db.transaction(async (tx) => {

@@ -1,11 +1,9 @@
 import BetterSqlite3 from 'better-sqlite3';
-import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { crashPointOf } from '../src/games/crash/crash-rules';
-import { DEFAULT_BUSTABIT_SALT } from '../src/config/game-defaults';
 import { ChildService } from './support/child-service';
-import { client, eventually, STORES, withSeeds, type TestOperator } from './support/harness';
+import { client, eventually, longRoundSeeds, STORES, withSeeds, type TestOperator } from './support/harness';
+import { createOperator, seedsBusting } from './support/kill9';
 
 interface BetRow {
   id: string;
@@ -30,8 +28,7 @@ describe('Crash survives kill -9', () => {
     // next open round is never a minute away (a random chain's 50x round kept the second test waiting).
     await svc.prepare(withSeeds('crash', seedsBusting(150, 300, 12)));
     await svc.start();
-    const created = await svc.admin('operator', 'create', '--name', 'kill9');
-    op = { id: created.operator_id, apiKey: created.api_key, apiSecret: created.api_secret };
+    op = await createOperator(svc, 'kill9');
     call = client(svc.baseUrl, op);
   }, 60_000);
   afterAll(async () => svc.stop());
@@ -165,20 +162,6 @@ describe('Crash survives kill -9', () => {
   }, 200_000);
 });
 
-/** `count` seeds whose Crash rounds bust between `min` and `max` hundredths (bustabit salt, 1% edge). */
-function seedsBusting(min: number, max: number, count: number): string[] {
-  const seeds: string[] = [];
-  while (seeds.length < count) {
-    const seed = randomBytes(32).toString('hex');
-    const point = crashPointOf(seed, DEFAULT_BUSTABIT_SALT, 100);
-    if (point >= min && point <= max) seeds.push(seed);
-  }
-  return seeds;
-}
-
-/** Seeds whose rounds run for over a minute (crash point at least 100x), so the outage, not the crash, ends them. */
-const longRoundSeeds = (count: number): string[] => seedsBusting(10_000, Number.MAX_SAFE_INTEGER, count);
-
 /**
  * The restart rule, as an operator lives it: the service dies (SIGKILL) while a Crash round runs, and
  * its players press "cash out" the instant it is reachable again. The multiplier the stored start
@@ -194,9 +177,9 @@ describe.each(STORES)('kill -9 while a Crash round runs, cash-outs at restart, o
   beforeAll(async () => {
     await svc.prepare(withSeeds('crash', longRoundSeeds(3)));
     // The operator exists before the first round opens, so that round's whole window is left for bets.
-    const created = await svc.admin('operator', 'create', '--name', `restart-${store}`);
+    const op = await createOperator(svc, `restart-${store}`);
     await svc.start();
-    call = client(svc.baseUrl, { id: created.operator_id, apiKey: created.api_key, apiSecret: created.api_secret });
+    call = client(svc.baseUrl, op);
   }, 90_000);
   afterAll(async () => {
     await svc.stop();

@@ -2,12 +2,25 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ChildService } from './support/child-service';
 import { client, eventually, withSeeds, type SignedResponse, type TestOperator } from './support/harness';
 import {
+  awaitRunning,
+  createOperator,
+  deliveredRaceBets,
+  finalCrashBets,
   key,
+  launchSessions,
+  openRoundWithTimeLeft,
+  placeBets,
+  RECORDING_WALLET_ENV,
   RecordingWallet,
+  resendReserves,
+  reserveBodies,
   seedsBusting,
   settledEventsPerBet,
   settledHooks,
   sleep,
+  TWO_INSTANCES_ENV,
+  TwoInstances,
+  WALLET_SETTLE_PATH,
   type Call,
 } from './support/kill9';
 import { TestReceiver } from './support/webhook-receiver';
@@ -23,83 +36,49 @@ import { TestReceiver } from './support/webhook-receiver';
  * The killed one comes back as the standby, so the second case kills the other process as leader.
  */
 describe('PostgreSQL, two instances: the Crash engine holder killed mid-round', () => {
-  const env = {
+  const pair = new TwoInstances({
+    ...TWO_INSTANCES_ENV,
     CRASH_BETTING_WINDOW_MS: '2000',
-    CRASH_PAUSE_MS: '200',
-    CRASH_TICK_MS: '50',
-    ENGINE_LEASE_CHECK_MS: '250',
     STOCK_RACE_BETTING_WINDOW_MS: '60000',
     WEBHOOK_RETRY_SCHEDULE_MS: '0,100,200,400',
     WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
     // A delivery the killed process had claimed waits out its claim (timeout + 1 s) before the survivor sends it.
     WEBHOOK_TIMEOUT_MS: '1500',
-    OUTBOX_POLL_MS: '20',
-  };
-  const first = new ChildService(env, { store: 'postgres' });
-  const second = new ChildService(env, { replicaOf: first });
+  });
   const receiver = new TestReceiver();
   let op: TestOperator;
-  /** Which process holds the engine now: the first one up takes it; after a kill, the survivor. */
-  let leader = first;
-  let standby = second;
 
   beforeAll(async () => {
     const hooks = await receiver.start();
     // Rounds crash between 1.30x and 1.40x (4.4 to 5.6 s of climb): a round whose window a slow start missed
     // ends soon, and the kills, about a second into the climb, land well before the crash.
-    await first.prepare(withSeeds('crash', seedsBusting(130, 140, 12)));
-    const created = await first.admin('operator', 'create', '--name', 'kill9-two-instances');
-    op = { id: created.operator_id, apiKey: created.api_key, apiSecret: created.api_secret };
-    await first.admin('webhook', 'add', '--operator', op.id, '--url', `${hooks}/hooks`, '--events', 'bet.settled');
+    await pair.first.prepare(withSeeds('crash', seedsBusting(130, 140, 12)));
+    op = await createOperator(pair.first, 'kill9-two-instances');
+    await pair.first.admin('webhook', 'add', '--operator', op.id, '--url', `${hooks}/hooks`, '--events', 'bet.settled');
     // The first instance up takes the engine lease before it listens; the second finds it held.
-    await first.start();
-    await second.start();
+    await pair.startBoth();
   }, 60_000);
   afterAll(async () => {
-    await Promise.all([first.kill9(), second.kill9()]);
+    await pair.stop();
     await receiver.close();
-    await first.dispose();
   });
 
   /** Places `bodies` through both instances by turns in one freshly open round, then waits for it to run. */
   async function betsInOneRunningRound(bodies: { external_user_id: string; amount: number; auto_cashout?: number }[]) {
-    const calls = [client(leader.baseUrl, op), client(standby.baseUrl, op)];
-    const round = await eventually(
-      async () => {
-        const r = (await calls[1]!('GET', '/api/public/v1/rounds/current')).body;
-        return r?.status === 'open' && r.betting_closes_at - Date.now() >= 1_500 ? r : undefined;
-      },
-      20_000,
-      20,
-    );
-    const placed = await Promise.all(
-      bodies.map((body, i) =>
-        calls[i % 2]!('POST', '/api/public/v1/place-bet', body, { idempotencyKey: key('place') }),
-      ),
-    );
-    const stakes = new Map<string, number>();
-    for (const [i, r] of placed.entries()) {
-      expect(r.status, r.text).toBe(200);
-      expect(r.body.round_number).toBe(round.round_number);
-      stakes.set(r.body.bet_id, bodies[i]!.amount);
-    }
-    const running = await eventually(
-      async () => {
-        const r = (await calls[1]!('GET', `/api/public/v1/rounds/${round.round_number}`)).body;
-        return r?.status === 'running' ? r : undefined;
-      },
-      10_000,
-      5,
-    );
-    return { roundNumber: round.round_number as number, runningAt: running.running_at as number, stakes };
+    const calls = pair.clients(op);
+    const round = await openRoundWithTimeLeft(calls[1]!, 'crash', 1_500);
+    const { placed, stakes } = await placeBets(calls, bodies);
+    for (const r of placed) expect(r.body.round_number).toBe(round.round_number);
+    await awaitRunning(calls[1]!, round.round_number);
+    return { roundNumber: round.round_number as number, stakes };
   }
 
   /** Kills the leader; the survivor takes the lease and voids the round. Returns the voided round. */
   async function killLeaderAndAwaitVoid(roundNumber: number) {
-    const killed = leader;
+    const killed = pair.leader;
     await killed.kill9();
-    [leader, standby] = [standby, killed];
-    const viaSurvivor = client(leader.baseUrl, op);
+    pair.swap();
+    const viaSurvivor = client(pair.leader.baseUrl, op);
     const round = await eventually(
       async () => {
         const r = (await viaSurvivor('GET', `/api/public/v1/rounds/${roundNumber}`)).body;
@@ -116,18 +95,8 @@ describe('PostgreSQL, two instances: the Crash engine holder killed mid-round', 
    * in the store, and a webhook for it under one event id (however often it was delivered).
    */
   async function finalStates(stakes: Map<string, number>) {
-    const viaSurvivor = client(leader.baseUrl, op);
-    const finals = new Map<string, any>();
-    for (const betId of stakes.keys()) {
-      finals.set(
-        betId,
-        await eventually(async () => {
-          const b = (await viaSurvivor('GET', `/api/public/v1/bets/${betId}`)).body;
-          return b && b.status !== 'active' ? b : undefined;
-        }, 10_000),
-      );
-    }
-    const events = await settledEventsPerBet(leader);
+    const finals = await finalCrashBets(client(pair.leader.baseUrl, op), stakes.keys());
+    const events = await settledEventsPerBet(pair.leader);
     for (const betId of stakes.keys()) expect(events.get(betId), `bet.settled of ${betId}`).toBe(1);
     const hooks = await eventually(
       async () => {
@@ -149,7 +118,7 @@ describe('PostgreSQL, two instances: the Crash engine holder killed mid-round', 
   it('cash-out burst through both instances: each acknowledged one paid once, every other bet refunded', async () => {
     const bodies = Array.from({ length: 24 }, (_, i) => ({ external_user_id: `m${i}`, amount: 1_000 + i }));
     const { roundNumber, stakes } = await betsInOneRunningRound(bodies);
-    const calls = [client(leader.baseUrl, op), client(standby.baseUrl, op)];
+    const calls = pair.clients(op);
     const betIds = [...stakes.keys()];
     const keys = betIds.map(() => key('cashout'));
 
@@ -192,7 +161,7 @@ describe('PostgreSQL, two instances: the Crash engine holder killed mid-round', 
     // A retry of an acknowledged cash-out, now through the survivor, replays the same payout.
     const [betId, ack] = [...acknowledged.entries()][0]!;
     const i = betIds.indexOf(betId);
-    const replay = await client(leader.baseUrl, op)(
+    const replay = await client(pair.leader.baseUrl, op)(
       'POST',
       '/api/public/v1/cashout',
       { bet_id: betId },
@@ -204,7 +173,7 @@ describe('PostgreSQL, two instances: the Crash engine holder killed mid-round', 
     expect(replay.body.payout).toBe(ack.body.payout);
 
     // The killed instance rejoins as the standby for the next case.
-    await standby.start();
+    await pair.standby.start();
   }, 30_000);
 
   it('auto cash-outs by the engine: those paid before the kill stay paid once, the rest refunded', async () => {
@@ -216,11 +185,11 @@ describe('PostgreSQL, two instances: the Crash engine holder killed mid-round', 
     }));
     const { roundNumber, stakes } = await betsInOneRunningRound(bodies);
     const target = new Map([...stakes.keys()].map((id, i) => [id, bodies[i]!.auto_cashout]));
-    const viaStandby = client(standby.baseUrl, op);
+    const viaStandby = client(pair.standby.baseUrl, op);
     // Kill once the engine has paid some automatically, while it is still paying others.
     await eventually(
       async () => {
-        const bets = await standby.rows<{ n: string }>(
+        const bets = await pair.standby.rows<{ n: string }>(
           `SELECT count(*) AS n FROM bets WHERE status = 'cashed_out' AND player LIKE 'a%'`,
         );
         return Number(bets[0]!.n) >= 6;
@@ -263,29 +232,18 @@ describe('PostgreSQL, one process: Stock Race reserves and settles across two ki
     STOCK_RACE_DURATION_MS: '300',
     STOCK_RACE_PAUSE_MS: '200',
     CRASH_BETTING_WINDOW_MS: '60000',
-    WALLET_RETRY_SCHEDULE_MS: '0,100,200',
-    WALLET_TIMEOUT_MS: '1500',
-    WALLET_ALLOW_PRIVATE_TARGETS: 'true',
+    ...RECORDING_WALLET_ENV,
     OUTBOX_POLL_MS: '20',
   };
   const svc = new ChildService(env, { store: 'postgres' });
   const wallet = new RecordingWallet();
-  const settlePath = '/wallet/v1/bets/settle';
   let op: TestOperator;
   let call: Call;
 
   beforeAll(async () => {
     const walletBase = await wallet.start();
     await svc.prepare();
-    const created = await svc.admin(
-      'operator',
-      'create',
-      '--name',
-      'kill9-stock-race',
-      '--wallet-url',
-      `${walletBase}/wallet`,
-    );
-    op = { id: created.operator_id, apiKey: created.api_key, apiSecret: created.api_secret };
+    op = await createOperator(svc, 'kill9-stock-race', '--wallet-url', `${walletBase}/wallet`);
     await svc.start();
     call = client(svc.baseUrl, op, 'B');
   }, 60_000);
@@ -296,29 +254,9 @@ describe('PostgreSQL, one process: Stock Race reserves and settles across two ki
   });
 
   it('keeps every acknowledged reserve once, and the wallet credits each bet its payout once', async () => {
-    const sessions: string[] = [];
-    for (let p = 0; p < 4; p++) {
-      const launch = { player_ref: `sr${p}`, currency: 'EUR', return_url: 'https://op.example/' };
-      const r = await call('POST', '/v1/sessions/launch', launch);
-      expect(r.status, r.text).toBe(200);
-      sessions.push(r.body.session_id);
-    }
-    const round = await eventually(
-      async () => {
-        const r = (await call('GET', '/v1/rounds/current')).body;
-        return r?.status === 'open' && r.betting_closes_at - Date.now() >= 3_500 ? r : undefined;
-      },
-      20_000,
-      20,
-    );
-    const picks = [['AAPL', 'AMZN'], ['MSFT', 'NVDA', 'TSLA'], ['GOOG'], ['META', 'NFLX', 'AAPL', 'NVDA']];
-    const requests = Array.from({ length: 30 }, (_, i) => ({
-      session_id: sessions[i % sessions.length],
-      round_id: round.round_id,
-      selected_stocks: picks[i % picks.length],
-      stake: 1 + (i % 5),
-      idempotency_key: key(`reserve-${i}`),
-    }));
+    const sessions = await launchSessions([call], 'sr');
+    const round = await openRoundWithTimeLeft(call, 'stock_race', 3_500);
+    const requests = reserveBodies(sessions, round.round_id, 30);
     // The wallet's reserve calls, a few milliseconds apart; the process dies once some have been answered.
     const acknowledged = new Map<number, string>();
     const burst = requests.map(async (body, i) => {
@@ -339,7 +277,7 @@ describe('PostgreSQL, one process: Stock Race reserves and settles across two ki
     // that answer (which side of the commit the kill lands on varies; every assertion below holds for both).
     let killedAfterAnswer: Promise<void> | null = null;
     wallet.hold = (req) => {
-      if (req.path !== settlePath || killedAfterAnswer) return false;
+      if (req.path !== WALLET_SETTLE_PATH || killedAfterAnswer) return false;
       killedAfterAnswer = new Promise((done) =>
         setImmediate(() => {
           wallet.answerHeld();
@@ -350,15 +288,7 @@ describe('PostgreSQL, one process: Stock Race reserves and settles across two ki
     };
     await svc.start();
     // The wallet retries every reserve with its key: the acknowledged ones replay the same bet.
-    const betIds = new Set<string>();
-    for (const [i, body] of requests.entries()) {
-      const r = await call('POST', '/v1/bets/reserve', body);
-      if (acknowledged.has(i)) {
-        expect(r.status, r.text).toBe(200);
-        expect(r.body.bet_id).toBe(acknowledged.get(i));
-      }
-      if (r.status === 200 || r.status === 201) betIds.add(r.body.bet_id);
-    }
+    const { betIds } = await resendReserves(call, requests, (i) => acknowledged.get(i));
     await eventually(async () => killedAfterAnswer, 15_000, 10);
     await killedAfterAnswer;
     await svc.start();
@@ -366,19 +296,9 @@ describe('PostgreSQL, one process: Stock Race reserves and settles across two ki
     // Every bet of the operator's in that round, as the store has it: exactly the ones answered.
     const stored = await svc.rows<{ id: string }>(`SELECT id FROM bets WHERE round_id = '${round.round_id}'`);
     expect(stored.map((b) => b.id).sort()).toEqual([...betIds].sort());
-    const finals = new Map<string, any>();
-    for (const betId of betIds) {
-      finals.set(
-        betId,
-        await eventually(async () => {
-          const b = (await call('GET', `/v1/bets/${betId}`)).body;
-          return b?.settlement?.status === 'delivered' ? b : undefined;
-        }, 15_000),
-      );
-    }
-    const calls = wallet.on(settlePath).map((r) => ({ ...r, json: JSON.parse(r.body) }));
+    const finals = await deliveredRaceBets(call, betIds);
     for (const [betId, bet] of finals) {
-      const mine = calls.filter((c) => c.json.bet_id === betId);
+      const mine = wallet.settlesOf(betId);
       expect(mine.length).toBeGreaterThanOrEqual(1);
       // The same key and the same bytes on every attempt: the wallet applies one of them.
       expect(new Set(mine.map((c) => c.headers['idempotency-key'])).size).toBe(1);

@@ -10,7 +10,26 @@ import {
   type SignedResponse,
   type TestOperator,
 } from './support/harness';
-import { key, RecordingWallet, seedsBusting, settledEventsPerBet, sleep, type Call } from './support/kill9';
+import {
+  awaitRunning,
+  createOperator,
+  deliveredRaceBets,
+  finalCrashBets,
+  key,
+  launchSessions,
+  openRoundWithTimeLeft,
+  placeBets,
+  RECORDING_WALLET_ENV,
+  RecordingWallet,
+  resendReserves,
+  reserveBodies,
+  seedsBusting,
+  settledEventsPerBet,
+  sleep,
+  TWO_INSTANCES_ENV,
+  TwoInstances,
+  type Call,
+} from './support/kill9';
 
 /*
  * kill -9 coverage by money path and deployment, and the test that holds each cell (2 instances: PostgreSQL,
@@ -121,22 +140,6 @@ async function resendAndCheckPlaced(call: Call, svc: ChildService, op: TestOpera
 const placeBodies = (label: string, n: number) =>
   Array.from({ length: n }, (_, i) => ({ external_user_id: `${label}${i % 9}`, amount: 100 + i }));
 
-async function freshlyOpenCrashRound(call: Call, leftMs: number) {
-  return eventually(
-    async () => {
-      const r = (await call('GET', '/api/public/v1/rounds/current')).body;
-      return r?.status === 'open' && r.betting_closes_at - Date.now() >= leftMs ? r : undefined;
-    },
-    20_000,
-    20,
-  );
-}
-
-async function createOperator(svc: ChildService, name: string, ...extra: string[]): Promise<TestOperator> {
-  const created = await svc.admin('operator', 'create', '--name', name, ...extra);
-  return { id: created.operator_id, apiKey: created.api_key, apiSecret: created.api_secret };
-}
-
 describe('PostgreSQL, one process: killed mid place-bet burst', () => {
   const svc = new ChildService(
     { CRASH_BETTING_WINDOW_MS: '5000', CRASH_PAUSE_MS: '200', CRASH_TICK_MS: '50' },
@@ -157,7 +160,7 @@ describe('PostgreSQL, one process: killed mid place-bet burst', () => {
 
   it('keeps each acknowledged bet once; a keyed retry replays it and places the others at most once', async () => {
     const call = client(svc.baseUrl, op);
-    const round = await freshlyOpenCrashRound(call, 3_500);
+    const round = await openRoundWithTimeLeft(call, 'crash', 3_500);
     const { sent } = await burstWithKill([call], '/api/public/v1/place-bet', placeBodies('pg', 80), {
       perStep: 8,
       gapMs: 15,
@@ -218,56 +221,44 @@ describe('PostgreSQL, one process: killed mid place-bet burst', () => {
  * Race case kills the other one, now the holder, mid-way through a burst of reserves.
  */
 describe('PostgreSQL, two instances: the engine-lease holder killed mid-burst', () => {
-  const env = {
+  const pair = new TwoInstances({
+    ...TWO_INSTANCES_ENV,
+    ...RECORDING_WALLET_ENV,
     CRASH_BETTING_WINDOW_MS: '6000',
-    CRASH_PAUSE_MS: '200',
-    CRASH_TICK_MS: '50',
-    ENGINE_LEASE_CHECK_MS: '250',
     STOCK_RACE_BETTING_WINDOW_MS: '4000',
     STOCK_RACE_DURATION_MS: '300',
     STOCK_RACE_PAUSE_MS: '200',
-    WALLET_RETRY_SCHEDULE_MS: '0,100,200',
-    WALLET_TIMEOUT_MS: '1500',
-    WALLET_ALLOW_PRIVATE_TARGETS: 'true',
-    OUTBOX_POLL_MS: '20',
-  };
-  const first = new ChildService(env, { store: 'postgres' });
-  const second = new ChildService(env, { replicaOf: first });
+  });
   const wallet = new RecordingWallet();
-  const settlePath = '/wallet/v1/bets/settle';
   let op: TestOperator;
-  let leader = first;
-  let standby = second;
 
   beforeAll(async () => {
     const walletBase = await wallet.start();
     // Short Crash rounds (1.01x to 1.10x): the next betting window is never far.
-    await first.prepare(withSeeds('crash', seedsBusting(101, 110, 12)));
-    op = await createOperator(first, 'kill9-two-bursts', '--wallet-url', `${walletBase}/wallet`);
+    await pair.first.prepare(withSeeds('crash', seedsBusting(101, 110, 12)));
+    op = await createOperator(pair.first, 'kill9-two-bursts', '--wallet-url', `${walletBase}/wallet`);
     // The first instance up takes both engine leases before it listens; the second finds them held.
-    await first.start();
-    await second.start();
+    await pair.startBoth();
   }, 60_000);
   afterAll(async () => {
-    await Promise.all([first.kill9(), second.kill9()]);
+    await pair.stop();
     await wallet.close();
-    await first.dispose();
   });
 
   it('place-bets: the survivor serves on through the takeover, never a 500; each acknowledged bet once', async () => {
-    const calls = [client(leader.baseUrl, op), client(standby.baseUrl, op)];
-    const survivor = standby;
+    const calls = pair.clients(op);
+    const survivor = pair.standby;
     const viaSurvivor = calls[1]!;
-    await freshlyOpenCrashRound(viaSurvivor, 4_500);
+    await openRoundWithTimeLeft(viaSurvivor, 'crash', 4_500);
     // 1.6 s of requests, by turns to each instance: the kill comes early, the takeover (~0.75 s) inside it.
     const { sent, killedAt } = await burstWithKill(calls, '/api/public/v1/place-bet', placeBodies('two', 160), {
       perStep: 4,
       gapMs: 40,
       killAfter: 10,
-      victim: leader,
+      victim: pair.leader,
       keyHeader: true,
     });
-    [leader, standby] = [standby, leader];
+    pair.swap();
 
     const toSurvivor = sent.filter((_, i) => i % 2 === 1);
     for (const s of toSurvivor) {
@@ -286,86 +277,48 @@ describe('PostgreSQL, two instances: the engine-lease holder killed mid-burst', 
     const finalBetOf = await resendAndCheckPlaced(viaSurvivor, survivor, op, sent);
     // The survivor, now the engine, runs the round and settles its bets: no cash-out asked, each lost once.
     const burstBets = sent.filter((s) => isAck(s.answer)).map((s) => s.answer!.body.bet_id as string);
-    for (const betId of burstBets) {
-      const bet = await eventually(async () => {
-        const b = (await viaSurvivor('GET', `/api/public/v1/bets/${betId}`)).body;
-        return b && b.status !== 'active' ? b : undefined;
-      }, 10_000);
+    for (const bet of (await finalCrashBets(viaSurvivor, burstBets)).values()) {
       expect(bet).toMatchObject({ status: 'lost', payout: 0 });
     }
     const events = await settledEventsPerBet(survivor);
     for (const betId of burstBets) expect(events.get(betId), `bet.settled of ${betId}`).toBe(1);
     expect(finalBetOf.size).toBeGreaterThanOrEqual(burstBets.length);
     // The killed instance rejoins as the standby for the next case.
-    await standby.start();
+    await pair.standby.start();
   }, 25_000);
 
   it('reserves: each acknowledged one once, and the survivor settles each bet once with the wallet', async () => {
-    const calls = [client(leader.baseUrl, op, 'B'), client(standby.baseUrl, op, 'B')];
-    const survivor = standby;
+    const calls = pair.clients(op, 'B');
+    const survivor = pair.standby;
     const viaSurvivor = calls[1]!;
-    const sessions: string[] = [];
-    for (let p = 0; p < 4; p++) {
-      const launch = { player_ref: `tr${p}`, currency: 'EUR', return_url: 'https://op.example/' };
-      const r = await calls[p % 2]!('POST', '/v1/sessions/launch', launch);
-      expect(r.status, r.text).toBe(200);
-      sessions.push(r.body.session_id);
-    }
-    const round = await eventually(
-      async () => {
-        const r = (await viaSurvivor('GET', '/v1/rounds/current')).body;
-        return r?.status === 'open' && r.betting_closes_at - Date.now() >= 3_000 ? r : undefined;
-      },
-      20_000,
-      20,
-    );
-    const picks = [['AAPL', 'AMZN'], ['MSFT', 'NVDA', 'TSLA'], ['GOOG'], ['META', 'NFLX', 'AAPL', 'NVDA']];
-    const bodies = Array.from({ length: 40 }, (_, i) => ({
-      session_id: sessions[i % sessions.length],
-      round_id: round.round_id,
-      selected_stocks: picks[i % picks.length],
-      stake: 1 + (i % 5),
-      idempotency_key: key(`reserve-${i}`),
-    }));
+    const sessions = await launchSessions(calls, 'tr');
+    const round = await openRoundWithTimeLeft(viaSurvivor, 'stock_race', 3_000);
+    const bodies = reserveBodies(sessions, round.round_id, 40);
     const { sent } = await burstWithKill(calls, '/v1/bets/reserve', bodies, {
       perStep: 4,
       gapMs: 30,
       killAfter: 6,
-      victim: leader,
+      victim: pair.leader,
       keyHeader: false,
     });
-    [leader, standby] = [standby, leader];
+    pair.swap();
     for (const s of sent) if (s.answer) expect(s.answer.status, s.answer.text).not.toBe(500);
     expect(sent.filter((s) => s.answer === null).length).toBeGreaterThan(0);
 
     // The wallet retries every reserve with its key, through the survivor: acknowledged ones replay.
-    const betIds = new Set<string>();
-    for (const s of sent) {
-      const r = await viaSurvivor('POST', '/v1/bets/reserve', s.body);
-      expect(r.status, r.text).not.toBe(500);
-      if (isAck(s.answer)) {
-        expect(r.status, r.text).toBe(200);
-        expect(r.body.bet_id).toBe(s.answer.body.bet_id);
-      }
-      if (r.status === 200 || r.status === 201) betIds.add(r.body.bet_id);
-    }
+    const { answers, betIds } = await resendReserves(
+      viaSurvivor,
+      sent.map((s) => s.body),
+      (i) => (isAck(sent[i]!.answer) ? sent[i]!.answer!.body.bet_id : undefined),
+    );
+    for (const r of answers) expect(r.status, r.text).not.toBe(500);
     const stored = await survivor.rows<{ id: string }>(`SELECT id FROM bets WHERE round_id = '${round.round_id}'`);
     expect(stored.map((b) => b.id).sort()).toEqual([...betIds].sort());
 
     // The survivor runs the round to its end and settles every bet with the wallet.
-    const finals = new Map<string, any>();
-    for (const betId of betIds) {
-      finals.set(
-        betId,
-        await eventually(async () => {
-          const b = (await viaSurvivor('GET', `/v1/bets/${betId}`)).body;
-          return b?.settlement?.status === 'delivered' ? b : undefined;
-        }, 15_000),
-      );
-    }
-    const settles = wallet.on(settlePath).map((r) => ({ ...r, json: JSON.parse(r.body) }));
+    const finals = await deliveredRaceBets(viaSurvivor, betIds);
     for (const [betId, bet] of finals) {
-      const mine = settles.filter((c) => c.json.bet_id === betId);
+      const mine = wallet.settlesOf(betId);
       expect(mine.length).toBeGreaterThanOrEqual(1);
       expect(new Set(mine.map((c) => c.headers['idempotency-key']))).toEqual(new Set([`settle_${betId}`]));
       expect(new Set(mine.map((c) => c.json.idempotency_key))).toEqual(new Set([`settle_${betId}`]));
@@ -395,27 +348,10 @@ describe('SQLite, one process: killed mid manual cash-out burst', () => {
 
   it('keeps every 200 cash-out paid; the restart refunds each other bet once, none both', async () => {
     const call = client(svc.baseUrl, op);
-    const round = await freshlyOpenCrashRound(call, 2_000);
-    const stakes = new Map<string, number>();
-    const placed = await Promise.all(
-      Array.from({ length: 24 }, (_, i) =>
-        call(
-          'POST',
-          '/api/public/v1/place-bet',
-          { external_user_id: `c${i}`, amount: 1_000 + i },
-          { idempotencyKey: key('place') },
-        ),
-      ),
-    );
-    for (const [i, r] of placed.entries()) {
-      expect(r.status, r.text).toBe(200);
-      stakes.set(r.body.bet_id, 1_000 + i);
-    }
-    await eventually(
-      async () => (await call('GET', `/api/public/v1/rounds/${round.round_number}`)).body?.status === 'running',
-      10_000,
-      5,
-    );
+    const round = await openRoundWithTimeLeft(call, 'crash', 2_000);
+    const bodies = Array.from({ length: 24 }, (_, i) => ({ external_user_id: `c${i}`, amount: 1_000 + i }));
+    const { stakes } = await placeBets([call], bodies);
+    await awaitRunning(call, round.round_number);
     const betIds = [...stakes.keys()];
     const { sent } = await burstWithKill(
       [call],
@@ -428,16 +364,7 @@ describe('SQLite, one process: killed mid manual cash-out burst', () => {
     for (const s of acknowledged.values()) expect(s.answer!.status).toBe(200);
 
     await svc.start();
-    const finals = new Map<string, any>();
-    for (const betId of betIds) {
-      finals.set(
-        betId,
-        await eventually(async () => {
-          const b = (await call('GET', `/api/public/v1/bets/${betId}`)).body;
-          return b && b.status !== 'active' ? b : undefined;
-        }, 10_000),
-      );
-    }
+    const finals = await finalCrashBets(call, betIds);
     expect((await call('GET', `/api/public/v1/rounds/${round.round_number}`)).body).toMatchObject({
       status: 'void',
       void_reason: expect.stringMatching(/restarted/),

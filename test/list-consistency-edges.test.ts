@@ -1,15 +1,14 @@
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { StockRaceClient } from '@round-betting/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BetRow } from '../src/bets/bet-repository';
 import { betRepository, toBet } from '../src/bets/bet-repository';
 import { complianceRepository, type FlagRow } from '../src/compliance/compliance-repository';
 import type { Game } from '../src/games/engine/round';
-import { roundRepository } from '../src/games/engine/round-repository';
 import { OperatorModes } from '../src/operators/operator-mode';
 import { settlementRepository } from '../src/wallet/settlement-repository';
 import { recordEvents } from '../src/webhooks/events';
-import { crashRow } from './support/bet-rows';
+import { crashRow, insertRound, stockRaceRow } from './support/bet-rows';
 import { client, STORES, startTestApp, type SignedResponse, type TestApp, type TestOperator } from './support/harness';
 import { betSettled } from './support/webhook-events';
 
@@ -67,32 +66,12 @@ describe.each(STORES)('every list endpoint pages the same way (%s)', (store) => 
   let endpointIds: string[] = [];
   const foreign = { crash: '', race: '', flag: '', delivery: '', endpoint: '', settlement: '' };
 
-  const openRound = (game: Game) =>
-    t.app.db.transaction(async (tx) => {
-      const round = await roundRepository.insert(tx, {
-        game,
-        seedHash: randomBytes(32).toString('hex'),
-        seed: randomBytes(32).toString('hex'),
-        chainId: 'list-consistency',
-        chainIdx: 0,
-        openedAt: EPOCH,
-        bettingClosesAt: EPOCH + 10_000,
-        settings: {},
-        operatorId: null,
-      });
-      return { round_id: round.id, round_number: round.roundNumber };
-    });
+  const openRound = async (game: Game) => {
+    const round = await insertRound(t.app.db, game, { chainId: 'list-consistency', openedAt: EPOCH });
+    return { round_id: round.id, round_number: round.number };
+  };
 
-  const raceRow = (over: Partial<BetRow>): BetRow => ({
-    ...crashRow({ id: randomUUID() }),
-    game: 'stock_race',
-    session_id: 'ses_list_consistency',
-    currency: 'EUR',
-    auto_cashout: null,
-    selections: JSON.stringify(['NVDA', 'AAPL']),
-    status: 'reserved',
-    ...over,
-  });
+  const raceRow = (over: Partial<BetRow>): BetRow => stockRaceRow('ses_list_consistency', over);
 
   const flagRow = (operatorId: string, i: number): FlagRow => ({
     id: `flag_${randomUUID()}`,
@@ -221,34 +200,29 @@ describe.each(STORES)('every list endpoint pages the same way (%s)', (store) => 
     foreignId: () => foreign.endpoint,
     otherListId: () => deliveryIds[0]!,
   });
-  const cases: ListCase[] = [
-    {
-      name: `${A}/bets`,
-      surface: 'A',
-      path: `${A}/bets?external_user_id=${PLAYER}&`,
+  /** A player's bets: Crash ones on Surface A (by external_user_id), Stock Race ones on B (by player_ref). */
+  const betsCase = (surface: 'A' | 'B'): ListCase => {
+    const rowsOf = { crash: crashBets, race: raceBets };
+    const [game, otherGame] = surface === 'A' ? (['crash', 'race'] as const) : (['race', 'crash'] as const);
+    return {
+      name: `${surface === 'A' ? A : B}/bets`,
+      surface,
+      path: surface === 'A' ? `${A}/bets?external_user_id=${PLAYER}&` : `${B}/bets?player_ref=${PLAYER}&`,
       items: 'data',
       idField: 'bet_id',
       defaultLimit: 20,
       maxLimit: 100,
-      expected: () => betIds(crashBets),
-      foreignId: () => foreign.crash,
-      otherListId: () => raceBets[0]!.id,
-    },
+      expected: () => betIds(rowsOf[game]),
+      foreignId: () => foreign[game],
+      otherListId: () => rowsOf[otherGame][0]!.id,
+    };
+  };
+  const cases: ListCase[] = [
+    betsCase('A'),
     flagCase('A'),
     deliveryCase('A'),
     endpointCase('A'),
-    {
-      name: `${B}/bets`,
-      surface: 'B',
-      path: `${B}/bets?player_ref=${PLAYER}&`,
-      items: 'data',
-      idField: 'bet_id',
-      defaultLimit: 20,
-      maxLimit: 100,
-      expected: () => betIds(raceBets),
-      foreignId: () => foreign.race,
-      otherListId: () => crashBets[0]!.id,
-    },
+    betsCase('B'),
     flagCase('B'),
     deliveryCase('B'),
     endpointCase('B'),

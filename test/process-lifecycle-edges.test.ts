@@ -192,45 +192,57 @@ function expectOneClearLine(run: FailedStart, line: RegExp, password = PASSWORD)
 }
 
 describe('a dependency that is not there at start', () => {
-  it('Redis refusing connections: one line naming Redis and its address, exit 1', async () => {
-    const port = await freePort();
-    const run = await startExpectingFailure({ REDIS_URL: `redis://:${PASSWORD}@127.0.0.1:${port}`, DATABASE_URL: '' });
-    expectOneClearLine(
-      run,
-      new RegExp(
-        `^failed to start: cannot connect to Redis at redis://127\\.0\\.0\\.1:${port} \\(REDIS_URL\\): .*ECONNREFUSED`,
-      ),
-    );
-    expect(run.ms).toBeLessThan(45_000);
-  }, 90_000);
+  /** Where the service is pointed, with the password it must never print, and how the line names it. */
+  const redisAt = (port: number) => ({
+    env: { REDIS_URL: `redis://:${PASSWORD}@127.0.0.1:${port}`, DATABASE_URL: '' },
+    named: `Redis at redis://127\\.0\\.0\\.1:${port} \\(REDIS_URL\\)`,
+  });
+  const postgresAt = (port: number) => ({
+    env: { DATABASE_URL: `postgres://svc:${PASSWORD}@127.0.0.1:${port}/betting`, REDIS_URL: '' },
+    named: `PostgreSQL at postgres://svc@127\\.0\\.0\\.1:${port}/betting \\(DATABASE_URL\\)`,
+  });
 
-  it('Redis accepting connections but never answering: gives up in bounded time, naming Redis', async () => {
-    const port = await silentServer();
-    const run = await startExpectingFailure({ REDIS_URL: `redis://:${PASSWORD}@127.0.0.1:${port}`, DATABASE_URL: '' });
-    expectOneClearLine(
-      run,
-      new RegExp(
-        `^failed to start: cannot connect to Redis at redis://127\\.0\\.0\\.1:${port} \\(REDIS_URL\\): no answer`,
-      ),
-    );
-    expect(run.ms).toBeLessThan(45_000);
-  }, 90_000);
-
-  it('PostgreSQL refusing connections: one line naming PostgreSQL and its address, no password', async () => {
-    const port = await freePort();
-    const run = await startExpectingFailure({
-      DATABASE_URL: `postgres://svc:${PASSWORD}@127.0.0.1:${port}/betting`,
-      REDIS_URL: '',
-    });
-    expectOneClearLine(
-      run,
-      new RegExp(
-        `^failed to start: cannot connect to PostgreSQL at postgres://svc@127\\.0\\.0\\.1:${port}/betting ` +
-          '\\(DATABASE_URL\\): .*ECONNREFUSED',
-      ),
-    );
-    expect(run.ms).toBeLessThan(45_000);
-  }, 90_000);
+  // A loop rather than it.each: each test keeps its whole name (it.each quotes and shortens a $title).
+  const unreachable = [
+    {
+      title: 'Redis refusing connections: one line naming Redis and its address, exit 1',
+      listen: freePort,
+      target: redisAt,
+      cause: '.*ECONNREFUSED',
+      withinMs: 45_000,
+    },
+    {
+      title: 'Redis accepting connections but never answering: gives up in bounded time, naming Redis',
+      listen: silentServer,
+      target: redisAt,
+      cause: 'no answer',
+      withinMs: 45_000,
+    },
+    {
+      title: 'PostgreSQL refusing connections: one line naming PostgreSQL and its address, no password',
+      listen: freePort,
+      target: postgresAt,
+      cause: '.*ECONNREFUSED',
+      withinMs: 45_000,
+    },
+    {
+      title: 'PostgreSQL accepting connections but never answering: exits 1 in bounded time instead of hanging',
+      listen: silentServer,
+      target: postgresAt,
+      cause: 'no answer within 10 s$',
+      // 10 s of waiting for the server plus a start-up on a loaded machine; without the bound it never ends.
+      withinMs: 50_000,
+    },
+  ];
+  for (const { title, listen, target, cause, withinMs } of unreachable) {
+    it(title, async () => {
+      // A free port nothing listens on refuses connections; a silent server accepts them and never answers.
+      const { env, named } = target(await listen());
+      const run = await startExpectingFailure(env);
+      expectOneClearLine(run, new RegExp(`^failed to start: cannot connect to ${named}: ${cause}`));
+      expect(run.ms).toBeLessThan(withinMs);
+    }, 90_000);
+  }
 
   it('PostgreSQL without the database: one line naming PostgreSQL and the missing database', async () => {
     // The test server's own credentials (it must let us in to say the database is missing); a server
@@ -247,23 +259,6 @@ describe('a dependency that is not there at start', () => {
       new RegExp(`^failed to start: cannot connect to PostgreSQL at ${where} \\(DATABASE_URL\\): .*does not exist`),
       password,
     );
-  }, 90_000);
-
-  it('PostgreSQL accepting connections but never answering: exits 1 in bounded time instead of hanging', async () => {
-    const port = await silentServer();
-    const run = await startExpectingFailure({
-      DATABASE_URL: `postgres://svc:${PASSWORD}@127.0.0.1:${port}/betting`,
-      REDIS_URL: '',
-    });
-    expectOneClearLine(
-      run,
-      new RegExp(
-        `^failed to start: cannot connect to PostgreSQL at postgres://svc@127\\.0\\.0\\.1:${port}/betting ` +
-          '\\(DATABASE_URL\\): no answer within 10 s$',
-      ),
-    );
-    // 10 s of waiting for the server plus a start-up on a loaded machine; without the bound it never ends.
-    expect(run.ms).toBeLessThan(50_000);
   }, 90_000);
 
   it('SQLite with a DATA_DIR that cannot be created: one line naming SQLite and the path', async () => {

@@ -40,6 +40,21 @@ describe('player page edges in Chromium', () => {
       return r.body.status === 'open' && r.body.betting_closes_at - Date.now() > marginMs ? r.body : undefined;
     }, 15_000);
 
+  /** Reserves `stake` on `stocks` for the session in `round`, through `via`, under a key unique to the round. */
+  const reserveIn = (
+    round: { round_id: string },
+    sessionId: string,
+    { stake, stocks, key }: { stake: number; stocks: string[]; key: string },
+    via = call,
+  ) =>
+    via('POST', '/v1/bets/reserve', {
+      session_id: sessionId,
+      round_id: round.round_id,
+      selected_stocks: stocks,
+      stake,
+      idempotency_key: `${key}-${round.round_id}`,
+    });
+
   beforeAll(async () => {
     // The proxy header names the client's place, so a second browser can come from a second address.
     t = await startTestApp({ env: { ...FAST_ROUNDS, TRUST_PROXY_ADDRESSES: 'loopback' } });
@@ -69,13 +84,7 @@ describe('player page edges in Chromium', () => {
 
     const round = await openRound(1500);
     const reserve = (stake: number, stocks: string[], key: string) =>
-      call('POST', '/v1/bets/reserve', {
-        session_id: sessionId,
-        round_id: round.round_id,
-        selected_stocks: stocks,
-        stake,
-        idempotency_key: `${key}-${round.round_id}`,
-      });
+      reserveIn(round, sessionId, { stake, stocks, key });
     // JPY bounds without an entry: 100 to 100000 yen, whole yen only, and one stock always left out.
     expect((await reserve(99, ['AAPL'], 'low')).body.error).toBe('STAKE_OUT_OF_RANGE');
     expect((await reserve(100_001, ['AAPL'], 'high')).body.error).toBe('STAKE_OUT_OF_RANGE');
@@ -100,13 +109,7 @@ describe('player page edges in Chromium', () => {
     const late = await reserve(500, ['AAPL'], 'late');
     expect([late.status, late.body.error]).toEqual([409, 'BETTING_CLOSED']);
     const next = await openRound();
-    const again = await call('POST', '/v1/bets/reserve', {
-      session_id: sessionId,
-      round_id: next.round_id,
-      selected_stocks: ['TSLA'],
-      stake: 100,
-      idempotency_key: `again-${next.round_id}`,
-    });
+    const again = await reserveIn(next, sessionId, { stake: 100, stocks: ['TSLA'], key: 'again' });
     expect(again.status).toBe(200);
 
     await page.getByRole('link', { name: 'Verify' }).click();
@@ -185,13 +188,7 @@ describe('player page edges in Chromium', () => {
     await second.close();
 
     const round = await openRound(300);
-    const foreign = await otherOperator('POST', '/v1/bets/reserve', {
-      session_id: sessionId,
-      round_id: round.round_id,
-      selected_stocks: ['AAPL'],
-      stake: 5,
-      idempotency_key: `foreign-${round.round_id}`,
-    });
+    const foreign = await reserveIn(round, sessionId, { stake: 5, stocks: ['AAPL'], key: 'foreign' }, otherOperator);
     expect([foreign.status, foreign.body.error]).toEqual([404, 'SESSION_NOT_FOUND']);
   });
 });

@@ -1,4 +1,10 @@
+import { randomBytes, randomUUID } from 'node:crypto';
 import type { BetRow } from '../../src/bets/bet-repository';
+import type { Game } from '../../src/games/engine/round';
+import { roundRepository } from '../../src/games/engine/round-repository';
+import type { Database } from '../../src/store/database';
+
+/** Rows the listing tests write straight to the store: rounds and bets of any age, in any state. */
 
 /** An active Crash bet as the store holds it; `over` changes any column. */
 export const crashRow = (over: Partial<BetRow> = {}): BetRow => ({
@@ -22,3 +28,43 @@ export const crashRow = (over: Partial<BetRow> = {}): BetRow => ({
   potential_payout: null,
   ...over,
 });
+
+/**
+ * A Stock Race bet as the store holds it, under `sessionId`: reserved unless `over` says otherwise, with a
+ * fresh id and a fixed pick of two stocks.
+ */
+export const stockRaceRow = (sessionId: string, over: Partial<BetRow> = {}): BetRow => ({
+  ...crashRow({ id: randomUUID() }),
+  game: 'stock_race',
+  session_id: sessionId,
+  currency: 'EUR',
+  auto_cashout: null,
+  selections: JSON.stringify(['NVDA', 'AAPL']),
+  status: 'reserved',
+  ...over,
+});
+
+/**
+ * Inserts a round of `game` that opened at `openedAt` (its betting window 10 s long) on a chain named
+ * `chainId`, live unless `operatorId` names a sandbox operator. Returns the round's id and number.
+ */
+export async function insertRound(
+  db: Database,
+  game: Game,
+  { chainId, openedAt, operatorId = null }: { chainId: string; openedAt: number; operatorId?: string | null },
+): Promise<{ id: string; number: number }> {
+  return db.transaction(async (tx) => {
+    const round = await roundRepository.insert(tx, {
+      game,
+      seedHash: randomBytes(32).toString('hex'),
+      seed: randomBytes(32).toString('hex'),
+      chainId,
+      chainIdx: 0,
+      openedAt,
+      bettingClosesAt: openedAt + 10_000,
+      settings: {},
+      operatorId,
+    });
+    return { id: round.id, number: round.roundNumber };
+  });
+}

@@ -10,7 +10,14 @@ export interface Received {
   answered: number | null;
 }
 
-export type Reply = { status: number; headers?: Record<string, string>; body?: string } | 'stall';
+export type Answer = { status: number; headers?: Record<string, string>; body?: string };
+export type Reply = Answer | 'stall';
+
+function answer(entry: Received, res: ServerResponse, reply: Answer): void {
+  entry.answered = reply.status;
+  res.writeHead(reply.status, { 'content-type': 'text/plain', ...(reply.headers ?? {}) });
+  res.end(reply.body ?? '');
+}
 
 /**
  * A local webhook receiver for tests: records every request and answers as `behaviour` decides
@@ -19,7 +26,7 @@ export type Reply = { status: number; headers?: Record<string, string>; body?: s
 export class TestReceiver {
   readonly received: Received[] = [];
   private server: Server | null = null;
-  private stalled: ServerResponse[] = [];
+  private stalled: { entry: Received; res: ServerResponse }[] = [];
   behaviour: (req: Received, nthForPath: number) => Reply = () => ({ status: 200, body: 'ok' });
 
   async start(): Promise<string> {
@@ -38,12 +45,10 @@ export class TestReceiver {
         const nth = this.received.filter((r) => r.path === entry.path).length;
         const reply = this.behaviour(entry, nth);
         if (reply === 'stall') {
-          this.stalled.push(res);
+          this.stalled.push({ entry, res });
           return;
         }
-        entry.answered = reply.status;
-        res.writeHead(reply.status, { 'content-type': 'text/plain', ...(reply.headers ?? {}) });
-        res.end(reply.body ?? '');
+        answer(entry, res, reply);
       });
     });
     this.server.keepAliveTimeout = 60_000;
@@ -51,12 +56,17 @@ export class TestReceiver {
     return `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
   }
 
+  /** Sends `reply` to every request stalled so far, as if the receiver had only been slow. */
+  answerStalled(reply: Answer): void {
+    for (const { entry, res } of this.stalled.splice(0)) answer(entry, res, reply);
+  }
+
   on(path: string): Received[] {
     return this.received.filter((r) => r.path === path);
   }
 
   async close(): Promise<void> {
-    for (const res of this.stalled) res.destroy();
+    for (const { res } of this.stalled) res.destroy();
     this.server?.closeAllConnections();
     await new Promise<void>((r) => (this.server ? this.server.close(() => r()) : r()));
   }
