@@ -120,11 +120,14 @@ export class RedisSeenSignatures implements SeenSignatureStore {
    */
   async open(history: ReplayRecordHistory): Promise<void> {
     const usedBefore = await history.usedBefore();
-    if (usedBefore) await this.noteLoss();
-    else {
-      await this.redis.set(this.marker, '0', 'NX');
-      await history.noteUse();
+    try {
+      if (usedBefore) await this.noteLoss();
+      else await this.redis.set(this.marker, '0', 'NX');
+    } catch {
+      // Redis not answering at start does not stop the start (readiness reports it, calls get 503). When it
+      // answers again, the 'ready' handler takes a missing marker for a loss: closed, never open.
     }
+    if (!usedBefore) await history.noteUse();
   }
 
   async claim(signature: string, binding: string, expiresAt: number): Promise<SignatureVerdict> {
