@@ -253,7 +253,7 @@ describe.each(STORES)('sandbox (test mode) on %s', (store) => {
       currency: 'EUR',
       balance: 100,
     });
-    expect(balance.body).toEqual({ player_ref: 'p1', currency: 'EUR', balance: 100 });
+    expect(balance.body).toEqual({ livemode: false, player_ref: 'p1', currency: 'EUR', balance: 100 });
     const script = await testB('POST', '/v1/sandbox/stock-race/next-outcomes', { winners: ['NVDA'] });
     expect(script.body.pending).toEqual([{ winner: 'NVDA' }]);
     // The wallet answers 500 twice, then recovers.

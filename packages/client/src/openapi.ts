@@ -5558,6 +5558,7 @@ export interface operations {
                     "application/json": {
                         balance: number;
                         currency: string;
+                        livemode: boolean;
                         player_ref: string;
                     };
                 };
@@ -13632,6 +13633,7 @@ export interface operations {
                     "application/json": {
                         balance: number;
                         currency: string;
+                        livemode: boolean;
                         player_ref: string;
                     };
                 };

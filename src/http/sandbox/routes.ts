@@ -78,6 +78,13 @@ const BalanceBody = Type.Object(
 );
 
 const BalanceView = Type.Object({ player_ref: Type.String(), currency: Type.String(), balance: Type.Number() });
+/** The balance as set: test data, marked as every other sandbox answer is. */
+const BalanceSetView = Type.Object({
+  livemode: Type.Boolean(),
+  player_ref: Type.String(),
+  currency: Type.String(),
+  balance: Type.Number(),
+});
 
 const FailureBody = Type.Object(
   {
@@ -275,7 +282,7 @@ export function sandboxRoutes(surface: Surface) {
           tags,
           headers: keyedHeaders,
           body: BalanceBody,
-          response: { 200: replayable(BalanceView), ...replayableErrors(errors) },
+          response: { 200: replayable(BalanceSetView), ...replayableErrors(errors) },
         },
       },
       async (req, reply) => {
@@ -288,7 +295,7 @@ export function sandboxRoutes(surface: Surface) {
           keyed,
           { status: 200 },
           (inTx) => s.sandbox.setBalance(req.operator!, { player_ref, currency, balance: minor }, inTx),
-          () => ({ player_ref, currency, balance: minorToDecimal(minor, exponent) }),
+          () => ({ livemode: false, player_ref, currency, balance: minorToDecimal(minor, exponent) }),
         );
       },
     );
