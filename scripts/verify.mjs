@@ -7,7 +7,7 @@
 //
 // Exit code: 0 verified, 1 mismatch, 2 usage error or the service could not be read.
 import { parseArgs } from 'node:util';
-import { verifyRound } from '../src/dashboard/static/verify-core.js';
+import { findChain, verifyRound } from '../src/dashboard/static/verify-core.js';
 
 const USAGE = 'usage: npm run verify -- --round <round id> --url <service base URL, e.g. http://127.0.0.1:3000>';
 
@@ -39,8 +39,7 @@ async function main() {
       console.error(`round ${values.round} is ${round.status}: its seed is revealed when it ends`);
       return 2;
     }
-    const { chains } = await getJson(`${base}/fairness/chains?game=${encodeURIComponent(round.game)}`);
-    chain = chains.find((c) => c.chain_id === round.chain_id) ?? null;
+    chain = await findChain((path) => getJson(`${base}${path}`), round.game, round.chain_id);
   } catch (error) {
     console.error(`could not read the service: ${error.message}`);
     return 2;

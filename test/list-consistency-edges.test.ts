@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BetRow } from '../src/bets/bet-repository';
 import { betRepository, toBet } from '../src/bets/bet-repository';
 import { complianceRepository, type FlagRow } from '../src/compliance/compliance-repository';
+import { chainRepository } from '../src/games/engine/chain-repository';
 import type { Game } from '../src/games/engine/round';
 import { OperatorModes } from '../src/operators/operator-mode';
 import { settlementRepository } from '../src/wallet/settlement-repository';
@@ -27,6 +28,8 @@ const EPOCH = Date.now() - 86_400_000;
 const RUN = 3;
 /** A page size that divides none of the lists' lengths: every walk ends on a short page. */
 const SMALL_PAGE = 7;
+/** Past the chain list's default page (1000), so the default is seen cutting it; not a multiple of SMALL_PAGE. */
+const CRASH_CHAINS = 1002;
 
 interface ListCase {
   name: string;
@@ -45,6 +48,11 @@ interface ListCase {
   foreignId: () => string;
   /** An id of this operator that belongs to another list (or the other game). */
   otherListId: () => string;
+  /**
+   * Whose rows a refused cursor is said not to be: the operator's, or for the public chain list (no
+   * operator) the game it is filtered to.
+   */
+  cursorScope?: string;
 }
 
 /** The stable code and the words of an error, whichever surface's shape it has. */
@@ -64,7 +72,8 @@ describe.each(STORES)('every list endpoint pages the same way (%s)', (store) => 
   const settlementRows: { betId: string; createdAt: number }[] = [];
   let deliveryIds: string[] = [];
   let endpointIds: string[] = [];
-  const foreign = { crash: '', race: '', flag: '', delivery: '', endpoint: '', settlement: '' };
+  const foreign = { crash: '', race: '', flag: '', delivery: '', endpoint: '', settlement: '', chain: '' };
+  let crashChainIds: string[] = [];
 
   const openRound = async (game: Game) => {
     const round = await insertRound(t.app.db, game, { chainId: 'list-consistency', openedAt: EPOCH });
@@ -152,6 +161,26 @@ describe.each(STORES)('every list endpoint pages the same way (%s)', (store) => 
       .sort(newestFirst)
       .map((d) => d.id);
     foreign.delivery = (await w.listDeliveries(other.id, {}))[0]!.delivery_id;
+
+    // Public chain records (no seeds: the list reads only the records), in runs sharing committed_at.
+    const chainRecord = (game: Game, i: number) => ({
+      chainId: `chain_${randomUUID()}`,
+      game,
+      length: 10_000,
+      commitment: 'c'.repeat(64),
+      committedAt: EPOCH + Math.floor(i / RUN) * 1_000,
+    });
+    const crashChains = Array.from({ length: CRASH_CHAINS }, (_, i) => chainRecord('crash', i));
+    // Older than every Crash chain: the last of the unfiltered list.
+    const raceChain = chainRecord('stock_race', -RUN);
+    foreign.chain = raceChain.chainId;
+    await t.app.db.transaction(async (tx) => {
+      for (const r of [...crashChains, raceChain]) await chainRepository.insertRecord(tx, r);
+    });
+    crashChainIds = (await t.app.services.fairChains.list('crash'))
+      .map((c) => ({ at: c.committedAt, id: c.chainId }))
+      .sort(newestFirst)
+      .map((c) => c.id);
   }, 120_000);
   afterAll(async () => t?.close());
 
@@ -243,6 +272,21 @@ describe.each(STORES)('every list endpoint pages the same way (%s)', (store) => 
       // A Crash bet of this operator has no settle call.
       otherListId: () => crashBets[0]!.id,
     },
+    {
+      // Public (no operator): the list's scope is the game it is filtered to.
+      name: '/fairness/chains',
+      surface: 'B',
+      path: '/fairness/chains?game=crash&',
+      items: 'chains',
+      idField: 'chain_id',
+      defaultLimit: 1000,
+      maxLimit: 2000,
+      expected: () => crashChainIds,
+      // A chain of the other game: a row of the same kind outside the filtered list.
+      foreignId: () => foreign.chain,
+      otherListId: () => crashBets[0]!.id,
+      cursorScope: ' of game crash',
+    },
   ];
 
   const get = (c: ListCase, query: string) =>
@@ -289,7 +333,7 @@ describe.each(STORES)('every list endpoint pages the same way (%s)', (store) => 
     const seen: string[] = [];
     const pages: { size: number; hasMore: boolean }[] = [];
     let cursor: string | undefined;
-    for (let guard = 0; guard < 50; guard++) {
+    for (let guard = 0; guard <= c.expected().length / SMALL_PAGE; guard++) {
       const res = await get(c, `limit=${SMALL_PAGE}${cursor ? `&starting_after=${cursor}` : ''}`);
       expect(res.status, res.text).toBe(200);
       const ids = idsOf(c, res);
@@ -307,14 +351,17 @@ describe.each(STORES)('every list endpoint pages the same way (%s)', (store) => 
   // Before: the same refusal was worded four ways ("no flag X", "no settlement for bet X", ...), and the
   // endpoint list answered 400 UNKNOWN_FIELD.
   it.each(cases)("$name answers another operator's, another list's or an unknown id alike", async (c) => {
-    const item = { data: 'bet', flags: 'flag', deliveries: 'delivery', endpoints: 'endpoint' }[c.items];
+    const item = { data: 'bet', flags: 'flag', deliveries: 'delivery', endpoints: 'endpoint', chains: 'chain' }[
+      c.items
+    ];
     for (const id of [c.foreignId(), c.otherListId(), randomUUID()]) {
       const res = await get(c, `starting_after=${id}`);
       expect(res.status, `${c.name} starting_after=${id}: ${res.text}`).toBe(400);
       const noun = item ?? 'settlement for bet';
+      const scope = c.cursorScope ?? ' of this operator';
       expect(errorOf(c.surface, res)).toEqual({
         code: 'VALIDATION_FAILED',
-        message: `starting_after: no ${noun} ${id} of this operator (give the last ${c.idField} of a page)`,
+        message: `starting_after: no ${noun} ${id}${scope} (give the last ${c.idField} of a page)`,
       });
     }
   });
@@ -336,6 +383,31 @@ describe.each(STORES)('every list endpoint pages the same way (%s)', (store) => 
     expect(endpoints.has_more).toBe(true);
     // The array helpers answer what they always did: the default page's items.
     expect((await race.webhooks.list()).map((e) => e.endpoint_id)).toEqual(endpointIds);
+  });
+
+  // Before: the chain list had no paging, so it grew without bound with every chain published.
+  it('/fairness/chains without a game pages both games together, a cursor of either game going on', async () => {
+    const everyChain = (await t.app.services.fairChains.list())
+      .map((c) => ({ at: c.committedAt, id: c.chainId }))
+      .sort(newestFirst)
+      .map((c) => c.id);
+    const anyone = client(t.baseUrl, op);
+    const first = await anyone('GET', '/fairness/chains');
+    expect(first.status, first.text).toBe(200);
+    expect(first.body.chains.map((c: { chain_id: string }) => c.chain_id)).toEqual(everyChain.slice(0, 1000));
+    expect(first.body.has_more).toBe(true);
+    const rest = await anyone('GET', `/fairness/chains?starting_after=${everyChain[999]}`);
+    expect(rest.status, rest.text).toBe(200);
+    expect(rest.body.chains.map((c: { chain_id: string }) => c.chain_id)).toEqual(everyChain.slice(1000));
+    expect(rest.body.chains.map((c: { game: string }) => c.game)).toContain('stock_race');
+    expect(rest.body.has_more).toBe(false);
+    const unknown = `chain_${randomUUID()}`;
+    const refused = await anyone('GET', `/fairness/chains?starting_after=${unknown}`);
+    expect(refused.status).toBe(400);
+    expect(refused.body).toMatchObject({
+      error: 'VALIDATION_FAILED',
+      message: `starting_after: no chain ${unknown} (give the last chain_id of a page)`,
+    });
   });
 
   it('documents each list in /openapi.json: order, default and maximum limit, has_more', async () => {

@@ -11,6 +11,7 @@ import { deriveStockRaceOutcome, pctFromBp, raceKey } from '../games/stock-race/
 import type { AppServices } from '../services';
 import { documentSecurity, withRetryAfter } from './openapi';
 import { ErrorB, FaultB } from './surface-b/schemas';
+import { HAS_MORE_DESCRIPTION } from './webhooks/schemas';
 
 const Seed = Type.String({
   pattern: '^[0-9a-f]{64}$',
@@ -71,6 +72,34 @@ const ChainDetail = Type.Object({
     Type.Object({ idx: Type.Integer(), round_id: Type.String(), seed: Type.String(), verified: Type.Boolean() }),
   ),
 });
+
+/**
+ * The chain list's page sizes. Each game publishes a chain per FAIR_CHAIN_LENGTH rounds (10,000 by
+ * default: a few days of play), so a deployment gathers a few hundred chains a year; the default page
+ * keeps answering the whole list, as it did before it was paged, for years.
+ */
+const DEFAULT_CHAIN_PAGE = 1000;
+const MAX_CHAIN_PAGE = 2000;
+
+const ChainListQuery = Type.Object(
+  {
+    game: Type.Optional(Type.Union([Type.Literal('crash'), Type.Literal('stock_race')])),
+    limit: Type.Optional(
+      Type.String({
+        pattern: '^(?:[1-9][0-9]{0,2}|1[0-9]{3}|2000)$',
+        description: `must be an integer from 1 to ${MAX_CHAIN_PAGE}`,
+      }),
+    ),
+    starting_after: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 100,
+        description: 'must be a chain_id: the last one of the previous page, after which this page goes on',
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
 
 const RoundCheck = Type.Object(
   {
@@ -269,17 +298,35 @@ export async function publicRoutes(app: FastifyInstance, s: AppServices): Promis
     {
       schema: {
         summary: 'Every hash chain: its commitment, when it was published, its salt and when that was fixed',
+        description:
+          'Newest first (committed_at descending, then chain_id). `limit`: default ' +
+          `${DEFAULT_CHAIN_PAGE}, maximum ${MAX_CHAIN_PAGE}; the default page holds every chain of a ` +
+          'deployment younger than about three years at the default chain length and round timings, so ' +
+          'a list that was not paged before answers the same until then. While `has_more` is true, pass ' +
+          'the last `chain_id` of the page as `starting_after`; an id that is not a chain of the list ' +
+          '(unknown, or of the other game when `game` is given) is 400 VALIDATION_FAILED.',
         tags: ['Fairness'],
-        querystring: Type.Object(
-          { game: Type.Optional(Type.Union([Type.Literal('crash'), Type.Literal('stock_race')])) },
-          { additionalProperties: false },
-        ),
-        response: { 200: Type.Object({ chains: Type.Array(ChainView) }), ...errors },
+        querystring: ChainListQuery,
+        response: {
+          200: Type.Object({
+            chains: Type.Array(ChainView, { description: 'newest first (committed_at descending, then chain_id)' }),
+            has_more: Type.Boolean({ description: HAS_MORE_DESCRIPTION }),
+          }),
+          ...errors,
+        },
       },
     },
     async (req) => {
-      const records = await s.fairChains.list(req.query.game);
-      return { chains: records.map((c) => presentChain(s.fairChains, c) as Static<typeof ChainView>) };
+      const q = req.query;
+      const page = await s.fairChains.page({
+        game: q.game,
+        limit: q.limit === undefined ? DEFAULT_CHAIN_PAGE : Number(q.limit),
+        startingAfter: q.starting_after,
+      });
+      return {
+        chains: page.chains.map((c) => presentChain(s.fairChains, c) as Static<typeof ChainView>),
+        has_more: page.hasMore,
+      };
     },
   );
 

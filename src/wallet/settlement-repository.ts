@@ -98,6 +98,21 @@ export const settlementRepository = {
     return row ? toSettlement(row) : undefined;
   },
 
+  /**
+   * The settlements of several bets in one query (a listing's page), keyed by bet id; a bet without a
+   * settle call has no entry. Callers pass at most a page of ids, well under every store's parameter limit.
+   */
+  async byBets(db: SqlExecutor, betIds: readonly string[]): Promise<Map<string, Settlement>> {
+    const found = new Map<string, Settlement>();
+    if (betIds.length === 0) return found;
+    const rows = await db.all<SettlementRow>(
+      `SELECT * FROM wallet_settlements WHERE bet_id IN (${betIds.map(() => '?').join(', ')})`,
+      [...betIds],
+    );
+    for (const row of rows) found.set(row.bet_id, toSettlement(row));
+    return found;
+  },
+
   async list(db: SqlExecutor, filter: SettlementFilter): Promise<Settlement[]> {
     const where: string[] = [];
     const params: (string | number)[] = [];

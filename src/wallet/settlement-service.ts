@@ -60,6 +60,11 @@ export class SettlementService {
     return settlementRepository.byBet(this.db, betId);
   }
 
+  /** The settle calls of a page of bets, keyed by bet id, read in one query rather than one per bet. */
+  byBets(betIds: readonly string[]): Promise<Map<string, Settlement>> {
+    return settlementRepository.byBets(this.db, betIds);
+  }
+
   /**
    * Oldest first; all operators when `operatorId` is absent (the CLI). `startingAfter` (a bet id, the
    * last of the previous page) continues the list after that settlement. It must be one the filter's

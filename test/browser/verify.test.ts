@@ -173,6 +173,30 @@ describe('the player verify view in Chromium', () => {
     expect(unexpectedErrors(w.errors)).toEqual([]);
   });
 
+  it("finds the round's chain on a later page of the public record", async () => {
+    const { page } = w;
+    const crash = await closedRound('crash');
+    // The record holds more chains than one page: the first page ends (with an older chain) before this
+    // round's chain, which the next page, after that older one, gives.
+    const decoy = 'chain_older_decoy';
+    await page.route('**/fairness/chains?game=crash', async (route) => {
+      const response = await route.fetch();
+      const { chains } = (await response.json()) as { chains: { chain_id: string }[] };
+      const older = chains.filter((c) => c.chain_id === short.chainId).map((c) => ({ ...c, chain_id: decoy }));
+      await route.fulfill({ response, json: { chains: older, has_more: true } });
+    });
+    await page.route(`**/fairness/chains?game=crash&starting_after=${decoy}`, async (route) => {
+      const response = await route.fetch({ url: `${t.baseUrl}/fairness/chains?game=crash` });
+      const { chains } = (await response.json()) as { chains: { chain_id: string }[] };
+      const json = { chains: chains.filter((c) => c.chain_id === short.chainId), has_more: false };
+      await route.fulfill({ response, json });
+    });
+    await page.goto(`${verifyUrl}&round=${crash.id}`);
+    await page.locator('#verdict[data-result="verified"]').waitFor();
+    await expect(page.locator('#checks li.bad').count()).resolves.toBe(0);
+    expect(unexpectedErrors(w.errors)).toEqual([]);
+  });
+
   it("recomputes bustabit's game #1394728 (1.26x) with Chromium's WebCrypto, yet a fixture is no proof", async () => {
     const { page } = w;
     // bustabit's own values, served in the shape of a round and its chain: game #1394728 sits four

@@ -460,7 +460,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Every hash chain: its commitment, when it was published, its salt and when that was fixed */
+        /**
+         * Every hash chain: its commitment, when it was published, its salt and when that was fixed
+         * @description Newest first (committed_at descending, then chain_id). `limit`: default 1000, maximum 2000; the default page holds every chain of a deployment younger than about three years at the default chain length and round timings, so a list that was not paged before answers the same until then. While `has_more` is true, pass the last `chain_id` of the page as `starting_after`; an id that is not a chain of the list (unknown, or of the other game when `game` is given) is 400 VALIDATION_FAILED.
+         */
         get: operations["getFairnessChains"];
         put?: never;
         post?: never;
@@ -9041,6 +9044,10 @@ export interface operations {
         parameters: {
             query?: {
                 game?: "crash" | "stock_race";
+                /** @description must be an integer from 1 to 2000 */
+                limit?: string;
+                /** @description must be a chain_id: the last one of the previous page, after which this page goes on */
+                starting_after?: string;
             };
             header?: never;
             path?: never;
@@ -9055,6 +9062,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
+                        /** @description newest first (committed_at descending, then chain_id) */
                         chains: {
                             chain_id: string;
                             commitment: string;
@@ -9073,6 +9081,8 @@ export interface operations {
                             /** @description awaiting_contribution | playable | refused */
                             status: string;
                         }[];
+                        /** @description true: another page follows (pass the last id of this page as starting_after); false: the list ends here */
+                        has_more: boolean;
                     };
                 };
             };

@@ -20,6 +20,12 @@ export function stockRace(
   salt: string | null,
   symbols: readonly string[],
 ): Promise<{ race_key: string; moves: { symbol: string; pct_bp: number }[]; winner: string; winner_pct_bp: number }>;
+/** The round's chain in GET /fairness/chains?game=…, following its pages; null when the record has none. */
+export function findChain(
+  getJson: (path: string) => Promise<{ chains: Record<string, unknown>[]; has_more?: boolean }>,
+  game: string,
+  chainId: string,
+): Promise<Record<string, unknown> | null>;
 /**
  * `round`: GET /fairness/rounds/:id. `chain`: its entry in GET /fairness/chains, of which it reads
  * `game`, `origin`, `commitment`, `committed_at`, `contribution`, `salt_fixed_at`, `first_played_idx`

@@ -34,6 +34,23 @@ export async function hmacSha256Hex(keyBytes, messageBytes) {
 }
 
 /** The seed hashed forward `steps` times; from index i, i + 1 steps reach the chain's commitment. */
+/**
+ * A round's chain in the public record (GET /fairness/chains?game=…), newest first, following its pages
+ * (`has_more`, `starting_after`) until the chain is found or the record ends: past one page of chains an
+ * older round's chain is on a later page. `getJson(path)` fetches a path of the service as JSON.
+ */
+export async function findChain(getJson, game, chainId) {
+  let path = `/fairness/chains?game=${encodeURIComponent(game)}`;
+  for (;;) {
+    const page = await getJson(path);
+    const found = page.chains.find((c) => c.chain_id === chainId);
+    if (found) return found;
+    const last = page.chains.at(-1);
+    if (!page.has_more || !last) return null;
+    path = `/fairness/chains?game=${encodeURIComponent(game)}&starting_after=${encodeURIComponent(last.chain_id)}`;
+  }
+}
+
 export async function hashForward(seed, steps) {
   let h = seed;
   for (let i = 0; i < steps; i++) h = await sha256HexOfText(h);

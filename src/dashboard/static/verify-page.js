@@ -1,7 +1,7 @@
 // The player's verify view: fetches a finished round's revealed seed and its chain's public record,
 // recomputes the outcome and every link with WebCrypto, and shows "verified" or "mismatch". The
 // server's own recomputation (in the same response) is deliberately ignored.
-import { verifyRound } from './verify-core.js';
+import { findChain, verifyRound } from './verify-core.js';
 
 const data = JSON.parse(document.getElementById('player-data').textContent);
 const $ = (id) => document.getElementById(id);
@@ -37,8 +37,7 @@ async function verify(roundId) {
       show('not finished yet: the seed is revealed when the round ends', 'pending');
       return;
     }
-    const { chains } = await getJson(`/fairness/chains?game=${encodeURIComponent(round.game)}`);
-    const chain = chains.find((c) => c.chain_id === round.chain_id) ?? null;
+    const chain = await findChain(getJson, round.game, round.chain_id);
     const result = await verifyRound(round, chain);
     for (const c of result.checks) {
       const li = document.createElement('li');

@@ -120,6 +120,31 @@ export const chainRepository = {
     return rows.map(toRecord);
   },
 
+  /**
+   * A page of the same list, newest first by (committed_at DESC, chain_id): `limit` records after
+   * `after` (the last record of the previous page), one game's or every game's. Both key columns are
+   * fixed when a chain is published, so chains published meanwhile never shift a page.
+   */
+  async page(
+    db: SqlExecutor,
+    q: { game?: Game; after?: { committedAt: number; chainId: string }; limit: number },
+  ): Promise<ChainRecord[]> {
+    const where: string[] = [];
+    const params: (string | number)[] = [];
+    if (q.game) where.push('game = ?'), params.push(q.game);
+    if (q.after) {
+      where.push('(committed_at < ? OR (committed_at = ? AND chain_id > ?))');
+      params.push(q.after.committedAt, q.after.committedAt, q.after.chainId);
+    }
+    params.push(q.limit);
+    const rows = await db.all<RecordRow>(
+      `SELECT ${RECORD_COLUMNS} FROM fair_chain_records${where.length ? ` WHERE ${where.join(' AND ')}` : ''}
+       ORDER BY committed_at DESC, chain_id LIMIT ?`,
+      params,
+    );
+    return rows.map(toRecord);
+  },
+
   /** The oldest generated chain of the game never played, other than `exceptChainId`. */
   async oldestUnplayed(db: SqlExecutor, game: Game, exceptChainId: string | null): Promise<ChainRecord | null> {
     const row = await db.get<RecordRow>(

@@ -313,6 +313,34 @@ export class FairChainService {
     return chains.list(this.db, game);
   }
 
+  /**
+   * The same list as pages (the public fairness API): `limit` records after the chain named by
+   * `startingAfter`, and whether another page follows. One row past the page is read, so `hasMore` is
+   * exact without a count.
+   */
+  async page(q: {
+    game?: Game;
+    limit: number;
+    startingAfter?: string;
+  }): Promise<{ chains: ChainRecord[]; hasMore: boolean }> {
+    let after: { committedAt: number; chainId: string } | undefined;
+    if (q.startingAfter !== undefined) {
+      const last = await chains.record(this.db, q.startingAfter);
+      if (!last || (q.game !== undefined && last.game !== q.game)) {
+        // The wording every list of the API gives for a cursor it cannot continue from (docs/decisions.md,
+        // Lists). The list is public, so its scope is the game filter rather than an operator.
+        const scope = q.game === undefined ? '' : ` of game ${q.game}`;
+        throw new DomainError(
+          'VALIDATION_FAILED',
+          `starting_after: no chain ${q.startingAfter}${scope} (give the last chain_id of a page)`,
+        );
+      }
+      after = { committedAt: last.committedAt, chainId: last.chainId };
+    }
+    const rows = await chains.page(this.db, { game: q.game, after, limit: q.limit + 1 });
+    return { chains: rows.slice(0, q.limit), hasMore: rows.length > q.limit };
+  }
+
   statusOf(record: ChainRecord): ChainStatus {
     if (record.origin === 'generated' && record.salt === null) return 'awaiting_contribution';
     return refusalOf(record, this.o.allowFixtures) === null ? 'playable' : 'refused';

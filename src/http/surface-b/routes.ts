@@ -273,11 +273,11 @@ export async function surfaceBRoutes(app: FastifyInstance, s: AppServices): Prom
         limit: q.limit === undefined ? DEFAULT_PAGE_LIMIT : Number(q.limit),
         startingAfter: q.starting_after,
       });
-      // Each bet's settle call, read as the single bet read reads it (at most a page of key lookups).
-      const settlements = await Promise.all(page.bets.map((bet) => s.settlements.byBet(bet.id)));
+      // The page's settle calls in one query, each presented as the single bet read presents it.
+      const settlements = await s.settlements.byBets(page.bets.map((bet) => bet.id));
       const livemode = !isTest(operator);
       return {
-        data: page.bets.map((bet, i) => presentStockRaceBet(bet, settlements[i], livemode)),
+        data: page.bets.map((bet) => presentStockRaceBet(bet, settlements.get(bet.id), livemode)),
         has_more: page.hasMore,
       };
     },
