@@ -1,8 +1,7 @@
 import { constants } from 'node:os';
 import { createApp, sharedStateWarning } from './app';
 import { ConfigError, loadConfig } from './config/config';
-import { RedisUnavailableError } from './redis/client';
-import { StoreUnavailableError } from './store/open';
+import { DependencyUnavailableError } from './errors/unavailable';
 
 /** How long after the grace period a shutdown that still has not finished is ended with exit 1. */
 const FORCE_EXIT_MARGIN_MS = 3_000;
@@ -93,8 +92,8 @@ async function main(): Promise<void> {
 main().catch((error) => {
   // A dependency that is down or misaddressed is an operator's matter: one line naming it and where it
   // is (the message never carries a password). Anything else is a defect and keeps its stack trace.
-  const known = error instanceof StoreUnavailableError || error instanceof RedisUnavailableError;
-  const detail = known ? error.message : error instanceof Error ? error.stack : String(error);
+  let detail = error instanceof Error ? error.stack : String(error);
+  if (error instanceof DependencyUnavailableError) detail = error.message;
   process.stderr.write(`failed to start: ${detail}\n`);
   process.exit(1);
 });

@@ -1,5 +1,6 @@
 import { Redis } from 'ioredis';
 import type { Logger } from 'pino';
+import { addressForMessages, DependencyUnavailableError } from '../errors/unavailable';
 
 /**
  * How long one command may take before it fails. A Redis that holds the connection open but does
@@ -55,29 +56,13 @@ export async function openRedis(
     const cause = (lastError ?? (error as Error)).message;
     // "Command timed out" is the ready check unanswered: a server that accepts and then says nothing.
     const reason = /timed out|ETIMEDOUT/i.test(cause) ? `no answer in time (${cause})` : cause;
-    throw new RedisUnavailableError(`cannot connect to Redis at ${redisAddress(url)} (REDIS_URL): ${reason}`);
+    throw new DependencyUnavailableError(
+      `cannot connect to Redis at ${addressForMessages(url, '6379')} (REDIS_URL): ${reason}`,
+    );
   } finally {
     starting = false;
   }
   return redis;
-}
-
-/** Redis did not answer at start: the message names it and its address, never the password. */
-export class RedisUnavailableError extends Error {
-  override readonly name = 'RedisUnavailableError';
-}
-
-/** Where REDIS_URL points, for messages: scheme, user, host, port and database, without password or query. */
-function redisAddress(url: string): string {
-  try {
-    const parsed = new URL(url);
-    const user = parsed.username ? `${parsed.username}@` : '';
-    const path = parsed.pathname === '/' ? '' : parsed.pathname;
-    return `${parsed.protocol}//${user}${parsed.hostname}:${parsed.port || '6379'}${path}`;
-  } catch {
-    // Config validated the scheme; a URL that still does not parse is not echoed (it may hold a secret).
-    return 'the configured address';
-  }
 }
 
 export async function closeRedis(redis: Redis): Promise<void> {

@@ -1,5 +1,6 @@
 import { join } from 'node:path';
 import type { Config } from '../config/config';
+import { addressForMessages, DependencyUnavailableError } from '../errors/unavailable';
 import type { Database } from './database';
 import { migrate } from './migrate';
 import { PostgresDatabase } from './postgres';
@@ -11,11 +12,6 @@ import { SqliteDatabase } from './sqlite';
  * accepts the connection and then says nothing ends the start with a message instead of a hang.
  */
 const STORE_CONNECT_TIMEOUT_MS = 10_000;
-
-/** The store could not be reached or opened at start: the message names it and where it is, never a password. */
-export class StoreUnavailableError extends Error {
-  override readonly name = 'StoreUnavailableError';
-}
 
 /** Embedded SQLite under DATA_DIR by default; PostgreSQL when DATABASE_URL says so. Migrates on open. */
 export async function openDatabase(
@@ -47,8 +43,8 @@ async function openPostgres(
     const reason = isTimeout(error)
       ? `no answer within ${STORE_CONNECT_TIMEOUT_MS / 1000} s`
       : (error as Error).message || String(error);
-    throw new StoreUnavailableError(
-      `cannot connect to PostgreSQL at ${postgresAddress(url)} (DATABASE_URL): ${reason}`,
+    throw new DependencyUnavailableError(
+      `cannot connect to PostgreSQL at ${addressForMessages(url)} (DATABASE_URL): ${reason}`,
     );
   }
   return db;
@@ -60,23 +56,11 @@ function openSqlite(filename: string): SqliteDatabase {
     return new SqliteDatabase({ filename });
   } catch (error) {
     const reason = (error as Error).message || String(error);
-    throw new StoreUnavailableError(`cannot open the SQLite store at ${filename} (DATA_DIR): ${reason}`);
+    throw new DependencyUnavailableError(`cannot open the SQLite store at ${filename} (DATA_DIR): ${reason}`);
   }
 }
 
 /** node-postgres says "timeout expired" or "Connection terminated due to connection timeout", depending on where. */
 function isTimeout(error: unknown): boolean {
   return /timeout/i.test((error as Error)?.message ?? '');
-}
-
-/** Where DATABASE_URL points, for messages: user, host, port and database, without the password or the query. */
-function postgresAddress(url: string): string {
-  try {
-    const parsed = new URL(url);
-    const user = parsed.username ? `${parsed.username}@` : '';
-    return `${parsed.protocol}//${user}${parsed.host}${parsed.pathname === '/' ? '' : parsed.pathname}`;
-  } catch {
-    // Config validated the scheme; a URL that still does not parse is not echoed (it may hold a secret).
-    return 'the configured address';
-  }
 }

@@ -1,0 +1,25 @@
+/**
+ * A dependency (the store, Redis) that could not be reached or opened at start. It is an operator's matter,
+ * not a defect: the process reports the message alone, which names the dependency and where it is, never a
+ * secret (see `addressForMessages`).
+ */
+export class DependencyUnavailableError extends Error {
+  override readonly name = 'DependencyUnavailableError';
+}
+
+/**
+ * Where a connection URL points, for messages: scheme, user, host, port and path, without the password or the
+ * query. `defaultPort` names the port a URL without one connects to; without it the host is shown as written.
+ */
+export function addressForMessages(url: string, defaultPort?: string): string {
+  try {
+    const parsed = new URL(url);
+    const user = parsed.username ? `${parsed.username}@` : '';
+    const host = defaultPort === undefined ? parsed.host : `${parsed.hostname}:${parsed.port || defaultPort}`;
+    const path = parsed.pathname === '/' ? '' : parsed.pathname;
+    return `${parsed.protocol}//${user}${host}${path}`;
+  } catch {
+    // Config validated the scheme; a URL that still does not parse is not echoed (it may hold a secret).
+    return 'the configured address';
+  }
+}
