@@ -114,9 +114,19 @@ export interface PageCursor {
   id: string;
 }
 
-/** Adds the condition that continues such a listing after `cursor` (`prefix`: the table's alias and a dot). */
-export function continueAfter(where: string[], params: SqlParam[], cursor: PageCursor, prefix = ''): void {
-  where.push(`(${prefix}created_at < ? OR (${prefix}created_at = ? AND ${prefix}id > ?))`);
+/**
+ * Adds the condition that continues such a listing after `cursor` (`prefix`: the table's alias and a dot;
+ * `columns`: the time and id columns, for a listing keyed by others in the same order).
+ */
+export function continueAfter(
+  where: string[],
+  params: SqlParam[],
+  cursor: PageCursor,
+  prefix = '',
+  columns: { time: string; id: string } = { time: 'created_at', id: 'id' },
+): void {
+  const [time, id] = [`${prefix}${columns.time}`, `${prefix}${columns.id}`];
+  where.push(`(${time} < ? OR (${time} = ? AND ${id} > ?))`);
   params.push(cursor.createdAt, cursor.createdAt, cursor.id);
 }
 

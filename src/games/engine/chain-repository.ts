@@ -1,4 +1,4 @@
-import type { SqlExecutor } from '../../store/database';
+import { continueAfter, type SqlExecutor } from '../../store/database';
 import type { ChainOrigin, ChainRecord } from './chain';
 import type { Game } from './round';
 
@@ -133,8 +133,8 @@ export const chainRepository = {
     const params: (string | number)[] = [];
     if (q.game) where.push('game = ?'), params.push(q.game);
     if (q.after) {
-      where.push('(committed_at < ? OR (committed_at = ? AND chain_id > ?))');
-      params.push(q.after.committedAt, q.after.committedAt, q.after.chainId);
+      const cursor = { createdAt: q.after.committedAt, id: q.after.chainId };
+      continueAfter(where, params, cursor, '', { time: 'committed_at', id: 'chain_id' });
     }
     params.push(q.limit);
     const rows = await db.all<RecordRow>(
