@@ -87,12 +87,30 @@ export interface Lease {
   /** Resolves false once the lease has been lost (its connection died). */
   isHeld(): Promise<boolean>;
   /**
+   * The first statement of each write the holder makes through the ordinary pool: throws LeaseLostError
+   * (so `tx` rolls back with nothing written) unless this process still holds the lease. No gap between
+   * check and commit: a process taking the lease over waits for every transaction that passed the fence
+   * to end before it reads what to recover, and any transaction fenced after that is refused. A check
+   * made before the transaction (isHeld) cannot promise this: the holder may freeze right after it.
+   * PostgreSQL: a shared transaction lock on the lease's fence key, then a look in pg_locks that the
+   * lease's own session still holds its lock. SQLite (one process per file): nothing to check.
+   */
+  fence(tx: SqlExecutor): Promise<void>;
+  /**
    * Runs one statement as the holder: on PostgreSQL on the lease's own session, so it cannot
    * succeed once the lease is lost (that session ending is what frees the lock). Used for writes
    * that claim "the lease holder is alive", which no other process may make in its name.
    */
   runAsHolder(sql: string, params?: readonly SqlParam[]): Promise<RunResult>;
   release(): Promise<void>;
+}
+
+/** A write refused by Lease.fence: another process may hold the lease now, so nothing was written. */
+export class LeaseLostError extends Error {
+  constructor(readonly leaseName: string) {
+    super(`the lease ${leaseName} is no longer held by this process`);
+    this.name = 'LeaseLostError';
+  }
 }
 
 /** `FOR UPDATE SKIP LOCKED` where the engine has row locks; SQLite's single writer needs none. */

@@ -1,6 +1,14 @@
 import pg from 'pg';
 import { createHash } from 'node:crypto';
-import type { Database, Lease, LeaseOptions, RunResult, SqlExecutor, SqlParam } from './database';
+import {
+  type Database,
+  type Lease,
+  LeaseLostError,
+  type LeaseOptions,
+  type RunResult,
+  type SqlExecutor,
+  type SqlParam,
+} from './database';
 
 // int8 columns hold ms timestamps and minor units, always below 2^53: read them as numbers.
 pg.types.setTypeParser(pg.types.builtins.INT8, (v) => Number(v));
@@ -18,6 +26,28 @@ function toPg(sql: string): string {
 }
 
 type Queryable = pg.Pool | pg.PoolClient;
+
+/**
+ * The advisory keys of a lease: the lease key its holder's session keeps locked, and the fence key its
+ * writes and a takeover meet on (Lease.fence). The lease key is derived as it always was, so processes
+ * of an older version still contend for the same lease.
+ */
+export function leaseKeys(scope: string, name: string): { lease: bigint; fence: bigint } {
+  const keyOf = (text: string) => createHash('sha256').update(text).digest().readBigInt64BE(0);
+  return { lease: keyOf(`lease:${scope}:${name}`), fence: keyOf(`fence:${scope}:${name}`) };
+}
+
+/** How pg_locks shows a lock on a bigint advisory key: its high and low 32 bits, unsigned, objsubid 1. */
+function advisoryLockColumns(key: bigint): { classid: string; objid: string } {
+  return { classid: BigInt.asUintN(32, key >> 32n).toString(), objid: BigInt.asUintN(32, key).toString() };
+}
+
+/** Whether the session with this pid still holds the lease lock. */
+const LEASE_HELD_BY_SQL = `SELECT EXISTS (
+  SELECT 1 FROM pg_locks
+  WHERE locktype = 'advisory' AND classid = ?::oid AND objid = ?::oid AND objsubid = 1
+    AND mode = 'ExclusiveLock' AND granted AND pid = ?
+) AS held`;
 
 const IDLE_IN_TRANSACTION_TIMEOUT_MS = 5_000;
 
@@ -127,13 +157,24 @@ export class PostgresDatabase implements Database {
       await client.end().catch(() => {});
     };
     try {
-      const scope = await this.leaseScope(client);
-      const key = createHash('sha256').update(`lease:${scope}:${name}`).digest().readBigInt64BE(0);
-      const r = await client.query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1) AS ok', [key.toString()]);
-      if (!r.rows[0]?.ok) {
+      const keys = leaseKeys(await this.leaseScope(client), name);
+      const [key, fenceKey] = [keys.lease.toString(), keys.fence.toString()];
+      const r = await client.query<{ ok: boolean; pid: number }>(
+        'SELECT pg_try_advisory_lock($1) AS ok, pg_backend_pid() AS pid',
+        [key],
+      );
+      const holderPid = r.rows[0]?.pid;
+      if (!r.rows[0]?.ok || holderPid === undefined) {
         await end();
         return null;
       }
+      // The takeover's barrier: wait for every fenced transaction of the previous holder still under
+      // way (it passed its check before that holder's session ended) to commit or roll back. Once this
+      // lock is granted, any later one finds the lease lock on this session, not its own, and is
+      // refused; so the recovery that follows reads every round the previous holder will ever write.
+      await client.query('SELECT pg_advisory_lock($1)', [fenceKey]);
+      await client.query('SELECT pg_advisory_unlock($1)', [fenceKey]);
+      const leaseLock = advisoryLockColumns(keys.lease);
       if (options.silentForMs) {
         // The server ends a session idle for this long, and the lock with it: a frozen holder, or one
         // whose host vanished without closing the socket, frees the lease instead of keeping it for
@@ -156,6 +197,18 @@ export class PostgresDatabase implements Database {
             return false;
           }
         },
+        fence: async (tx) => {
+          if (!alive) throw new LeaseLostError(name);
+          // Two statements, in this order: a check made before the shared lock was granted could pass
+          // just ahead of a takeover's barrier and let this transaction commit after its recovery read.
+          await tx.get('SELECT pg_advisory_xact_lock_shared(?::bigint)', [fenceKey]);
+          const fenced = await tx.get<{ held: boolean }>(LEASE_HELD_BY_SQL, [
+            leaseLock.classid,
+            leaseLock.objid,
+            holderPid,
+          ]);
+          if (!fenced?.held) throw new LeaseLostError(name);
+        },
         runAsHolder: async (sql, params = []) => {
           if (!alive) throw new Error(`the lease ${name} is lost`);
           const result = await client.query(toPg(sql), params as unknown[]);
@@ -163,7 +216,7 @@ export class PostgresDatabase implements Database {
         },
         release: async () => {
           if (!alive) return end();
-          await client.query('SELECT pg_advisory_unlock($1)', [key.toString()]).catch(() => {});
+          await client.query('SELECT pg_advisory_unlock($1)', [key]).catch(() => {});
           await end();
         },
       };

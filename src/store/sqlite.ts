@@ -290,6 +290,8 @@ export class SqliteDatabase implements Database {
     // One process owns a SQLite file's engines; the lease is trivially held.
     return {
       isHeld: async () => !this.closed,
+      // Nobody else can take it over, so no write of this process needs fencing off.
+      fence: async () => {},
       runAsHolder: (sql, params) => this.transaction((tx) => tx.run(sql, params)),
       release: async () => {},
     };

@@ -1,12 +1,13 @@
 import BetterSqlite3 from 'better-sqlite3';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { freshDatabase, PG_URL, STORES } from '../../test/support/harness';
+import { eventually, freshDatabase, PG_URL, STORES } from '../../test/support/harness';
+import { endLeaseSession, fenceWaiters } from '../../test/support/lease-sessions';
 import { DomainError } from '../errors/codes';
 import { IdempotencyService } from '../idempotency/idempotency';
-import type { Database, SqlExecutor, SqlParam } from './database';
+import { type Database, LeaseLostError, type SqlExecutor, type SqlParam } from './database';
 import { migrate } from './migrate';
-import { PostgresDatabase as PostgresDatabaseClass, type PostgresDatabase } from './postgres';
+import { leaseKeys, PostgresDatabase as PostgresDatabaseClass, type PostgresDatabase } from './postgres';
 import { SqliteDatabase as SqliteDatabaseClass, type SqliteDatabase } from './sqlite';
 
 /** The same suite runs against both adapters: what the domain relies on must hold on each. */
@@ -285,6 +286,77 @@ describe.each(STORES)('store contract on %s', (kind) => {
       } finally {
         await standby.close();
       }
+    });
+
+    it('fences a lost holder: a takeover waits for its write in flight and every later write is refused', async () => {
+      const { connectionString, schema } = (db as PostgresDatabase).options;
+      const standby = new PostgresDatabaseClass({ connectionString, schema });
+      const name = 'engine:fenced';
+      try {
+        const old = (await db.tryAcquireLease(name))!;
+        // A write that passed the fence while its process held the lease, and has not committed yet.
+        let commit!: () => void;
+        const committing = new Promise<void>((resolve) => (commit = resolve));
+        let passed!: () => void;
+        const fenced = new Promise<void>((resolve) => (passed = resolve));
+        const inFlight = db.transaction(async (tx) => {
+          await old.fence(tx);
+          passed();
+          await committing;
+          await tx.run(
+            `INSERT INTO operators (id, name, api_key, secret_enc, status, settings, created_at, updated_at)
+             VALUES ('in-flight', 'n', 'k-in-flight', 'x', 'active', '{}', 1, 1)`,
+          );
+        });
+        await fenced;
+        await endLeaseSession(schema!, name);
+        let tookOver = false;
+        const takeover = standby.tryAcquireLease(name).then((lease) => ((tookOver = true), lease));
+        // The new holder has the lease lock and waits at the fence for the write in flight.
+        await eventually(async () => (await fenceWaiters(schema!, name)) === 1, 5_000, 10);
+        expect(tookOver).toBe(false);
+        commit();
+        await inFlight;
+        const next = (await takeover)!;
+        expect(next).not.toBeNull();
+        // What the new holder reads once it holds the lease includes that write…
+        expect(await standby.get(`SELECT id FROM operators WHERE id = 'in-flight'`)).toEqual({ id: 'in-flight' });
+        // …and the old holder writes nothing more.
+        await expect(
+          db.transaction(async (tx) => {
+            await old.fence(tx);
+            await tx.run(`UPDATE operators SET name = 'late' WHERE id = 'in-flight'`);
+          }),
+        ).rejects.toBeInstanceOf(LeaseLostError);
+        await standby.transaction((tx) => next.fence(tx));
+        expect(await db.get(`SELECT name FROM operators WHERE id = 'in-flight'`)).toEqual({ name: 'n' });
+        await next.release();
+        await old.release();
+      } finally {
+        await standby.close();
+      }
+    });
+
+    it('refuses a fenced write once the lease lock is gone, even while its session still answers', async () => {
+      const name = 'engine:unlocked';
+      const lease = (await db.tryAcquireLease(name))!;
+      await db.transaction((tx) => lease.fence(tx));
+      // The session stays open and answers (isHeld cannot tell), but no longer holds the lease lock:
+      // only the look in pg_locks can refuse the write.
+      const key = leaseKeys((db as PostgresDatabase).options.schema!, name).lease.toString();
+      await lease.runAsHolder('SELECT pg_advisory_unlock(?::bigint)', [key]);
+      expect(await lease.isHeld()).toBe(true);
+      await expect(
+        db.transaction(async (tx) => {
+          await lease.fence(tx);
+          await tx.run(
+            `INSERT INTO operators (id, name, api_key, secret_enc, status, settings, created_at, updated_at)
+             VALUES ('never', 'n', 'k-never', 'x', 'active', '{}', 1, 1)`,
+          );
+        }),
+      ).rejects.toBeInstanceOf(LeaseLostError);
+      expect(await db.get(`SELECT id FROM operators WHERE id = 'never'`)).toBeUndefined();
+      await lease.release();
     });
 
     it('scopes a lease to the schema named in the connection URL', async () => {

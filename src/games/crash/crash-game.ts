@@ -16,7 +16,7 @@ import {
   type Round,
   type RunningRound,
 } from '../engine/round';
-import type { Database, SqlExecutor } from '../../store/database';
+import type { Database, SqlExecutor, WriteTransaction } from '../../store/database';
 import type { DomainEvent } from '../../webhooks/domain-event';
 import { recordEvents } from '../../webhooks/events';
 import {
@@ -153,13 +153,13 @@ export class CrashGame implements GameDriver {
     return byOperator;
   }
 
-  async onTick(round: RunningRound, now: number): Promise<Record<string, unknown>> {
+  async onTick(round: RunningRound, now: number, write: WriteTransaction): Promise<Record<string, unknown>> {
     const crash = this.crashPoint(round);
     const m = liveMultiplier(now - round.runningAt, crash);
     const due: Exit[] = [];
     for (const [operatorId, queue] of this.queues) await this.collectDue(round, operatorId, queue, m, due);
     if (due.length > 0 && this.roundId === round.id) {
-      const paid = await this.o.db.transaction(async (tx) => {
+      const paid = await write(async (tx) => {
         const events: DomainEvent[] = [];
         const payouts: (number | null)[] = [];
         for (const exit of due) {

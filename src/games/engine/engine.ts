@@ -1,7 +1,13 @@
 import { EventEmitter } from 'node:events';
 import type { Logger } from 'pino';
 import type { Clock, TimerHandle } from '../../clock/clock';
-import type { Database, Lease, SqlExecutor } from '../../store/database';
+import {
+  type Database,
+  type Lease,
+  LeaseLostError,
+  type SqlExecutor,
+  type WriteTransaction,
+} from '../../store/database';
 import type { DomainEvent, EventModes } from '../../webhooks/domain-event';
 import { recordEvents } from '../../webhooks/events';
 import type { RoundEventData } from '../../webhooks/payloads';
@@ -45,8 +51,11 @@ export interface GameDriver {
   runningDurationMs(round: OpenRound): number;
   /** Prepares in-memory state for a running round (also after a takeover with recoverRunning 'finish'). */
   onRunning(round: RunningRound): Promise<void>;
-  /** Work due at `now` while running (auto cash-outs); returns the live-feed payload. */
-  onTick(round: RunningRound, now: number): Promise<Record<string, unknown>>;
+  /**
+   * Work due at `now` while running (auto cash-outs); returns the live-feed payload. Its writes go
+   * through `write`, the engine's own transaction, so they too are refused once the lease is lost.
+   */
+  onTick(round: RunningRound, now: number, write: WriteTransaction): Promise<Record<string, unknown>>;
   /**
    * Inside the closing transaction: settle every open bet, return the outcome (the driver's game's)
    * and the events to record.
@@ -190,10 +199,7 @@ export class RoundEngine {
   private async tryLead(): Promise<void> {
     if (this.stopped) return;
     try {
-      const scope = this.o.operatorId ? `:${this.o.operatorId}` : '';
-      this.lease = await this.o.db.tryAcquireLease(`engine:${this.game}${scope}`, {
-        silentForMs: 3 * this.leaseCheckMs,
-      });
+      this.lease = await this.o.db.tryAcquireLease(this.leaseName, { silentForMs: 3 * this.leaseCheckMs });
     } catch (error) {
       this.o.logger.warn({ err: error, game: this.game }, 'could not reach the store to take the engine lease');
     }
@@ -269,8 +275,9 @@ export class RoundEngine {
 
   private async openRound(): Promise<void> {
     if (this.stopped || !this.lease) return;
-    // A process that was frozen past its lease (the store ended its session) must not open a round
-    // beside the new leader's: one round trip per round is a cheap fence.
+    // A process that was frozen past its lease (the store ended its session) stands down here before
+    // it touches the chain; the fence in the transaction below is what keeps it from opening a round
+    // beside the new leader's should it freeze again after this check.
     if (!(await this.lease.isHeld())) return this.standDown();
     // No playable chain (its salt is not fixed yet, or breaks the rules): the chain service has said
     // why in the log; look again later rather than play a round whose outcome could have been chosen.
@@ -279,7 +286,7 @@ export class RoundEngine {
       return;
     }
     const now = this.o.clock.now();
-    const round = await this.o.db.transaction(async (tx) => {
+    const round = await this.write(async (tx) => {
       const seed = await this.o.chain.takeSeed(tx, this.game);
       const created = await roundRepository.insert(tx, {
         game: this.game,
@@ -305,11 +312,10 @@ export class RoundEngine {
 
   private async startRunning(roundId: string): Promise<void> {
     if (!this.lease) return;
-    // The same fence as opening a round: a process frozen past its lease must not start the new
-    // leader's round.
+    // As when opening a round: a process frozen past its lease stands down before it writes.
     if (!(await this.lease.isHeld())) return this.standDown();
     const now = this.o.clock.now();
-    const found = await this.o.db.transaction(async (tx) => {
+    const found = await this.write(async (tx) => {
       const locked = await roundRepository.byIdForUpdate(tx, roundId);
       if (!locked) throw new Error(`round ${roundId} vanished`);
       // The previous leader started it after this process took the lease: ours to recover, not to skip.
@@ -349,7 +355,7 @@ export class RoundEngine {
       this.serial(async () => {
         if (this.current?.id !== round.id || this.current.status !== 'running') return;
         const at = this.o.clock.now();
-        const data = await this.o.driver.onTick(round, at);
+        const data = await this.o.driver.onTick(round, at, this.write);
         // After the tick's payouts committed, and at the same instant: every auto cash-out due by a
         // recorded heartbeat is already paid, so voiding the round later refunds only what no
         // live engine had reached.
@@ -378,7 +384,7 @@ export class RoundEngine {
 
   private async closeRound(roundId: string): Promise<void> {
     const now = this.o.clock.now();
-    const closed = await this.o.db.transaction(async (tx) => {
+    const closed = await this.write(async (tx) => {
       const r = await roundRepository.byIdForUpdate(tx, roundId);
       if (!r) throw new Error(`round ${roundId} vanished`);
       if (r.status !== 'running') return null;
@@ -402,7 +408,7 @@ export class RoundEngine {
 
   private async doVoid(round: Round, reason: string): Promise<void> {
     const now = this.o.clock.now();
-    const voided = await this.o.db.transaction(async (tx) => {
+    const voided = await this.write(async (tx) => {
       const r = await roundRepository.byIdForUpdate(tx, round.id);
       if (!r || (r.status !== 'open' && r.status !== 'running')) return null;
       const events = await this.o.driver.voidBets(tx, r, now);
@@ -420,6 +426,24 @@ export class RoundEngine {
       if (this.current?.id === voided.id) this.current = voided;
       this.emit({ type: 'round.voided', round: voided });
     }
+  }
+
+  /**
+   * Every write of the engine (and its driver's ticks): one transaction whose first statement is the
+   * lease's fence, so a process that lost the lease while it was frozen writes nothing, however late
+   * it thaws (docs/architecture.md, "Several instances"). A refusal rejects with LeaseLostError.
+   */
+  private readonly write: WriteTransaction = (work) => {
+    const lease = this.lease;
+    if (!lease) return Promise.reject(new LeaseLostError(this.leaseName));
+    return this.o.db.transaction(async (tx) => {
+      await lease.fence(tx);
+      return work(tx);
+    });
+  };
+
+  private get leaseName(): string {
+    return `engine:${this.game}${this.o.operatorId ? `:${this.o.operatorId}` : ''}`;
   }
 
   /**
@@ -450,6 +474,9 @@ export class RoundEngine {
         if (!(await this.holdsLease())) return this.standDown();
         await fn();
       } catch (error) {
+        // The fence refused a write: nothing was written, and another process may be running the
+        // rounds already. Not a failure to retry: stop touching them (standDown logs it once).
+        if (error instanceof LeaseLostError) return this.standDown();
         this.o.logger.error({ err: error, game: this.game }, 'round engine step failed; retrying');
         this.emit({ type: 'engine.error', error });
         this.later(this.retryMs, () => void this.serial(fn));
