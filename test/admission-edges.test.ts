@@ -1,10 +1,9 @@
-import { createServer, connect, type Server, type Socket } from 'node:net';
-import type { AddressInfo } from 'node:net';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { FakeClock } from '../src/clock/clock';
 import { AuthFailureLimiter } from '../src/admission/rate-limit';
 import { redisEnv, REDIS_URL, startTestApp, type TestApp } from './support/harness';
 import { send, type Signed, signB } from './support/signed-bytes';
+import { targetOf, TcpRelay, throughRelay } from './support/tcp-relay';
 
 // Admission (signature, replay record, rate limit, failed-auth throttling) seen from a client:
 // statuses, headers and bodies, against real stores and the real Redis.
@@ -18,45 +17,6 @@ async function sessionsOf(t: TestApp, operatorId: string): Promise<number> {
     operatorId,
   ]);
   return Number(row?.n ?? 0);
-}
-
-/**
- * A TCP relay to the real Redis that can be frozen: connections stay open but nothing passes either
- * way, as with a Redis stuck in a long command, swapping, or behind a stalled network path.
- */
-class FreezableRedisRelay {
-  frozen = false;
-  private server: Server | null = null;
-  private readonly sockets = new Set<Socket>();
-
-  async start(): Promise<string> {
-    const target = new URL(REDIS_URL);
-    this.server = createServer((client) => {
-      const upstream = connect(Number(target.port || 6379), target.hostname);
-      this.sockets.add(client).add(upstream);
-      client.on('data', (d) => {
-        if (!this.frozen) upstream.write(d);
-      });
-      upstream.on('data', (d) => {
-        if (!this.frozen) client.write(d);
-      });
-      const end = () => {
-        client.destroy();
-        upstream.destroy();
-      };
-      client.on('error', end).on('close', end);
-      upstream.on('error', end).on('close', end);
-    });
-    await new Promise<void>((r) => this.server!.listen(0, '127.0.0.1', () => r()));
-    return `redis://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
-  }
-
-  /** Stops accepting and drops every connection: a Redis that went away. */
-  async kill(): Promise<void> {
-    for (const s of this.sockets) s.destroy();
-    await new Promise<void>((r) => (this.server ? this.server.close(() => r()) : r()));
-    this.server = null;
-  }
 }
 
 const opened: TestApp[] = [];
@@ -156,12 +116,12 @@ describe('rate limit buckets', () => {
 });
 
 describe('when Redis stops answering', () => {
-  let relay: FreezableRedisRelay | null = null;
+  let relay: TcpRelay | null = null;
   afterAll(async () => relay?.kill());
 
   it('a stalled Redis gets 503 with Retry-After promptly, and a bad signature still its 401', async () => {
-    relay = new FreezableRedisRelay();
-    const url = await relay.start();
+    relay = new TcpRelay(targetOf(REDIS_URL, 6379));
+    const url = throughRelay(REDIS_URL, await relay.start());
     const t = await track(startTestApp({ engines: false, env: { REDIS_URL: url, REDIS_KEY_PREFIX: 'stall:' } }));
     const op = await t.createOperator();
     expect((await send(t.baseUrl, signB(op, 'GET', '/v1/settlements', undefined, Date.now()))).status).toBe(200);
@@ -183,8 +143,8 @@ describe('when Redis stops answering', () => {
   }, 60_000);
 
   it('a Redis that went away gets 503 with Retry-After, never an unchecked write', async () => {
-    const gone = new FreezableRedisRelay();
-    const url = await gone.start();
+    const gone = new TcpRelay(targetOf(REDIS_URL, 6379));
+    const url = throughRelay(REDIS_URL, await gone.start());
     const t = await track(startTestApp({ engines: false, env: { REDIS_URL: url, REDIS_KEY_PREFIX: 'gone:' } }));
     const op = await t.createOperator();
     await gone.kill();

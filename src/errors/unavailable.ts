@@ -23,3 +23,16 @@ export function addressForMessages(url: string, defaultPort?: string): string {
     return 'the configured address';
   }
 }
+
+/**
+ * The store could not be reached while serving a call (PostgreSQL restarting or failing over, the network
+ * gone, a connection the server ended): a state to retry after, which the surfaces answer 503 with
+ * Retry-After, not a fault of the call or the service. Deliberately not a DomainError: a refusal is stored
+ * under the call's idempotency key, an outage never is, so the retry with the same key runs the call again.
+ */
+export class StoreUnavailableError extends Error {
+  override readonly name = 'StoreUnavailableError';
+  constructor(cause: unknown) {
+    super(`the store cannot be reached: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
+  }
+}

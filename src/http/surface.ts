@@ -1,6 +1,7 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
 import type { Clock } from '../clock/clock';
 import { DomainError, isDomainError, type ErrorCode } from '../errors/codes';
+import { StoreUnavailableError } from '../errors/unavailable';
 import type { OperatorCredentials } from '../operators/operator';
 import type { OperatorService } from '../operators/operators';
 import { checkSignatureHeaders, verifyScreenedRequest } from '../signing/request-signature';
@@ -421,9 +422,17 @@ export function errorHandler(surface: Surface) {
   };
 }
 
+const STORE_UNAVAILABLE = {
+  code: 'SERVICE_UNAVAILABLE',
+  message: 'the service cannot reach its store right now; retry shortly',
+} as const;
+
 function classify(error: FastifyError | Error): { code: ErrorCode; message: string; headers: Record<string, string> } {
   if (error instanceof HttpProblem) return { code: error.code, message: error.message, headers: error.headers };
   if (isDomainError(error)) return { code: error.code, message: error.message, headers: {} };
+  // An outage, not a fault: the caller retries (a money call with the same idempotency key, which is safe
+  // whether or not the call reached the store before the connection went).
+  if (error instanceof StoreUnavailableError) return { ...STORE_UNAVAILABLE, headers: { 'retry-after': '1' } };
   const fe = error as FastifyError & { validation?: ValidationIssue[]; validationContext?: string };
   if (fe.validation && fe.validation.length > 0)
     return { ...describeValidation(fe.validation, fe.validationContext ?? 'body'), headers: {} };

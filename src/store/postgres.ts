@@ -9,6 +9,7 @@ import {
   type SqlExecutor,
   type SqlParam,
 } from './database';
+import { StoreUnavailableError } from '../errors/unavailable';
 
 // int8 columns hold ms timestamps and minor units, always below 2^53: read them as numbers.
 pg.types.setTypeParser(pg.types.builtins.INT8, (v) => Number(v));
@@ -51,19 +52,62 @@ const LEASE_HELD_BY_SQL = `SELECT EXISTS (
 
 const IDLE_IN_TRANSACTION_TIMEOUT_MS = 5_000;
 
+/** Socket errors of a server that is down or out of reach. */
+const NETWORK_ERRORS: ReadonlySet<string> = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'EPIPE',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+]);
+/**
+ * SQLSTATEs of a server that cannot serve now: class 08 (connection exceptions), shutting down (57P01,
+ * 57P02), starting up (57P03), out of connection slots (53300), a session ended for idling in a
+ * transaction (25P03).
+ */
+const SERVER_UNAVAILABLE = /^(08...|57P0[123]|53300|25P03)$/;
+/** node-postgres raises these without a code when the connection ends or is already gone. */
+const CONNECTION_GONE =
+  /^(Connection terminated|Client was closed and is not queryable|Client has encountered a connection error)/;
+
+/**
+ * A failure to reach the store becomes a StoreUnavailableError, which the surfaces answer with 503 and
+ * Retry-After; every other error (a constraint, a refusal a function raised) is passed on as it is.
+ */
+function unreachableAs(error: unknown): unknown {
+  if (error instanceof StoreUnavailableError || !(error instanceof Error)) return error;
+  const code = (error as { code?: unknown }).code;
+  const unavailable =
+    typeof code === 'string'
+      ? NETWORK_ERRORS.has(code) || SERVER_UNAVAILABLE.test(code)
+      : CONNECTION_GONE.test(error.message);
+  return unavailable ? new StoreUnavailableError(error) : error;
+}
+
+async function query(q: Queryable, config: string | pg.QueryConfig, params?: readonly SqlParam[]) {
+  try {
+    return await q.query(config, params as unknown[]);
+  } catch (error) {
+    throw unreachableAs(error);
+  }
+}
+
 function executorFor(q: Queryable): SqlExecutor {
   return {
     dialect: 'postgres',
     async all<T>(sql: string, params: readonly SqlParam[] = []) {
-      const r = await q.query(toPg(sql), params as unknown[]);
+      const r = await query(q, toPg(sql), params);
       return r.rows as T[];
     },
     async get<T>(sql: string, params: readonly SqlParam[] = []) {
-      const r = await q.query(toPg(sql), params as unknown[]);
+      const r = await query(q, toPg(sql), params);
       return r.rows[0] as T | undefined;
     },
     async run(sql: string, params: readonly SqlParam[] = []): Promise<RunResult> {
-      const r = await q.query(toPg(sql), params as unknown[]);
+      const r = await query(q, toPg(sql), params);
       return { changes: r.rowCount ?? 0 };
     },
   };
@@ -119,24 +163,39 @@ export class PostgresDatabase implements Database {
   }
 
   async transaction<T>(fn: (tx: SqlExecutor) => Promise<T>): Promise<T> {
-    const client = await this.pool.connect();
+    let client: pg.PoolClient;
     try {
-      await client.query('BEGIN');
+      client = await this.pool.connect();
+    } catch (error) {
+      throw unreachableAs(error);
+    }
+    // While a client is checked out the pool stops listening for its errors. A connection the server
+    // ends between two statements (a restart, a failover, pg_terminate_backend, the idle-in-transaction
+    // timeout) would then raise an unhandled 'error' and end the process. Kept here instead: the
+    // transaction's next statement fails, and the dead client is dropped rather than pooled again.
+    let lost: Error | undefined;
+    const onLost = (error: Error): void => {
+      lost ??= error;
+    };
+    client.on('error', onLost);
+    try {
+      await query(client, 'BEGIN');
       const value = await fn(executorFor(client));
-      await client.query('COMMIT');
+      await query(client, 'COMMIT');
       return value;
     } catch (error) {
       await client.query('ROLLBACK').catch(() => {});
       throw error;
     } finally {
-      client.release();
+      client.off('error', onLost);
+      client.release(lost);
     }
   }
 
   async prepared<T>(name: string, sql: string, params: readonly SqlParam[]): Promise<T[]> {
     // Outside BEGIN … COMMIT the statement is its own transaction: one round trip, committed (and,
     // with synchronous_commit on, flushed to the server's log) before the result comes back.
-    const r = await this.pool.query({ name, text: toPg(sql), values: params as unknown[] });
+    const r = await query(this.pool, { name, text: toPg(sql), values: params as unknown[] });
     return r.rows as T[];
   }
 

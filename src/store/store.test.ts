@@ -359,6 +359,35 @@ describe.each(STORES)('store contract on %s', (kind) => {
       await lease.release();
     });
 
+    it('fails a transaction whose connection the server ends mid-way, and the process lives on', async () => {
+      // A restart, a failover, a DBA's pg_terminate_backend or the idle-in-transaction timeout end a
+      // connection while the transaction's own code runs between two statements. That used to surface as
+      // an unhandled 'error' event on the checked-out client, which ends the whole process.
+      await insertOperator('a');
+      const admin = new PostgresDatabaseClass({ connectionString: PG_URL });
+      const unhandled: unknown[] = [];
+      const onUncaught = (error: unknown): void => void unhandled.push(error);
+      process.on('uncaughtException', onUncaught);
+      try {
+        const failed = db.transaction(async (tx) => {
+          await tx.run(`UPDATE operators SET name = 'half-done' WHERE id = 'a'`);
+          const me = await tx.get<{ pid: number }>('SELECT pg_backend_pid() AS pid');
+          await admin.get('SELECT pg_terminate_backend(?)', [me!.pid]);
+          // The server's notice arrives while no statement of this transaction is in flight.
+          await new Promise((resolve) => setTimeout(resolve, 300));
+          await tx.run(`UPDATE operators SET name = 'never' WHERE id = 'a'`);
+        });
+        await expect(failed).rejects.toThrow();
+        expect(unhandled).toEqual([]);
+        // Nothing of it was committed, and the pool hands out a live connection for the next transaction.
+        const row = await db.transaction((tx) => tx.get<{ name: string }>(`SELECT name FROM operators WHERE id = 'a'`));
+        expect(row?.name).toBe('n');
+      } finally {
+        process.off('uncaughtException', onUncaught);
+        await admin.close();
+      }
+    });
+
     it('scopes a lease to the schema named in the connection URL', async () => {
       const pgdb = db as PostgresDatabase;
       const other = await freshDatabase('postgres');

@@ -1,0 +1,88 @@
+import { randomBytes } from 'node:crypto';
+import { request } from 'undici';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { client, eventually, PG_URL, startTestApp, type TestApp, type TestOperator } from './support/harness';
+import { send, signB } from './support/signed-bytes';
+import { targetOf, TcpRelay, throughRelay } from './support/tcp-relay';
+
+/**
+ * PostgreSQL goes out of reach while the service runs (a restart, a failover, the network), seen from an
+ * operator: every call that needs the store gets 503 with Retry-After in its surface's shape, as the
+ * published document says for shared state out of reach, never a 500; the process stays up; and once the
+ * store is back, the same money call under the same idempotency key does what it was asked, once.
+ * The store is the real server, reached through a relay the test takes down and brings back.
+ */
+describe('PostgreSQL out of reach while the service runs', () => {
+  const relay = new TcpRelay(targetOf(PG_URL, 5432));
+  let t: TestApp;
+  let op: TestOperator;
+  let callA: ReturnType<typeof client>;
+
+  beforeAll(async () => {
+    const port = await relay.start();
+    t = await startTestApp({
+      store: 'postgres',
+      connectVia: throughRelay(PG_URL, port),
+      // One long betting window: the bets below have an open round before, during and after the outage.
+      env: { CRASH_BETTING_WINDOW_MS: '120000', ENGINE_LEASE_CHECK_MS: '250' },
+    });
+    op = await t.createOperator();
+    callA = client(t.baseUrl, op);
+  }, 60_000);
+  afterAll(async () => {
+    await relay.start().catch(() => {});
+    await t?.close();
+    await relay.kill();
+  });
+
+  const placeBet = (key: string, player: string) =>
+    callA('POST', '/api/public/v1/place-bet', { external_user_id: player, amount: 150 }, { idempotencyKey: key });
+
+  it('answers 503 with Retry-After on both surfaces, stays up, and takes the retried bet once when it is back', async () => {
+    const before = await placeBet(randomBytes(8).toString('hex'), 'before');
+    expect(before.status).toBe(200);
+
+    await relay.kill();
+    const key = randomBytes(8).toString('hex');
+    const calls = [
+      await placeBet(key, 'during'),
+      await callA('POST', '/api/public/v1/cashout', { bet_id: before.body.bet_id }, { idempotencyKey: 'c1' }),
+      await callA('GET', `/api/public/v1/bets/${before.body.bet_id}`),
+    ];
+    for (const r of calls) {
+      expect(r.status).toBe(503);
+      expect(r.headers['retry-after']).toBe('1');
+      expect(r.body).toMatchObject({ code: 'SERVICE_UNAVAILABLE', error: expect.stringMatching(/retry/) });
+      expect(typeof r.body.trace_id).toBe('string');
+    }
+    const surfaceB = await send(t.baseUrl, signB(op, 'GET', '/v1/settlements', undefined, Date.now()));
+    expect(surfaceB.status).toBe(503);
+    expect(surfaceB.headers['retry-after']).toBe('1');
+    expect(surfaceB.body.error).toBe('SERVICE_UNAVAILABLE');
+    // The process lives on: its health probe answers while its store is away.
+    expect((await request(`${t.baseUrl}/healthz`)).statusCode).toBe(200);
+
+    await relay.start();
+    // The operator's retry: same key, same body, signed afresh.
+    const retried = await eventually(
+      async () => {
+        const r = await placeBet(key, 'during');
+        return r.status === 503 ? undefined : r;
+      },
+      15_000,
+      100,
+    );
+    expect(retried.status).toBe(200);
+    expect(retried.headers['idempotent-replay']).toBeUndefined();
+    expect(retried.body).toMatchObject({ external_user_id: 'during', amount: 150 });
+    const again = await placeBet(key, 'during');
+    expect(again.status).toBe(200);
+    expect(again.headers['idempotent-replay']).toBe('true');
+    expect(again.body).toEqual(retried.body);
+    const stored = await t.app.db.all<{ id: string }>(
+      `SELECT id FROM bets WHERE operator_id = ? AND player = 'during'`,
+      [op.id],
+    );
+    expect(stored.map((b) => b.id)).toEqual([retried.body.bet_id]);
+  }, 60_000);
+});
