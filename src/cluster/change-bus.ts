@@ -2,7 +2,7 @@ import { EventEmitter } from 'node:events';
 import pg from 'pg';
 import type { Logger } from 'pino';
 import type { SqlExecutor } from '../store/database';
-import type { PostgresDatabase } from '../store/postgres';
+import { DEFAULT_STORE_TIMEOUT_MS, type PostgresDatabase } from '../store/postgres';
 
 /**
  * Small messages between the instances of one deployment: "operator X changed", "a live tick".
@@ -22,6 +22,11 @@ export type BusChannel = 'operators' | 'live';
 
 /** PostgreSQL NOTIFY carries at most 8000 bytes; the feed's ticks stay far below it. */
 export const MAX_PAYLOAD_BYTES = 7_900;
+
+/** How often the LISTEN connection is asked for an answer, so a stalled one is noticed and replaced. */
+const LISTENER_PING_MS = 5_000;
+/** How long a closing bus waits for the server to see its LISTEN connection off before dropping it. */
+const CLOSE_GRACE_MS = 1_000;
 
 /** One process, one store (SQLite): delivery is a local event. */
 export class LocalChangeBus implements ChangeBus {
@@ -62,12 +67,14 @@ export class PostgresChangeBus implements ChangeBus {
   private connecting: Promise<void> | null = null;
   private closed = false;
   private retryTimer: NodeJS.Timeout | null = null;
+  private pingTimer: NodeJS.Timeout | null = null;
   private prefixLookup: Promise<string> | null = null;
 
   constructor(
     private readonly db: PostgresDatabase,
     private readonly logger?: Logger,
     private readonly retryMs = 1_000,
+    private readonly pingMs = LISTENER_PING_MS,
   ) {
     this.emitter.setMaxListeners(0);
   }
@@ -120,10 +127,18 @@ export class PostgresChangeBus implements ChangeBus {
 
   private async connect(): Promise<void> {
     const { connectionString, schema } = this.db.options;
-    const client = new pg.Client({ connectionString, options: schema ? `-c search_path=${schema}` : undefined });
+    const timeoutMs = this.db.options.timeoutMs ?? DEFAULT_STORE_TIMEOUT_MS;
+    const client = new pg.Client({
+      connectionString,
+      options: schema ? `-c search_path=${schema}` : undefined,
+      // A server that stops answering fails the ping below instead of leaving the bus deaf.
+      connectionTimeoutMillis: timeoutMs,
+      query_timeout: timeoutMs,
+    });
     const lost = (err?: unknown) => {
       if (this.listener !== client) return;
       this.listener = null;
+      this.stopPinging();
       client.end().catch(() => {});
       if (this.closed) return;
       this.logger?.warn({ err }, 'lost the PostgreSQL LISTEN connection; reconnecting');
@@ -154,8 +169,17 @@ export class PostgresChangeBus implements ChangeBus {
       return;
     }
     this.listener = client;
+    // A connection that stalls (a network path that drops packets, a host gone without a reset) raises
+    // no error by itself: NOTIFYs just stop. An unanswered ping within the timeout counts as lost.
+    this.pingTimer = setInterval(() => void client.query('SELECT 1').catch(lost), this.pingMs);
+    this.pingTimer.unref();
     // Whatever was published while nobody listened is lost: caches start over.
     this.emitter.emit('resync');
+  }
+
+  private stopPinging(): void {
+    if (this.pingTimer) clearInterval(this.pingTimer);
+    this.pingTimer = null;
   }
 
   private scheduleRetry(): void {
@@ -171,9 +195,20 @@ export class PostgresChangeBus implements ChangeBus {
     this.closed = true;
     if (this.retryTimer) clearTimeout(this.retryTimer);
     await this.connecting?.catch(() => {});
+    this.stopPinging();
     const client = this.listener;
     this.listener = null;
     this.emitter.removeAllListeners();
-    await client?.end().catch(() => {});
+    if (!client) return;
+    // A graceful end waits for the server to close the socket, which a stalled one never does: past a
+    // short grace the socket is dropped, so a shutdown is not held for as long as TCP takes to give up.
+    const ended = client.end().then(
+      () => true,
+      () => true,
+    );
+    const grace = new Promise<false>((resolve) => setTimeout(() => resolve(false), CLOSE_GRACE_MS).unref());
+    if (!(await Promise.race([ended, grace]))) {
+      (client as unknown as { connection?: { stream?: { destroy(): void } } }).connection?.stream?.destroy();
+    }
   }
 }

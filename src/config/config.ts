@@ -22,6 +22,11 @@ export interface Config {
    * trip, so a few connections per core of the database keep it busy; more only queue inside it.
    */
   databasePoolSize: number;
+  /**
+   * The longest PostgreSQL may leave a statement unanswered, or a call wait for a connection
+   * (STORE_TIMEOUT_MS): past it the call answers 503 with Retry-After and its connection is dropped.
+   */
+  storeTimeoutMs: number;
   /** Shared fast state across instances (rate-limit buckets, seen signatures, login throttling); null: in process. */
   redisUrl: string | null;
   /** Put before every Redis key, so several deployments (or test runs) can share one Redis. */
@@ -337,6 +342,7 @@ export function loadConfig(env: Env = process.env, options: { serving?: boolean 
     dataDir: resolve(env.DATA_DIR || './data'),
     databaseUrl,
     databasePoolSize: int(env, 'DATABASE_POOL_SIZE', 10, 1, 500),
+    storeTimeoutMs: int(env, 'STORE_TIMEOUT_MS', 30_000, 100, 600_000),
     redisUrl,
     redisKeyPrefix: env.REDIS_KEY_PREFIX || 'rbs:',
     masterKey,

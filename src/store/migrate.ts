@@ -44,10 +44,19 @@ const MIGRATIONS: Record<string, Migration> = {
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };
 
 export async function migrate(db: SqliteDatabase | PostgresDatabase): Promise<string[]> {
-  const kysely =
-    db.dialect === 'sqlite'
-      ? new Kysely<unknown>({ dialect: new SqliteDialect({ database: db.raw }) })
-      : new Kysely<unknown>({ dialect: new PostgresDialect({ pool: db.pool }) });
+  if (db.dialect === 'sqlite') {
+    return runMigrations(db, new Kysely<unknown>({ dialect: new SqliteDialect({ database: db.raw }) }));
+  }
+  // A pool of the migrations' own, without the deadline the service's statements have.
+  const pool = db.migrationPool();
+  try {
+    return await runMigrations(db, new Kysely<unknown>({ dialect: new PostgresDialect({ pool }) }));
+  } finally {
+    await pool.end();
+  }
+}
+
+async function runMigrations(db: SqliteDatabase | PostgresDatabase, kysely: Kysely<unknown>): Promise<string[]> {
   // Kysely finds its bookkeeping tables by introspection across schemas: name ours explicitly so
   // databases holding several schemas (one per test run, say) never mistake another's for ours.
   const migrator = new Migrator({
@@ -59,7 +68,7 @@ export async function migrate(db: SqliteDatabase | PostgresDatabase): Promise<st
   if (error) throw error instanceof Error ? error : new Error(String(error));
   // The migrations changed tables behind the adapter's statement cache (they ran on db.raw).
   if (db.dialect === 'sqlite') db.schemaChanged();
-  // Kysely's destroy would close the connection we still use; nothing else holds resources.
+  // The pool is ended by migrate(); on SQLite, Kysely's destroy would close the connection still in use.
   return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
 }
 

@@ -15,11 +15,11 @@ const STORE_CONNECT_TIMEOUT_MS = 10_000;
 
 /** Embedded SQLite under DATA_DIR by default; PostgreSQL when DATABASE_URL says so. Migrates on open. */
 export async function openDatabase(
-  config: Pick<Config, 'databaseUrl' | 'dataDir'> & Partial<Pick<Config, 'databasePoolSize'>>,
+  config: Pick<Config, 'databaseUrl' | 'dataDir'> & Partial<Pick<Config, 'databasePoolSize' | 'storeTimeoutMs'>>,
   options: { schema?: string } = {},
 ): Promise<Database> {
   const db = config.databaseUrl
-    ? await openPostgres(config.databaseUrl, options.schema, config.databasePoolSize)
+    ? await openPostgres(config.databaseUrl, options.schema, config.databasePoolSize, config.storeTimeoutMs)
     : openSqlite(join(config.dataDir, 'service.db'));
   try {
     await migrate(db);
@@ -34,8 +34,9 @@ async function openPostgres(
   url: string,
   schema: string | undefined,
   poolSize: number | undefined,
+  timeoutMs: number | undefined,
 ): Promise<PostgresDatabase> {
-  const db = new PostgresDatabase({ connectionString: url, schema, poolSize });
+  const db = new PostgresDatabase({ connectionString: url, schema, poolSize, timeoutMs });
   try {
     await db.checkAnswers(STORE_CONNECT_TIMEOUT_MS);
   } catch (error) {

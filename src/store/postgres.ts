@@ -26,8 +26,6 @@ function toPg(sql: string): string {
   return out;
 }
 
-type Queryable = pg.Pool | pg.PoolClient;
-
 /**
  * The advisory keys of a lease: the lease key its holder's session keeps locked, and the fence key its
  * writes and a takeover meet on (Lease.fence). The lease key is derived as it always was, so processes
@@ -69,9 +67,22 @@ const NETWORK_ERRORS: ReadonlySet<string> = new Set([
  * transaction (25P03).
  */
 const SERVER_UNAVAILABLE = /^(08...|57P0[123]|53300|25P03)$/;
-/** node-postgres raises these without a code when the connection ends or is already gone. */
-const CONNECTION_GONE =
-  /^(Connection terminated|Client was closed and is not queryable|Client has encountered a connection error)/;
+/**
+ * node-postgres raises these without a code: the connection ended or is already gone, or the pool found
+ * no connection within its timeout.
+ */
+const CONNECTION_GONE = new RegExp(
+  [
+    '^Connection terminated',
+    '^Client was closed and is not queryable',
+    '^Client has encountered a connection error',
+    '^timeout exceeded when trying to connect',
+    '^Query read timeout',
+  ].join('|'),
+);
+
+/** How long a statement, or the wait for a pooled connection, may go unanswered by default (STORE_TIMEOUT_MS). */
+export const DEFAULT_STORE_TIMEOUT_MS = 30_000;
 
 /**
  * A failure to reach the store becomes a StoreUnavailableError, which the surfaces answer with 503 and
@@ -87,27 +98,105 @@ function unreachableAs(error: unknown): unknown {
   return unavailable ? new StoreUnavailableError(error) : error;
 }
 
-async function query(q: Queryable, config: string | pg.QueryConfig, params?: readonly SqlParam[]) {
+type Run = (config: string | pg.QueryConfig, params?: readonly SqlParam[]) => Promise<pg.QueryResult>;
+
+/** One statement on its own pooled connection, its failure to reach the store turned into StoreUnavailableError. */
+function runOn(q: pg.Pool): Run {
+  return async (config, params) => {
+    try {
+      return await q.query(config, params as unknown[]);
+    } catch (error) {
+      throw unreachableAs(error);
+    }
+  };
+}
+
+/**
+ * Ends every connection of a pool that has waited longer than `timeoutMs` on one statement. A server that
+ * stops answering (a stalled network path, a host gone without a reset, a server stuck on its disk) would
+ * otherwise hold the call, and the connection, for as long as TCP takes to give up: many minutes. Ending a
+ * connection with a statement in flight drops its socket, so the statement fails as "Connection
+ * terminated" (StoreUnavailableError: a 503 the caller retries under its key) and the server rolls back
+ * what it had not committed.
+ *
+ * Watched per statement, not with a timer per statement (which costs the hot path 10–30 µs a call here):
+ * a pool query is one statement per checkout, so the checkout is timed; a transaction's connection is
+ * timed only while one of its statements runs (the server's idle-in-transaction timeout bounds the rest),
+ * so a long transaction of short statements (voiding a large round) is never cut off.
+ */
+class StatementWatch {
+  private readonly since = new Map<pg.PoolClient, number>();
+  private readonly timer: NodeJS.Timeout;
+
+  constructor(
+    pool: pg.Pool,
+    private readonly timeoutMs: number,
+  ) {
+    pool.on('acquire', (client) => this.busy(client));
+    pool.on('release', (_error, client) => this.idle(client));
+    pool.on('remove', (client) => this.idle(client as pg.PoolClient));
+    this.timer = setInterval(() => this.sweep(), Math.max(25, Math.min(1_000, Math.floor(timeoutMs / 4))));
+    this.timer.unref();
+  }
+
+  busy(client: pg.PoolClient): void {
+    this.since.set(client, performance.now());
+  }
+
+  idle(client: pg.PoolClient): void {
+    this.since.delete(client);
+  }
+
+  stop(): void {
+    clearInterval(this.timer);
+  }
+
+  private sweep(): void {
+    const now = performance.now();
+    for (const [client, at] of this.since) {
+      if (now - at < this.timeoutMs) continue;
+      this.since.delete(client);
+      (client as pg.PoolClient & pg.Client).end().catch(() => {});
+    }
+  }
+}
+
+/** A statement of a transaction, timed by the watch while it runs. */
+function runIn(client: pg.PoolClient, watch: StatementWatch): Run {
+  return async (config, params) => {
+    watch.busy(client);
+    try {
+      return await client.query(config, params as unknown[]);
+    } catch (error) {
+      throw unreachableAs(error);
+    } finally {
+      watch.idle(client);
+    }
+  };
+}
+
+/** A pooled connection, or StoreUnavailableError when none can be had (the server down, none free in time). */
+async function connectTo(pool: pg.Pool): Promise<pg.PoolClient> {
   try {
-    return await q.query(config, params as unknown[]);
+    return await pool.connect();
   } catch (error) {
     throw unreachableAs(error);
   }
 }
 
-function executorFor(q: Queryable): SqlExecutor {
+function executorFor(run: Run): SqlExecutor {
   return {
     dialect: 'postgres',
     async all<T>(sql: string, params: readonly SqlParam[] = []) {
-      const r = await query(q, toPg(sql), params);
+      const r = await run(toPg(sql), params);
       return r.rows as T[];
     },
     async get<T>(sql: string, params: readonly SqlParam[] = []) {
-      const r = await query(q, toPg(sql), params);
+      const r = await run(toPg(sql), params);
       return r.rows[0] as T | undefined;
     },
     async run(sql: string, params: readonly SqlParam[] = []): Promise<RunResult> {
-      const r = await query(q, toPg(sql), params);
+      const r = await run(toPg(sql), params);
       return { changes: r.rowCount ?? 0 };
     },
   };
@@ -116,6 +205,11 @@ function executorFor(q: Queryable): SqlExecutor {
 export interface PostgresOptions {
   connectionString: string;
   poolSize?: number;
+  /**
+   * The longest a statement may go unanswered, and a call may wait for a pooled connection or a new one
+   * (STORE_TIMEOUT_MS; DEFAULT_STORE_TIMEOUT_MS): past it the call fails as StoreUnavailableError.
+   */
+  timeoutMs?: number;
   /** Isolates a test run's tables in its own schema. */
   schema?: string;
 }
@@ -128,11 +222,17 @@ export class PostgresDatabase implements Database {
   /** A few read-only sessions of their own, so page reads never wait for a writer's pooled connection. */
   private readonly readPool: pg.Pool;
   readonly reads: SqlExecutor;
+  private readonly timeoutMs: number;
+  private readonly writeRun: Run;
+  private readonly writeWatch: StatementWatch;
+  private readonly readWatch: StatementWatch;
 
   constructor(readonly options: PostgresOptions) {
+    this.timeoutMs = options.timeoutMs ?? DEFAULT_STORE_TIMEOUT_MS;
     this.pool = new pg.Pool({
       connectionString: options.connectionString,
       max: options.poolSize ?? 10,
+      connectionTimeoutMillis: this.timeoutMs,
       options: options.schema ? `-c search_path=${options.schema}` : undefined,
       // Transactions here never wait on anything but their own statements (see Database.transaction),
       // so one idle this long belongs to a frozen or vanished process: the server ends it and frees its
@@ -141,15 +241,34 @@ export class PostgresDatabase implements Database {
     });
     // An idle client that dies must not crash the process; the pool replaces it.
     this.pool.on('error', () => {});
-    this.executor = executorFor(this.pool);
+    this.writeWatch = new StatementWatch(this.pool, this.timeoutMs);
+    this.writeRun = runOn(this.pool);
+    this.executor = executorFor(this.writeRun);
     const searchPath = options.schema ? `-c search_path=${options.schema} ` : '';
     this.readPool = new pg.Pool({
       connectionString: options.connectionString,
       max: 2,
+      connectionTimeoutMillis: this.timeoutMs,
       options: `${searchPath}-c default_transaction_read_only=on`,
     });
     this.readPool.on('error', () => {});
-    this.reads = executorFor(this.readPool);
+    this.readWatch = new StatementWatch(this.readPool, this.timeoutMs);
+    this.reads = executorFor(runOn(this.readPool));
+  }
+
+  /**
+   * A pool for one run of the migrations, without the statement deadline: a migration may rewrite a large
+   * table for minutes (docs/deployment.md, "Upgrades"). The caller ends it.
+   */
+  migrationPool(): pg.Pool {
+    const pool = new pg.Pool({
+      connectionString: this.options.connectionString,
+      max: 2,
+      options: this.options.schema ? `-c search_path=${this.options.schema}` : undefined,
+      connectionTimeoutMillis: this.timeoutMs,
+    });
+    pool.on('error', () => {});
+    return pool;
   }
 
   all<T>(sql: string, params?: readonly SqlParam[]): Promise<T[]> {
@@ -163,12 +282,7 @@ export class PostgresDatabase implements Database {
   }
 
   async transaction<T>(fn: (tx: SqlExecutor) => Promise<T>): Promise<T> {
-    let client: pg.PoolClient;
-    try {
-      client = await this.pool.connect();
-    } catch (error) {
-      throw unreachableAs(error);
-    }
+    const client = await connectTo(this.pool);
     // While a client is checked out the pool stops listening for its errors. A connection the server
     // ends between two statements (a restart, a failover, pg_terminate_backend, the idle-in-transaction
     // timeout) would then raise an unhandled 'error' and end the process. Kept here instead: the
@@ -178,13 +292,19 @@ export class PostgresDatabase implements Database {
       lost ??= error;
     };
     client.on('error', onLost);
+    // Its time between statements is the server's idle-in-transaction timeout's to bound.
+    this.writeWatch.idle(client);
+    const run = runIn(client, this.writeWatch);
     try {
-      await query(client, 'BEGIN');
-      const value = await fn(executorFor(client));
-      await query(client, 'COMMIT');
+      await run('BEGIN');
+      const value = await fn(executorFor(run));
+      await run('COMMIT');
       return value;
     } catch (error) {
-      await client.query('ROLLBACK').catch(() => {});
+      // A connection that failed, or still waits on an unanswered statement, is dropped, not rolled back:
+      // the server rolls back what it had not committed once the connection goes.
+      if (error instanceof StoreUnavailableError) lost ??= error;
+      else await client.query('ROLLBACK').catch(() => {});
       throw error;
     } finally {
       client.off('error', onLost);
@@ -195,7 +315,7 @@ export class PostgresDatabase implements Database {
   async prepared<T>(name: string, sql: string, params: readonly SqlParam[]): Promise<T[]> {
     // Outside BEGIN … COMMIT the statement is its own transaction: one round trip, committed (and,
     // with synchronous_commit on, flushed to the server's log) before the result comes back.
-    const r = await query(this.pool, { name, text: toPg(sql), values: params as unknown[] });
+    const r = await this.writeRun({ name, text: toPg(sql), values: params as unknown[] });
     return r.rows as T[];
   }
 
@@ -205,6 +325,9 @@ export class PostgresDatabase implements Database {
     const client = new pg.Client({
       connectionString: this.options.connectionString,
       options: this.options.schema ? `-c search_path=${this.options.schema}` : undefined,
+      // A stalled server must not hold the engine in tryLead or isHeld: unanswered, the lease is not held.
+      connectionTimeoutMillis: this.timeoutMs,
+      query_timeout: this.timeoutMs,
     });
     let alive = true;
     client.on('error', () => (alive = false));
@@ -321,6 +444,8 @@ export class PostgresDatabase implements Database {
   }
 
   async close(): Promise<void> {
+    this.writeWatch.stop();
+    this.readWatch.stop();
     await this.readPool.end();
     await this.pool.end();
   }

@@ -4,6 +4,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { eventually, freshDatabase, PG_URL, STORES } from '../../test/support/harness';
 import { endLeaseSession, fenceWaiters } from '../../test/support/lease-sessions';
 import { DomainError } from '../errors/codes';
+import { StoreUnavailableError } from '../errors/unavailable';
 import { IdempotencyService } from '../idempotency/idempotency';
 import { type Database, LeaseLostError, type SqlExecutor, type SqlParam } from './database';
 import { migrate } from './migrate';
@@ -385,6 +386,35 @@ describe.each(STORES)('store contract on %s', (kind) => {
       } finally {
         process.off('uncaughtException', onUncaught);
         await admin.close();
+      }
+    });
+
+    it('gives up on a statement past its deadline, but never on a migration', async () => {
+      const { connectionString, schema } = (db as PostgresDatabase).options;
+      const bounded = new PostgresDatabaseClass({ connectionString, schema, poolSize: 1, timeoutMs: 200 });
+      try {
+        await expect(bounded.get('SELECT pg_sleep(0.6)')).rejects.toBeInstanceOf(StoreUnavailableError);
+        await expect(bounded.transaction((tx) => tx.get('SELECT pg_sleep(0.6)'))).rejects.toBeInstanceOf(
+          StoreUnavailableError,
+        );
+        // The connection that waited was dropped: the next statement gets a fresh one and its answer.
+        expect(await bounded.get<{ x: number }>('SELECT 1 AS x')).toEqual({ x: 1 });
+        // A transaction of short statements may outlast the deadline (voiding a large round settles its
+        // bets one by one): only a statement left unanswered is given up on.
+        const long = bounded.transaction(async (tx) => {
+          for (let i = 0; i < 5; i++) await tx.get('SELECT pg_sleep(0.1)');
+          return 'done';
+        });
+        await expect(long).resolves.toBe('done');
+        const migrations = bounded.migrationPool();
+        try {
+          // A migration may rewrite a large table for minutes: its pool has no deadline.
+          await expect(migrations.query('SELECT pg_sleep(0.6)')).resolves.toBeDefined();
+        } finally {
+          await migrations.end();
+        }
+      } finally {
+        await bounded.close();
       }
     });
 

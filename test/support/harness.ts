@@ -39,8 +39,11 @@ export const STORES: StoreKind[] = (process.env.TEST_STORES?.split(',') as Store
 /** A fresh, migrated database: a temp SQLite file, or a throwaway schema in the test PostgreSQL. */
 export async function freshDatabase(
   kind: StoreKind,
-  /** PostgreSQL: where the store connects (a relay in front of the test server, say); the schema is made on PG_URL. */
-  connectVia: string = PG_URL,
+  /**
+   * PostgreSQL: where the store connects (a relay in front of the test server, say; the schema is made on
+   * PG_URL), and its statement timeout.
+   */
+  postgres: { connectVia?: string; timeoutMs?: number } = {},
 ): Promise<{ db: Database; dispose(): Promise<void>; url: string | null; dataDir: string; schema?: string }> {
   const dataDir = mkdtempSync(join(tmpdir(), 'rbs-test-'));
   if (kind === 'sqlite') {
@@ -53,7 +56,8 @@ export async function freshDatabase(
   await admin.connect();
   await admin.query(`CREATE SCHEMA ${schema}`);
   await admin.end();
-  const db = new PostgresDatabase({ connectionString: connectVia, schema });
+  const connectVia = postgres.connectVia ?? PG_URL;
+  const db = new PostgresDatabase({ connectionString: connectVia, schema, timeoutMs: postgres.timeoutMs });
   await migrate(db);
   return {
     db,
@@ -121,13 +125,13 @@ export async function startTestApp(
     beforeStart?: (db: Database) => Promise<void>;
     /** Another instance to share a PostgreSQL schema (and master key) with: a second replica. */
     replicaOf?: TestApp;
-    /** PostgreSQL: the URL the app's store connects to instead of PG_URL (a relay in front of it). */
-    connectVia?: string;
+    /** PostgreSQL: the URL the app's store connects to instead of PG_URL (a relay in front), its timeout. */
+    postgres?: { connectVia?: string; timeoutMs?: number };
   } = {},
 ): Promise<TestApp> {
   const fresh = options.replicaOf
     ? await replicaDatabase(options.replicaOf)
-    : await freshDatabase(options.store ?? 'sqlite', options.connectVia);
+    : await freshDatabase(options.store ?? 'sqlite', options.postgres);
   await options.beforeStart?.(fresh.db);
   const base = options.replicaOf?.config;
   const config = {
