@@ -41,6 +41,20 @@ describe('PostgreSQL out of reach while the service runs', () => {
 
   const placeBet = (key: string, player: string) =>
     callA('POST', '/api/public/v1/place-bet', { external_user_id: player, amount: 150 }, { idempotencyKey: key });
+  /** The operator's retry once the store is back: the same key and body, signed afresh, until not a 503. */
+  const retryUntilServed = (key: string, player: string) =>
+    eventually(
+      async () => {
+        const r = await placeBet(key, player);
+        return r.status === 503 ? undefined : r;
+      },
+      15_000,
+      100,
+    );
+  const betIdsOf = async (player: string) =>
+    (
+      await t.app.db.all<{ id: string }>('SELECT id FROM bets WHERE operator_id = ? AND player = ?', [op.id, player])
+    ).map((b) => b.id);
 
   it('answers 503 with Retry-After on both surfaces, stays up, and takes the retried bet once it is back', async () => {
     const before = await placeBet(randomBytes(8).toString('hex'), 'before');
@@ -68,14 +82,7 @@ describe('PostgreSQL out of reach while the service runs', () => {
 
     await relay.start();
     // The operator's retry: same key, same body, signed afresh.
-    const retried = await eventually(
-      async () => {
-        const r = await placeBet(key, 'during');
-        return r.status === 503 ? undefined : r;
-      },
-      15_000,
-      100,
-    );
+    const retried = await retryUntilServed(key, 'during');
     expect(retried.status).toBe(200);
     expect(retried.headers['idempotent-replay']).toBeUndefined();
     expect(retried.body).toMatchObject({ external_user_id: 'during', amount: 150 });
@@ -83,11 +90,7 @@ describe('PostgreSQL out of reach while the service runs', () => {
     expect(again.status).toBe(200);
     expect(again.headers['idempotent-replay']).toBe('true');
     expect(again.body).toEqual(retried.body);
-    const stored = await t.app.db.all<{ id: string }>(
-      `SELECT id FROM bets WHERE operator_id = ? AND player = 'during'`,
-      [op.id],
-    );
-    expect(stored.map((b) => b.id)).toEqual([retried.body.bet_id]);
+    expect(await betIdsOf('during')).toEqual([retried.body.bet_id]);
   }, 60_000);
 
   it('gives up on a store that stops answering within its timeout (503), and takes the retried bet once', async () => {
@@ -107,20 +110,9 @@ describe('PostgreSQL out of reach while the service runs', () => {
 
     // The connections that stalled were dropped (what passed while frozen is lost, so they could not be
     // trusted again); the retry runs on fresh ones.
-    const retried = await eventually(
-      async () => {
-        const r = await placeBet(key, 'stalled');
-        return r.status === 503 ? undefined : r;
-      },
-      15_000,
-      100,
-    );
+    const retried = await retryUntilServed(key, 'stalled');
     expect(retried.status).toBe(200);
-    const stored = await t.app.db.all<{ id: string }>(
-      `SELECT id FROM bets WHERE operator_id = ? AND player = 'stalled'`,
-      [op.id],
-    );
-    expect(stored.map((b) => b.id)).toEqual([retried.body.bet_id]);
+    expect(await betIdsOf('stalled')).toEqual([retried.body.bet_id]);
 
     // The LISTEN connection went through the stall too: stopping does not wait on it for TCP to give up.
     const stopping = Date.now();
