@@ -171,7 +171,17 @@ export class PostgresChangeBus implements ChangeBus {
     this.listener = client;
     // A connection that stalls (a network path that drops packets, a host gone without a reset) raises
     // no error by itself: NOTIFYs just stop. An unanswered ping within the timeout counts as lost.
-    this.pingTimer = setInterval(() => void client.query('SELECT 1').catch(lost), this.pingMs);
+    let pinging = false;
+    const ping = (): void => {
+      // One ping at a time: a connection takes one statement at a time, and an unanswered ping ends it.
+      if (pinging) return;
+      pinging = true;
+      client.query('SELECT 1').then(
+        () => (pinging = false),
+        (err: unknown) => lost(err),
+      );
+    };
+    this.pingTimer = setInterval(ping, this.pingMs);
     this.pingTimer.unref();
     // Whatever was published while nobody listened is lost: caches start over.
     this.emitter.emit('resync');
