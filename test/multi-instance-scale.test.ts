@@ -4,6 +4,7 @@ import pg from 'pg';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApp } from '../src/app';
+import { listenerName } from '../src/cluster/change-bus';
 import { DEFAULT_OPERATOR_SETTINGS } from '../src/operators/operator';
 import { signRequest } from '../src/signing/request-signature';
 import { PostgresDatabase } from '../src/store/postgres';
@@ -128,8 +129,8 @@ describe('two instances on one PostgreSQL schema behave as one service', () => {
         try {
           const r = await admin.query(
             `SELECT ${terminate ? 'pg_terminate_backend(pid)' : 'pid'} AS x FROM pg_stat_activity
-              WHERE pid <> pg_backend_pid() AND query LIKE $1`,
-            [`LISTEN "rbs_${a.schema}_%`],
+              WHERE pid <> pg_backend_pid() AND application_name = $1`,
+            [listenerName(`rbs_${a.schema}`)],
           );
           return r.rowCount ?? 0;
         } finally {

@@ -23,6 +23,9 @@ export type BusChannel = 'operators' | 'live';
 /** PostgreSQL NOTIFY carries at most 8000 bytes; the feed's ticks stay far below it. */
 export const MAX_PAYLOAD_BYTES = 7_900;
 
+/** The application_name of a deployment's LISTEN connection (its channel prefix names the deployment). */
+export const listenerName = (prefix: string): string => `rbs-listen ${prefix}`;
+
 /** How often the LISTEN connection is asked for an answer, so a stalled one is noticed and replaced. */
 const LISTENER_PING_MS = 5_000;
 /** How long a closing bus waits for the server to see its LISTEN connection off before dropping it. */
@@ -156,6 +159,8 @@ export class PostgresChangeBus implements ChangeBus {
       for (const channel of ['operators', 'live'] as BusChannel[]) {
         await client.query(`LISTEN "${await this.channelName(channel)}"`);
       }
+      // Named for whoever reads pg_stat_activity (its last statement is soon the ping, not the LISTEN).
+      await client.query(`SELECT set_config('application_name', $1, false)`, [listenerName(prefix)]);
     } catch (error) {
       client.end().catch(() => {});
       if (!this.closed) {
