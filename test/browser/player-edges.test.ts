@@ -115,6 +115,9 @@ describe('player page edges in Chromium', () => {
     await page.getByRole('link', { name: 'Verify' }).click();
     await page.getByLabel('Round id').fill(round.round_id);
     await page.getByRole('button', { name: 'Verify' }).click();
+    // The page recomputes the round in the browser (WebCrypto): the verdict is 'pending' until it is done,
+    // which on a busy host is not at once.
+    await page.locator('#verdict[data-result]:not([data-result="pending"])').waitFor({ timeout: 15_000 });
     await expect(page.locator('#verdict').getAttribute('data-result')).resolves.toBe('verified');
     expect(unexpectedErrors(w.errors)).toEqual([]);
   });
