@@ -130,13 +130,17 @@ describe('HTTP fuzz edges: malformed signed requests and raw sockets', () => {
     const before = await written();
     const doc = (await (await request(`${t.baseUrl}/openapi.json`)).body.json()) as {
       paths: Record<string, Record<string, { requestBody?: { content?: Record<string, { schema?: any }> } }>>;
+      components: { schemas: Record<string, any> };
     };
+    // A body schema is a $ref to a named schema of the components (or, unnamed, the schema itself).
+    const named = (schema: any) =>
+      typeof schema?.$ref === 'string' ? doc.components.schemas[schema.$ref.split('/').pop()] : schema;
     const wrong: unknown[] = [null, true, -1, 1.5, 1e21, [], {}, [{}], 'x'.repeat(3000), '', '\u2028'];
     let cases = 0;
     for (const [template, item] of Object.entries(doc.paths)) {
       if (!template.startsWith('/v1/') || template.includes('/sandbox/')) continue;
       for (const [method, op] of Object.entries(item)) {
-        const props = Object.keys(op.requestBody?.content?.['application/json']?.schema?.properties ?? {});
+        const props = Object.keys(named(op.requestBody?.content?.['application/json']?.schema)?.properties ?? {});
         if (method === 'get' || props.length === 0) continue;
         const path = template.replace(/\{[^}]+\}/g, U);
         const base = Object.fromEntries(props.map((p) => [p, 'x']));

@@ -44,18 +44,25 @@ function operations(doc: Json): { method: string; path: string; op: Json }[] {
   return out;
 }
 
+/** What a local `$ref` (a JSON pointer within the document) points at; undefined when nothing. */
+function pointerTarget(doc: Json, ref: string): any {
+  if (!ref.startsWith('#/')) return undefined;
+  let at: any = doc;
+  for (const raw of ref.slice(2).split('/')) {
+    const key = decodeURIComponent(raw).replace(/~1/g, '/').replace(/~0/g, '~');
+    at = at?.[key];
+  }
+  return at;
+}
+
+/** A header or parameter object, or the one its `$ref` names. */
+const followed = (doc: Json, node: Json): Json =>
+  typeof node.$ref === 'string' ? pointerTarget(doc, node.$ref) : node;
+
 /** Every `$ref` of the document, with whether it resolves to something (JSON pointer within the document). */
 function unresolvedRefs(doc: Json): string[] {
   const bad: string[] = [];
-  const resolve = (ref: string): unknown => {
-    if (!ref.startsWith('#/')) return undefined;
-    let at: any = doc;
-    for (const raw of ref.slice(2).split('/')) {
-      const key = decodeURIComponent(raw).replace(/~1/g, '/').replace(/~0/g, '~');
-      at = at?.[key];
-    }
-    return at;
-  };
+  const resolve = (ref: string): unknown => pointerTarget(doc, ref);
   const walk = (node: unknown): void => {
     if (Array.isArray(node)) {
       node.forEach(walk);
@@ -101,7 +108,8 @@ class ContractChecker {
   private validate(schema: object, value: unknown): string | null {
     let fn = this.compiled.get(schema);
     if (!fn) {
-      fn = this.ajv.compile(schema);
+      // The schema's `$ref`s point into the document's components: compiled beside them, they resolve.
+      fn = this.ajv.compile({ allOf: [schema], components: { schemas: this.doc.components?.schemas ?? {} } });
       this.compiled.set(schema, fn);
     }
     return fn(value) ? null : this.ajv.errorsText(fn.errors, { separator: '; ' });
@@ -121,7 +129,9 @@ class ContractChecker {
       this.problems.push(`${where}: status not documented (documented: ${Object.keys(responses).join(', ')})`);
       return res;
     }
-    const headers: Json = declared.headers ?? {};
+    const headers: Json = Object.fromEntries(
+      Object.entries<Json>(declared.headers ?? {}).map(([name, spec]) => [name, followed(this.doc, spec)]),
+    );
     const headerSpec = (name: string): Json | undefined =>
       Object.entries<Json>(headers).find(([k]) => k.toLowerCase() === name)?.[1];
     for (const [name, spec] of Object.entries<Json>(headers)) {
@@ -635,7 +645,7 @@ describe('OpenAPI contract: every answer against the published document (SQLite)
         payloadProblems.push(`${body.type}: not in the document`);
         continue;
       }
-      const fits = ajv.compile(schema);
+      const fits = ajv.compile({ allOf: [schema], components: { schemas: doc.components.schemas } });
       if (!(fits(body) as boolean)) payloadProblems.push(`${body.type}: ${ajv.errorsText(fits.errors)}`);
     }
     expect(payloadProblems).toEqual([]);

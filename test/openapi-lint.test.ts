@@ -26,6 +26,11 @@ describe('the served OpenAPI document', () => {
     doc = await (await fetch(`${t.baseUrl}/openapi.json`)).json();
   });
   afterAll(async () => t?.close());
+  /** The object a local `$ref` points at (#/components/<kind>/<name>), or the node itself. */
+  const followed = (node: any): any => {
+    const ref = /^#\/components\/(\w+)\/(.+)$/.exec(node?.$ref ?? '');
+    return ref ? doc.components[ref[1]!][ref[2]!] : node;
+  };
 
   it('passes `redocly lint` (recommended ruleset) with no errors', async () => {
     const file = join(mkdtempSync(join(tmpdir(), 'rbs-openapi-')), 'openapi.json');
@@ -72,10 +77,14 @@ describe('the served OpenAPI document', () => {
   });
 
   it('publishes the idempotency keys as required: the reserve body field and the Surface A POST header', () => {
-    const schema = doc.paths['/v1/bets/reserve'].post.requestBody.content['application/json'].schema;
+    const schema = followed(doc.paths['/v1/bets/reserve'].post.requestBody.content['application/json'].schema);
     expect(schema.required).toContain('idempotency_key');
     for (const path of ['/api/public/v1/place-bet', '/api/public/v1/cashout']) {
-      const parameters = doc.paths[path].post.parameters as { in: string; name: string; required: boolean }[];
+      const parameters = (doc.paths[path].post.parameters as object[]).map(followed) as {
+        in: string;
+        name: string;
+        required: boolean;
+      }[];
       expect(parameters.find((p) => p.in === 'header' && p.name === 'idempotency-key')?.required, path).toBe(true);
     }
   });

@@ -18,7 +18,10 @@ describe('OpenAPI document', () => {
     const doc = (await res.body.json()) as any;
     expect(doc.openapi).toBe('3.1.0');
     const placeBet = doc.paths['/api/public/v1/place-bet'].post;
-    expect(placeBet.requestBody.content['application/json'].schema).toMatchObject({
+    expect(placeBet.requestBody.content['application/json'].schema).toEqual({
+      $ref: '#/components/schemas/PlaceBetRequest',
+    });
+    expect(doc.components.schemas.PlaceBetRequest).toMatchObject({
       additionalProperties: false,
       required: ['external_user_id', 'amount'],
       properties: {

@@ -266,9 +266,14 @@ describe.each(STORES)('webhooks on %s', (store) => {
       'round.opened',
       'webhook.test',
     ]);
-    const settled = doc.webhooks['bet.settled'].post.requestBody.content['application/json'].schema;
+    // Each event is a named schema of the document's components, referenced from the webhooks section.
+    expect(doc.webhooks['bet.settled'].post.requestBody.content['application/json'].schema).toEqual({
+      $ref: '#/components/schemas/BetSettledEvent',
+    });
+    const settled = doc.components.schemas.BetSettledEvent;
     expect(settled.required).toEqual(['id', 'type', 'created_at', 'livemode', 'data']);
-    expect(settled.properties.data.properties.cashout_kind).toBeDefined();
+    expect(settled.properties.data).toEqual({ $ref: '#/components/schemas/BetSettledData' });
+    expect(doc.components.schemas.BetSettledData.properties.cashout_kind).toBeDefined();
     for (const path of [
       '/api/public/v1/webhook-endpoints',
       '/v1/webhook-endpoints',

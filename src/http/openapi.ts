@@ -1,4 +1,5 @@
 import type { SwaggerTransformObject } from '@fastify/swagger';
+import canonicalize from 'canonicalize';
 import type { FastifyInstance, RouteOptions } from 'fastify';
 import type { OpenAPIV3, OpenAPIV3_1 } from 'openapi-types';
 
@@ -255,4 +256,119 @@ export function withHeadersOn<T extends Record<number, object>>(
 /** The error responses of a signed route, 429 and 503 declaring Retry-After. */
 export function withRetryAfter<T extends Record<number, object>>(errors: T): T {
   return withHeadersOn(errors, [429, 503], RETRY_AFTER);
+}
+
+/** The names a schema may carry in its JSON Schema `title` to be published as components.schemas[title]. */
+const SCHEMA_NAME = /^[A-Z][A-Za-z0-9]*$/;
+
+/** Keys whose values are data (examples, defaults, constants), not schemas: a `title` there names nothing. */
+const DATA_KEYS = new Set(['example', 'examples', 'default', 'const', 'enum']);
+
+type Json = Record<string, unknown>;
+const isJsonObject = (value: unknown): value is Json =>
+  value !== null && typeof value === 'object' && !Array.isArray(value);
+
+/**
+ * Replaces every schema titled with a name (SCHEMA_NAME) by a `$ref` to components.schemas[name], innermost
+ * first, so a named shape nested in another (a bet in a page of bets) is referenced there too.
+ */
+function referenceNamed(node: unknown, named: Map<string, { schema: Json; text: string }>): unknown {
+  if (Array.isArray(node)) return node.map((item) => referenceNamed(item, named));
+  if (!isJsonObject(node)) return node;
+  const out: Json = {};
+  for (const [key, value] of Object.entries(node)) out[key] = DATA_KEYS.has(key) ? value : referenceNamed(value, named);
+  // @fastify/swagger writes a route schema's `const` as a one-value `enum`; the webhooks section it passes
+  // through as given. One spelling, so a shape used in both compares equal and generators see one form.
+  if ('const' in out && !('enum' in out)) {
+    out.enum = [out.const];
+    delete out.const;
+  }
+  const name = out.title;
+  if (typeof name !== 'string' || !SCHEMA_NAME.test(name)) return out;
+  const text = canonicalize(out) ?? '';
+  const first = named.get(name);
+  // Two shapes under one name would make generated types lie about one of them: refuse to publish that.
+  if (first === undefined) named.set(name, { schema: out, text });
+  else if (first.text !== text) {
+    throw new Error(`two different schemas are named ${name} in the OpenAPI document:\n${first.text}\n${text}`);
+  }
+  return { $ref: `#/components/schemas/${name}` };
+}
+
+// Parameters are left inline: @fastify/swagger moves a parameter schema's description onto the parameter,
+// so its copy there is not the named shape.
+interface OperationSchemas {
+  requestBody?: { content?: Record<string, { schema?: unknown }> };
+  responses?: Record<string, { content?: Record<string, { schema?: unknown }> }>;
+}
+
+/**
+ * Publishes every named shape (a route or event schema whose `title` is its name) once, in components.schemas,
+ * and references it from the operations of `paths` and `webhooks`. The route schemas keep driving validation
+ * and serialization as they are; only the document is reorganised, so code generators produce named types
+ * and the document carries each shape once.
+ */
+export function withNamedSchemas<T extends { paths?: unknown; webhooks?: unknown; components?: unknown }>(
+  document: T,
+): T {
+  const named = new Map<string, { schema: Json; text: string }>();
+  const reference = (holder: { schema?: unknown } | undefined) => {
+    if (holder?.schema !== undefined) holder.schema = referenceNamed(holder.schema, named);
+  };
+  for (const items of [document.paths, document.webhooks]) {
+    for (const item of Object.values((items ?? {}) as Record<string, Record<string, OperationSchemas | undefined>>)) {
+      for (const method of HTTP_METHODS) {
+        const operation = item[method];
+        if (!operation) continue;
+        for (const media of Object.values(operation.requestBody?.content ?? {})) reference(media);
+        for (const response of Object.values(operation.responses ?? {})) {
+          for (const media of Object.values(response.content ?? {})) reference(media);
+        }
+      }
+    }
+  }
+  const schemas = componentsOf(document, 'schemas');
+  for (const name of [...named.keys()].sort()) schemas[name] = named.get(name)!.schema;
+  return document;
+}
+
+function componentsOf(document: object, kind: 'schemas' | 'headers' | 'parameters'): Json {
+  const components = ((document as { components?: Json }).components ??= {});
+  return ((components[kind] as Json | undefined) ??= {});
+}
+
+/**
+ * Declares once, in components.headers and components.parameters, each response header and each header
+ * parameter that operations repeat word for word (rate limits, Retry-After, the replay mark, the signing
+ * headers), and references it from each of them. A header of the same name that reads differently somewhere
+ * stays inline there.
+ */
+export function withSharedHeaders<T extends { paths?: unknown }>(document: T): T {
+  const headers = componentsOf(document, 'headers');
+  const parameters = componentsOf(document, 'parameters');
+  const share = (declared: Json, kind: 'headers' | 'parameters', key: string, value: unknown): unknown => {
+    if (!isJsonObject(value) || '$ref' in value) return value;
+    declared[key] ??= value;
+    const same = canonicalize(declared[key]) === canonicalize(value);
+    return same ? { $ref: `#/components/${kind}/${key}` } : value;
+  };
+  const paths = (document.paths ?? {}) as Record<string, Record<string, OpenAPIV3_1.OperationObject | undefined>>;
+  for (const item of Object.values(paths)) {
+    for (const method of HTTP_METHODS) {
+      const operation = item[method];
+      if (!operation) continue;
+      operation.parameters = operation.parameters?.map((parameter) =>
+        'in' in parameter && parameter.in === 'header'
+          ? (share(parameters, 'parameters', `header.${parameter.name}`, parameter) as typeof parameter)
+          : parameter,
+      );
+      for (const response of Object.values(operation.responses ?? {})) {
+        if ('$ref' in response || !response.headers) continue;
+        for (const [name, header] of Object.entries(response.headers)) {
+          response.headers[name] = share(headers, 'headers', name, header) as typeof header;
+        }
+      }
+    }
+  }
+  return document;
 }

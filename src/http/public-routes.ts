@@ -24,54 +24,66 @@ const Nullable = <T extends TSchema>(t: T) => Type.Union([t, Type.Null()]);
 const errors = withRetryAfter({ 400: ErrorB, 404: ErrorB, 500: FaultB, 503: FaultB });
 const writeErrors = withRetryAfter({ ...errors, 409: ErrorB, 413: ErrorB, 415: ErrorB });
 
-const CrashRecomputed = Type.Object({
-  seed: Type.String(),
-  seed_hash: Type.String({ description: 'sha256 of the seed text: the commitment the round published' }),
-  previous_seed: Type.String({ description: 'the seed of the round before it in the chain' }),
-  salt: Type.String(),
-  house_edge_bp: Type.Integer(),
-  crash_point: Type.Number(),
-  running_ms: Type.Integer({ description: 'how long the multiplier climbs before it crashes (milliseconds)' }),
-});
+const CrashRecomputed = Type.Object(
+  {
+    seed: Type.String(),
+    seed_hash: Type.String({ description: 'sha256 of the seed text: the commitment the round published' }),
+    previous_seed: Type.String({ description: 'the seed of the round before it in the chain' }),
+    salt: Type.String(),
+    house_edge_bp: Type.Integer(),
+    crash_point: Type.Number(),
+    running_ms: Type.Integer({ description: 'how long the multiplier climbs before it crashes (milliseconds)' }),
+  },
+  { title: 'CrashRecomputation' },
+);
 
-const StockMove = Type.Object({ symbol: Type.String(), pct: Type.Number() });
+const StockMove = Type.Object({ symbol: Type.String(), pct: Type.Number() }, { title: 'StockMove' });
 
-const RaceRecomputed = Type.Object({
-  seed: Type.String(),
-  salt: Nullable(Type.String()),
-  race_key: Type.String(),
-  seed_hash: Type.String(),
-  previous_seed: Type.String(),
-  winner: Type.String(),
-  pct: Type.Number(),
-  stocks: Type.Array(StockMove),
-});
+const RaceRecomputed = Type.Object(
+  {
+    seed: Type.String(),
+    salt: Nullable(Type.String()),
+    race_key: Type.String(),
+    seed_hash: Type.String(),
+    previous_seed: Type.String(),
+    winner: Type.String(),
+    pct: Type.Number(),
+    stocks: Type.Array(StockMove),
+  },
+  { title: 'StockRaceRecomputation' },
+);
 
-const ChainView = Type.Object({
-  chain_id: Type.String(),
-  game: Type.Union([Type.Literal('crash'), Type.Literal('stock_race')]),
-  length: Type.Integer(),
-  origin: Type.String({ description: 'generated | fixture' }),
-  status: Type.String({ description: 'awaiting_contribution | playable | refused' }),
-  commitment: Type.String(),
-  committed_at: Type.Integer(),
-  contribution: Nullable(Type.String()),
-  contributor: Nullable(Type.String()),
-  contribution_automatic: Nullable(Type.Boolean()),
-  salt: Nullable(Type.String()),
-  salt_fixed_at: Nullable(Type.Integer()),
-  first_played_idx: Nullable(Type.Integer()),
-  first_played_at: Nullable(Type.Integer()),
-});
+const ChainView = Type.Object(
+  {
+    chain_id: Type.String(),
+    game: Type.Union([Type.Literal('crash'), Type.Literal('stock_race')]),
+    length: Type.Integer(),
+    origin: Type.String({ description: 'generated | fixture' }),
+    status: Type.String({ description: 'awaiting_contribution | playable | refused' }),
+    commitment: Type.String(),
+    committed_at: Type.Integer(),
+    contribution: Nullable(Type.String()),
+    contributor: Nullable(Type.String()),
+    contribution_automatic: Nullable(Type.Boolean()),
+    salt: Nullable(Type.String()),
+    salt_fixed_at: Nullable(Type.Integer()),
+    first_played_idx: Nullable(Type.Integer()),
+    first_played_at: Nullable(Type.Integer()),
+  },
+  { title: 'HashChain' },
+);
 
-const ChainDetail = Type.Object({
-  ...ChainView.properties,
-  revealed_count: Type.Integer(),
-  all_verified: Type.Boolean(),
-  revealed_seeds: Type.Array(
-    Type.Object({ idx: Type.Integer(), round_id: Type.String(), seed: Type.String(), verified: Type.Boolean() }),
-  ),
-});
+const ChainDetail = Type.Object(
+  {
+    ...ChainView.properties,
+    revealed_count: Type.Integer(),
+    all_verified: Type.Boolean(),
+    revealed_seeds: Type.Array(
+      Type.Object({ idx: Type.Integer(), round_id: Type.String(), seed: Type.String(), verified: Type.Boolean() }),
+    ),
+  },
+  { title: 'HashChainDetail' },
+);
 
 /**
  * The chain list's page sizes. Each game publishes a chain per FAIR_CHAIN_LENGTH rounds (10,000 by
@@ -126,7 +138,7 @@ const RoundCheck = Type.Object(
       Type.Object({}, { additionalProperties: true, description: 'the outcome recomputed from the seed' }),
     ),
   },
-  { description: 'fields from seed on are given once the round is closed or void' },
+  { title: 'RoundVerification', description: 'fields from seed on are given once the round is closed or void' },
 );
 
 /**

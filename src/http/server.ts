@@ -19,7 +19,9 @@ import {
   optionalBodies,
   SECURITY_SCHEMES,
   withOperationIds,
+  withNamedSchemas,
   withRateLimitHeaders,
+  withSharedHeaders,
   withWebhookSecurity,
 } from './openapi';
 import { instrumentHttp, type HttpObservability } from '../observability/http';
@@ -289,7 +291,8 @@ export async function buildHttpServer(s: AppServices, options: HttpOptions = {})
   const markOptionalBodies = optionalBodies(app, (route) => [route.preValidation].flat().includes(absentBodyAsEmpty));
   await app.register(swagger, {
     // Every operation named (operationId), for generated clients and catalogues.
-    transformObject: (document) => withRateLimitHeaders(withOperationIds(markOptionalBodies(document))),
+    transformObject: (document) =>
+      withSharedHeaders(withNamedSchemas(withRateLimitHeaders(withOperationIds(markOptionalBodies(document))))),
     openapi: {
       openapi: '3.1.0',
       info: {

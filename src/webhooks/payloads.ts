@@ -28,7 +28,7 @@ const exact = { additionalProperties: false } as const;
 
 export const CrashOutcomeData = Type.Object(
   { crash_point: Type.Number({ description: 'the multiplier the round crashed at, e.g. 2.37' }) },
-  { ...exact, description: 'Crash outcome' },
+  { title: 'CrashOutcome', ...exact, description: 'Crash outcome' },
 );
 
 export const StockRaceOutcomeData = Type.Object(
@@ -39,7 +39,7 @@ export const StockRaceOutcomeData = Type.Object(
       description: "every stock's percentage move",
     }),
   },
-  { ...exact, description: 'Stock Race outcome' },
+  { title: 'StockRaceOutcome', ...exact, description: 'Stock Race outcome' },
 );
 
 /**
@@ -63,6 +63,7 @@ export const RoundEventData = Type.Object(
     race_ms: Type.Optional(stockRaceRoundFields.race_ms),
   },
   {
+    title: 'RoundEventData',
     ...exact,
     description:
       'The round as its read endpoint shows it at that moment (GET /api/public/v1/rounds/{round_number} for Crash, ' +
@@ -97,6 +98,7 @@ export const BetSettledData = Type.Object(
     settled_at: Ms('when the bet was settled'),
   },
   {
+    title: 'BetSettledData',
     ...exact,
     description:
       'Sent once per bet, when it reaches a final state: a Crash manual, auto or forced cash-out (per-bet or ' +
@@ -122,7 +124,7 @@ export const RuleSchema = Type.Union(
     Type.Literal('machine_timing'),
     Type.Literal('session_multi_place'),
   ],
-  { description: `one of ${COMPLIANCE_RULES.join(', ')}` },
+  { title: 'ComplianceRule', description: `one of ${COMPLIANCE_RULES.join(', ')}` },
 );
 
 export const ComplianceFlagData = Type.Object(
@@ -140,6 +142,7 @@ export const ComplianceFlagData = Type.Object(
     created_at: Ms('when the flag was raised'),
   },
   {
+    title: 'ComplianceFlagData',
     ...exact,
     description:
       'The flag as raised; GET …/compliance/flags lists it with its acknowledgement added ' +
@@ -152,11 +155,11 @@ export const TestEventData = Type.Object(
     endpoint_id: Type.String({ description: 'the endpoint the test was requested for' }),
     message: Type.String({ description: 'a fixed text' }),
   },
-  exact,
+  { ...exact, title: 'WebhookTestData' },
 );
 
 /** The envelope every delivery body is: the same five fields around each type's `data`. */
-function envelope<const K extends string, D extends TSchema>(type: K, data: D, summary: string) {
+function envelope<const K extends string, D extends TSchema>(type: K, name: string, data: D, summary: string) {
   return Type.Object(
     {
       id: Type.String({ description: 'event id (evt_…); the same on every retry and on a re-send: deduplicate on it' }),
@@ -165,28 +168,37 @@ function envelope<const K extends string, D extends TSchema>(type: K, data: D, s
       livemode: Type.Boolean({ description: 'false for test data: events of a sandbox (test-mode) operator' }),
       data,
     },
-    { additionalProperties: false, description: summary },
+    { additionalProperties: false, title: name, description: summary },
   );
 }
 
 export const RoundOpenedWebhook = envelope(
   'round.opened',
+  'RoundOpenedEvent',
   RoundEventData,
   'A round opened: its betting window started',
 );
 export const RoundClosedWebhook = envelope(
   'round.closed',
+  'RoundClosedEvent',
   RoundEventData,
   'A round closed with its outcome, or was voided',
 );
 export const BetSettledWebhook = envelope(
   'bet.settled',
+  'BetSettledEvent',
   BetSettledData,
   'A bet was settled: cashed out (manual, auto, forced), lost, won or voided',
 );
-export const ComplianceFlagWebhook = envelope('compliance.flag', ComplianceFlagData, 'A compliance rule raised a flag');
+export const ComplianceFlagWebhook = envelope(
+  'compliance.flag',
+  'ComplianceFlagEvent',
+  ComplianceFlagData,
+  'A compliance rule raised a flag',
+);
 export const WebhookTestWebhook = envelope(
   'webhook.test',
+  'WebhookTestEvent',
   TestEventData,
   'Sent on request to check an endpoint; never sent otherwise',
 );

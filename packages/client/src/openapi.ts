@@ -1069,51 +1069,7 @@ export interface webhooks {
             };
             requestBody: {
                 content: {
-                    "application/json": {
-                        /** @description when the change that caused the event was committed (milliseconds since epoch) */
-                        created_at: number;
-                        /** @description Sent once per bet, when it reaches a final state: a Crash manual, auto or forced cash-out (per-bet or per-round cap) or a loss at the crash; a Stock Race win or loss; either game's void (payout = stake). Crash amounts are integers; Stock Race amounts are decimals in the bet's currency. */
-                        data: {
-                            /** @description the stake: an integer on Surface A, a decimal in the currency on Surface B */
-                            amount: number;
-                            /** @description the bet id */
-                            bet_id: string;
-                            /** @description Crash cash-outs only */
-                            cashout_kind: ("manual" | "auto" | "forced") | null;
-                            /** @description ISO 4217 code for Stock Race; null for Crash, whose amounts are plain integers */
-                            currency: string | null;
-                            /** @description the game */
-                            game: "crash" | "stock_race";
-                            /** @description Crash: the cash-out multiplier */
-                            multiplier: number | null;
-                            /** @description 0 for a loss; the stake for a void */
-                            payout: number;
-                            /** @description Stock Race only: the winner's percentage move; null for a void */
-                            pct?: number | null;
-                            /** @description external_user_id (Surface A) or player_ref (Surface B) */
-                            player: string;
-                            /** @description the round the bet was placed on */
-                            round_id: string;
-                            /** @description the round's number in its game */
-                            round_number: number;
-                            /** @description Stock Race: the selected symbols */
-                            selections: string[] | null;
-                            /** @description when the bet was settled (milliseconds since epoch) */
-                            settled_at: number;
-                            /** @description Crash: cashed_out, lost or void. Stock Race: won, lost or void */
-                            status: "cashed_out" | "lost" | "won" | "void";
-                            /** @description Stock Race only: the winning symbol; null for a void */
-                            winner?: string | null;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                        /** @description event id (evt_…); the same on every retry and on a re-send: deduplicate on it */
-                        id: string;
-                        /** @description false for test data: events of a sandbox (test-mode) operator */
-                        livemode: boolean;
-                        /** @constant */
-                        type: "bet.settled";
-                    };
+                    "application/json": components["schemas"]["BetSettledEvent"];
                 };
             };
             responses: {
@@ -1154,41 +1110,7 @@ export interface webhooks {
             };
             requestBody: {
                 content: {
-                    "application/json": {
-                        /** @description when the change that caused the event was committed (milliseconds since epoch) */
-                        created_at: number;
-                        /** @description The flag as raised; GET …/compliance/flags lists it with its acknowledgement added (acknowledged_at, acknowledged_by). The rules are in docs/webhooks.md, Compliance flags. */
-                        data: {
-                            /** @description the bet that raised the flag, if one did */
-                            bet_id: string | null;
-                            /** @description when the flag was raised (milliseconds since epoch) */
-                            created_at: number;
-                            /** @description rule-specific measurements and the threshold that was crossed */
-                            details: {
-                                [key: string]: unknown;
-                            };
-                            /** @description the flag id (flag_…) */
-                            flag_id: string;
-                            /** @description crash or stock_race, when a bet raised the flag */
-                            game: string | null;
-                            /** @description the player the flag is about */
-                            player: string | null;
-                            /** @description the bet's round, when a bet raised the flag */
-                            round_id: string | null;
-                            /** @description one of large_stake, large_payout, bet_velocity, machine_timing, session_multi_place */
-                            rule: "large_stake" | "large_payout" | "bet_velocity" | "machine_timing" | "session_multi_place";
-                            /** @description the Surface B play session, if the rule looked at one */
-                            session_id: string | null;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                        /** @description event id (evt_…); the same on every retry and on a re-send: deduplicate on it */
-                        id: string;
-                        /** @description false for test data: events of a sandbox (test-mode) operator */
-                        livemode: boolean;
-                        /** @constant */
-                        type: "compliance.flag";
-                    };
+                    "application/json": components["schemas"]["ComplianceFlagEvent"];
                 };
             };
             responses: {
@@ -1229,78 +1151,7 @@ export interface webhooks {
             };
             requestBody: {
                 content: {
-                    "application/json": {
-                        /** @description when the change that caused the event was committed (milliseconds since epoch) */
-                        created_at: number;
-                        /** @description The round as its read endpoint shows it at that moment (GET /api/public/v1/rounds/{round_number} for Crash, GET /v1/rounds/{round_id} for Stock Race; one presenter builds both). round.opened carries status open; round.closed carries closed (with the outcome) or void (void_reason set, every stake returned). No round event is sent while a round runs, so the live-only fields of a running round (Crash multiplier, Stock Race progress_permille and stocks) never appear. */
-                        data: {
-                            /** @description end of the betting window (milliseconds since epoch) */
-                            betting_closes_at: number;
-                            /** @description when the round closed with its outcome; null before */
-                            closed_at: number | null;
-                            /** @description the game */
-                            game: "crash" | "stock_race";
-                            /** @description Crash: the house edge in basis points (100 = 1%, RTP 99%) */
-                            house_edge_bp?: number;
-                            /** @description false for a sandbox round of a test-mode operator (test data) */
-                            livemode: boolean;
-                            /** @description when the round opened (milliseconds since epoch) */
-                            opened_at: number;
-                            /** @description crash: {crash_point}. stock_race: {winner, pct, stocks: [{symbol, pct}]}. null unless closed */
-                            outcome: (({
-                                /** @description the multiplier the round crashed at, e.g. 2.37 */
-                                crash_point: number;
-                            } & {
-                                [key: string]: unknown;
-                            }) | ({
-                                /** @description the winner's percentage move */
-                                pct: number;
-                                /** @description every stock's percentage move */
-                                stocks: ({
-                                    pct: number;
-                                    symbol: string;
-                                } & {
-                                    [key: string]: unknown;
-                                })[];
-                                /** @description the winning symbol */
-                                winner: string;
-                            } & {
-                                [key: string]: unknown;
-                            })) | null;
-                            /** @description Stock Race: length of the running phase (milliseconds) */
-                            race_ms?: number;
-                            /** @description the round id */
-                            round_id: string;
-                            /** @description increasing per game */
-                            round_number: number;
-                            /** @description when the multiplier / race started */
-                            running_at: number | null;
-                            /** @description Crash: the HMAC key, used as UTF-8 text (see docs/decisions.md, Provably fair) */
-                            salt?: string;
-                            /** @description sandbox rounds: the outcome was scripted, not drawn from a hash chain */
-                            scripted?: boolean;
-                            /** @description the revealed seed once the round is closed or void; null before */
-                            seed: string | null;
-                            /** @description sha256 of the seed, the commitment published when the round opens */
-                            seed_hash: string;
-                            /** @description open | running | closed | void (the round could not complete: every stake is returned) */
-                            status: "open" | "running" | "closed" | "void";
-                            /** @description Stock Race: the stocks racing in this round */
-                            symbols?: string[];
-                            /** @description why the round could not complete; null unless void */
-                            void_reason: string | null;
-                            /** @description when the round was voided; null unless void */
-                            voided_at: number | null;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                        /** @description event id (evt_…); the same on every retry and on a re-send: deduplicate on it */
-                        id: string;
-                        /** @description false for test data: events of a sandbox (test-mode) operator */
-                        livemode: boolean;
-                        /** @constant */
-                        type: "round.closed";
-                    };
+                    "application/json": components["schemas"]["RoundClosedEvent"];
                 };
             };
             responses: {
@@ -1341,78 +1192,7 @@ export interface webhooks {
             };
             requestBody: {
                 content: {
-                    "application/json": {
-                        /** @description when the change that caused the event was committed (milliseconds since epoch) */
-                        created_at: number;
-                        /** @description The round as its read endpoint shows it at that moment (GET /api/public/v1/rounds/{round_number} for Crash, GET /v1/rounds/{round_id} for Stock Race; one presenter builds both). round.opened carries status open; round.closed carries closed (with the outcome) or void (void_reason set, every stake returned). No round event is sent while a round runs, so the live-only fields of a running round (Crash multiplier, Stock Race progress_permille and stocks) never appear. */
-                        data: {
-                            /** @description end of the betting window (milliseconds since epoch) */
-                            betting_closes_at: number;
-                            /** @description when the round closed with its outcome; null before */
-                            closed_at: number | null;
-                            /** @description the game */
-                            game: "crash" | "stock_race";
-                            /** @description Crash: the house edge in basis points (100 = 1%, RTP 99%) */
-                            house_edge_bp?: number;
-                            /** @description false for a sandbox round of a test-mode operator (test data) */
-                            livemode: boolean;
-                            /** @description when the round opened (milliseconds since epoch) */
-                            opened_at: number;
-                            /** @description crash: {crash_point}. stock_race: {winner, pct, stocks: [{symbol, pct}]}. null unless closed */
-                            outcome: (({
-                                /** @description the multiplier the round crashed at, e.g. 2.37 */
-                                crash_point: number;
-                            } & {
-                                [key: string]: unknown;
-                            }) | ({
-                                /** @description the winner's percentage move */
-                                pct: number;
-                                /** @description every stock's percentage move */
-                                stocks: ({
-                                    pct: number;
-                                    symbol: string;
-                                } & {
-                                    [key: string]: unknown;
-                                })[];
-                                /** @description the winning symbol */
-                                winner: string;
-                            } & {
-                                [key: string]: unknown;
-                            })) | null;
-                            /** @description Stock Race: length of the running phase (milliseconds) */
-                            race_ms?: number;
-                            /** @description the round id */
-                            round_id: string;
-                            /** @description increasing per game */
-                            round_number: number;
-                            /** @description when the multiplier / race started */
-                            running_at: number | null;
-                            /** @description Crash: the HMAC key, used as UTF-8 text (see docs/decisions.md, Provably fair) */
-                            salt?: string;
-                            /** @description sandbox rounds: the outcome was scripted, not drawn from a hash chain */
-                            scripted?: boolean;
-                            /** @description the revealed seed once the round is closed or void; null before */
-                            seed: string | null;
-                            /** @description sha256 of the seed, the commitment published when the round opens */
-                            seed_hash: string;
-                            /** @description open | running | closed | void (the round could not complete: every stake is returned) */
-                            status: "open" | "running" | "closed" | "void";
-                            /** @description Stock Race: the stocks racing in this round */
-                            symbols?: string[];
-                            /** @description why the round could not complete; null unless void */
-                            void_reason: string | null;
-                            /** @description when the round was voided; null unless void */
-                            voided_at: number | null;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                        /** @description event id (evt_…); the same on every retry and on a re-send: deduplicate on it */
-                        id: string;
-                        /** @description false for test data: events of a sandbox (test-mode) operator */
-                        livemode: boolean;
-                        /** @constant */
-                        type: "round.opened";
-                    };
+                    "application/json": components["schemas"]["RoundOpenedEvent"];
                 };
             };
             responses: {
@@ -1453,24 +1233,7 @@ export interface webhooks {
             };
             requestBody: {
                 content: {
-                    "application/json": {
-                        /** @description when the change that caused the event was committed (milliseconds since epoch) */
-                        created_at: number;
-                        data: {
-                            /** @description the endpoint the test was requested for */
-                            endpoint_id: string;
-                            /** @description a fixed text */
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                        /** @description event id (evt_…); the same on every retry and on a re-send: deduplicate on it */
-                        id: string;
-                        /** @description false for test data: events of a sandbox (test-mode) operator */
-                        livemode: boolean;
-                        /** @constant */
-                        type: "webhook.test";
-                    };
+                    "application/json": components["schemas"]["WebhookTestEvent"];
                 };
             };
             responses: {
@@ -1491,11 +1254,947 @@ export interface webhooks {
     };
 }
 export interface components {
-    schemas: never;
+    schemas: {
+        /** AcknowledgeFlagRequest */
+        AcknowledgeFlagRequest: {
+            /** @description must be 1 to 100 characters without control characters: who in your back office acknowledges the flag; recorded as acknowledged_by api:<by> (api when absent) */
+            by?: string;
+        };
+        /** ApiError */
+        ApiError: {
+            code?: string;
+            error: string;
+            message?: string;
+            trace_id?: string;
+        };
+        /**
+         * BetSettledData
+         * @description Sent once per bet, when it reaches a final state: a Crash manual, auto or forced cash-out (per-bet or per-round cap) or a loss at the crash; a Stock Race win or loss; either game's void (payout = stake). Crash amounts are integers; Stock Race amounts are decimals in the bet's currency.
+         */
+        BetSettledData: {
+            /** @description the stake: an integer on Surface A, a decimal in the currency on Surface B */
+            amount: number;
+            /** @description the bet id */
+            bet_id: string;
+            /** @description Crash cash-outs only */
+            cashout_kind: ("manual" | "auto" | "forced") | null;
+            /** @description ISO 4217 code for Stock Race; null for Crash, whose amounts are plain integers */
+            currency: string | null;
+            /** @description the game */
+            game: "crash" | "stock_race";
+            /** @description Crash: the cash-out multiplier */
+            multiplier: number | null;
+            /** @description 0 for a loss; the stake for a void */
+            payout: number;
+            /** @description Stock Race only: the winner's percentage move; null for a void */
+            pct?: number | null;
+            /** @description external_user_id (Surface A) or player_ref (Surface B) */
+            player: string;
+            /** @description the round the bet was placed on */
+            round_id: string;
+            /** @description the round's number in its game */
+            round_number: number;
+            /** @description Stock Race: the selected symbols */
+            selections: string[] | null;
+            /** @description when the bet was settled (milliseconds since epoch) */
+            settled_at: number;
+            /** @description Crash: cashed_out, lost or void. Stock Race: won, lost or void */
+            status: "cashed_out" | "lost" | "won" | "void";
+            /** @description Stock Race only: the winning symbol; null for a void */
+            winner?: string | null;
+        } & {
+            [key: string]: unknown;
+        };
+        /**
+         * BetSettledEvent
+         * @description A bet was settled: cashed out (manual, auto, forced), lost, won or voided
+         */
+        BetSettledEvent: {
+            /** @description when the change that caused the event was committed (milliseconds since epoch) */
+            created_at: number;
+            data: components["schemas"]["BetSettledData"];
+            /** @description event id (evt_…); the same on every retry and on a re-send: deduplicate on it */
+            id: string;
+            /** @description false for test data: events of a sandbox (test-mode) operator */
+            livemode: boolean;
+            /** @enum {string} */
+            type: "bet.settled";
+        };
+        /** CashoutRequest */
+        CashoutRequest: {
+            /**
+             * Format: uuid
+             * @description must be the UUID of a bet this operator placed
+             */
+            bet_id: string;
+        };
+        /** CashoutResult */
+        CashoutResult: {
+            /** Format: uuid */
+            bet_id: string;
+            multiplier: number;
+            payout: number;
+        };
+        /**
+         * ComplianceFlag
+         * @description A compliance flag and its acknowledgement; the data of compliance.flag webhooks without the latter
+         */
+        ComplianceFlag: {
+            /** @description when the flag was acknowledged (milliseconds since epoch); null while it is open */
+            acknowledged_at: number | null;
+            /** @description who acknowledged it: api:<by> (or api) through this API, a dashboard user's email, or admin:<name> from the admin CLI; null while it is open */
+            acknowledged_by: string | null;
+            /** @description the bet that raised the flag, if one did */
+            bet_id: string | null;
+            /** @description when the flag was raised (milliseconds since epoch) */
+            created_at: number;
+            /** @description rule-specific measurements and the threshold that was crossed */
+            details: {
+                [key: string]: unknown;
+            };
+            /** @description the flag id (flag_…) */
+            flag_id: string;
+            /** @description crash or stock_race, when a bet raised the flag */
+            game: string | null;
+            /** @description the player the flag is about */
+            player: string | null;
+            /** @description the bet's round, when a bet raised the flag */
+            round_id: string | null;
+            rule: components["schemas"]["ComplianceRule"];
+            /** @description the Surface B play session, if the rule looked at one */
+            session_id: string | null;
+        };
+        /**
+         * ComplianceFlagData
+         * @description The flag as raised; GET …/compliance/flags lists it with its acknowledgement added (acknowledged_at, acknowledged_by). The rules are in docs/webhooks.md, Compliance flags.
+         */
+        ComplianceFlagData: {
+            /** @description the bet that raised the flag, if one did */
+            bet_id: string | null;
+            /** @description when the flag was raised (milliseconds since epoch) */
+            created_at: number;
+            /** @description rule-specific measurements and the threshold that was crossed */
+            details: {
+                [key: string]: unknown;
+            };
+            /** @description the flag id (flag_…) */
+            flag_id: string;
+            /** @description crash or stock_race, when a bet raised the flag */
+            game: string | null;
+            /** @description the player the flag is about */
+            player: string | null;
+            /** @description the bet's round, when a bet raised the flag */
+            round_id: string | null;
+            rule: components["schemas"]["ComplianceRule"];
+            /** @description the Surface B play session, if the rule looked at one */
+            session_id: string | null;
+        } & {
+            [key: string]: unknown;
+        };
+        /**
+         * ComplianceFlagEvent
+         * @description A compliance rule raised a flag
+         */
+        ComplianceFlagEvent: {
+            /** @description when the change that caused the event was committed (milliseconds since epoch) */
+            created_at: number;
+            data: components["schemas"]["ComplianceFlagData"];
+            /** @description event id (evt_…); the same on every retry and on a re-send: deduplicate on it */
+            id: string;
+            /** @description false for test data: events of a sandbox (test-mode) operator */
+            livemode: boolean;
+            /** @enum {string} */
+            type: "compliance.flag";
+        };
+        /** ComplianceFlagList */
+        ComplianceFlagList: {
+            /** @description newest first (created_at descending, then flag_id) */
+            flags: components["schemas"]["ComplianceFlag"][];
+            /** @description true: another page follows (pass the last id of this page as starting_after); false: the list ends here */
+            has_more: boolean;
+        };
+        /**
+         * ComplianceRule
+         * @description one of large_stake, large_payout, bet_velocity, machine_timing, session_multi_place
+         */
+        ComplianceRule: "large_stake" | "large_payout" | "bet_velocity" | "machine_timing" | "session_multi_place";
+        /** CrashBet */
+        CrashBet: {
+            amount: number;
+            auto_cashout: number | null;
+            bet_id: string;
+            cashout_kind: string | null;
+            external_user_id: string;
+            /** @description false for a bet of a test-mode operator (test data) */
+            livemode: boolean;
+            multiplier: number | null;
+            payout: number | null;
+            placed_at: number;
+            round_id: string;
+            round_number: number;
+            settled_at: number | null;
+            /** @description active | cashed_out | lost | void */
+            status: string;
+        };
+        /** CrashBetList */
+        CrashBetList: {
+            /** @description newest first (placed_at descending, then bet_id) */
+            data: components["schemas"]["CrashBet"][];
+            /** @description true: another page follows (pass the last bet_id of this page as starting_after); false: the list ends here */
+            has_more: boolean;
+        };
+        /**
+         * CrashOutcome
+         * @description Crash outcome
+         */
+        CrashOutcome: {
+            /** @description the multiplier the round crashed at, e.g. 2.37 */
+            crash_point: number;
+        } & {
+            [key: string]: unknown;
+        };
+        /** CrashRecomputation */
+        CrashRecomputation: {
+            crash_point: number;
+            house_edge_bp: number;
+            /** @description the seed of the round before it in the chain */
+            previous_seed: string;
+            /** @description how long the multiplier climbs before it crashes (milliseconds) */
+            running_ms: number;
+            salt: string;
+            seed: string;
+            /** @description sha256 of the seed text: the commitment the round published */
+            seed_hash: string;
+        };
+        /** CrashRound */
+        CrashRound: {
+            /** @description end of the betting window (milliseconds since epoch) */
+            betting_closes_at: number;
+            /** @description when the round closed with its outcome; null before */
+            closed_at: number | null;
+            /** @description the game */
+            game: "crash" | "stock_race";
+            /** @description Crash: the house edge in basis points (100 = 1%, RTP 99%) */
+            house_edge_bp: number;
+            /** @description false for a sandbox round of a test-mode operator (test data) */
+            livemode: boolean;
+            /** @description while running: the multiplier now */
+            multiplier?: number;
+            /** @description when the round opened (milliseconds since epoch) */
+            opened_at: number;
+            /** @description closed: {crash_point} */
+            outcome: {
+                [key: string]: unknown;
+            } | null;
+            /** @description the round id */
+            round_id: string;
+            /** @description increasing per game */
+            round_number: number;
+            /** @description when the multiplier / race started */
+            running_at: number | null;
+            /** @description Crash: the HMAC key, used as UTF-8 text (see docs/decisions.md, Provably fair) */
+            salt: string;
+            /** @description sandbox rounds: the outcome was scripted, not drawn from a hash chain */
+            scripted?: boolean;
+            /** @description the revealed seed once the round is closed or void; null before */
+            seed: string | null;
+            /** @description sha256 of the seed, the commitment published when the round opens */
+            seed_hash: string;
+            /** @description open | running | closed | void (the round could not complete: every stake is returned) */
+            status: "open" | "running" | "closed" | "void";
+            /** @description why the round could not complete; null unless void */
+            void_reason: string | null;
+            /** @description when the round was voided; null unless void */
+            voided_at: number | null;
+        } & {
+            [key: string]: unknown;
+        };
+        /** CreateWebhookEndpointRequest */
+        CreateWebhookEndpointRequest: {
+            /** @description must be true or false */
+            enabled?: boolean;
+            /** @description must be a non-empty array of: round.opened, round.closed, bet.settled, compliance.flag */
+            events?: components["schemas"]["WebhookEventType"][];
+            /** @description A or B: the signing scheme of the deliveries; defaults to the surface the request was made on */
+            surface?: "A" | "B";
+            /** @description must be an https URL that resolves to a public address (at most 2048 characters) */
+            url: string;
+        };
+        /** HashChain */
+        HashChain: {
+            chain_id: string;
+            commitment: string;
+            committed_at: number;
+            contribution: string | null;
+            contribution_automatic: boolean | null;
+            contributor: string | null;
+            first_played_at: number | null;
+            first_played_idx: number | null;
+            game: "crash" | "stock_race";
+            length: number;
+            /** @description generated | fixture */
+            origin: string;
+            salt: string | null;
+            salt_fixed_at: number | null;
+            /** @description awaiting_contribution | playable | refused */
+            status: string;
+        };
+        /** HashChainDetail */
+        HashChainDetail: {
+            all_verified: boolean;
+            chain_id: string;
+            commitment: string;
+            committed_at: number;
+            contribution: string | null;
+            contribution_automatic: boolean | null;
+            contributor: string | null;
+            first_played_at: number | null;
+            first_played_idx: number | null;
+            game: "crash" | "stock_race";
+            length: number;
+            /** @description generated | fixture */
+            origin: string;
+            revealed_count: number;
+            revealed_seeds: {
+                idx: number;
+                round_id: string;
+                seed: string;
+                verified: boolean;
+            }[];
+            salt: string | null;
+            salt_fixed_at: number | null;
+            /** @description awaiting_contribution | playable | refused */
+            status: string;
+        };
+        /** LaunchedSession */
+        LaunchedSession: {
+            /** @description milliseconds since epoch */
+            expires_at: number;
+            /** @description the player page, carrying the session token as `token` */
+            launch_url: string;
+            session_id: string;
+        };
+        /** LaunchSessionRequest */
+        LaunchSessionRequest: {
+            /** @description must be an uppercase ISO 4217 code such as EUR */
+            currency: string;
+            /** @description must be a string of 1 to 120 characters */
+            player_ref: string;
+            /** @description must be an absolute https URL of at most 2048 characters */
+            return_url: string;
+        };
+        /** NoArguments */
+        NoArguments: Record<string, never>;
+        /** OperatorError */
+        OperatorError: {
+            /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
+            error: string;
+            /** @description what went wrong, in words */
+            message: string;
+        };
+        /** OperatorFault */
+        OperatorFault: {
+            /** @description INTERNAL for a server fault; SERVICE_UNAVAILABLE: retry after Retry-After */
+            error: string;
+            /** @description on 503 only: what to do (absent on 500) */
+            message?: string;
+            /** @description the x-request-id of this answer: quote it to support */
+            trace_id: string;
+        };
+        /** PartnerError */
+        PartnerError: {
+            /** @description stable error code from the catalogue */
+            code: string;
+            /** @description what went wrong, in words */
+            error: string;
+            trace_id?: string;
+        };
+        /** PartnerFault */
+        PartnerFault: {
+            /** @description INTERNAL, or SERVICE_UNAVAILABLE: retry after Retry-After */
+            code: string;
+            /** @description what went wrong, in words (nothing about the fault itself) */
+            error: string;
+            /** @description the x-request-id of this answer: quote it to support */
+            trace_id: string;
+        };
+        /** PlaceBetRequest */
+        PlaceBetRequest: {
+            /** @description must be an integer from 1 to 1000000 */
+            amount: number;
+            /** @description must be null or a number from 1.01 to 1000000 with at most 2 decimals */
+            auto_cashout?: number | null;
+            /** @description must be a string of 1 to 120 characters */
+            external_user_id: string;
+        };
+        /** PlacedBet */
+        PlacedBet: {
+            amount: number;
+            auto_cashout: number | null;
+            /** Format: uuid */
+            bet_id: string;
+            external_user_id: string;
+            /** @description false: placed with a test key, in a sandbox round (test data) */
+            livemode?: boolean;
+            round_number: number;
+        };
+        /** ReservedBet */
+        ReservedBet: {
+            /** Format: uuid */
+            bet_id: string;
+            currency: string;
+            /** @description false: reserved with a test key, in a sandbox round (test data) */
+            livemode?: boolean;
+            placed_at: number;
+            player_ref: string;
+            /** @description what the bet pays if one of its stocks wins (floored to the minor unit, capped) */
+            potential_payout: number;
+            round_id: string;
+            round_number: number;
+            selected_stocks: string[];
+            session_id: string;
+            stake: number;
+            /** @description reserved */
+            status: string;
+        };
+        /** ReserveRequest */
+        ReserveRequest: {
+            /** @description must be 1 to 255 characters, unique per reservation */
+            idempotency_key: string;
+            /** @description must be the round_id of the open Stock Race round */
+            round_id: string;
+            /** @description must be an array of stock symbols (strings) */
+            selected_stocks: string[];
+            /** @description must be a session_id from /v1/sessions/launch */
+            session_id: string;
+            /** @description must be a decimal amount in the session currency */
+            stake: number;
+        };
+        /** RotateWebhookSecretRequest */
+        RotateWebhookSecretRequest: {
+            /** @description must be an integer of milliseconds from 0 to 30 days */
+            overlap_ms?: number;
+        };
+        /**
+         * RoundClosedEvent
+         * @description A round closed with its outcome, or was voided
+         */
+        RoundClosedEvent: {
+            /** @description when the change that caused the event was committed (milliseconds since epoch) */
+            created_at: number;
+            data: components["schemas"]["RoundEventData"];
+            /** @description event id (evt_…); the same on every retry and on a re-send: deduplicate on it */
+            id: string;
+            /** @description false for test data: events of a sandbox (test-mode) operator */
+            livemode: boolean;
+            /** @enum {string} */
+            type: "round.closed";
+        };
+        /**
+         * RoundEventData
+         * @description The round as its read endpoint shows it at that moment (GET /api/public/v1/rounds/{round_number} for Crash, GET /v1/rounds/{round_id} for Stock Race; one presenter builds both). round.opened carries status open; round.closed carries closed (with the outcome) or void (void_reason set, every stake returned). No round event is sent while a round runs, so the live-only fields of a running round (Crash multiplier, Stock Race progress_permille and stocks) never appear.
+         */
+        RoundEventData: {
+            /** @description end of the betting window (milliseconds since epoch) */
+            betting_closes_at: number;
+            /** @description when the round closed with its outcome; null before */
+            closed_at: number | null;
+            /** @description the game */
+            game: "crash" | "stock_race";
+            /** @description Crash: the house edge in basis points (100 = 1%, RTP 99%) */
+            house_edge_bp?: number;
+            /** @description false for a sandbox round of a test-mode operator (test data) */
+            livemode: boolean;
+            /** @description when the round opened (milliseconds since epoch) */
+            opened_at: number;
+            /** @description crash: {crash_point}. stock_race: {winner, pct, stocks: [{symbol, pct}]}. null unless closed */
+            outcome: (components["schemas"]["CrashOutcome"] | components["schemas"]["StockRaceOutcome"]) | null;
+            /** @description Stock Race: length of the running phase (milliseconds) */
+            race_ms?: number;
+            /** @description the round id */
+            round_id: string;
+            /** @description increasing per game */
+            round_number: number;
+            /** @description when the multiplier / race started */
+            running_at: number | null;
+            /** @description Crash: the HMAC key, used as UTF-8 text (see docs/decisions.md, Provably fair) */
+            salt?: string;
+            /** @description sandbox rounds: the outcome was scripted, not drawn from a hash chain */
+            scripted?: boolean;
+            /** @description the revealed seed once the round is closed or void; null before */
+            seed: string | null;
+            /** @description sha256 of the seed, the commitment published when the round opens */
+            seed_hash: string;
+            /** @description open | running | closed | void (the round could not complete: every stake is returned) */
+            status: "open" | "running" | "closed" | "void";
+            /** @description Stock Race: the stocks racing in this round */
+            symbols?: string[];
+            /** @description why the round could not complete; null unless void */
+            void_reason: string | null;
+            /** @description when the round was voided; null unless void */
+            voided_at: number | null;
+        } & {
+            [key: string]: unknown;
+        };
+        /**
+         * RoundOpenedEvent
+         * @description A round opened: its betting window started
+         */
+        RoundOpenedEvent: {
+            /** @description when the change that caused the event was committed (milliseconds since epoch) */
+            created_at: number;
+            data: components["schemas"]["RoundEventData"];
+            /** @description event id (evt_…); the same on every retry and on a re-send: deduplicate on it */
+            id: string;
+            /** @description false for test data: events of a sandbox (test-mode) operator */
+            livemode: boolean;
+            /** @enum {string} */
+            type: "round.opened";
+        };
+        /**
+         * RoundVerification
+         * @description fields from seed on are given once the round is closed or void
+         */
+        RoundVerification: {
+            chain_id: string;
+            chain_idx: number;
+            commitment: string | null;
+            /** @description sha256(seed) is the seed_hash published */
+            commitment_holds?: boolean;
+            game: "crash" | "stock_race";
+            /** @description Crash */
+            house_edge_bp?: number;
+            /** @description the seed hashes forward to the chain's commitment */
+            links_to_commitment?: boolean;
+            outcome?: {
+                [key: string]: unknown;
+            } | null;
+            /** @description before the round ends: why there is nothing to check */
+            reason?: string;
+            /** @description the outcome recomputed from the seed */
+            recomputed?: {
+                [key: string]: unknown;
+            };
+            round_id: string;
+            /** @description Crash */
+            rtp_bp?: number;
+            salt: string | null;
+            /** @description once the round is closed or void */
+            seed?: string;
+            seed_hash: string;
+            /** @description open | running | closed | void */
+            status: string;
+            /** @description Stock Race */
+            symbols?: string[];
+            /** @description before the round ends: nothing to check yet */
+            verified?: null;
+        };
+        /** SandboxBalance */
+        SandboxBalance: {
+            balance: number;
+            currency: string;
+            player_ref: string;
+        };
+        /** SandboxBalanceRequest */
+        SandboxBalanceRequest: {
+            /** @description must be a non-negative decimal amount in the currency */
+            balance: number;
+            /** @description must be an ISO 4217 code */
+            currency: string;
+            /** @description must be a string of 1 to 120 characters */
+            player_ref: string;
+        };
+        /** SandboxBalanceSet */
+        SandboxBalanceSet: {
+            balance: number;
+            currency: string;
+            livemode: boolean;
+            player_ref: string;
+        };
+        /** SandboxOutcomeQueue */
+        SandboxOutcomeQueue: {
+            game: string;
+            livemode: boolean;
+            /** @description queued outcomes, next first; each is used by the next sandbox round that takes a bet */
+            pending: {
+                [key: string]: unknown;
+            }[];
+        };
+        /** SandboxTiming */
+        SandboxTiming: {
+            crash: {
+                betting_window_ms: number;
+                pause_ms: number;
+            };
+            livemode: boolean;
+            stock_race: {
+                betting_window_ms: number;
+                pause_ms: number;
+                race_ms: number;
+            };
+        };
+        /** SandboxTimingRequest */
+        SandboxTimingRequest: {
+            crash?: {
+                /** @description must be an integer from 100 to 600000 (ms) */
+                betting_window_ms?: number;
+                /** @description must be an integer from 0 to 600000 (ms) */
+                pause_ms?: number;
+            };
+            stock_race?: {
+                /** @description must be an integer from 100 to 600000 (ms) */
+                betting_window_ms?: number;
+                /** @description must be an integer from 0 to 600000 (ms) */
+                pause_ms?: number;
+                /** @description must be an integer from 100 to 600000 (ms) */
+                race_ms?: number;
+            };
+        };
+        /** SandboxWalletFailures */
+        SandboxWalletFailures: {
+            livemode: boolean;
+            mode: string;
+            /** @description settle calls left to fail; null: until switched off */
+            remaining: number | null;
+        };
+        /** SandboxWalletFailuresRequest */
+        SandboxWalletFailuresRequest: {
+            /** @description must be an integer from 1 to 1000: how many settle calls fail */
+            count?: number;
+            /** @description must be none, timeout or error_500 */
+            mode: "none" | "timeout" | "error_500";
+        };
+        /** ScriptCrashOutcomesRequest */
+        ScriptCrashOutcomesRequest: {
+            /** @description must be 1 to 100 multipliers from 1.00 to 1000000 with at most 2 decimals */
+            crash_points: number[];
+        };
+        /** ScriptStockRaceOutcomesRequest */
+        ScriptStockRaceOutcomesRequest: {
+            /** @description must be 1 to 100 stock symbols */
+            winners: string[];
+        };
+        /** SettleCallProgress */
+        SettleCallProgress: {
+            attempts: number;
+            delivered_at: number | null;
+            next_attempt_at: number | null;
+            /** @description pending | delivered */
+            status: string;
+        };
+        /** Settlement */
+        Settlement: {
+            attempts: number;
+            bet_id: string;
+            body: components["schemas"]["WalletSettleRequest"];
+            created_at: number;
+            delivered_at: number | null;
+            idempotency_key: string;
+            last_error: string | null;
+            last_status_code: number | null;
+            next_attempt_at: number | null;
+            operator_id: string;
+            /** @description pending | delivered */
+            status: string;
+        };
+        /** SettlementList */
+        SettlementList: {
+            /** @description true: another page follows (pass the last id of this page as starting_after); false: the list ends here */
+            has_more: boolean;
+            /** @description oldest first (created_at, then bet_id) */
+            settlements: components["schemas"]["Settlement"][];
+        };
+        /** StockMove */
+        StockMove: {
+            pct: number;
+            symbol: string;
+        };
+        /** StockRaceBet */
+        StockRaceBet: {
+            bet_id: string;
+            currency: string;
+            /** @description false for a bet of a test-mode operator (test data) */
+            livemode: boolean;
+            /** @description null until settled */
+            payout: number | null;
+            placed_at: number;
+            player_ref: string;
+            round_id: string;
+            round_number: number;
+            selected_stocks: string[];
+            session_id: string | null;
+            settled_at: number | null;
+            /** @description the settle call to the operator's wallet; null before settlement or without a wallet_url */
+            settlement: components["schemas"]["SettleCallProgress"] | null;
+            stake: number;
+            /** @description reserved | won | lost | void */
+            status: string;
+        };
+        /** StockRaceBetList */
+        StockRaceBetList: {
+            /** @description newest first (placed_at descending, then bet_id) */
+            data: components["schemas"]["StockRaceBet"][];
+            /** @description true: another page follows (pass the last bet_id of this page as starting_after); false: the list ends here */
+            has_more: boolean;
+        };
+        /**
+         * StockRaceOutcome
+         * @description Stock Race outcome
+         */
+        StockRaceOutcome: {
+            /** @description the winner's percentage move */
+            pct: number;
+            /** @description every stock's percentage move */
+            stocks: ({
+                pct: number;
+                symbol: string;
+            } & {
+                [key: string]: unknown;
+            })[];
+            /** @description the winning symbol */
+            winner: string;
+        } & {
+            [key: string]: unknown;
+        };
+        /** StockRaceRecomputation */
+        StockRaceRecomputation: {
+            pct: number;
+            previous_seed: string;
+            race_key: string;
+            salt: string | null;
+            seed: string;
+            seed_hash: string;
+            stocks: components["schemas"]["StockMove"][];
+            winner: string;
+        };
+        /** StockRaceRound */
+        StockRaceRound: {
+            /** @description end of the betting window (milliseconds since epoch) */
+            betting_closes_at: number;
+            /** @description when the round closed with its outcome; null before */
+            closed_at: number | null;
+            /** @description the game */
+            game: "crash" | "stock_race";
+            /** @description false for a sandbox round of a test-mode operator (test data) */
+            livemode: boolean;
+            /** @description when the round opened (milliseconds since epoch) */
+            opened_at: number;
+            /** @description closed: {winner, pct, stocks[{symbol, pct}]} */
+            outcome: {
+                [key: string]: unknown;
+            } | null;
+            /** @description while running: how far the race is, 0..1000 */
+            progress_permille?: number;
+            /** @description Stock Race: length of the running phase (milliseconds) */
+            race_ms: number;
+            /** @description the round id */
+            round_id: string;
+            /** @description increasing per game */
+            round_number: number;
+            /** @description when the multiplier / race started */
+            running_at: number | null;
+            /** @description sandbox rounds: the outcome was scripted, not drawn from a hash chain */
+            scripted?: boolean;
+            /** @description the revealed seed once the round is closed or void; null before */
+            seed: string | null;
+            /** @description sha256 of the seed, the commitment published when the round opens */
+            seed_hash: string;
+            /** @description open | running | closed | void (the round could not complete: every stake is returned) */
+            status: "open" | "running" | "closed" | "void";
+            /** @description while running: each stock now */
+            stocks?: {
+                pct: number;
+                symbol: string;
+            }[];
+            /** @description Stock Race: the stocks racing in this round */
+            symbols: string[];
+            /** @description why the round could not complete; null unless void */
+            void_reason: string | null;
+            /** @description when the round was voided; null unless void */
+            voided_at: number | null;
+        } & {
+            [key: string]: unknown;
+        };
+        /** UpdateWebhookEndpointRequest */
+        UpdateWebhookEndpointRequest: {
+            /** @description must be true or false */
+            enabled?: boolean;
+            /** @description must be a non-empty array of: round.opened, round.closed, bet.settled, compliance.flag */
+            events?: components["schemas"]["WebhookEventType"][];
+            /** @description must be an https URL that resolves to a public address (at most 2048 characters) */
+            url?: string;
+        };
+        /** VerifySignatureRequest */
+        VerifySignatureRequest: {
+            /** @description must be the raw body exactly as delivered, as a string */
+            body: string;
+            /** @description must be the endpoint secret (whsec_…) */
+            endpoint_secret: string;
+            /** @description must be the x-service-signature header value */
+            signature: string;
+        };
+        /** VerifySignatureResult */
+        VerifySignatureResult: {
+            message: string;
+            /** @description why not: the header is not t=<ms>,v1=<hex>; no v1 matches this secret and body; or the signature matches but t is too old or in the future */
+            reason?: "MALFORMED_HEADER" | "SIGNATURE_MISMATCH" | "TIMESTAMP_OUTSIDE_TOLERANCE";
+            /** @description the t= of the header, when it could be read */
+            timestamp?: number;
+            valid: boolean;
+        };
+        /**
+         * WalletSettleRequest
+         * @description the exact body POSTed to {wallet_url}/v1/bets/settle
+         */
+        WalletSettleRequest: {
+            bet_id: string;
+            idempotency_key: string;
+            payout: number;
+            pct: number | null;
+            winner: string | null;
+        };
+        /** WebhookDelivery */
+        WebhookDelivery: {
+            /** @description attempts made so far */
+            attempts: number;
+            created_at: number;
+            dead_at: number | null;
+            delivered_at: number | null;
+            delivery_id: string;
+            endpoint_id: string;
+            event_id: string;
+            event_type: string;
+            last_error: string | null;
+            last_status_code: number | null;
+            next_attempt_at: number | null;
+            resend_of: string | null;
+            /** @description pending | delivered | dead | cancelled */
+            status: string;
+        };
+        /** WebhookDeliveryAttempt */
+        WebhookDeliveryAttempt: {
+            attempt: number;
+            error: string | null;
+            latency_ms: number;
+            response_excerpt: string | null;
+            started_at: number;
+            status_code: number | null;
+        };
+        /** WebhookDeliveryDetail */
+        WebhookDeliveryDetail: {
+            attempt_log: components["schemas"]["WebhookDeliveryAttempt"][];
+            /** @description attempts made so far */
+            attempts: number;
+            created_at: number;
+            dead_at: number | null;
+            delivered_at: number | null;
+            delivery_id: string;
+            endpoint_id: string;
+            event_id: string;
+            event_type: string;
+            last_error: string | null;
+            last_status_code: number | null;
+            next_attempt_at: number | null;
+            resend_of: string | null;
+            /** @description pending | delivered | dead | cancelled */
+            status: string;
+        };
+        /** WebhookDeliveryList */
+        WebhookDeliveryList: {
+            /** @description newest first (created_at descending, then delivery_id) */
+            deliveries: components["schemas"]["WebhookDelivery"][];
+            /** @description true: another page follows (pass the last id of this page as starting_after); false: the list ends here */
+            has_more: boolean;
+        };
+        /** WebhookEndpoint */
+        WebhookEndpoint: {
+            created_at: number;
+            enabled: boolean;
+            endpoint_id: string;
+            events: string[];
+            operator_id: string;
+            /** @description until then the previous secret still signs too */
+            previous_secret_expires_at: number | null;
+            surface: "A" | "B";
+            updated_at: number;
+            url: string;
+        };
+        /** WebhookEndpointList */
+        WebhookEndpointList: {
+            /** @description oldest first (created_at, then endpoint_id) */
+            endpoints: components["schemas"]["WebhookEndpoint"][];
+            /** @description true: another page follows (pass the last id of this page as starting_after); false: the list ends here */
+            has_more: boolean;
+        };
+        /** WebhookEndpointWithSecret */
+        WebhookEndpointWithSecret: {
+            created_at: number;
+            enabled: boolean;
+            endpoint_id: string;
+            events: string[];
+            operator_id: string;
+            /** @description until then the previous secret still signs too */
+            previous_secret_expires_at: number | null;
+            /** @description whsec_…: shown only in this answer; store it now */
+            secret: string;
+            surface: "A" | "B";
+            updated_at: number;
+            url: string;
+        };
+        /**
+         * WebhookEventType
+         * @description one of round.opened, round.closed, bet.settled, compliance.flag
+         */
+        WebhookEventType: "round.opened" | "round.closed" | "bet.settled" | "compliance.flag";
+        /** WebhookTestData */
+        WebhookTestData: {
+            /** @description the endpoint the test was requested for */
+            endpoint_id: string;
+            /** @description a fixed text */
+            message: string;
+        } & {
+            [key: string]: unknown;
+        };
+        /**
+         * WebhookTestEvent
+         * @description Sent on request to check an endpoint; never sent otherwise
+         */
+        WebhookTestEvent: {
+            /** @description when the change that caused the event was committed (milliseconds since epoch) */
+            created_at: number;
+            data: components["schemas"]["WebhookTestData"];
+            /** @description event id (evt_…); the same on every retry and on a re-send: deduplicate on it */
+            id: string;
+            /** @description false for test data: events of a sandbox (test-mode) operator */
+            livemode: boolean;
+            /** @enum {string} */
+            type: "webhook.test";
+        };
+    };
     responses: never;
-    parameters: never;
+    parameters: {
+        /** @description 1 to 255 characters, unique per operation */
+        "header.idempotency-key": string;
+        /** @description the operator API key */
+        "header.x-operator-key": string;
+        /** @description lowercase hex HMAC-SHA256 of METHOD\nPATH\nTIMESTAMP\nBODY keyed with the API secret */
+        "header.x-signature": string;
+        /** @description milliseconds since epoch; within 5 minutes of the server clock */
+        "header.x-timestamp": string;
+    };
     requestBodies: never;
-    headers: never;
+    headers: {
+        /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
+        "idempotent-replay": "true";
+        /** @description the operator's burst: requests the bucket holds when full */
+        "ratelimit-limit": string;
+        /** @description requests left in the bucket after this one */
+        "ratelimit-remaining": string;
+        /** @description seconds until the bucket is full again */
+        "ratelimit-reset": string;
+        /** @description seconds to wait before sending the request again */
+        "retry-after": string;
+    };
     pathItems: never;
 }
 export type $defs = Record<string, never>;
@@ -1523,58 +2222,25 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description newest first (placed_at descending, then bet_id) */
-                        data: {
-                            amount: number;
-                            auto_cashout: number | null;
-                            bet_id: string;
-                            cashout_kind: string | null;
-                            external_user_id: string;
-                            /** @description false for a bet of a test-mode operator (test data) */
-                            livemode: boolean;
-                            multiplier: number | null;
-                            payout: number | null;
-                            placed_at: number;
-                            round_id: string;
-                            round_number: number;
-                            settled_at: number | null;
-                            /** @description active | cashed_out | lost | void */
-                            status: string;
-                        }[];
-                        /** @description true: another page follows (pass the last bet_id of this page as starting_after); false: the list ends here */
-                        has_more: boolean;
-                    };
+                    "application/json": components["schemas"]["CrashBetList"];
                 };
             };
             /** @description Default Response */
             400: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description stable error code from the catalogue */
-                        code: string;
-                        /** @description what went wrong, in words */
-                        error: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["PartnerError"];
                 };
             };
             /** @description Default Response */
@@ -1583,76 +2249,43 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description stable error code from the catalogue */
-                        code: string;
-                        /** @description what went wrong, in words */
-                        error: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["PartnerError"];
                 };
             };
             /** @description Default Response */
             403: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description stable error code from the catalogue */
-                        code: string;
-                        /** @description what went wrong, in words */
-                        error: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["PartnerError"];
                 };
             };
             /** @description Default Response */
             404: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description stable error code from the catalogue */
-                        code: string;
-                        /** @description what went wrong, in words */
-                        error: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["PartnerError"];
                 };
             };
             /** @description Default Response */
             409: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description stable error code from the catalogue */
-                        code: string;
-                        /** @description what went wrong, in words */
-                        error: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["PartnerError"];
                 };
             };
             /** @description Default Response */
@@ -1661,13 +2294,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description stable error code from the catalogue */
-                        code: string;
-                        /** @description what went wrong, in words */
-                        error: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["PartnerError"];
                 };
             };
             /** @description Default Response */
@@ -1676,82 +2303,45 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description stable error code from the catalogue */
-                        code: string;
-                        /** @description what went wrong, in words */
-                        error: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["PartnerError"];
                 };
             };
             /** @description Default Response */
             429: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
-                    /** @description seconds to wait before sending the request again */
-                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
+                    "retry-after": components["headers"]["retry-after"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description stable error code from the catalogue */
-                        code: string;
-                        /** @description what went wrong, in words */
-                        error: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["PartnerError"];
                 };
             };
             /** @description Default Response */
             500: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description INTERNAL, or SERVICE_UNAVAILABLE: retry after Retry-After */
-                        code: string;
-                        /** @description what went wrong, in words (nothing about the fault itself) */
-                        error: string;
-                        /** @description the x-request-id of this answer: quote it to support */
-                        trace_id: string;
-                    };
+                    "application/json": components["schemas"]["PartnerFault"];
                 };
             };
             /** @description Default Response */
             503: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
-                    /** @description seconds to wait before sending the request again */
-                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
+                    "retry-after": components["headers"]["retry-after"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description INTERNAL, or SERVICE_UNAVAILABLE: retry after Retry-After */
-                        code: string;
-                        /** @description what went wrong, in words (nothing about the fault itself) */
-                        error: string;
-                        /** @description the x-request-id of this answer: quote it to support */
-                        trace_id: string;
-                    };
+                    "application/json": components["schemas"]["PartnerFault"];
                 };
             };
         };
@@ -1771,53 +2361,25 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        amount: number;
-                        auto_cashout: number | null;
-                        bet_id: string;
-                        cashout_kind: string | null;
-                        external_user_id: string;
-                        /** @description false for a bet of a test-mode operator (test data) */
-                        livemode: boolean;
-                        multiplier: number | null;
-                        payout: number | null;
-                        placed_at: number;
-                        round_id: string;
-                        round_number: number;
-                        settled_at: number | null;
-                        /** @description active | cashed_out | lost | void */
-                        status: string;
-                    };
+                    "application/json": components["schemas"]["CrashBet"];
                 };
             };
             /** @description Default Response */
             400: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description stable error code from the catalogue */
-                        code: string;
-                        /** @description what went wrong, in words */
-                        error: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["PartnerError"];
                 };
             };
             /** @description Default Response */
@@ -1826,76 +2388,43 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description stable error code from the catalogue */
-                        code: string;
-                        /** @description what went wrong, in words */
-                        error: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["PartnerError"];
                 };
             };
             /** @description Default Response */
             403: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description stable error code from the catalogue */
-                        code: string;
-                        /** @description what went wrong, in words */
-                        error: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["PartnerError"];
                 };
             };
             /** @description Default Response */
             404: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description stable error code from the catalogue */
-                        code: string;
-                        /** @description what went wrong, in words */
-                        error: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["PartnerError"];
                 };
             };
             /** @description Default Response */
             409: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description stable error code from the catalogue */
-                        code: string;
-                        /** @description what went wrong, in words */
-                        error: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["PartnerError"];
                 };
             };
             /** @description Default Response */
@@ -1904,13 +2433,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description stable error code from the catalogue */
-                        code: string;
-                        /** @description what went wrong, in words */
-                        error: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["PartnerError"];
                 };
             };
             /** @description Default Response */
@@ -1919,82 +2442,45 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description stable error code from the catalogue */
-                        code: string;
-                        /** @description what went wrong, in words */
-                        error: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["PartnerError"];
                 };
             };
             /** @description Default Response */
             429: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
-                    /** @description seconds to wait before sending the request again */
-                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
+                    "retry-after": components["headers"]["retry-after"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description stable error code from the catalogue */
-                        code: string;
-                        /** @description what went wrong, in words */
-                        error: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["PartnerError"];
                 };
             };
             /** @description Default Response */
             500: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description INTERNAL, or SERVICE_UNAVAILABLE: retry after Retry-After */
-                        code: string;
-                        /** @description what went wrong, in words (nothing about the fault itself) */
-                        error: string;
-                        /** @description the x-request-id of this answer: quote it to support */
-                        trace_id: string;
-                    };
+                    "application/json": components["schemas"]["PartnerFault"];
                 };
             };
             /** @description Default Response */
             503: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
-                    /** @description seconds to wait before sending the request again */
-                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
+                    "retry-after": components["headers"]["retry-after"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description INTERNAL, or SERVICE_UNAVAILABLE: retry after Retry-After */
-                        code: string;
-                        /** @description what went wrong, in words (nothing about the fault itself) */
-                        error: string;
-                        /** @description the x-request-id of this answer: quote it to support */
-                        trace_id: string;
-                    };
+                    "application/json": components["schemas"]["PartnerFault"];
                 };
             };
         };
@@ -2004,66 +2490,41 @@ export interface operations {
             query?: never;
             header: {
                 /** @description 1 to 255 characters, unique per operation */
-                "idempotency-key": string;
+                "idempotency-key": components["parameters"]["header.idempotency-key"];
             };
             path?: never;
             cookie?: never;
         };
         requestBody: {
             content: {
-                "application/json": {
-                    /**
-                     * Format: uuid
-                     * @description must be the UUID of a bet this operator placed
-                     */
-                    bet_id: string;
-                };
+                "application/json": components["schemas"]["CashoutRequest"];
             };
         };
         responses: {
             /** @description Default Response */
             200: {
                 headers: {
-                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
-                    "idempotent-replay"?: "true";
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "idempotent-replay": components["headers"]["idempotent-replay"];
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** Format: uuid */
-                        bet_id: string;
-                        multiplier: number;
-                        payout: number;
-                    };
+                    "application/json": components["schemas"]["CashoutResult"];
                 };
             };
             /** @description Default Response */
             400: {
                 headers: {
-                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
-                    "idempotent-replay"?: "true";
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "idempotent-replay": components["headers"]["idempotent-replay"];
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description stable error code from the catalogue */
-                        code: string;
-                        /** @description what went wrong, in words */
-                        error: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["PartnerError"];
                 };
             };
             /** @description Default Response */
@@ -2072,80 +2533,45 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description stable error code from the catalogue */
-                        code: string;
-                        /** @description what went wrong, in words */
-                        error: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["PartnerError"];
                 };
             };
             /** @description Default Response */
             403: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description stable error code from the catalogue */
-                        code: string;
-                        /** @description what went wrong, in words */
-                        error: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["PartnerError"];
                 };
             };
             /** @description Default Response */
             404: {
                 headers: {
-                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
-                    "idempotent-replay"?: "true";
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "idempotent-replay": components["headers"]["idempotent-replay"];
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description stable error code from the catalogue */
-                        code: string;
-                        /** @description what went wrong, in words */
-                        error: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["PartnerError"];
                 };
             };
             /** @description Default Response */
             409: {
                 headers: {
-                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
-                    "idempotent-replay"?: "true";
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "idempotent-replay": components["headers"]["idempotent-replay"];
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description stable error code from the catalogue */
-                        code: string;
-                        /** @description what went wrong, in words */
-                        error: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["PartnerError"];
                 };
             };
             /** @description Default Response */
@@ -2154,13 +2580,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description stable error code from the catalogue */
-                        code: string;
-                        /** @description what went wrong, in words */
-                        error: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["PartnerError"];
                 };
             };
             /** @description Default Response */
@@ -2169,82 +2589,45 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description stable error code from the catalogue */
-                        code: string;
-                        /** @description what went wrong, in words */
-                        error: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["PartnerError"];
                 };
             };
             /** @description Default Response */
             429: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
-                    /** @description seconds to wait before sending the request again */
-                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
+                    "retry-after": components["headers"]["retry-after"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description stable error code from the catalogue */
-                        code: string;
-                        /** @description what went wrong, in words */
-                        error: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["PartnerError"];
                 };
             };
             /** @description Default Response */
             500: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description INTERNAL, or SERVICE_UNAVAILABLE: retry after Retry-After */
-                        code: string;
-                        /** @description what went wrong, in words (nothing about the fault itself) */
-                        error: string;
-                        /** @description the x-request-id of this answer: quote it to support */
-                        trace_id: string;
-                    };
+                    "application/json": components["schemas"]["PartnerFault"];
                 };
             };
             /** @description Default Response */
             503: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
-                    /** @description seconds to wait before sending the request again */
-                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
+                    "retry-after": components["headers"]["retry-after"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description INTERNAL, or SERVICE_UNAVAILABLE: retry after Retry-After */
-                        code: string;
-                        /** @description what went wrong, in words (nothing about the fault itself) */
-                        error: string;
-                        /** @description the x-request-id of this answer: quote it to support */
-                        trace_id: string;
-                    };
+                    "application/json": components["schemas"]["PartnerFault"];
                 };
             };
         };
@@ -2274,66 +2657,25 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description newest first (created_at descending, then flag_id) */
-                        flags: {
-                            /** @description when the flag was acknowledged (milliseconds since epoch); null while it is open */
-                            acknowledged_at: number | null;
-                            /** @description who acknowledged it: api:<by> (or api) through this API, a dashboard user's email, or admin:<name> from the admin CLI; null while it is open */
-                            acknowledged_by: string | null;
-                            /** @description the bet that raised the flag, if one did */
-                            bet_id: string | null;
-                            /** @description when the flag was raised (milliseconds since epoch) */
-                            created_at: number;
-                            /** @description rule-specific measurements and the threshold that was crossed */
-                            details: {
-                                [key: string]: unknown;
-                            };
-                            /** @description the flag id (flag_…) */
-                            flag_id: string;
-                            /** @description crash or stock_race, when a bet raised the flag */
-                            game: string | null;
-                            /** @description the player the flag is about */
-                            player: string | null;
-                            /** @description the bet's round, when a bet raised the flag */
-                            round_id: string | null;
-                            /** @description one of large_stake, large_payout, bet_velocity, machine_timing, session_multi_place */
-                            rule: "large_stake" | "large_payout" | "bet_velocity" | "machine_timing" | "session_multi_place";
-                            /** @description the Surface B play session, if the rule looked at one */
-                            session_id: string | null;
-                        }[];
-                        /** @description true: another page follows (pass the last id of this page as starting_after); false: the list ends here */
-                        has_more: boolean;
-                    };
+                    "application/json": components["schemas"]["ComplianceFlagList"];
                 };
             };
             /** @description Default Response */
             400: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
@@ -2342,96 +2684,57 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             403: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             429: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
-                    /** @description seconds to wait before sending the request again */
-                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
+                    "retry-after": components["headers"]["retry-after"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             500: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             503: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
-                    /** @description seconds to wait before sending the request again */
-                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
+                    "retry-after": components["headers"]["retry-after"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
         };
@@ -2448,71 +2751,32 @@ export interface operations {
         };
         requestBody?: {
             content: {
-                "application/json": {
-                    /** @description must be 1 to 100 characters without control characters: who in your back office acknowledges the flag; recorded as acknowledged_by api:<by> (api when absent) */
-                    by?: string;
-                };
+                "application/json": components["schemas"]["AcknowledgeFlagRequest"];
             };
         };
         responses: {
             /** @description A compliance flag and its acknowledgement; the data of compliance.flag webhooks without the latter */
             200: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description when the flag was acknowledged (milliseconds since epoch); null while it is open */
-                        acknowledged_at: number | null;
-                        /** @description who acknowledged it: api:<by> (or api) through this API, a dashboard user's email, or admin:<name> from the admin CLI; null while it is open */
-                        acknowledged_by: string | null;
-                        /** @description the bet that raised the flag, if one did */
-                        bet_id: string | null;
-                        /** @description when the flag was raised (milliseconds since epoch) */
-                        created_at: number;
-                        /** @description rule-specific measurements and the threshold that was crossed */
-                        details: {
-                            [key: string]: unknown;
-                        };
-                        /** @description the flag id (flag_…) */
-                        flag_id: string;
-                        /** @description crash or stock_race, when a bet raised the flag */
-                        game: string | null;
-                        /** @description the player the flag is about */
-                        player: string | null;
-                        /** @description the bet's round, when a bet raised the flag */
-                        round_id: string | null;
-                        /** @description one of large_stake, large_payout, bet_velocity, machine_timing, session_multi_place */
-                        rule: "large_stake" | "large_payout" | "bet_velocity" | "machine_timing" | "session_multi_place";
-                        /** @description the Surface B play session, if the rule looked at one */
-                        session_id: string | null;
-                    };
+                    "application/json": components["schemas"]["ComplianceFlag"];
                 };
             };
             /** @description Default Response */
             400: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
@@ -2521,72 +2785,43 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             403: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             404: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             409: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
@@ -2595,12 +2830,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
@@ -2609,76 +2839,45 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             429: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
-                    /** @description seconds to wait before sending the request again */
-                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
+                    "retry-after": components["headers"]["retry-after"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             500: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             503: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
-                    /** @description seconds to wait before sending the request again */
-                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
+                    "retry-after": components["headers"]["retry-after"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
         };
@@ -2688,71 +2887,41 @@ export interface operations {
             query?: never;
             header: {
                 /** @description 1 to 255 characters, unique per operation */
-                "idempotency-key": string;
+                "idempotency-key": components["parameters"]["header.idempotency-key"];
             };
             path?: never;
             cookie?: never;
         };
         requestBody: {
             content: {
-                "application/json": {
-                    /** @description must be an integer from 1 to 1000000 */
-                    amount: number;
-                    /** @description must be null or a number from 1.01 to 1000000 with at most 2 decimals */
-                    auto_cashout?: number | null;
-                    /** @description must be a string of 1 to 120 characters */
-                    external_user_id: string;
-                };
+                "application/json": components["schemas"]["PlaceBetRequest"];
             };
         };
         responses: {
             /** @description Default Response */
             200: {
                 headers: {
-                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
-                    "idempotent-replay"?: "true";
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "idempotent-replay": components["headers"]["idempotent-replay"];
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        amount: number;
-                        auto_cashout: number | null;
-                        /** Format: uuid */
-                        bet_id: string;
-                        external_user_id: string;
-                        /** @description false: placed with a test key, in a sandbox round (test data) */
-                        livemode?: boolean;
-                        round_number: number;
-                    };
+                    "application/json": components["schemas"]["PlacedBet"];
                 };
             };
             /** @description Default Response */
             400: {
                 headers: {
-                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
-                    "idempotent-replay"?: "true";
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "idempotent-replay": components["headers"]["idempotent-replay"];
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description stable error code from the catalogue */
-                        code: string;
-                        /** @description what went wrong, in words */
-                        error: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["PartnerError"];
                 };
             };
             /** @description Default Response */
@@ -2761,80 +2930,45 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description stable error code from the catalogue */
-                        code: string;
-                        /** @description what went wrong, in words */
-                        error: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["PartnerError"];
                 };
             };
             /** @description Default Response */
             403: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description stable error code from the catalogue */
-                        code: string;
-                        /** @description what went wrong, in words */
-                        error: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["PartnerError"];
                 };
             };
             /** @description Default Response */
             404: {
                 headers: {
-                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
-                    "idempotent-replay"?: "true";
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "idempotent-replay": components["headers"]["idempotent-replay"];
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description stable error code from the catalogue */
-                        code: string;
-                        /** @description what went wrong, in words */
-                        error: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["PartnerError"];
                 };
             };
             /** @description Default Response */
             409: {
                 headers: {
-                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
-                    "idempotent-replay"?: "true";
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "idempotent-replay": components["headers"]["idempotent-replay"];
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description stable error code from the catalogue */
-                        code: string;
-                        /** @description what went wrong, in words */
-                        error: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["PartnerError"];
                 };
             };
             /** @description Default Response */
@@ -2843,13 +2977,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description stable error code from the catalogue */
-                        code: string;
-                        /** @description what went wrong, in words */
-                        error: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["PartnerError"];
                 };
             };
             /** @description Default Response */
@@ -2858,82 +2986,45 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description stable error code from the catalogue */
-                        code: string;
-                        /** @description what went wrong, in words */
-                        error: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["PartnerError"];
                 };
             };
             /** @description Default Response */
             429: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
-                    /** @description seconds to wait before sending the request again */
-                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
+                    "retry-after": components["headers"]["retry-after"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description stable error code from the catalogue */
-                        code: string;
-                        /** @description what went wrong, in words */
-                        error: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["PartnerError"];
                 };
             };
             /** @description Default Response */
             500: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description INTERNAL, or SERVICE_UNAVAILABLE: retry after Retry-After */
-                        code: string;
-                        /** @description what went wrong, in words (nothing about the fault itself) */
-                        error: string;
-                        /** @description the x-request-id of this answer: quote it to support */
-                        trace_id: string;
-                    };
+                    "application/json": components["schemas"]["PartnerFault"];
                 };
             };
             /** @description Default Response */
             503: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
-                    /** @description seconds to wait before sending the request again */
-                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
+                    "retry-after": components["headers"]["retry-after"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description INTERNAL, or SERVICE_UNAVAILABLE: retry after Retry-After */
-                        code: string;
-                        /** @description what went wrong, in words (nothing about the fault itself) */
-                        error: string;
-                        /** @description the x-request-id of this answer: quote it to support */
-                        trace_id: string;
-                    };
+                    "application/json": components["schemas"]["PartnerFault"];
                 };
             };
         };
@@ -2953,78 +3044,25 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description end of the betting window (milliseconds since epoch) */
-                        betting_closes_at: number;
-                        /** @description when the round closed with its outcome; null before */
-                        closed_at: number | null;
-                        /** @description the game */
-                        game: "crash" | "stock_race";
-                        /** @description Crash: the house edge in basis points (100 = 1%, RTP 99%) */
-                        house_edge_bp: number;
-                        /** @description false for a sandbox round of a test-mode operator (test data) */
-                        livemode: boolean;
-                        /** @description while running: the multiplier now */
-                        multiplier?: number;
-                        /** @description when the round opened (milliseconds since epoch) */
-                        opened_at: number;
-                        /** @description closed: {crash_point} */
-                        outcome: {
-                            [key: string]: unknown;
-                        } | null;
-                        /** @description the round id */
-                        round_id: string;
-                        /** @description increasing per game */
-                        round_number: number;
-                        /** @description when the multiplier / race started */
-                        running_at: number | null;
-                        /** @description Crash: the HMAC key, used as UTF-8 text (see docs/decisions.md, Provably fair) */
-                        salt: string;
-                        /** @description sandbox rounds: the outcome was scripted, not drawn from a hash chain */
-                        scripted?: boolean;
-                        /** @description the revealed seed once the round is closed or void; null before */
-                        seed: string | null;
-                        /** @description sha256 of the seed, the commitment published when the round opens */
-                        seed_hash: string;
-                        /** @description open | running | closed | void (the round could not complete: every stake is returned) */
-                        status: "open" | "running" | "closed" | "void";
-                        /** @description why the round could not complete; null unless void */
-                        void_reason: string | null;
-                        /** @description when the round was voided; null unless void */
-                        voided_at: number | null;
-                    } & {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["CrashRound"];
                 };
             };
             /** @description Default Response */
             400: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description stable error code from the catalogue */
-                        code: string;
-                        /** @description what went wrong, in words */
-                        error: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["PartnerError"];
                 };
             };
             /** @description Default Response */
@@ -3033,76 +3071,43 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description stable error code from the catalogue */
-                        code: string;
-                        /** @description what went wrong, in words */
-                        error: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["PartnerError"];
                 };
             };
             /** @description Default Response */
             403: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description stable error code from the catalogue */
-                        code: string;
-                        /** @description what went wrong, in words */
-                        error: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["PartnerError"];
                 };
             };
             /** @description Default Response */
             404: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description stable error code from the catalogue */
-                        code: string;
-                        /** @description what went wrong, in words */
-                        error: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["PartnerError"];
                 };
             };
             /** @description Default Response */
             409: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description stable error code from the catalogue */
-                        code: string;
-                        /** @description what went wrong, in words */
-                        error: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["PartnerError"];
                 };
             };
             /** @description Default Response */
@@ -3111,13 +3116,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description stable error code from the catalogue */
-                        code: string;
-                        /** @description what went wrong, in words */
-                        error: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["PartnerError"];
                 };
             };
             /** @description Default Response */
@@ -3126,82 +3125,45 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description stable error code from the catalogue */
-                        code: string;
-                        /** @description what went wrong, in words */
-                        error: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["PartnerError"];
                 };
             };
             /** @description Default Response */
             429: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
-                    /** @description seconds to wait before sending the request again */
-                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
+                    "retry-after": components["headers"]["retry-after"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description stable error code from the catalogue */
-                        code: string;
-                        /** @description what went wrong, in words */
-                        error: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["PartnerError"];
                 };
             };
             /** @description Default Response */
             500: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description INTERNAL, or SERVICE_UNAVAILABLE: retry after Retry-After */
-                        code: string;
-                        /** @description what went wrong, in words (nothing about the fault itself) */
-                        error: string;
-                        /** @description the x-request-id of this answer: quote it to support */
-                        trace_id: string;
-                    };
+                    "application/json": components["schemas"]["PartnerFault"];
                 };
             };
             /** @description Default Response */
             503: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
-                    /** @description seconds to wait before sending the request again */
-                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
+                    "retry-after": components["headers"]["retry-after"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description INTERNAL, or SERVICE_UNAVAILABLE: retry after Retry-After */
-                        code: string;
-                        /** @description what went wrong, in words (nothing about the fault itself) */
-                        error: string;
-                        /** @description the x-request-id of this answer: quote it to support */
-                        trace_id: string;
-                    };
+                    "application/json": components["schemas"]["PartnerFault"];
                 };
             };
         };
@@ -3218,78 +3180,25 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description end of the betting window (milliseconds since epoch) */
-                        betting_closes_at: number;
-                        /** @description when the round closed with its outcome; null before */
-                        closed_at: number | null;
-                        /** @description the game */
-                        game: "crash" | "stock_race";
-                        /** @description Crash: the house edge in basis points (100 = 1%, RTP 99%) */
-                        house_edge_bp: number;
-                        /** @description false for a sandbox round of a test-mode operator (test data) */
-                        livemode: boolean;
-                        /** @description while running: the multiplier now */
-                        multiplier?: number;
-                        /** @description when the round opened (milliseconds since epoch) */
-                        opened_at: number;
-                        /** @description closed: {crash_point} */
-                        outcome: {
-                            [key: string]: unknown;
-                        } | null;
-                        /** @description the round id */
-                        round_id: string;
-                        /** @description increasing per game */
-                        round_number: number;
-                        /** @description when the multiplier / race started */
-                        running_at: number | null;
-                        /** @description Crash: the HMAC key, used as UTF-8 text (see docs/decisions.md, Provably fair) */
-                        salt: string;
-                        /** @description sandbox rounds: the outcome was scripted, not drawn from a hash chain */
-                        scripted?: boolean;
-                        /** @description the revealed seed once the round is closed or void; null before */
-                        seed: string | null;
-                        /** @description sha256 of the seed, the commitment published when the round opens */
-                        seed_hash: string;
-                        /** @description open | running | closed | void (the round could not complete: every stake is returned) */
-                        status: "open" | "running" | "closed" | "void";
-                        /** @description why the round could not complete; null unless void */
-                        void_reason: string | null;
-                        /** @description when the round was voided; null unless void */
-                        voided_at: number | null;
-                    } & {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["CrashRound"];
                 };
             };
             /** @description Default Response */
             400: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description stable error code from the catalogue */
-                        code: string;
-                        /** @description what went wrong, in words */
-                        error: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["PartnerError"];
                 };
             };
             /** @description Default Response */
@@ -3298,76 +3207,43 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description stable error code from the catalogue */
-                        code: string;
-                        /** @description what went wrong, in words */
-                        error: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["PartnerError"];
                 };
             };
             /** @description Default Response */
             403: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description stable error code from the catalogue */
-                        code: string;
-                        /** @description what went wrong, in words */
-                        error: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["PartnerError"];
                 };
             };
             /** @description Default Response */
             404: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description stable error code from the catalogue */
-                        code: string;
-                        /** @description what went wrong, in words */
-                        error: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["PartnerError"];
                 };
             };
             /** @description Default Response */
             409: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description stable error code from the catalogue */
-                        code: string;
-                        /** @description what went wrong, in words */
-                        error: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["PartnerError"];
                 };
             };
             /** @description Default Response */
@@ -3376,13 +3252,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description stable error code from the catalogue */
-                        code: string;
-                        /** @description what went wrong, in words */
-                        error: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["PartnerError"];
                 };
             };
             /** @description Default Response */
@@ -3391,82 +3261,45 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description stable error code from the catalogue */
-                        code: string;
-                        /** @description what went wrong, in words */
-                        error: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["PartnerError"];
                 };
             };
             /** @description Default Response */
             429: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
-                    /** @description seconds to wait before sending the request again */
-                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
+                    "retry-after": components["headers"]["retry-after"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description stable error code from the catalogue */
-                        code: string;
-                        /** @description what went wrong, in words */
-                        error: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["PartnerError"];
                 };
             };
             /** @description Default Response */
             500: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description INTERNAL, or SERVICE_UNAVAILABLE: retry after Retry-After */
-                        code: string;
-                        /** @description what went wrong, in words (nothing about the fault itself) */
-                        error: string;
-                        /** @description the x-request-id of this answer: quote it to support */
-                        trace_id: string;
-                    };
+                    "application/json": components["schemas"]["PartnerFault"];
                 };
             };
             /** @description Default Response */
             503: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
-                    /** @description seconds to wait before sending the request again */
-                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
+                    "retry-after": components["headers"]["retry-after"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description INTERNAL, or SERVICE_UNAVAILABLE: retry after Retry-After */
-                        code: string;
-                        /** @description what went wrong, in words (nothing about the fault itself) */
-                        error: string;
-                        /** @description the x-request-id of this answer: quote it to support */
-                        trace_id: string;
-                    };
+                    "application/json": components["schemas"]["PartnerFault"];
                 };
             };
         };
@@ -3483,12 +3316,9 @@ export interface operations {
             /** @description Server-Sent Events: a snapshot of the current round first, then every change */
             200: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3498,22 +3328,13 @@ export interface operations {
             /** @description Default Response */
             400: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description stable error code from the catalogue */
-                        code: string;
-                        /** @description what went wrong, in words */
-                        error: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["PartnerError"];
                 };
             };
             /** @description Default Response */
@@ -3522,76 +3343,43 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description stable error code from the catalogue */
-                        code: string;
-                        /** @description what went wrong, in words */
-                        error: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["PartnerError"];
                 };
             };
             /** @description Default Response */
             403: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description stable error code from the catalogue */
-                        code: string;
-                        /** @description what went wrong, in words */
-                        error: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["PartnerError"];
                 };
             };
             /** @description Default Response */
             404: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description stable error code from the catalogue */
-                        code: string;
-                        /** @description what went wrong, in words */
-                        error: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["PartnerError"];
                 };
             };
             /** @description Default Response */
             409: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description stable error code from the catalogue */
-                        code: string;
-                        /** @description what went wrong, in words */
-                        error: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["PartnerError"];
                 };
             };
             /** @description Default Response */
@@ -3600,13 +3388,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description stable error code from the catalogue */
-                        code: string;
-                        /** @description what went wrong, in words */
-                        error: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["PartnerError"];
                 };
             };
             /** @description Default Response */
@@ -3615,82 +3397,45 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description stable error code from the catalogue */
-                        code: string;
-                        /** @description what went wrong, in words */
-                        error: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["PartnerError"];
                 };
             };
             /** @description Default Response */
             429: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
-                    /** @description seconds to wait before sending the request again */
-                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
+                    "retry-after": components["headers"]["retry-after"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description stable error code from the catalogue */
-                        code: string;
-                        /** @description what went wrong, in words */
-                        error: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["PartnerError"];
                 };
             };
             /** @description Default Response */
             500: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description INTERNAL, or SERVICE_UNAVAILABLE: retry after Retry-After */
-                        code: string;
-                        /** @description what went wrong, in words (nothing about the fault itself) */
-                        error: string;
-                        /** @description the x-request-id of this answer: quote it to support */
-                        trace_id: string;
-                    };
+                    "application/json": components["schemas"]["PartnerFault"];
                 };
             };
             /** @description Default Response */
             503: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
-                    /** @description seconds to wait before sending the request again */
-                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
+                    "retry-after": components["headers"]["retry-after"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description INTERNAL, or SERVICE_UNAVAILABLE: retry after Retry-After */
-                        code: string;
-                        /** @description what went wrong, in words (nothing about the fault itself) */
-                        error: string;
-                        /** @description the x-request-id of this answer: quote it to support */
-                        trace_id: string;
-                    };
+                    "application/json": components["schemas"]["PartnerFault"];
                 };
             };
         };
@@ -3707,43 +3452,25 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        game: string;
-                        livemode: boolean;
-                        /** @description queued outcomes, next first; each is used by the next sandbox round that takes a bet */
-                        pending: {
-                            [key: string]: unknown;
-                        }[];
-                    };
+                    "application/json": components["schemas"]["SandboxOutcomeQueue"];
                 };
             };
             /** @description Default Response */
             400: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
@@ -3752,72 +3479,43 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             403: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             404: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             409: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
@@ -3826,12 +3524,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
@@ -3840,76 +3533,45 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             429: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
-                    /** @description seconds to wait before sending the request again */
-                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
+                    "retry-after": components["headers"]["retry-after"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             500: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             503: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
-                    /** @description seconds to wait before sending the request again */
-                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
+                    "retry-after": components["headers"]["retry-after"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
         };
@@ -3926,57 +3588,34 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    /** @description must be 1 to 100 multipliers from 1.00 to 1000000 with at most 2 decimals */
-                    crash_points: number[];
-                };
+                "application/json": components["schemas"]["ScriptCrashOutcomesRequest"];
             };
         };
         responses: {
             /** @description Default Response */
             200: {
                 headers: {
-                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
-                    "idempotent-replay"?: "true";
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "idempotent-replay": components["headers"]["idempotent-replay"];
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        game: string;
-                        livemode: boolean;
-                        /** @description queued outcomes, next first; each is used by the next sandbox round that takes a bet */
-                        pending: {
-                            [key: string]: unknown;
-                        }[];
-                    };
+                    "application/json": components["schemas"]["SandboxOutcomeQueue"];
                 };
             };
             /** @description Default Response */
             400: {
                 headers: {
-                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
-                    "idempotent-replay"?: "true";
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "idempotent-replay": components["headers"]["idempotent-replay"];
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
@@ -3985,76 +3624,45 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             403: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             404: {
                 headers: {
-                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
-                    "idempotent-replay"?: "true";
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "idempotent-replay": components["headers"]["idempotent-replay"];
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             409: {
                 headers: {
-                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
-                    "idempotent-replay"?: "true";
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "idempotent-replay": components["headers"]["idempotent-replay"];
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
@@ -4063,12 +3671,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
@@ -4077,76 +3680,45 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             429: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
-                    /** @description seconds to wait before sending the request again */
-                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
+                    "retry-after": components["headers"]["retry-after"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             500: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             503: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
-                    /** @description seconds to wait before sending the request again */
-                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
+                    "retry-after": components["headers"]["retry-after"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
         };
@@ -4163,43 +3735,25 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        game: string;
-                        livemode: boolean;
-                        /** @description queued outcomes, next first; each is used by the next sandbox round that takes a bet */
-                        pending: {
-                            [key: string]: unknown;
-                        }[];
-                    };
+                    "application/json": components["schemas"]["SandboxOutcomeQueue"];
                 };
             };
             /** @description Default Response */
             400: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
@@ -4208,72 +3762,43 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             403: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             404: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             409: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
@@ -4282,12 +3807,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
@@ -4296,76 +3816,45 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             429: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
-                    /** @description seconds to wait before sending the request again */
-                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
+                    "retry-after": components["headers"]["retry-after"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             500: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             503: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
-                    /** @description seconds to wait before sending the request again */
-                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
+                    "retry-after": components["headers"]["retry-after"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
         };
@@ -4382,43 +3871,25 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        game: string;
-                        livemode: boolean;
-                        /** @description queued outcomes, next first; each is used by the next sandbox round that takes a bet */
-                        pending: {
-                            [key: string]: unknown;
-                        }[];
-                    };
+                    "application/json": components["schemas"]["SandboxOutcomeQueue"];
                 };
             };
             /** @description Default Response */
             400: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
@@ -4427,72 +3898,43 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             403: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             404: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             409: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
@@ -4501,12 +3943,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
@@ -4515,76 +3952,45 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             429: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
-                    /** @description seconds to wait before sending the request again */
-                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
+                    "retry-after": components["headers"]["retry-after"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             500: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             503: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
-                    /** @description seconds to wait before sending the request again */
-                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
+                    "retry-after": components["headers"]["retry-after"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
         };
@@ -4601,57 +4007,34 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    /** @description must be 1 to 100 stock symbols */
-                    winners: string[];
-                };
+                "application/json": components["schemas"]["ScriptStockRaceOutcomesRequest"];
             };
         };
         responses: {
             /** @description Default Response */
             200: {
                 headers: {
-                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
-                    "idempotent-replay"?: "true";
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "idempotent-replay": components["headers"]["idempotent-replay"];
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        game: string;
-                        livemode: boolean;
-                        /** @description queued outcomes, next first; each is used by the next sandbox round that takes a bet */
-                        pending: {
-                            [key: string]: unknown;
-                        }[];
-                    };
+                    "application/json": components["schemas"]["SandboxOutcomeQueue"];
                 };
             };
             /** @description Default Response */
             400: {
                 headers: {
-                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
-                    "idempotent-replay"?: "true";
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "idempotent-replay": components["headers"]["idempotent-replay"];
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
@@ -4660,76 +4043,45 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             403: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             404: {
                 headers: {
-                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
-                    "idempotent-replay"?: "true";
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "idempotent-replay": components["headers"]["idempotent-replay"];
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             409: {
                 headers: {
-                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
-                    "idempotent-replay"?: "true";
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "idempotent-replay": components["headers"]["idempotent-replay"];
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
@@ -4738,12 +4090,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
@@ -4752,76 +4099,45 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             429: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
-                    /** @description seconds to wait before sending the request again */
-                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
+                    "retry-after": components["headers"]["retry-after"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             500: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             503: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
-                    /** @description seconds to wait before sending the request again */
-                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
+                    "retry-after": components["headers"]["retry-after"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
         };
@@ -4838,43 +4154,25 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        game: string;
-                        livemode: boolean;
-                        /** @description queued outcomes, next first; each is used by the next sandbox round that takes a bet */
-                        pending: {
-                            [key: string]: unknown;
-                        }[];
-                    };
+                    "application/json": components["schemas"]["SandboxOutcomeQueue"];
                 };
             };
             /** @description Default Response */
             400: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
@@ -4883,72 +4181,43 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             403: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             404: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             409: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
@@ -4957,12 +4226,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
@@ -4971,76 +4235,45 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             429: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
-                    /** @description seconds to wait before sending the request again */
-                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
+                    "retry-after": components["headers"]["retry-after"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             500: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             503: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
-                    /** @description seconds to wait before sending the request again */
-                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
+                    "retry-after": components["headers"]["retry-after"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
         };
@@ -5057,47 +4290,25 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        crash: {
-                            betting_window_ms: number;
-                            pause_ms: number;
-                        };
-                        livemode: boolean;
-                        stock_race: {
-                            betting_window_ms: number;
-                            pause_ms: number;
-                            race_ms: number;
-                        };
-                    };
+                    "application/json": components["schemas"]["SandboxTiming"];
                 };
             };
             /** @description Default Response */
             400: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
@@ -5106,72 +4317,43 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             403: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             404: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             409: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
@@ -5180,12 +4362,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
@@ -5194,76 +4371,45 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             429: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
-                    /** @description seconds to wait before sending the request again */
-                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
+                    "retry-after": components["headers"]["retry-after"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             500: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             503: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
-                    /** @description seconds to wait before sending the request again */
-                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
+                    "retry-after": components["headers"]["retry-after"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
         };
@@ -5280,73 +4426,34 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    crash?: {
-                        /** @description must be an integer from 100 to 600000 (ms) */
-                        betting_window_ms?: number;
-                        /** @description must be an integer from 0 to 600000 (ms) */
-                        pause_ms?: number;
-                    };
-                    stock_race?: {
-                        /** @description must be an integer from 100 to 600000 (ms) */
-                        betting_window_ms?: number;
-                        /** @description must be an integer from 0 to 600000 (ms) */
-                        pause_ms?: number;
-                        /** @description must be an integer from 100 to 600000 (ms) */
-                        race_ms?: number;
-                    };
-                };
+                "application/json": components["schemas"]["SandboxTimingRequest"];
             };
         };
         responses: {
             /** @description Default Response */
             200: {
                 headers: {
-                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
-                    "idempotent-replay"?: "true";
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "idempotent-replay": components["headers"]["idempotent-replay"];
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        crash: {
-                            betting_window_ms: number;
-                            pause_ms: number;
-                        };
-                        livemode: boolean;
-                        stock_race: {
-                            betting_window_ms: number;
-                            pause_ms: number;
-                            race_ms: number;
-                        };
-                    };
+                    "application/json": components["schemas"]["SandboxTiming"];
                 };
             };
             /** @description Default Response */
             400: {
                 headers: {
-                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
-                    "idempotent-replay"?: "true";
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "idempotent-replay": components["headers"]["idempotent-replay"];
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
@@ -5355,76 +4462,45 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             403: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             404: {
                 headers: {
-                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
-                    "idempotent-replay"?: "true";
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "idempotent-replay": components["headers"]["idempotent-replay"];
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             409: {
                 headers: {
-                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
-                    "idempotent-replay"?: "true";
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "idempotent-replay": components["headers"]["idempotent-replay"];
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
@@ -5433,12 +4509,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
@@ -5447,76 +4518,45 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             429: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
-                    /** @description seconds to wait before sending the request again */
-                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
+                    "retry-after": components["headers"]["retry-after"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             500: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             503: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
-                    /** @description seconds to wait before sending the request again */
-                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
+                    "retry-after": components["headers"]["retry-after"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
         };
@@ -5533,59 +4573,34 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    /** @description must be a non-negative decimal amount in the currency */
-                    balance: number;
-                    /** @description must be an ISO 4217 code */
-                    currency: string;
-                    /** @description must be a string of 1 to 120 characters */
-                    player_ref: string;
-                };
+                "application/json": components["schemas"]["SandboxBalanceRequest"];
             };
         };
         responses: {
             /** @description Default Response */
             200: {
                 headers: {
-                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
-                    "idempotent-replay"?: "true";
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "idempotent-replay": components["headers"]["idempotent-replay"];
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        balance: number;
-                        currency: string;
-                        livemode: boolean;
-                        player_ref: string;
-                    };
+                    "application/json": components["schemas"]["SandboxBalanceSet"];
                 };
             };
             /** @description Default Response */
             400: {
                 headers: {
-                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
-                    "idempotent-replay"?: "true";
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "idempotent-replay": components["headers"]["idempotent-replay"];
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
@@ -5594,76 +4609,45 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             403: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             404: {
                 headers: {
-                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
-                    "idempotent-replay"?: "true";
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "idempotent-replay": components["headers"]["idempotent-replay"];
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             409: {
                 headers: {
-                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
-                    "idempotent-replay"?: "true";
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "idempotent-replay": components["headers"]["idempotent-replay"];
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
@@ -5672,12 +4656,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
@@ -5686,76 +4665,45 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             429: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
-                    /** @description seconds to wait before sending the request again */
-                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
+                    "retry-after": components["headers"]["retry-after"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             500: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             503: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
-                    /** @description seconds to wait before sending the request again */
-                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
+                    "retry-after": components["headers"]["retry-after"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
         };
@@ -5774,21 +4722,14 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
-                        balances: {
-                            balance: number;
-                            currency: string;
-                            player_ref: string;
-                        }[];
+                        balances: components["schemas"]["SandboxBalance"][];
                         livemode: boolean;
                     };
                 };
@@ -5796,21 +4737,13 @@ export interface operations {
             /** @description Default Response */
             400: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
@@ -5819,72 +4752,43 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             403: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             404: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             409: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
@@ -5893,12 +4797,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
@@ -5907,76 +4806,45 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             429: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
-                    /** @description seconds to wait before sending the request again */
-                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
+                    "retry-after": components["headers"]["retry-after"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             500: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             503: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
-                    /** @description seconds to wait before sending the request again */
-                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
+                    "retry-after": components["headers"]["retry-after"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
         };
@@ -5993,57 +4861,34 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    /** @description must be an integer from 1 to 1000: how many settle calls fail */
-                    count?: number;
-                    /** @description must be none, timeout or error_500 */
-                    mode: "none" | "timeout" | "error_500";
-                };
+                "application/json": components["schemas"]["SandboxWalletFailuresRequest"];
             };
         };
         responses: {
             /** @description Default Response */
             200: {
                 headers: {
-                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
-                    "idempotent-replay"?: "true";
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "idempotent-replay": components["headers"]["idempotent-replay"];
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        livemode: boolean;
-                        mode: string;
-                        /** @description settle calls left to fail; null: until switched off */
-                        remaining: number | null;
-                    };
+                    "application/json": components["schemas"]["SandboxWalletFailures"];
                 };
             };
             /** @description Default Response */
             400: {
                 headers: {
-                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
-                    "idempotent-replay"?: "true";
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "idempotent-replay": components["headers"]["idempotent-replay"];
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
@@ -6052,76 +4897,45 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             403: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             404: {
                 headers: {
-                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
-                    "idempotent-replay"?: "true";
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "idempotent-replay": components["headers"]["idempotent-replay"];
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             409: {
                 headers: {
-                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
-                    "idempotent-replay"?: "true";
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "idempotent-replay": components["headers"]["idempotent-replay"];
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
@@ -6130,12 +4944,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
@@ -6144,76 +4953,45 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             429: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
-                    /** @description seconds to wait before sending the request again */
-                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
+                    "retry-after": components["headers"]["retry-after"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             500: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             503: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
-                    /** @description seconds to wait before sending the request again */
-                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
+                    "retry-after": components["headers"]["retry-after"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
         };
@@ -6240,57 +5018,25 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description newest first (created_at descending, then delivery_id) */
-                        deliveries: {
-                            /** @description attempts made so far */
-                            attempts: number;
-                            created_at: number;
-                            dead_at: number | null;
-                            delivered_at: number | null;
-                            delivery_id: string;
-                            endpoint_id: string;
-                            event_id: string;
-                            event_type: string;
-                            last_error: string | null;
-                            last_status_code: number | null;
-                            next_attempt_at: number | null;
-                            resend_of: string | null;
-                            /** @description pending | delivered | dead | cancelled */
-                            status: string;
-                        }[];
-                        /** @description true: another page follows (pass the last id of this page as starting_after); false: the list ends here */
-                        has_more: boolean;
-                    };
+                    "application/json": components["schemas"]["WebhookDeliveryList"];
                 };
             };
             /** @description Default Response */
             400: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
@@ -6299,72 +5045,43 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             403: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             404: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             409: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
@@ -6373,12 +5090,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
@@ -6387,76 +5099,45 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             429: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
-                    /** @description seconds to wait before sending the request again */
-                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
+                    "retry-after": components["headers"]["retry-after"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             500: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             503: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
-                    /** @description seconds to wait before sending the request again */
-                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
+                    "retry-after": components["headers"]["retry-after"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
         };
@@ -6476,60 +5157,25 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        attempt_log: {
-                            attempt: number;
-                            error: string | null;
-                            latency_ms: number;
-                            response_excerpt: string | null;
-                            started_at: number;
-                            status_code: number | null;
-                        }[];
-                        /** @description attempts made so far */
-                        attempts: number;
-                        created_at: number;
-                        dead_at: number | null;
-                        delivered_at: number | null;
-                        delivery_id: string;
-                        endpoint_id: string;
-                        event_id: string;
-                        event_type: string;
-                        last_error: string | null;
-                        last_status_code: number | null;
-                        next_attempt_at: number | null;
-                        resend_of: string | null;
-                        /** @description pending | delivered | dead | cancelled */
-                        status: string;
-                    };
+                    "application/json": components["schemas"]["WebhookDeliveryDetail"];
                 };
             };
             /** @description Default Response */
             400: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
@@ -6538,72 +5184,43 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             403: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             404: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             409: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
@@ -6612,12 +5229,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
@@ -6626,76 +5238,45 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             429: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
-                    /** @description seconds to wait before sending the request again */
-                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
+                    "retry-after": components["headers"]["retry-after"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             500: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             503: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
-                    /** @description seconds to wait before sending the request again */
-                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
+                    "retry-after": components["headers"]["retry-after"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
         };
@@ -6715,63 +5296,34 @@ export interface operations {
         };
         requestBody?: {
             content: {
-                "application/json": Record<string, never>;
+                "application/json": components["schemas"]["NoArguments"];
             };
         };
         responses: {
             /** @description Default Response */
             202: {
                 headers: {
-                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
-                    "idempotent-replay"?: "true";
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "idempotent-replay": components["headers"]["idempotent-replay"];
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description attempts made so far */
-                        attempts: number;
-                        created_at: number;
-                        dead_at: number | null;
-                        delivered_at: number | null;
-                        delivery_id: string;
-                        endpoint_id: string;
-                        event_id: string;
-                        event_type: string;
-                        last_error: string | null;
-                        last_status_code: number | null;
-                        next_attempt_at: number | null;
-                        resend_of: string | null;
-                        /** @description pending | delivered | dead | cancelled */
-                        status: string;
-                    };
+                    "application/json": components["schemas"]["WebhookDelivery"];
                 };
             };
             /** @description Default Response */
             400: {
                 headers: {
-                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
-                    "idempotent-replay"?: "true";
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "idempotent-replay": components["headers"]["idempotent-replay"];
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
@@ -6780,76 +5332,45 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             403: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             404: {
                 headers: {
-                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
-                    "idempotent-replay"?: "true";
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "idempotent-replay": components["headers"]["idempotent-replay"];
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             409: {
                 headers: {
-                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
-                    "idempotent-replay"?: "true";
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "idempotent-replay": components["headers"]["idempotent-replay"];
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
@@ -6858,12 +5379,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
@@ -6872,76 +5388,45 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             429: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
-                    /** @description seconds to wait before sending the request again */
-                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
+                    "retry-after": components["headers"]["retry-after"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             500: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             503: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
-                    /** @description seconds to wait before sending the request again */
-                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
+                    "retry-after": components["headers"]["retry-after"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
         };
@@ -6963,52 +5448,25 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description oldest first (created_at, then endpoint_id) */
-                        endpoints: {
-                            created_at: number;
-                            enabled: boolean;
-                            endpoint_id: string;
-                            events: string[];
-                            operator_id: string;
-                            /** @description until then the previous secret still signs too */
-                            previous_secret_expires_at: number | null;
-                            surface: "A" | "B";
-                            updated_at: number;
-                            url: string;
-                        }[];
-                        /** @description true: another page follows (pass the last id of this page as starting_after); false: the list ends here */
-                        has_more: boolean;
-                    };
+                    "application/json": components["schemas"]["WebhookEndpointList"];
                 };
             };
             /** @description Default Response */
             400: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
@@ -7017,72 +5475,43 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             403: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             404: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             409: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
@@ -7091,12 +5520,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
@@ -7105,76 +5529,45 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             429: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
-                    /** @description seconds to wait before sending the request again */
-                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
+                    "retry-after": components["headers"]["retry-after"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             500: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             503: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
-                    /** @description seconds to wait before sending the request again */
-                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
+                    "retry-after": components["headers"]["retry-after"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
         };
@@ -7191,69 +5584,34 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    /** @description must be true or false */
-                    enabled?: boolean;
-                    /** @description must be a non-empty array of: round.opened, round.closed, bet.settled, compliance.flag */
-                    events?: ("round.opened" | "round.closed" | "bet.settled" | "compliance.flag")[];
-                    /** @description A or B: the signing scheme of the deliveries; defaults to the surface the request was made on */
-                    surface?: "A" | "B";
-                    /** @description must be an https URL that resolves to a public address (at most 2048 characters) */
-                    url: string;
-                };
+                "application/json": components["schemas"]["CreateWebhookEndpointRequest"];
             };
         };
         responses: {
             /** @description Default Response */
             201: {
                 headers: {
-                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
-                    "idempotent-replay"?: "true";
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "idempotent-replay": components["headers"]["idempotent-replay"];
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        created_at: number;
-                        enabled: boolean;
-                        endpoint_id: string;
-                        events: string[];
-                        operator_id: string;
-                        /** @description until then the previous secret still signs too */
-                        previous_secret_expires_at: number | null;
-                        /** @description whsec_…: shown only in this answer; store it now */
-                        secret: string;
-                        surface: "A" | "B";
-                        updated_at: number;
-                        url: string;
-                    };
+                    "application/json": components["schemas"]["WebhookEndpointWithSecret"];
                 };
             };
             /** @description Default Response */
             400: {
                 headers: {
-                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
-                    "idempotent-replay"?: "true";
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "idempotent-replay": components["headers"]["idempotent-replay"];
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
@@ -7262,76 +5620,45 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             403: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             404: {
                 headers: {
-                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
-                    "idempotent-replay"?: "true";
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "idempotent-replay": components["headers"]["idempotent-replay"];
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             409: {
                 headers: {
-                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
-                    "idempotent-replay"?: "true";
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "idempotent-replay": components["headers"]["idempotent-replay"];
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
@@ -7340,12 +5667,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
@@ -7354,76 +5676,45 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             429: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
-                    /** @description seconds to wait before sending the request again */
-                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
+                    "retry-after": components["headers"]["retry-after"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             500: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             503: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
-                    /** @description seconds to wait before sending the request again */
-                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
+                    "retry-after": components["headers"]["retry-after"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
         };
@@ -7443,47 +5734,25 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        created_at: number;
-                        enabled: boolean;
-                        endpoint_id: string;
-                        events: string[];
-                        operator_id: string;
-                        /** @description until then the previous secret still signs too */
-                        previous_secret_expires_at: number | null;
-                        surface: "A" | "B";
-                        updated_at: number;
-                        url: string;
-                    };
+                    "application/json": components["schemas"]["WebhookEndpoint"];
                 };
             };
             /** @description Default Response */
             400: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
@@ -7492,72 +5761,43 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             403: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             404: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             409: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
@@ -7566,12 +5806,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
@@ -7580,76 +5815,45 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             429: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
-                    /** @description seconds to wait before sending the request again */
-                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
+                    "retry-after": components["headers"]["retry-after"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             500: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             503: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
-                    /** @description seconds to wait before sending the request again */
-                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
+                    "retry-after": components["headers"]["retry-after"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
         };
@@ -7669,12 +5873,9 @@ export interface operations {
             /** @description Default Response */
             204: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -7682,21 +5883,13 @@ export interface operations {
             /** @description Default Response */
             400: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
@@ -7705,72 +5898,43 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             403: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             404: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             409: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
@@ -7779,12 +5943,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
@@ -7793,76 +5952,45 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             429: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
-                    /** @description seconds to wait before sending the request again */
-                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
+                    "retry-after": components["headers"]["retry-after"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             500: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             503: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
-                    /** @description seconds to wait before sending the request again */
-                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
+                    "retry-after": components["headers"]["retry-after"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
         };
@@ -7879,61 +6007,32 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    /** @description must be true or false */
-                    enabled?: boolean;
-                    /** @description must be a non-empty array of: round.opened, round.closed, bet.settled, compliance.flag */
-                    events?: ("round.opened" | "round.closed" | "bet.settled" | "compliance.flag")[];
-                    /** @description must be an https URL that resolves to a public address (at most 2048 characters) */
-                    url?: string;
-                };
+                "application/json": components["schemas"]["UpdateWebhookEndpointRequest"];
             };
         };
         responses: {
             /** @description Default Response */
             200: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        created_at: number;
-                        enabled: boolean;
-                        endpoint_id: string;
-                        events: string[];
-                        operator_id: string;
-                        /** @description until then the previous secret still signs too */
-                        previous_secret_expires_at: number | null;
-                        surface: "A" | "B";
-                        updated_at: number;
-                        url: string;
-                    };
+                    "application/json": components["schemas"]["WebhookEndpoint"];
                 };
             };
             /** @description Default Response */
             400: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
@@ -7942,72 +6041,43 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             403: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             404: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             409: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
@@ -8016,12 +6086,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
@@ -8030,76 +6095,45 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             429: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
-                    /** @description seconds to wait before sending the request again */
-                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
+                    "retry-after": components["headers"]["retry-after"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             500: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             503: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
-                    /** @description seconds to wait before sending the request again */
-                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
+                    "retry-after": components["headers"]["retry-after"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
         };
@@ -8119,63 +6153,34 @@ export interface operations {
         };
         requestBody?: {
             content: {
-                "application/json": {
-                    /** @description must be an integer of milliseconds from 0 to 30 days */
-                    overlap_ms?: number;
-                };
+                "application/json": components["schemas"]["RotateWebhookSecretRequest"];
             };
         };
         responses: {
             /** @description Default Response */
             200: {
                 headers: {
-                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
-                    "idempotent-replay"?: "true";
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "idempotent-replay": components["headers"]["idempotent-replay"];
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        created_at: number;
-                        enabled: boolean;
-                        endpoint_id: string;
-                        events: string[];
-                        operator_id: string;
-                        /** @description until then the previous secret still signs too */
-                        previous_secret_expires_at: number | null;
-                        /** @description whsec_…: shown only in this answer; store it now */
-                        secret: string;
-                        surface: "A" | "B";
-                        updated_at: number;
-                        url: string;
-                    };
+                    "application/json": components["schemas"]["WebhookEndpointWithSecret"];
                 };
             };
             /** @description Default Response */
             400: {
                 headers: {
-                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
-                    "idempotent-replay"?: "true";
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "idempotent-replay": components["headers"]["idempotent-replay"];
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
@@ -8184,76 +6189,45 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             403: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             404: {
                 headers: {
-                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
-                    "idempotent-replay"?: "true";
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "idempotent-replay": components["headers"]["idempotent-replay"];
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             409: {
                 headers: {
-                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
-                    "idempotent-replay"?: "true";
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "idempotent-replay": components["headers"]["idempotent-replay"];
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
@@ -8262,12 +6236,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
@@ -8276,76 +6245,45 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             429: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
-                    /** @description seconds to wait before sending the request again */
-                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
+                    "retry-after": components["headers"]["retry-after"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             500: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             503: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
-                    /** @description seconds to wait before sending the request again */
-                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
+                    "retry-after": components["headers"]["retry-after"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
         };
@@ -8365,63 +6303,34 @@ export interface operations {
         };
         requestBody?: {
             content: {
-                "application/json": Record<string, never>;
+                "application/json": components["schemas"]["NoArguments"];
             };
         };
         responses: {
             /** @description Default Response */
             202: {
                 headers: {
-                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
-                    "idempotent-replay"?: "true";
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "idempotent-replay": components["headers"]["idempotent-replay"];
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description attempts made so far */
-                        attempts: number;
-                        created_at: number;
-                        dead_at: number | null;
-                        delivered_at: number | null;
-                        delivery_id: string;
-                        endpoint_id: string;
-                        event_id: string;
-                        event_type: string;
-                        last_error: string | null;
-                        last_status_code: number | null;
-                        next_attempt_at: number | null;
-                        resend_of: string | null;
-                        /** @description pending | delivered | dead | cancelled */
-                        status: string;
-                    };
+                    "application/json": components["schemas"]["WebhookDelivery"];
                 };
             };
             /** @description Default Response */
             400: {
                 headers: {
-                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
-                    "idempotent-replay"?: "true";
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "idempotent-replay": components["headers"]["idempotent-replay"];
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
@@ -8430,76 +6339,45 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             403: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             404: {
                 headers: {
-                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
-                    "idempotent-replay"?: "true";
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "idempotent-replay": components["headers"]["idempotent-replay"];
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             409: {
                 headers: {
-                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
-                    "idempotent-replay"?: "true";
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "idempotent-replay": components["headers"]["idempotent-replay"];
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
@@ -8508,12 +6386,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
@@ -8522,76 +6395,45 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             429: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
-                    /** @description seconds to wait before sending the request again */
-                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
+                    "retry-after": components["headers"]["retry-after"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             500: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             503: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
-                    /** @description seconds to wait before sending the request again */
-                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
+                    "retry-after": components["headers"]["retry-after"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
         };
@@ -8608,12 +6450,9 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8625,21 +6464,13 @@ export interface operations {
             /** @description Default Response */
             400: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
@@ -8648,72 +6479,43 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             403: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             404: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             409: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
@@ -8722,12 +6524,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
@@ -8736,76 +6533,45 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             429: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
-                    /** @description seconds to wait before sending the request again */
-                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
+                    "retry-after": components["headers"]["retry-after"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             500: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             503: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
-                    /** @description seconds to wait before sending the request again */
-                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
+                    "retry-after": components["headers"]["retry-after"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
         };
@@ -8819,57 +6585,32 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    /** @description must be the raw body exactly as delivered, as a string */
-                    body: string;
-                    /** @description must be the endpoint secret (whsec_…) */
-                    endpoint_secret: string;
-                    /** @description must be the x-service-signature header value */
-                    signature: string;
-                };
+                "application/json": components["schemas"]["VerifySignatureRequest"];
             };
         };
         responses: {
             /** @description Default Response */
             200: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @description why not: the header is not t=<ms>,v1=<hex>; no v1 matches this secret and body; or the signature matches but t is too old or in the future */
-                        reason?: "MALFORMED_HEADER" | "SIGNATURE_MISMATCH" | "TIMESTAMP_OUTSIDE_TOLERANCE";
-                        /** @description the t= of the header, when it could be read */
-                        timestamp?: number;
-                        valid: boolean;
-                    };
+                    "application/json": components["schemas"]["VerifySignatureResult"];
                 };
             };
             /** @description Default Response */
             400: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
@@ -8878,72 +6619,43 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             403: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             404: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             409: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
@@ -8952,12 +6664,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
@@ -8966,76 +6673,45 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             429: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
-                    /** @description seconds to wait before sending the request again */
-                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
+                    "retry-after": components["headers"]["retry-after"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             500: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             503: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
-                    /** @description seconds to wait before sending the request again */
-                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
+                    "retry-after": components["headers"]["retry-after"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
         };
@@ -9063,24 +6739,7 @@ export interface operations {
                 content: {
                     "application/json": {
                         /** @description newest first (committed_at descending, then chain_id) */
-                        chains: {
-                            chain_id: string;
-                            commitment: string;
-                            committed_at: number;
-                            contribution: string | null;
-                            contribution_automatic: boolean | null;
-                            contributor: string | null;
-                            first_played_at: number | null;
-                            first_played_idx: number | null;
-                            game: "crash" | "stock_race";
-                            length: number;
-                            /** @description generated | fixture */
-                            origin: string;
-                            salt: string | null;
-                            salt_fixed_at: number | null;
-                            /** @description awaiting_contribution | playable | refused */
-                            status: string;
-                        }[];
+                        chains: components["schemas"]["HashChain"][];
                         /** @description true: another page follows (pass the last id of this page as starting_after); false: the list ends here */
                         has_more: boolean;
                     };
@@ -9092,12 +6751,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
-                        error: string;
-                        /** @description what went wrong, in words */
-                        message: string;
-                    };
+                    "application/json": components["schemas"]["OperatorError"];
                 };
             };
             /** @description Default Response */
@@ -9106,12 +6760,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
-                        error: string;
-                        /** @description what went wrong, in words */
-                        message: string;
-                    };
+                    "application/json": components["schemas"]["OperatorError"];
                 };
             };
             /** @description Default Response */
@@ -9120,32 +6769,17 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description INTERNAL for a server fault; SERVICE_UNAVAILABLE: retry after Retry-After */
-                        error: string;
-                        /** @description on 503 only: what to do (absent on 500) */
-                        message?: string;
-                        /** @description the x-request-id of this answer: quote it to support */
-                        trace_id: string;
-                    };
+                    "application/json": components["schemas"]["OperatorFault"];
                 };
             };
             /** @description Default Response */
             503: {
                 headers: {
-                    /** @description seconds to wait before sending the request again */
-                    "retry-after"?: string;
+                    "retry-after": components["headers"]["retry-after"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description INTERNAL for a server fault; SERVICE_UNAVAILABLE: retry after Retry-After */
-                        error: string;
-                        /** @description on 503 only: what to do (absent on 500) */
-                        message?: string;
-                        /** @description the x-request-id of this answer: quote it to support */
-                        trace_id: string;
-                    };
+                    "application/json": components["schemas"]["OperatorFault"];
                 };
             };
         };
@@ -9167,32 +6801,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        all_verified: boolean;
-                        chain_id: string;
-                        commitment: string;
-                        committed_at: number;
-                        contribution: string | null;
-                        contribution_automatic: boolean | null;
-                        contributor: string | null;
-                        first_played_at: number | null;
-                        first_played_idx: number | null;
-                        game: "crash" | "stock_race";
-                        length: number;
-                        /** @description generated | fixture */
-                        origin: string;
-                        revealed_count: number;
-                        revealed_seeds: {
-                            idx: number;
-                            round_id: string;
-                            seed: string;
-                            verified: boolean;
-                        }[];
-                        salt: string | null;
-                        salt_fixed_at: number | null;
-                        /** @description awaiting_contribution | playable | refused */
-                        status: string;
-                    };
+                    "application/json": components["schemas"]["HashChainDetail"];
                 };
             };
             /** @description Default Response */
@@ -9201,12 +6810,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
-                        error: string;
-                        /** @description what went wrong, in words */
-                        message: string;
-                    };
+                    "application/json": components["schemas"]["OperatorError"];
                 };
             };
             /** @description Default Response */
@@ -9215,12 +6819,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
-                        error: string;
-                        /** @description what went wrong, in words */
-                        message: string;
-                    };
+                    "application/json": components["schemas"]["OperatorError"];
                 };
             };
             /** @description Default Response */
@@ -9229,32 +6828,17 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description INTERNAL for a server fault; SERVICE_UNAVAILABLE: retry after Retry-After */
-                        error: string;
-                        /** @description on 503 only: what to do (absent on 500) */
-                        message?: string;
-                        /** @description the x-request-id of this answer: quote it to support */
-                        trace_id: string;
-                    };
+                    "application/json": components["schemas"]["OperatorFault"];
                 };
             };
             /** @description Default Response */
             503: {
                 headers: {
-                    /** @description seconds to wait before sending the request again */
-                    "retry-after"?: string;
+                    "retry-after": components["headers"]["retry-after"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description INTERNAL for a server fault; SERVICE_UNAVAILABLE: retry after Retry-After */
-                        error: string;
-                        /** @description on 503 only: what to do (absent on 500) */
-                        message?: string;
-                        /** @description the x-request-id of this answer: quote it to support */
-                        trace_id: string;
-                    };
+                    "application/json": components["schemas"]["OperatorFault"];
                 };
             };
         };
@@ -9285,24 +6869,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        chain_id: string;
-                        commitment: string;
-                        committed_at: number;
-                        contribution: string | null;
-                        contribution_automatic: boolean | null;
-                        contributor: string | null;
-                        first_played_at: number | null;
-                        first_played_idx: number | null;
-                        game: "crash" | "stock_race";
-                        length: number;
-                        /** @description generated | fixture */
-                        origin: string;
-                        salt: string | null;
-                        salt_fixed_at: number | null;
-                        /** @description awaiting_contribution | playable | refused */
-                        status: string;
-                    };
+                    "application/json": components["schemas"]["HashChain"];
                 };
             };
             /** @description Default Response */
@@ -9311,12 +6878,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
-                        error: string;
-                        /** @description what went wrong, in words */
-                        message: string;
-                    };
+                    "application/json": components["schemas"]["OperatorError"];
                 };
             };
             /** @description Default Response */
@@ -9325,12 +6887,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
-                        error: string;
-                        /** @description what went wrong, in words */
-                        message: string;
-                    };
+                    "application/json": components["schemas"]["OperatorError"];
                 };
             };
             /** @description Default Response */
@@ -9339,12 +6896,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
-                        error: string;
-                        /** @description what went wrong, in words */
-                        message: string;
-                    };
+                    "application/json": components["schemas"]["OperatorError"];
                 };
             };
             /** @description Default Response */
@@ -9353,12 +6905,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
-                        error: string;
-                        /** @description what went wrong, in words */
-                        message: string;
-                    };
+                    "application/json": components["schemas"]["OperatorError"];
                 };
             };
             /** @description Default Response */
@@ -9367,12 +6914,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
-                        error: string;
-                        /** @description what went wrong, in words */
-                        message: string;
-                    };
+                    "application/json": components["schemas"]["OperatorError"];
                 };
             };
             /** @description Default Response */
@@ -9381,32 +6923,17 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description INTERNAL for a server fault; SERVICE_UNAVAILABLE: retry after Retry-After */
-                        error: string;
-                        /** @description on 503 only: what to do (absent on 500) */
-                        message?: string;
-                        /** @description the x-request-id of this answer: quote it to support */
-                        trace_id: string;
-                    };
+                    "application/json": components["schemas"]["OperatorFault"];
                 };
             };
             /** @description Default Response */
             503: {
                 headers: {
-                    /** @description seconds to wait before sending the request again */
-                    "retry-after"?: string;
+                    "retry-after": components["headers"]["retry-after"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description INTERNAL for a server fault; SERVICE_UNAVAILABLE: retry after Retry-After */
-                        error: string;
-                        /** @description on 503 only: what to do (absent on 500) */
-                        message?: string;
-                        /** @description the x-request-id of this answer: quote it to support */
-                        trace_id: string;
-                    };
+                    "application/json": components["schemas"]["OperatorFault"];
                 };
             };
         };
@@ -9432,18 +6959,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        crash_point: number;
-                        house_edge_bp: number;
-                        /** @description the seed of the round before it in the chain */
-                        previous_seed: string;
-                        /** @description how long the multiplier climbs before it crashes (milliseconds) */
-                        running_ms: number;
-                        salt: string;
-                        seed: string;
-                        /** @description sha256 of the seed text: the commitment the round published */
-                        seed_hash: string;
-                    };
+                    "application/json": components["schemas"]["CrashRecomputation"];
                 };
             };
             /** @description Default Response */
@@ -9452,12 +6968,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
-                        error: string;
-                        /** @description what went wrong, in words */
-                        message: string;
-                    };
+                    "application/json": components["schemas"]["OperatorError"];
                 };
             };
             /** @description Default Response */
@@ -9466,12 +6977,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
-                        error: string;
-                        /** @description what went wrong, in words */
-                        message: string;
-                    };
+                    "application/json": components["schemas"]["OperatorError"];
                 };
             };
             /** @description Default Response */
@@ -9480,32 +6986,17 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description INTERNAL for a server fault; SERVICE_UNAVAILABLE: retry after Retry-After */
-                        error: string;
-                        /** @description on 503 only: what to do (absent on 500) */
-                        message?: string;
-                        /** @description the x-request-id of this answer: quote it to support */
-                        trace_id: string;
-                    };
+                    "application/json": components["schemas"]["OperatorFault"];
                 };
             };
             /** @description Default Response */
             503: {
                 headers: {
-                    /** @description seconds to wait before sending the request again */
-                    "retry-after"?: string;
+                    "retry-after": components["headers"]["retry-after"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description INTERNAL for a server fault; SERVICE_UNAVAILABLE: retry after Retry-After */
-                        error: string;
-                        /** @description on 503 only: what to do (absent on 500) */
-                        message?: string;
-                        /** @description the x-request-id of this answer: quote it to support */
-                        trace_id: string;
-                    };
+                    "application/json": components["schemas"]["OperatorFault"];
                 };
             };
         };
@@ -9527,40 +7018,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        chain_id: string;
-                        chain_idx: number;
-                        commitment: string | null;
-                        /** @description sha256(seed) is the seed_hash published */
-                        commitment_holds?: boolean;
-                        game: "crash" | "stock_race";
-                        /** @description Crash */
-                        house_edge_bp?: number;
-                        /** @description the seed hashes forward to the chain's commitment */
-                        links_to_commitment?: boolean;
-                        outcome?: {
-                            [key: string]: unknown;
-                        } | null;
-                        /** @description before the round ends: why there is nothing to check */
-                        reason?: string;
-                        /** @description the outcome recomputed from the seed */
-                        recomputed?: {
-                            [key: string]: unknown;
-                        };
-                        round_id: string;
-                        /** @description Crash */
-                        rtp_bp?: number;
-                        salt: string | null;
-                        /** @description once the round is closed or void */
-                        seed?: string;
-                        seed_hash: string;
-                        /** @description open | running | closed | void */
-                        status: string;
-                        /** @description Stock Race */
-                        symbols?: string[];
-                        /** @description before the round ends: nothing to check yet */
-                        verified?: null;
-                    };
+                    "application/json": components["schemas"]["RoundVerification"];
                 };
             };
             /** @description Default Response */
@@ -9569,12 +7027,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
-                        error: string;
-                        /** @description what went wrong, in words */
-                        message: string;
-                    };
+                    "application/json": components["schemas"]["OperatorError"];
                 };
             };
             /** @description Default Response */
@@ -9583,12 +7036,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
-                        error: string;
-                        /** @description what went wrong, in words */
-                        message: string;
-                    };
+                    "application/json": components["schemas"]["OperatorError"];
                 };
             };
             /** @description Default Response */
@@ -9597,32 +7045,17 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description INTERNAL for a server fault; SERVICE_UNAVAILABLE: retry after Retry-After */
-                        error: string;
-                        /** @description on 503 only: what to do (absent on 500) */
-                        message?: string;
-                        /** @description the x-request-id of this answer: quote it to support */
-                        trace_id: string;
-                    };
+                    "application/json": components["schemas"]["OperatorFault"];
                 };
             };
             /** @description Default Response */
             503: {
                 headers: {
-                    /** @description seconds to wait before sending the request again */
-                    "retry-after"?: string;
+                    "retry-after": components["headers"]["retry-after"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description INTERNAL for a server fault; SERVICE_UNAVAILABLE: retry after Retry-After */
-                        error: string;
-                        /** @description on 503 only: what to do (absent on 500) */
-                        message?: string;
-                        /** @description the x-request-id of this answer: quote it to support */
-                        trace_id: string;
-                    };
+                    "application/json": components["schemas"]["OperatorFault"];
                 };
             };
         };
@@ -9649,19 +7082,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        pct: number;
-                        previous_seed: string;
-                        race_key: string;
-                        salt: string | null;
-                        seed: string;
-                        seed_hash: string;
-                        stocks: {
-                            pct: number;
-                            symbol: string;
-                        }[];
-                        winner: string;
-                    };
+                    "application/json": components["schemas"]["StockRaceRecomputation"];
                 };
             };
             /** @description Default Response */
@@ -9670,12 +7091,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
-                        error: string;
-                        /** @description what went wrong, in words */
-                        message: string;
-                    };
+                    "application/json": components["schemas"]["OperatorError"];
                 };
             };
             /** @description Default Response */
@@ -9684,12 +7100,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
-                        error: string;
-                        /** @description what went wrong, in words */
-                        message: string;
-                    };
+                    "application/json": components["schemas"]["OperatorError"];
                 };
             };
             /** @description Default Response */
@@ -9698,32 +7109,17 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description INTERNAL for a server fault; SERVICE_UNAVAILABLE: retry after Retry-After */
-                        error: string;
-                        /** @description on 503 only: what to do (absent on 500) */
-                        message?: string;
-                        /** @description the x-request-id of this answer: quote it to support */
-                        trace_id: string;
-                    };
+                    "application/json": components["schemas"]["OperatorFault"];
                 };
             };
             /** @description Default Response */
             503: {
                 headers: {
-                    /** @description seconds to wait before sending the request again */
-                    "retry-after"?: string;
+                    "retry-after": components["headers"]["retry-after"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description INTERNAL for a server fault; SERVICE_UNAVAILABLE: retry after Retry-After */
-                        error: string;
-                        /** @description on 503 only: what to do (absent on 500) */
-                        message?: string;
-                        /** @description the x-request-id of this answer: quote it to support */
-                        trace_id: string;
-                    };
+                    "application/json": components["schemas"]["OperatorFault"];
                 };
             };
         };
@@ -9744,11 +7140,11 @@ export interface operations {
             };
             header: {
                 /** @description the operator API key */
-                "x-operator-key": string;
+                "x-operator-key": components["parameters"]["header.x-operator-key"];
                 /** @description lowercase hex HMAC-SHA256 of METHOD\nPATH\nTIMESTAMP\nBODY keyed with the API secret */
-                "x-signature": string;
+                "x-signature": components["parameters"]["header.x-signature"];
                 /** @description milliseconds since epoch; within 5 minutes of the server clock */
-                "x-timestamp": string;
+                "x-timestamp": components["parameters"]["header.x-timestamp"];
             };
             path?: never;
             cookie?: never;
@@ -9758,66 +7154,25 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description newest first (placed_at descending, then bet_id) */
-                        data: {
-                            bet_id: string;
-                            currency: string;
-                            /** @description false for a bet of a test-mode operator (test data) */
-                            livemode: boolean;
-                            /** @description null until settled */
-                            payout: number | null;
-                            placed_at: number;
-                            player_ref: string;
-                            round_id: string;
-                            round_number: number;
-                            selected_stocks: string[];
-                            session_id: string | null;
-                            settled_at: number | null;
-                            /** @description the settle call to the operator's wallet; null before settlement or without a wallet_url */
-                            settlement: {
-                                attempts: number;
-                                delivered_at: number | null;
-                                next_attempt_at: number | null;
-                                /** @description pending | delivered */
-                                status: string;
-                            } | null;
-                            stake: number;
-                            /** @description reserved | won | lost | void */
-                            status: string;
-                        }[];
-                        /** @description true: another page follows (pass the last bet_id of this page as starting_after); false: the list ends here */
-                        has_more: boolean;
-                    };
+                    "application/json": components["schemas"]["StockRaceBetList"];
                 };
             };
             /** @description Default Response */
             400: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
-                        error: string;
-                        /** @description what went wrong, in words */
-                        message: string;
-                    };
+                    "application/json": components["schemas"]["OperatorError"];
                 };
             };
             /** @description Default Response */
@@ -9826,72 +7181,43 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
-                        error: string;
-                        /** @description what went wrong, in words */
-                        message: string;
-                    };
+                    "application/json": components["schemas"]["OperatorError"];
                 };
             };
             /** @description Default Response */
             403: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
-                        error: string;
-                        /** @description what went wrong, in words */
-                        message: string;
-                    };
+                    "application/json": components["schemas"]["OperatorError"];
                 };
             };
             /** @description Default Response */
             404: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
-                        error: string;
-                        /** @description what went wrong, in words */
-                        message: string;
-                    };
+                    "application/json": components["schemas"]["OperatorError"];
                 };
             };
             /** @description Default Response */
             409: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
-                        error: string;
-                        /** @description what went wrong, in words */
-                        message: string;
-                    };
+                    "application/json": components["schemas"]["OperatorError"];
                 };
             };
             /** @description Default Response */
@@ -9900,12 +7226,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
-                        error: string;
-                        /** @description what went wrong, in words */
-                        message: string;
-                    };
+                    "application/json": components["schemas"]["OperatorError"];
                 };
             };
             /** @description Default Response */
@@ -9914,80 +7235,45 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
-                        error: string;
-                        /** @description what went wrong, in words */
-                        message: string;
-                    };
+                    "application/json": components["schemas"]["OperatorError"];
                 };
             };
             /** @description Default Response */
             429: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
-                    /** @description seconds to wait before sending the request again */
-                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
+                    "retry-after": components["headers"]["retry-after"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
-                        error: string;
-                        /** @description what went wrong, in words */
-                        message: string;
-                    };
+                    "application/json": components["schemas"]["OperatorError"];
                 };
             };
             /** @description Default Response */
             500: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description INTERNAL for a server fault; SERVICE_UNAVAILABLE: retry after Retry-After */
-                        error: string;
-                        /** @description on 503 only: what to do (absent on 500) */
-                        message?: string;
-                        /** @description the x-request-id of this answer: quote it to support */
-                        trace_id: string;
-                    };
+                    "application/json": components["schemas"]["OperatorFault"];
                 };
             };
             /** @description Default Response */
             503: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
-                    /** @description seconds to wait before sending the request again */
-                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
+                    "retry-after": components["headers"]["retry-after"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description INTERNAL for a server fault; SERVICE_UNAVAILABLE: retry after Retry-After */
-                        error: string;
-                        /** @description on 503 only: what to do (absent on 500) */
-                        message?: string;
-                        /** @description the x-request-id of this answer: quote it to support */
-                        trace_id: string;
-                    };
+                    "application/json": components["schemas"]["OperatorFault"];
                 };
             };
         };
@@ -9997,11 +7283,11 @@ export interface operations {
             query?: never;
             header: {
                 /** @description the operator API key */
-                "x-operator-key": string;
+                "x-operator-key": components["parameters"]["header.x-operator-key"];
                 /** @description lowercase hex HMAC-SHA256 of METHOD\nPATH\nTIMESTAMP\nBODY keyed with the API secret */
-                "x-signature": string;
+                "x-signature": components["parameters"]["header.x-signature"];
                 /** @description milliseconds since epoch; within 5 minutes of the server clock */
-                "x-timestamp": string;
+                "x-timestamp": components["parameters"]["header.x-timestamp"];
             };
             path: {
                 /** @description must be a bet UUID */
@@ -10014,61 +7300,25 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        bet_id: string;
-                        currency: string;
-                        /** @description false for a bet of a test-mode operator (test data) */
-                        livemode: boolean;
-                        /** @description null until settled */
-                        payout: number | null;
-                        placed_at: number;
-                        player_ref: string;
-                        round_id: string;
-                        round_number: number;
-                        selected_stocks: string[];
-                        session_id: string | null;
-                        settled_at: number | null;
-                        /** @description the settle call to the operator's wallet; null before settlement or without a wallet_url */
-                        settlement: {
-                            attempts: number;
-                            delivered_at: number | null;
-                            next_attempt_at: number | null;
-                            /** @description pending | delivered */
-                            status: string;
-                        } | null;
-                        stake: number;
-                        /** @description reserved | won | lost | void */
-                        status: string;
-                    };
+                    "application/json": components["schemas"]["StockRaceBet"];
                 };
             };
             /** @description Default Response */
             400: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
-                        error: string;
-                        /** @description what went wrong, in words */
-                        message: string;
-                    };
+                    "application/json": components["schemas"]["OperatorError"];
                 };
             };
             /** @description Default Response */
@@ -10077,72 +7327,43 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
-                        error: string;
-                        /** @description what went wrong, in words */
-                        message: string;
-                    };
+                    "application/json": components["schemas"]["OperatorError"];
                 };
             };
             /** @description Default Response */
             403: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
-                        error: string;
-                        /** @description what went wrong, in words */
-                        message: string;
-                    };
+                    "application/json": components["schemas"]["OperatorError"];
                 };
             };
             /** @description Default Response */
             404: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
-                        error: string;
-                        /** @description what went wrong, in words */
-                        message: string;
-                    };
+                    "application/json": components["schemas"]["OperatorError"];
                 };
             };
             /** @description Default Response */
             409: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
-                        error: string;
-                        /** @description what went wrong, in words */
-                        message: string;
-                    };
+                    "application/json": components["schemas"]["OperatorError"];
                 };
             };
             /** @description Default Response */
@@ -10151,12 +7372,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
-                        error: string;
-                        /** @description what went wrong, in words */
-                        message: string;
-                    };
+                    "application/json": components["schemas"]["OperatorError"];
                 };
             };
             /** @description Default Response */
@@ -10165,80 +7381,45 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
-                        error: string;
-                        /** @description what went wrong, in words */
-                        message: string;
-                    };
+                    "application/json": components["schemas"]["OperatorError"];
                 };
             };
             /** @description Default Response */
             429: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
-                    /** @description seconds to wait before sending the request again */
-                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
+                    "retry-after": components["headers"]["retry-after"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
-                        error: string;
-                        /** @description what went wrong, in words */
-                        message: string;
-                    };
+                    "application/json": components["schemas"]["OperatorError"];
                 };
             };
             /** @description Default Response */
             500: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description INTERNAL for a server fault; SERVICE_UNAVAILABLE: retry after Retry-After */
-                        error: string;
-                        /** @description on 503 only: what to do (absent on 500) */
-                        message?: string;
-                        /** @description the x-request-id of this answer: quote it to support */
-                        trace_id: string;
-                    };
+                    "application/json": components["schemas"]["OperatorFault"];
                 };
             };
             /** @description Default Response */
             503: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
-                    /** @description seconds to wait before sending the request again */
-                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
+                    "retry-after": components["headers"]["retry-after"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description INTERNAL for a server fault; SERVICE_UNAVAILABLE: retry after Retry-After */
-                        error: string;
-                        /** @description on 503 only: what to do (absent on 500) */
-                        message?: string;
-                        /** @description the x-request-id of this answer: quote it to support */
-                        trace_id: string;
-                    };
+                    "application/json": components["schemas"]["OperatorFault"];
                 };
             };
         };
@@ -10248,86 +7429,45 @@ export interface operations {
             query?: never;
             header: {
                 /** @description the operator API key */
-                "x-operator-key": string;
+                "x-operator-key": components["parameters"]["header.x-operator-key"];
                 /** @description lowercase hex HMAC-SHA256 of METHOD\nPATH\nTIMESTAMP\nBODY keyed with the API secret */
-                "x-signature": string;
+                "x-signature": components["parameters"]["header.x-signature"];
                 /** @description milliseconds since epoch; within 5 minutes of the server clock */
-                "x-timestamp": string;
+                "x-timestamp": components["parameters"]["header.x-timestamp"];
             };
             path?: never;
             cookie?: never;
         };
         requestBody: {
             content: {
-                "application/json": {
-                    /** @description must be 1 to 255 characters, unique per reservation */
-                    idempotency_key: string;
-                    /** @description must be the round_id of the open Stock Race round */
-                    round_id: string;
-                    /** @description must be an array of stock symbols (strings) */
-                    selected_stocks: string[];
-                    /** @description must be a session_id from /v1/sessions/launch */
-                    session_id: string;
-                    /** @description must be a decimal amount in the session currency */
-                    stake: number;
-                };
+                "application/json": components["schemas"]["ReserveRequest"];
             };
         };
         responses: {
             /** @description Default Response */
             200: {
                 headers: {
-                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
-                    "idempotent-replay"?: "true";
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "idempotent-replay": components["headers"]["idempotent-replay"];
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** Format: uuid */
-                        bet_id: string;
-                        currency: string;
-                        /** @description false: reserved with a test key, in a sandbox round (test data) */
-                        livemode?: boolean;
-                        placed_at: number;
-                        player_ref: string;
-                        /** @description what the bet pays if one of its stocks wins (floored to the minor unit, capped) */
-                        potential_payout: number;
-                        round_id: string;
-                        round_number: number;
-                        selected_stocks: string[];
-                        session_id: string;
-                        stake: number;
-                        /** @description reserved */
-                        status: string;
-                    };
+                    "application/json": components["schemas"]["ReservedBet"];
                 };
             };
             /** @description Default Response */
             400: {
                 headers: {
-                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
-                    "idempotent-replay"?: "true";
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "idempotent-replay": components["headers"]["idempotent-replay"];
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
-                        error: string;
-                        /** @description what went wrong, in words */
-                        message: string;
-                    };
+                    "application/json": components["schemas"]["OperatorError"];
                 };
             };
             /** @description Default Response */
@@ -10336,76 +7476,45 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
-                        error: string;
-                        /** @description what went wrong, in words */
-                        message: string;
-                    };
+                    "application/json": components["schemas"]["OperatorError"];
                 };
             };
             /** @description Default Response */
             403: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
-                        error: string;
-                        /** @description what went wrong, in words */
-                        message: string;
-                    };
+                    "application/json": components["schemas"]["OperatorError"];
                 };
             };
             /** @description Default Response */
             404: {
                 headers: {
-                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
-                    "idempotent-replay"?: "true";
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "idempotent-replay": components["headers"]["idempotent-replay"];
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
-                        error: string;
-                        /** @description what went wrong, in words */
-                        message: string;
-                    };
+                    "application/json": components["schemas"]["OperatorError"];
                 };
             };
             /** @description Default Response */
             409: {
                 headers: {
-                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
-                    "idempotent-replay"?: "true";
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "idempotent-replay": components["headers"]["idempotent-replay"];
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
-                        error: string;
-                        /** @description what went wrong, in words */
-                        message: string;
-                    };
+                    "application/json": components["schemas"]["OperatorError"];
                 };
             };
             /** @description Default Response */
@@ -10414,12 +7523,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
-                        error: string;
-                        /** @description what went wrong, in words */
-                        message: string;
-                    };
+                    "application/json": components["schemas"]["OperatorError"];
                 };
             };
             /** @description Default Response */
@@ -10428,80 +7532,45 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
-                        error: string;
-                        /** @description what went wrong, in words */
-                        message: string;
-                    };
+                    "application/json": components["schemas"]["OperatorError"];
                 };
             };
             /** @description Default Response */
             429: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
-                    /** @description seconds to wait before sending the request again */
-                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
+                    "retry-after": components["headers"]["retry-after"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
-                        error: string;
-                        /** @description what went wrong, in words */
-                        message: string;
-                    };
+                    "application/json": components["schemas"]["OperatorError"];
                 };
             };
             /** @description Default Response */
             500: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description INTERNAL for a server fault; SERVICE_UNAVAILABLE: retry after Retry-After */
-                        error: string;
-                        /** @description on 503 only: what to do (absent on 500) */
-                        message?: string;
-                        /** @description the x-request-id of this answer: quote it to support */
-                        trace_id: string;
-                    };
+                    "application/json": components["schemas"]["OperatorFault"];
                 };
             };
             /** @description Default Response */
             503: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
-                    /** @description seconds to wait before sending the request again */
-                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
+                    "retry-after": components["headers"]["retry-after"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description INTERNAL for a server fault; SERVICE_UNAVAILABLE: retry after Retry-After */
-                        error: string;
-                        /** @description on 503 only: what to do (absent on 500) */
-                        message?: string;
-                        /** @description the x-request-id of this answer: quote it to support */
-                        trace_id: string;
-                    };
+                    "application/json": components["schemas"]["OperatorFault"];
                 };
             };
         };
@@ -10524,11 +7593,11 @@ export interface operations {
             };
             header: {
                 /** @description the operator API key */
-                "x-operator-key": string;
+                "x-operator-key": components["parameters"]["header.x-operator-key"];
                 /** @description lowercase hex HMAC-SHA256 of METHOD\nPATH\nTIMESTAMP\nBODY keyed with the API secret */
-                "x-signature": string;
+                "x-signature": components["parameters"]["header.x-signature"];
                 /** @description milliseconds since epoch; within 5 minutes of the server clock */
-                "x-timestamp": string;
+                "x-timestamp": components["parameters"]["header.x-timestamp"];
             };
             path?: never;
             cookie?: never;
@@ -10538,66 +7607,25 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description newest first (created_at descending, then flag_id) */
-                        flags: {
-                            /** @description when the flag was acknowledged (milliseconds since epoch); null while it is open */
-                            acknowledged_at: number | null;
-                            /** @description who acknowledged it: api:<by> (or api) through this API, a dashboard user's email, or admin:<name> from the admin CLI; null while it is open */
-                            acknowledged_by: string | null;
-                            /** @description the bet that raised the flag, if one did */
-                            bet_id: string | null;
-                            /** @description when the flag was raised (milliseconds since epoch) */
-                            created_at: number;
-                            /** @description rule-specific measurements and the threshold that was crossed */
-                            details: {
-                                [key: string]: unknown;
-                            };
-                            /** @description the flag id (flag_…) */
-                            flag_id: string;
-                            /** @description crash or stock_race, when a bet raised the flag */
-                            game: string | null;
-                            /** @description the player the flag is about */
-                            player: string | null;
-                            /** @description the bet's round, when a bet raised the flag */
-                            round_id: string | null;
-                            /** @description one of large_stake, large_payout, bet_velocity, machine_timing, session_multi_place */
-                            rule: "large_stake" | "large_payout" | "bet_velocity" | "machine_timing" | "session_multi_place";
-                            /** @description the Surface B play session, if the rule looked at one */
-                            session_id: string | null;
-                        }[];
-                        /** @description true: another page follows (pass the last id of this page as starting_after); false: the list ends here */
-                        has_more: boolean;
-                    };
+                    "application/json": components["schemas"]["ComplianceFlagList"];
                 };
             };
             /** @description Default Response */
             400: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
@@ -10606,96 +7634,57 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             403: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             429: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
-                    /** @description seconds to wait before sending the request again */
-                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
+                    "retry-after": components["headers"]["retry-after"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             500: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             503: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
-                    /** @description seconds to wait before sending the request again */
-                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
+                    "retry-after": components["headers"]["retry-after"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
         };
@@ -10705,11 +7694,11 @@ export interface operations {
             query?: never;
             header: {
                 /** @description the operator API key */
-                "x-operator-key": string;
+                "x-operator-key": components["parameters"]["header.x-operator-key"];
                 /** @description lowercase hex HMAC-SHA256 of METHOD\nPATH\nTIMESTAMP\nBODY keyed with the API secret */
-                "x-signature": string;
+                "x-signature": components["parameters"]["header.x-signature"];
                 /** @description milliseconds since epoch; within 5 minutes of the server clock */
-                "x-timestamp": string;
+                "x-timestamp": components["parameters"]["header.x-timestamp"];
             };
             path: {
                 /** @description must be a flag id (flag_…) */
@@ -10719,71 +7708,32 @@ export interface operations {
         };
         requestBody?: {
             content: {
-                "application/json": {
-                    /** @description must be 1 to 100 characters without control characters: who in your back office acknowledges the flag; recorded as acknowledged_by api:<by> (api when absent) */
-                    by?: string;
-                };
+                "application/json": components["schemas"]["AcknowledgeFlagRequest"];
             };
         };
         responses: {
             /** @description A compliance flag and its acknowledgement; the data of compliance.flag webhooks without the latter */
             200: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description when the flag was acknowledged (milliseconds since epoch); null while it is open */
-                        acknowledged_at: number | null;
-                        /** @description who acknowledged it: api:<by> (or api) through this API, a dashboard user's email, or admin:<name> from the admin CLI; null while it is open */
-                        acknowledged_by: string | null;
-                        /** @description the bet that raised the flag, if one did */
-                        bet_id: string | null;
-                        /** @description when the flag was raised (milliseconds since epoch) */
-                        created_at: number;
-                        /** @description rule-specific measurements and the threshold that was crossed */
-                        details: {
-                            [key: string]: unknown;
-                        };
-                        /** @description the flag id (flag_…) */
-                        flag_id: string;
-                        /** @description crash or stock_race, when a bet raised the flag */
-                        game: string | null;
-                        /** @description the player the flag is about */
-                        player: string | null;
-                        /** @description the bet's round, when a bet raised the flag */
-                        round_id: string | null;
-                        /** @description one of large_stake, large_payout, bet_velocity, machine_timing, session_multi_place */
-                        rule: "large_stake" | "large_payout" | "bet_velocity" | "machine_timing" | "session_multi_place";
-                        /** @description the Surface B play session, if the rule looked at one */
-                        session_id: string | null;
-                    };
+                    "application/json": components["schemas"]["ComplianceFlag"];
                 };
             };
             /** @description Default Response */
             400: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
@@ -10792,72 +7742,43 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             403: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             404: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             409: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
@@ -10866,12 +7787,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
@@ -10880,76 +7796,45 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             429: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
-                    /** @description seconds to wait before sending the request again */
-                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
+                    "retry-after": components["headers"]["retry-after"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             500: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             503: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
-                    /** @description seconds to wait before sending the request again */
-                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
+                    "retry-after": components["headers"]["retry-after"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
         };
@@ -10959,11 +7844,11 @@ export interface operations {
             query?: never;
             header: {
                 /** @description the operator API key */
-                "x-operator-key": string;
+                "x-operator-key": components["parameters"]["header.x-operator-key"];
                 /** @description lowercase hex HMAC-SHA256 of METHOD\nPATH\nTIMESTAMP\nBODY keyed with the API secret */
-                "x-signature": string;
+                "x-signature": components["parameters"]["header.x-signature"];
                 /** @description milliseconds since epoch; within 5 minutes of the server clock */
-                "x-timestamp": string;
+                "x-timestamp": components["parameters"]["header.x-timestamp"];
             };
             path: {
                 /** @description must be a round id */
@@ -10976,82 +7861,25 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description end of the betting window (milliseconds since epoch) */
-                        betting_closes_at: number;
-                        /** @description when the round closed with its outcome; null before */
-                        closed_at: number | null;
-                        /** @description the game */
-                        game: "crash" | "stock_race";
-                        /** @description false for a sandbox round of a test-mode operator (test data) */
-                        livemode: boolean;
-                        /** @description when the round opened (milliseconds since epoch) */
-                        opened_at: number;
-                        /** @description closed: {winner, pct, stocks[{symbol, pct}]} */
-                        outcome: {
-                            [key: string]: unknown;
-                        } | null;
-                        /** @description while running: how far the race is, 0..1000 */
-                        progress_permille?: number;
-                        /** @description Stock Race: length of the running phase (milliseconds) */
-                        race_ms: number;
-                        /** @description the round id */
-                        round_id: string;
-                        /** @description increasing per game */
-                        round_number: number;
-                        /** @description when the multiplier / race started */
-                        running_at: number | null;
-                        /** @description sandbox rounds: the outcome was scripted, not drawn from a hash chain */
-                        scripted?: boolean;
-                        /** @description the revealed seed once the round is closed or void; null before */
-                        seed: string | null;
-                        /** @description sha256 of the seed, the commitment published when the round opens */
-                        seed_hash: string;
-                        /** @description open | running | closed | void (the round could not complete: every stake is returned) */
-                        status: "open" | "running" | "closed" | "void";
-                        /** @description while running: each stock now */
-                        stocks?: {
-                            pct: number;
-                            symbol: string;
-                        }[];
-                        /** @description Stock Race: the stocks racing in this round */
-                        symbols: string[];
-                        /** @description why the round could not complete; null unless void */
-                        void_reason: string | null;
-                        /** @description when the round was voided; null unless void */
-                        voided_at: number | null;
-                    } & {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["StockRaceRound"];
                 };
             };
             /** @description Default Response */
             400: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
-                        error: string;
-                        /** @description what went wrong, in words */
-                        message: string;
-                    };
+                    "application/json": components["schemas"]["OperatorError"];
                 };
             };
             /** @description Default Response */
@@ -11060,72 +7888,43 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
-                        error: string;
-                        /** @description what went wrong, in words */
-                        message: string;
-                    };
+                    "application/json": components["schemas"]["OperatorError"];
                 };
             };
             /** @description Default Response */
             403: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
-                        error: string;
-                        /** @description what went wrong, in words */
-                        message: string;
-                    };
+                    "application/json": components["schemas"]["OperatorError"];
                 };
             };
             /** @description Default Response */
             404: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
-                        error: string;
-                        /** @description what went wrong, in words */
-                        message: string;
-                    };
+                    "application/json": components["schemas"]["OperatorError"];
                 };
             };
             /** @description Default Response */
             409: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
-                        error: string;
-                        /** @description what went wrong, in words */
-                        message: string;
-                    };
+                    "application/json": components["schemas"]["OperatorError"];
                 };
             };
             /** @description Default Response */
@@ -11134,12 +7933,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
-                        error: string;
-                        /** @description what went wrong, in words */
-                        message: string;
-                    };
+                    "application/json": components["schemas"]["OperatorError"];
                 };
             };
             /** @description Default Response */
@@ -11148,80 +7942,45 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
-                        error: string;
-                        /** @description what went wrong, in words */
-                        message: string;
-                    };
+                    "application/json": components["schemas"]["OperatorError"];
                 };
             };
             /** @description Default Response */
             429: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
-                    /** @description seconds to wait before sending the request again */
-                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
+                    "retry-after": components["headers"]["retry-after"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
-                        error: string;
-                        /** @description what went wrong, in words */
-                        message: string;
-                    };
+                    "application/json": components["schemas"]["OperatorError"];
                 };
             };
             /** @description Default Response */
             500: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description INTERNAL for a server fault; SERVICE_UNAVAILABLE: retry after Retry-After */
-                        error: string;
-                        /** @description on 503 only: what to do (absent on 500) */
-                        message?: string;
-                        /** @description the x-request-id of this answer: quote it to support */
-                        trace_id: string;
-                    };
+                    "application/json": components["schemas"]["OperatorFault"];
                 };
             };
             /** @description Default Response */
             503: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
-                    /** @description seconds to wait before sending the request again */
-                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
+                    "retry-after": components["headers"]["retry-after"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description INTERNAL for a server fault; SERVICE_UNAVAILABLE: retry after Retry-After */
-                        error: string;
-                        /** @description on 503 only: what to do (absent on 500) */
-                        message?: string;
-                        /** @description the x-request-id of this answer: quote it to support */
-                        trace_id: string;
-                    };
+                    "application/json": components["schemas"]["OperatorFault"];
                 };
             };
         };
@@ -11231,11 +7990,11 @@ export interface operations {
             query?: never;
             header: {
                 /** @description the operator API key */
-                "x-operator-key": string;
+                "x-operator-key": components["parameters"]["header.x-operator-key"];
                 /** @description lowercase hex HMAC-SHA256 of METHOD\nPATH\nTIMESTAMP\nBODY keyed with the API secret */
-                "x-signature": string;
+                "x-signature": components["parameters"]["header.x-signature"];
                 /** @description milliseconds since epoch; within 5 minutes of the server clock */
-                "x-timestamp": string;
+                "x-timestamp": components["parameters"]["header.x-timestamp"];
             };
             path?: never;
             cookie?: never;
@@ -11245,82 +8004,25 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description end of the betting window (milliseconds since epoch) */
-                        betting_closes_at: number;
-                        /** @description when the round closed with its outcome; null before */
-                        closed_at: number | null;
-                        /** @description the game */
-                        game: "crash" | "stock_race";
-                        /** @description false for a sandbox round of a test-mode operator (test data) */
-                        livemode: boolean;
-                        /** @description when the round opened (milliseconds since epoch) */
-                        opened_at: number;
-                        /** @description closed: {winner, pct, stocks[{symbol, pct}]} */
-                        outcome: {
-                            [key: string]: unknown;
-                        } | null;
-                        /** @description while running: how far the race is, 0..1000 */
-                        progress_permille?: number;
-                        /** @description Stock Race: length of the running phase (milliseconds) */
-                        race_ms: number;
-                        /** @description the round id */
-                        round_id: string;
-                        /** @description increasing per game */
-                        round_number: number;
-                        /** @description when the multiplier / race started */
-                        running_at: number | null;
-                        /** @description sandbox rounds: the outcome was scripted, not drawn from a hash chain */
-                        scripted?: boolean;
-                        /** @description the revealed seed once the round is closed or void; null before */
-                        seed: string | null;
-                        /** @description sha256 of the seed, the commitment published when the round opens */
-                        seed_hash: string;
-                        /** @description open | running | closed | void (the round could not complete: every stake is returned) */
-                        status: "open" | "running" | "closed" | "void";
-                        /** @description while running: each stock now */
-                        stocks?: {
-                            pct: number;
-                            symbol: string;
-                        }[];
-                        /** @description Stock Race: the stocks racing in this round */
-                        symbols: string[];
-                        /** @description why the round could not complete; null unless void */
-                        void_reason: string | null;
-                        /** @description when the round was voided; null unless void */
-                        voided_at: number | null;
-                    } & {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["StockRaceRound"];
                 };
             };
             /** @description Default Response */
             400: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
-                        error: string;
-                        /** @description what went wrong, in words */
-                        message: string;
-                    };
+                    "application/json": components["schemas"]["OperatorError"];
                 };
             };
             /** @description Default Response */
@@ -11329,72 +8031,43 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
-                        error: string;
-                        /** @description what went wrong, in words */
-                        message: string;
-                    };
+                    "application/json": components["schemas"]["OperatorError"];
                 };
             };
             /** @description Default Response */
             403: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
-                        error: string;
-                        /** @description what went wrong, in words */
-                        message: string;
-                    };
+                    "application/json": components["schemas"]["OperatorError"];
                 };
             };
             /** @description Default Response */
             404: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
-                        error: string;
-                        /** @description what went wrong, in words */
-                        message: string;
-                    };
+                    "application/json": components["schemas"]["OperatorError"];
                 };
             };
             /** @description Default Response */
             409: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
-                        error: string;
-                        /** @description what went wrong, in words */
-                        message: string;
-                    };
+                    "application/json": components["schemas"]["OperatorError"];
                 };
             };
             /** @description Default Response */
@@ -11403,12 +8076,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
-                        error: string;
-                        /** @description what went wrong, in words */
-                        message: string;
-                    };
+                    "application/json": components["schemas"]["OperatorError"];
                 };
             };
             /** @description Default Response */
@@ -11417,80 +8085,45 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
-                        error: string;
-                        /** @description what went wrong, in words */
-                        message: string;
-                    };
+                    "application/json": components["schemas"]["OperatorError"];
                 };
             };
             /** @description Default Response */
             429: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
-                    /** @description seconds to wait before sending the request again */
-                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
+                    "retry-after": components["headers"]["retry-after"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
-                        error: string;
-                        /** @description what went wrong, in words */
-                        message: string;
-                    };
+                    "application/json": components["schemas"]["OperatorError"];
                 };
             };
             /** @description Default Response */
             500: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description INTERNAL for a server fault; SERVICE_UNAVAILABLE: retry after Retry-After */
-                        error: string;
-                        /** @description on 503 only: what to do (absent on 500) */
-                        message?: string;
-                        /** @description the x-request-id of this answer: quote it to support */
-                        trace_id: string;
-                    };
+                    "application/json": components["schemas"]["OperatorFault"];
                 };
             };
             /** @description Default Response */
             503: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
-                    /** @description seconds to wait before sending the request again */
-                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
+                    "retry-after": components["headers"]["retry-after"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description INTERNAL for a server fault; SERVICE_UNAVAILABLE: retry after Retry-After */
-                        error: string;
-                        /** @description on 503 only: what to do (absent on 500) */
-                        message?: string;
-                        /** @description the x-request-id of this answer: quote it to support */
-                        trace_id: string;
-                    };
+                    "application/json": components["schemas"]["OperatorFault"];
                 };
             };
         };
@@ -11500,11 +8133,11 @@ export interface operations {
             query?: never;
             header: {
                 /** @description the operator API key */
-                "x-operator-key": string;
+                "x-operator-key": components["parameters"]["header.x-operator-key"];
                 /** @description lowercase hex HMAC-SHA256 of METHOD\nPATH\nTIMESTAMP\nBODY keyed with the API secret */
-                "x-signature": string;
+                "x-signature": components["parameters"]["header.x-signature"];
                 /** @description milliseconds since epoch; within 5 minutes of the server clock */
-                "x-timestamp": string;
+                "x-timestamp": components["parameters"]["header.x-timestamp"];
             };
             path?: never;
             cookie?: never;
@@ -11514,12 +8147,9 @@ export interface operations {
             /** @description Server-Sent Events: a snapshot of the current round first, then every change */
             200: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11529,21 +8159,13 @@ export interface operations {
             /** @description Default Response */
             400: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
-                        error: string;
-                        /** @description what went wrong, in words */
-                        message: string;
-                    };
+                    "application/json": components["schemas"]["OperatorError"];
                 };
             };
             /** @description Default Response */
@@ -11552,72 +8174,43 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
-                        error: string;
-                        /** @description what went wrong, in words */
-                        message: string;
-                    };
+                    "application/json": components["schemas"]["OperatorError"];
                 };
             };
             /** @description Default Response */
             403: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
-                        error: string;
-                        /** @description what went wrong, in words */
-                        message: string;
-                    };
+                    "application/json": components["schemas"]["OperatorError"];
                 };
             };
             /** @description Default Response */
             404: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
-                        error: string;
-                        /** @description what went wrong, in words */
-                        message: string;
-                    };
+                    "application/json": components["schemas"]["OperatorError"];
                 };
             };
             /** @description Default Response */
             409: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
-                        error: string;
-                        /** @description what went wrong, in words */
-                        message: string;
-                    };
+                    "application/json": components["schemas"]["OperatorError"];
                 };
             };
             /** @description Default Response */
@@ -11626,12 +8219,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
-                        error: string;
-                        /** @description what went wrong, in words */
-                        message: string;
-                    };
+                    "application/json": components["schemas"]["OperatorError"];
                 };
             };
             /** @description Default Response */
@@ -11640,80 +8228,45 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
-                        error: string;
-                        /** @description what went wrong, in words */
-                        message: string;
-                    };
+                    "application/json": components["schemas"]["OperatorError"];
                 };
             };
             /** @description Default Response */
             429: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
-                    /** @description seconds to wait before sending the request again */
-                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
+                    "retry-after": components["headers"]["retry-after"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
-                        error: string;
-                        /** @description what went wrong, in words */
-                        message: string;
-                    };
+                    "application/json": components["schemas"]["OperatorError"];
                 };
             };
             /** @description Default Response */
             500: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description INTERNAL for a server fault; SERVICE_UNAVAILABLE: retry after Retry-After */
-                        error: string;
-                        /** @description on 503 only: what to do (absent on 500) */
-                        message?: string;
-                        /** @description the x-request-id of this answer: quote it to support */
-                        trace_id: string;
-                    };
+                    "application/json": components["schemas"]["OperatorFault"];
                 };
             };
             /** @description Default Response */
             503: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
-                    /** @description seconds to wait before sending the request again */
-                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
+                    "retry-after": components["headers"]["retry-after"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description INTERNAL for a server fault; SERVICE_UNAVAILABLE: retry after Retry-After */
-                        error: string;
-                        /** @description on 503 only: what to do (absent on 500) */
-                        message?: string;
-                        /** @description the x-request-id of this answer: quote it to support */
-                        trace_id: string;
-                    };
+                    "application/json": components["schemas"]["OperatorFault"];
                 };
             };
         };
@@ -11723,11 +8276,11 @@ export interface operations {
             query?: never;
             header: {
                 /** @description the operator API key */
-                "x-operator-key": string;
+                "x-operator-key": components["parameters"]["header.x-operator-key"];
                 /** @description lowercase hex HMAC-SHA256 of METHOD\nPATH\nTIMESTAMP\nBODY keyed with the API secret */
-                "x-signature": string;
+                "x-signature": components["parameters"]["header.x-signature"];
                 /** @description milliseconds since epoch; within 5 minutes of the server clock */
-                "x-timestamp": string;
+                "x-timestamp": components["parameters"]["header.x-timestamp"];
             };
             path?: never;
             cookie?: never;
@@ -11737,43 +8290,25 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        game: string;
-                        livemode: boolean;
-                        /** @description queued outcomes, next first; each is used by the next sandbox round that takes a bet */
-                        pending: {
-                            [key: string]: unknown;
-                        }[];
-                    };
+                    "application/json": components["schemas"]["SandboxOutcomeQueue"];
                 };
             };
             /** @description Default Response */
             400: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
@@ -11782,72 +8317,43 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             403: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             404: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             409: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
@@ -11856,12 +8362,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
@@ -11870,76 +8371,45 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             429: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
-                    /** @description seconds to wait before sending the request again */
-                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
+                    "retry-after": components["headers"]["retry-after"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             500: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             503: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
-                    /** @description seconds to wait before sending the request again */
-                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
+                    "retry-after": components["headers"]["retry-after"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
         };
@@ -11951,68 +8421,45 @@ export interface operations {
                 /** @description 1 to 255 characters: a retry under the same key (signed afresh) gets the first answer and changes nothing */
                 "idempotency-key"?: string;
                 /** @description the operator API key */
-                "x-operator-key": string;
+                "x-operator-key": components["parameters"]["header.x-operator-key"];
                 /** @description lowercase hex HMAC-SHA256 of METHOD\nPATH\nTIMESTAMP\nBODY keyed with the API secret */
-                "x-signature": string;
+                "x-signature": components["parameters"]["header.x-signature"];
                 /** @description milliseconds since epoch; within 5 minutes of the server clock */
-                "x-timestamp": string;
+                "x-timestamp": components["parameters"]["header.x-timestamp"];
             };
             path?: never;
             cookie?: never;
         };
         requestBody: {
             content: {
-                "application/json": {
-                    /** @description must be 1 to 100 multipliers from 1.00 to 1000000 with at most 2 decimals */
-                    crash_points: number[];
-                };
+                "application/json": components["schemas"]["ScriptCrashOutcomesRequest"];
             };
         };
         responses: {
             /** @description Default Response */
             200: {
                 headers: {
-                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
-                    "idempotent-replay"?: "true";
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "idempotent-replay": components["headers"]["idempotent-replay"];
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        game: string;
-                        livemode: boolean;
-                        /** @description queued outcomes, next first; each is used by the next sandbox round that takes a bet */
-                        pending: {
-                            [key: string]: unknown;
-                        }[];
-                    };
+                    "application/json": components["schemas"]["SandboxOutcomeQueue"];
                 };
             };
             /** @description Default Response */
             400: {
                 headers: {
-                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
-                    "idempotent-replay"?: "true";
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "idempotent-replay": components["headers"]["idempotent-replay"];
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
@@ -12021,76 +8468,45 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             403: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             404: {
                 headers: {
-                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
-                    "idempotent-replay"?: "true";
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "idempotent-replay": components["headers"]["idempotent-replay"];
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             409: {
                 headers: {
-                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
-                    "idempotent-replay"?: "true";
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "idempotent-replay": components["headers"]["idempotent-replay"];
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
@@ -12099,12 +8515,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
@@ -12113,76 +8524,45 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             429: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
-                    /** @description seconds to wait before sending the request again */
-                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
+                    "retry-after": components["headers"]["retry-after"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             500: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             503: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
-                    /** @description seconds to wait before sending the request again */
-                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
+                    "retry-after": components["headers"]["retry-after"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
         };
@@ -12192,11 +8572,11 @@ export interface operations {
             query?: never;
             header: {
                 /** @description the operator API key */
-                "x-operator-key": string;
+                "x-operator-key": components["parameters"]["header.x-operator-key"];
                 /** @description lowercase hex HMAC-SHA256 of METHOD\nPATH\nTIMESTAMP\nBODY keyed with the API secret */
-                "x-signature": string;
+                "x-signature": components["parameters"]["header.x-signature"];
                 /** @description milliseconds since epoch; within 5 minutes of the server clock */
-                "x-timestamp": string;
+                "x-timestamp": components["parameters"]["header.x-timestamp"];
             };
             path?: never;
             cookie?: never;
@@ -12206,43 +8586,25 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        game: string;
-                        livemode: boolean;
-                        /** @description queued outcomes, next first; each is used by the next sandbox round that takes a bet */
-                        pending: {
-                            [key: string]: unknown;
-                        }[];
-                    };
+                    "application/json": components["schemas"]["SandboxOutcomeQueue"];
                 };
             };
             /** @description Default Response */
             400: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
@@ -12251,72 +8613,43 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             403: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             404: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             409: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
@@ -12325,12 +8658,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
@@ -12339,76 +8667,45 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             429: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
-                    /** @description seconds to wait before sending the request again */
-                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
+                    "retry-after": components["headers"]["retry-after"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             500: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             503: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
-                    /** @description seconds to wait before sending the request again */
-                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
+                    "retry-after": components["headers"]["retry-after"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
         };
@@ -12418,11 +8715,11 @@ export interface operations {
             query?: never;
             header: {
                 /** @description the operator API key */
-                "x-operator-key": string;
+                "x-operator-key": components["parameters"]["header.x-operator-key"];
                 /** @description lowercase hex HMAC-SHA256 of METHOD\nPATH\nTIMESTAMP\nBODY keyed with the API secret */
-                "x-signature": string;
+                "x-signature": components["parameters"]["header.x-signature"];
                 /** @description milliseconds since epoch; within 5 minutes of the server clock */
-                "x-timestamp": string;
+                "x-timestamp": components["parameters"]["header.x-timestamp"];
             };
             path?: never;
             cookie?: never;
@@ -12432,43 +8729,25 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        game: string;
-                        livemode: boolean;
-                        /** @description queued outcomes, next first; each is used by the next sandbox round that takes a bet */
-                        pending: {
-                            [key: string]: unknown;
-                        }[];
-                    };
+                    "application/json": components["schemas"]["SandboxOutcomeQueue"];
                 };
             };
             /** @description Default Response */
             400: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
@@ -12477,72 +8756,43 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             403: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             404: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             409: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
@@ -12551,12 +8801,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
@@ -12565,76 +8810,45 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             429: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
-                    /** @description seconds to wait before sending the request again */
-                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
+                    "retry-after": components["headers"]["retry-after"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             500: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             503: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
-                    /** @description seconds to wait before sending the request again */
-                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
+                    "retry-after": components["headers"]["retry-after"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
         };
@@ -12646,68 +8860,45 @@ export interface operations {
                 /** @description 1 to 255 characters: a retry under the same key (signed afresh) gets the first answer and changes nothing */
                 "idempotency-key"?: string;
                 /** @description the operator API key */
-                "x-operator-key": string;
+                "x-operator-key": components["parameters"]["header.x-operator-key"];
                 /** @description lowercase hex HMAC-SHA256 of METHOD\nPATH\nTIMESTAMP\nBODY keyed with the API secret */
-                "x-signature": string;
+                "x-signature": components["parameters"]["header.x-signature"];
                 /** @description milliseconds since epoch; within 5 minutes of the server clock */
-                "x-timestamp": string;
+                "x-timestamp": components["parameters"]["header.x-timestamp"];
             };
             path?: never;
             cookie?: never;
         };
         requestBody: {
             content: {
-                "application/json": {
-                    /** @description must be 1 to 100 stock symbols */
-                    winners: string[];
-                };
+                "application/json": components["schemas"]["ScriptStockRaceOutcomesRequest"];
             };
         };
         responses: {
             /** @description Default Response */
             200: {
                 headers: {
-                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
-                    "idempotent-replay"?: "true";
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "idempotent-replay": components["headers"]["idempotent-replay"];
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        game: string;
-                        livemode: boolean;
-                        /** @description queued outcomes, next first; each is used by the next sandbox round that takes a bet */
-                        pending: {
-                            [key: string]: unknown;
-                        }[];
-                    };
+                    "application/json": components["schemas"]["SandboxOutcomeQueue"];
                 };
             };
             /** @description Default Response */
             400: {
                 headers: {
-                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
-                    "idempotent-replay"?: "true";
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "idempotent-replay": components["headers"]["idempotent-replay"];
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
@@ -12716,76 +8907,45 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             403: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             404: {
                 headers: {
-                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
-                    "idempotent-replay"?: "true";
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "idempotent-replay": components["headers"]["idempotent-replay"];
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             409: {
                 headers: {
-                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
-                    "idempotent-replay"?: "true";
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "idempotent-replay": components["headers"]["idempotent-replay"];
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
@@ -12794,12 +8954,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
@@ -12808,76 +8963,45 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             429: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
-                    /** @description seconds to wait before sending the request again */
-                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
+                    "retry-after": components["headers"]["retry-after"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             500: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             503: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
-                    /** @description seconds to wait before sending the request again */
-                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
+                    "retry-after": components["headers"]["retry-after"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
         };
@@ -12887,11 +9011,11 @@ export interface operations {
             query?: never;
             header: {
                 /** @description the operator API key */
-                "x-operator-key": string;
+                "x-operator-key": components["parameters"]["header.x-operator-key"];
                 /** @description lowercase hex HMAC-SHA256 of METHOD\nPATH\nTIMESTAMP\nBODY keyed with the API secret */
-                "x-signature": string;
+                "x-signature": components["parameters"]["header.x-signature"];
                 /** @description milliseconds since epoch; within 5 minutes of the server clock */
-                "x-timestamp": string;
+                "x-timestamp": components["parameters"]["header.x-timestamp"];
             };
             path?: never;
             cookie?: never;
@@ -12901,43 +9025,25 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        game: string;
-                        livemode: boolean;
-                        /** @description queued outcomes, next first; each is used by the next sandbox round that takes a bet */
-                        pending: {
-                            [key: string]: unknown;
-                        }[];
-                    };
+                    "application/json": components["schemas"]["SandboxOutcomeQueue"];
                 };
             };
             /** @description Default Response */
             400: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
@@ -12946,72 +9052,43 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             403: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             404: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             409: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
@@ -13020,12 +9097,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
@@ -13034,76 +9106,45 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             429: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
-                    /** @description seconds to wait before sending the request again */
-                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
+                    "retry-after": components["headers"]["retry-after"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             500: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             503: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
-                    /** @description seconds to wait before sending the request again */
-                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
+                    "retry-after": components["headers"]["retry-after"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
         };
@@ -13113,11 +9154,11 @@ export interface operations {
             query?: never;
             header: {
                 /** @description the operator API key */
-                "x-operator-key": string;
+                "x-operator-key": components["parameters"]["header.x-operator-key"];
                 /** @description lowercase hex HMAC-SHA256 of METHOD\nPATH\nTIMESTAMP\nBODY keyed with the API secret */
-                "x-signature": string;
+                "x-signature": components["parameters"]["header.x-signature"];
                 /** @description milliseconds since epoch; within 5 minutes of the server clock */
-                "x-timestamp": string;
+                "x-timestamp": components["parameters"]["header.x-timestamp"];
             };
             path?: never;
             cookie?: never;
@@ -13127,47 +9168,25 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        crash: {
-                            betting_window_ms: number;
-                            pause_ms: number;
-                        };
-                        livemode: boolean;
-                        stock_race: {
-                            betting_window_ms: number;
-                            pause_ms: number;
-                            race_ms: number;
-                        };
-                    };
+                    "application/json": components["schemas"]["SandboxTiming"];
                 };
             };
             /** @description Default Response */
             400: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
@@ -13176,72 +9195,43 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             403: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             404: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             409: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
@@ -13250,12 +9240,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
@@ -13264,76 +9249,45 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             429: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
-                    /** @description seconds to wait before sending the request again */
-                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
+                    "retry-after": components["headers"]["retry-after"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             500: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             503: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
-                    /** @description seconds to wait before sending the request again */
-                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
+                    "retry-after": components["headers"]["retry-after"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
         };
@@ -13345,84 +9299,45 @@ export interface operations {
                 /** @description 1 to 255 characters: a retry under the same key (signed afresh) gets the first answer and changes nothing */
                 "idempotency-key"?: string;
                 /** @description the operator API key */
-                "x-operator-key": string;
+                "x-operator-key": components["parameters"]["header.x-operator-key"];
                 /** @description lowercase hex HMAC-SHA256 of METHOD\nPATH\nTIMESTAMP\nBODY keyed with the API secret */
-                "x-signature": string;
+                "x-signature": components["parameters"]["header.x-signature"];
                 /** @description milliseconds since epoch; within 5 minutes of the server clock */
-                "x-timestamp": string;
+                "x-timestamp": components["parameters"]["header.x-timestamp"];
             };
             path?: never;
             cookie?: never;
         };
         requestBody: {
             content: {
-                "application/json": {
-                    crash?: {
-                        /** @description must be an integer from 100 to 600000 (ms) */
-                        betting_window_ms?: number;
-                        /** @description must be an integer from 0 to 600000 (ms) */
-                        pause_ms?: number;
-                    };
-                    stock_race?: {
-                        /** @description must be an integer from 100 to 600000 (ms) */
-                        betting_window_ms?: number;
-                        /** @description must be an integer from 0 to 600000 (ms) */
-                        pause_ms?: number;
-                        /** @description must be an integer from 100 to 600000 (ms) */
-                        race_ms?: number;
-                    };
-                };
+                "application/json": components["schemas"]["SandboxTimingRequest"];
             };
         };
         responses: {
             /** @description Default Response */
             200: {
                 headers: {
-                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
-                    "idempotent-replay"?: "true";
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "idempotent-replay": components["headers"]["idempotent-replay"];
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        crash: {
-                            betting_window_ms: number;
-                            pause_ms: number;
-                        };
-                        livemode: boolean;
-                        stock_race: {
-                            betting_window_ms: number;
-                            pause_ms: number;
-                            race_ms: number;
-                        };
-                    };
+                    "application/json": components["schemas"]["SandboxTiming"];
                 };
             };
             /** @description Default Response */
             400: {
                 headers: {
-                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
-                    "idempotent-replay"?: "true";
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "idempotent-replay": components["headers"]["idempotent-replay"];
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
@@ -13431,76 +9346,45 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             403: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             404: {
                 headers: {
-                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
-                    "idempotent-replay"?: "true";
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "idempotent-replay": components["headers"]["idempotent-replay"];
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             409: {
                 headers: {
-                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
-                    "idempotent-replay"?: "true";
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "idempotent-replay": components["headers"]["idempotent-replay"];
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
@@ -13509,12 +9393,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
@@ -13523,76 +9402,45 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             429: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
-                    /** @description seconds to wait before sending the request again */
-                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
+                    "retry-after": components["headers"]["retry-after"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             500: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             503: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
-                    /** @description seconds to wait before sending the request again */
-                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
+                    "retry-after": components["headers"]["retry-after"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
         };
@@ -13604,70 +9452,45 @@ export interface operations {
                 /** @description 1 to 255 characters: a retry under the same key (signed afresh) gets the first answer and changes nothing */
                 "idempotency-key"?: string;
                 /** @description the operator API key */
-                "x-operator-key": string;
+                "x-operator-key": components["parameters"]["header.x-operator-key"];
                 /** @description lowercase hex HMAC-SHA256 of METHOD\nPATH\nTIMESTAMP\nBODY keyed with the API secret */
-                "x-signature": string;
+                "x-signature": components["parameters"]["header.x-signature"];
                 /** @description milliseconds since epoch; within 5 minutes of the server clock */
-                "x-timestamp": string;
+                "x-timestamp": components["parameters"]["header.x-timestamp"];
             };
             path?: never;
             cookie?: never;
         };
         requestBody: {
             content: {
-                "application/json": {
-                    /** @description must be a non-negative decimal amount in the currency */
-                    balance: number;
-                    /** @description must be an ISO 4217 code */
-                    currency: string;
-                    /** @description must be a string of 1 to 120 characters */
-                    player_ref: string;
-                };
+                "application/json": components["schemas"]["SandboxBalanceRequest"];
             };
         };
         responses: {
             /** @description Default Response */
             200: {
                 headers: {
-                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
-                    "idempotent-replay"?: "true";
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "idempotent-replay": components["headers"]["idempotent-replay"];
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        balance: number;
-                        currency: string;
-                        livemode: boolean;
-                        player_ref: string;
-                    };
+                    "application/json": components["schemas"]["SandboxBalanceSet"];
                 };
             };
             /** @description Default Response */
             400: {
                 headers: {
-                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
-                    "idempotent-replay"?: "true";
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "idempotent-replay": components["headers"]["idempotent-replay"];
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
@@ -13676,76 +9499,45 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             403: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             404: {
                 headers: {
-                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
-                    "idempotent-replay"?: "true";
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "idempotent-replay": components["headers"]["idempotent-replay"];
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             409: {
                 headers: {
-                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
-                    "idempotent-replay"?: "true";
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "idempotent-replay": components["headers"]["idempotent-replay"];
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
@@ -13754,12 +9546,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
@@ -13768,76 +9555,45 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             429: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
-                    /** @description seconds to wait before sending the request again */
-                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
+                    "retry-after": components["headers"]["retry-after"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             500: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             503: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
-                    /** @description seconds to wait before sending the request again */
-                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
+                    "retry-after": components["headers"]["retry-after"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
         };
@@ -13847,11 +9603,11 @@ export interface operations {
             query?: never;
             header: {
                 /** @description the operator API key */
-                "x-operator-key": string;
+                "x-operator-key": components["parameters"]["header.x-operator-key"];
                 /** @description lowercase hex HMAC-SHA256 of METHOD\nPATH\nTIMESTAMP\nBODY keyed with the API secret */
-                "x-signature": string;
+                "x-signature": components["parameters"]["header.x-signature"];
                 /** @description milliseconds since epoch; within 5 minutes of the server clock */
-                "x-timestamp": string;
+                "x-timestamp": components["parameters"]["header.x-timestamp"];
             };
             path: {
                 player_ref: string;
@@ -13863,21 +9619,14 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
-                        balances: {
-                            balance: number;
-                            currency: string;
-                            player_ref: string;
-                        }[];
+                        balances: components["schemas"]["SandboxBalance"][];
                         livemode: boolean;
                     };
                 };
@@ -13885,21 +9634,13 @@ export interface operations {
             /** @description Default Response */
             400: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
@@ -13908,72 +9649,43 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             403: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             404: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             409: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
@@ -13982,12 +9694,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
@@ -13996,76 +9703,45 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             429: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
-                    /** @description seconds to wait before sending the request again */
-                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
+                    "retry-after": components["headers"]["retry-after"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             500: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             503: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
-                    /** @description seconds to wait before sending the request again */
-                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
+                    "retry-after": components["headers"]["retry-after"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
         };
@@ -14077,68 +9753,45 @@ export interface operations {
                 /** @description 1 to 255 characters: a retry under the same key (signed afresh) gets the first answer and changes nothing */
                 "idempotency-key"?: string;
                 /** @description the operator API key */
-                "x-operator-key": string;
+                "x-operator-key": components["parameters"]["header.x-operator-key"];
                 /** @description lowercase hex HMAC-SHA256 of METHOD\nPATH\nTIMESTAMP\nBODY keyed with the API secret */
-                "x-signature": string;
+                "x-signature": components["parameters"]["header.x-signature"];
                 /** @description milliseconds since epoch; within 5 minutes of the server clock */
-                "x-timestamp": string;
+                "x-timestamp": components["parameters"]["header.x-timestamp"];
             };
             path?: never;
             cookie?: never;
         };
         requestBody: {
             content: {
-                "application/json": {
-                    /** @description must be an integer from 1 to 1000: how many settle calls fail */
-                    count?: number;
-                    /** @description must be none, timeout or error_500 */
-                    mode: "none" | "timeout" | "error_500";
-                };
+                "application/json": components["schemas"]["SandboxWalletFailuresRequest"];
             };
         };
         responses: {
             /** @description Default Response */
             200: {
                 headers: {
-                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
-                    "idempotent-replay"?: "true";
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "idempotent-replay": components["headers"]["idempotent-replay"];
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        livemode: boolean;
-                        mode: string;
-                        /** @description settle calls left to fail; null: until switched off */
-                        remaining: number | null;
-                    };
+                    "application/json": components["schemas"]["SandboxWalletFailures"];
                 };
             };
             /** @description Default Response */
             400: {
                 headers: {
-                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
-                    "idempotent-replay"?: "true";
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "idempotent-replay": components["headers"]["idempotent-replay"];
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
@@ -14147,76 +9800,45 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             403: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             404: {
                 headers: {
-                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
-                    "idempotent-replay"?: "true";
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "idempotent-replay": components["headers"]["idempotent-replay"];
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             409: {
                 headers: {
-                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
-                    "idempotent-replay"?: "true";
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "idempotent-replay": components["headers"]["idempotent-replay"];
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
@@ -14225,12 +9847,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
@@ -14239,76 +9856,45 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             429: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
-                    /** @description seconds to wait before sending the request again */
-                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
+                    "retry-after": components["headers"]["retry-after"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             500: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             503: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
-                    /** @description seconds to wait before sending the request again */
-                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
+                    "retry-after": components["headers"]["retry-after"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
         };
@@ -14320,71 +9906,45 @@ export interface operations {
                 /** @description 1 to 255 characters: a retry under the same key (signed afresh) gets the first answer and changes nothing */
                 "idempotency-key"?: string;
                 /** @description the operator API key */
-                "x-operator-key": string;
+                "x-operator-key": components["parameters"]["header.x-operator-key"];
                 /** @description lowercase hex HMAC-SHA256 of METHOD\nPATH\nTIMESTAMP\nBODY keyed with the API secret */
-                "x-signature": string;
+                "x-signature": components["parameters"]["header.x-signature"];
                 /** @description milliseconds since epoch; within 5 minutes of the server clock */
-                "x-timestamp": string;
+                "x-timestamp": components["parameters"]["header.x-timestamp"];
             };
             path?: never;
             cookie?: never;
         };
         requestBody: {
             content: {
-                "application/json": {
-                    /** @description must be an uppercase ISO 4217 code such as EUR */
-                    currency: string;
-                    /** @description must be a string of 1 to 120 characters */
-                    player_ref: string;
-                    /** @description must be an absolute https URL of at most 2048 characters */
-                    return_url: string;
-                };
+                "application/json": components["schemas"]["LaunchSessionRequest"];
             };
         };
         responses: {
             /** @description Default Response */
             200: {
                 headers: {
-                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
-                    "idempotent-replay"?: "true";
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "idempotent-replay": components["headers"]["idempotent-replay"];
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description milliseconds since epoch */
-                        expires_at: number;
-                        /** @description the player page, carrying the session token as `token` */
-                        launch_url: string;
-                        session_id: string;
-                    };
+                    "application/json": components["schemas"]["LaunchedSession"];
                 };
             };
             /** @description Default Response */
             400: {
                 headers: {
-                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
-                    "idempotent-replay"?: "true";
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "idempotent-replay": components["headers"]["idempotent-replay"];
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
-                        error: string;
-                        /** @description what went wrong, in words */
-                        message: string;
-                    };
+                    "application/json": components["schemas"]["OperatorError"];
                 };
             };
             /** @description Default Response */
@@ -14393,76 +9953,45 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
-                        error: string;
-                        /** @description what went wrong, in words */
-                        message: string;
-                    };
+                    "application/json": components["schemas"]["OperatorError"];
                 };
             };
             /** @description Default Response */
             403: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
-                        error: string;
-                        /** @description what went wrong, in words */
-                        message: string;
-                    };
+                    "application/json": components["schemas"]["OperatorError"];
                 };
             };
             /** @description Default Response */
             404: {
                 headers: {
-                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
-                    "idempotent-replay"?: "true";
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "idempotent-replay": components["headers"]["idempotent-replay"];
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
-                        error: string;
-                        /** @description what went wrong, in words */
-                        message: string;
-                    };
+                    "application/json": components["schemas"]["OperatorError"];
                 };
             };
             /** @description Default Response */
             409: {
                 headers: {
-                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
-                    "idempotent-replay"?: "true";
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "idempotent-replay": components["headers"]["idempotent-replay"];
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
-                        error: string;
-                        /** @description what went wrong, in words */
-                        message: string;
-                    };
+                    "application/json": components["schemas"]["OperatorError"];
                 };
             };
             /** @description Default Response */
@@ -14471,12 +10000,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
-                        error: string;
-                        /** @description what went wrong, in words */
-                        message: string;
-                    };
+                    "application/json": components["schemas"]["OperatorError"];
                 };
             };
             /** @description Default Response */
@@ -14485,80 +10009,45 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
-                        error: string;
-                        /** @description what went wrong, in words */
-                        message: string;
-                    };
+                    "application/json": components["schemas"]["OperatorError"];
                 };
             };
             /** @description Default Response */
             429: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
-                    /** @description seconds to wait before sending the request again */
-                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
+                    "retry-after": components["headers"]["retry-after"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
-                        error: string;
-                        /** @description what went wrong, in words */
-                        message: string;
-                    };
+                    "application/json": components["schemas"]["OperatorError"];
                 };
             };
             /** @description Default Response */
             500: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description INTERNAL for a server fault; SERVICE_UNAVAILABLE: retry after Retry-After */
-                        error: string;
-                        /** @description on 503 only: what to do (absent on 500) */
-                        message?: string;
-                        /** @description the x-request-id of this answer: quote it to support */
-                        trace_id: string;
-                    };
+                    "application/json": components["schemas"]["OperatorFault"];
                 };
             };
             /** @description Default Response */
             503: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
-                    /** @description seconds to wait before sending the request again */
-                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
+                    "retry-after": components["headers"]["retry-after"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description INTERNAL for a server fault; SERVICE_UNAVAILABLE: retry after Retry-After */
-                        error: string;
-                        /** @description on 503 only: what to do (absent on 500) */
-                        message?: string;
-                        /** @description the x-request-id of this answer: quote it to support */
-                        trace_id: string;
-                    };
+                    "application/json": components["schemas"]["OperatorFault"];
                 };
             };
         };
@@ -14575,11 +10064,11 @@ export interface operations {
             };
             header: {
                 /** @description the operator API key */
-                "x-operator-key": string;
+                "x-operator-key": components["parameters"]["header.x-operator-key"];
                 /** @description lowercase hex HMAC-SHA256 of METHOD\nPATH\nTIMESTAMP\nBODY keyed with the API secret */
-                "x-signature": string;
+                "x-signature": components["parameters"]["header.x-signature"];
                 /** @description milliseconds since epoch; within 5 minutes of the server clock */
-                "x-timestamp": string;
+                "x-timestamp": components["parameters"]["header.x-timestamp"];
             };
             path?: never;
             cookie?: never;
@@ -14589,61 +10078,25 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description true: another page follows (pass the last id of this page as starting_after); false: the list ends here */
-                        has_more: boolean;
-                        /** @description oldest first (created_at, then bet_id) */
-                        settlements: {
-                            attempts: number;
-                            bet_id: string;
-                            /** @description the exact body POSTed to {wallet_url}/v1/bets/settle */
-                            body: {
-                                bet_id: string;
-                                idempotency_key: string;
-                                payout: number;
-                                pct: number | null;
-                                winner: string | null;
-                            };
-                            created_at: number;
-                            delivered_at: number | null;
-                            idempotency_key: string;
-                            last_error: string | null;
-                            last_status_code: number | null;
-                            next_attempt_at: number | null;
-                            operator_id: string;
-                            /** @description pending | delivered */
-                            status: string;
-                        }[];
-                    };
+                    "application/json": components["schemas"]["SettlementList"];
                 };
             };
             /** @description Default Response */
             400: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
-                        error: string;
-                        /** @description what went wrong, in words */
-                        message: string;
-                    };
+                    "application/json": components["schemas"]["OperatorError"];
                 };
             };
             /** @description Default Response */
@@ -14652,72 +10105,43 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
-                        error: string;
-                        /** @description what went wrong, in words */
-                        message: string;
-                    };
+                    "application/json": components["schemas"]["OperatorError"];
                 };
             };
             /** @description Default Response */
             403: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
-                        error: string;
-                        /** @description what went wrong, in words */
-                        message: string;
-                    };
+                    "application/json": components["schemas"]["OperatorError"];
                 };
             };
             /** @description Default Response */
             404: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
-                        error: string;
-                        /** @description what went wrong, in words */
-                        message: string;
-                    };
+                    "application/json": components["schemas"]["OperatorError"];
                 };
             };
             /** @description Default Response */
             409: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
-                        error: string;
-                        /** @description what went wrong, in words */
-                        message: string;
-                    };
+                    "application/json": components["schemas"]["OperatorError"];
                 };
             };
             /** @description Default Response */
@@ -14726,12 +10150,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
-                        error: string;
-                        /** @description what went wrong, in words */
-                        message: string;
-                    };
+                    "application/json": components["schemas"]["OperatorError"];
                 };
             };
             /** @description Default Response */
@@ -14740,80 +10159,45 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
-                        error: string;
-                        /** @description what went wrong, in words */
-                        message: string;
-                    };
+                    "application/json": components["schemas"]["OperatorError"];
                 };
             };
             /** @description Default Response */
             429: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
-                    /** @description seconds to wait before sending the request again */
-                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
+                    "retry-after": components["headers"]["retry-after"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …) */
-                        error: string;
-                        /** @description what went wrong, in words */
-                        message: string;
-                    };
+                    "application/json": components["schemas"]["OperatorError"];
                 };
             };
             /** @description Default Response */
             500: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description INTERNAL for a server fault; SERVICE_UNAVAILABLE: retry after Retry-After */
-                        error: string;
-                        /** @description on 503 only: what to do (absent on 500) */
-                        message?: string;
-                        /** @description the x-request-id of this answer: quote it to support */
-                        trace_id: string;
-                    };
+                    "application/json": components["schemas"]["OperatorFault"];
                 };
             };
             /** @description Default Response */
             503: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
-                    /** @description seconds to wait before sending the request again */
-                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
+                    "retry-after": components["headers"]["retry-after"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description INTERNAL for a server fault; SERVICE_UNAVAILABLE: retry after Retry-After */
-                        error: string;
-                        /** @description on 503 only: what to do (absent on 500) */
-                        message?: string;
-                        /** @description the x-request-id of this answer: quote it to support */
-                        trace_id: string;
-                    };
+                    "application/json": components["schemas"]["OperatorFault"];
                 };
             };
         };
@@ -14833,11 +10217,11 @@ export interface operations {
             };
             header: {
                 /** @description the operator API key */
-                "x-operator-key": string;
+                "x-operator-key": components["parameters"]["header.x-operator-key"];
                 /** @description lowercase hex HMAC-SHA256 of METHOD\nPATH\nTIMESTAMP\nBODY keyed with the API secret */
-                "x-signature": string;
+                "x-signature": components["parameters"]["header.x-signature"];
                 /** @description milliseconds since epoch; within 5 minutes of the server clock */
-                "x-timestamp": string;
+                "x-timestamp": components["parameters"]["header.x-timestamp"];
             };
             path?: never;
             cookie?: never;
@@ -14847,57 +10231,25 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description newest first (created_at descending, then delivery_id) */
-                        deliveries: {
-                            /** @description attempts made so far */
-                            attempts: number;
-                            created_at: number;
-                            dead_at: number | null;
-                            delivered_at: number | null;
-                            delivery_id: string;
-                            endpoint_id: string;
-                            event_id: string;
-                            event_type: string;
-                            last_error: string | null;
-                            last_status_code: number | null;
-                            next_attempt_at: number | null;
-                            resend_of: string | null;
-                            /** @description pending | delivered | dead | cancelled */
-                            status: string;
-                        }[];
-                        /** @description true: another page follows (pass the last id of this page as starting_after); false: the list ends here */
-                        has_more: boolean;
-                    };
+                    "application/json": components["schemas"]["WebhookDeliveryList"];
                 };
             };
             /** @description Default Response */
             400: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
@@ -14906,72 +10258,43 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             403: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             404: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             409: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
@@ -14980,12 +10303,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
@@ -14994,76 +10312,45 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             429: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
-                    /** @description seconds to wait before sending the request again */
-                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
+                    "retry-after": components["headers"]["retry-after"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             500: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             503: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
-                    /** @description seconds to wait before sending the request again */
-                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
+                    "retry-after": components["headers"]["retry-after"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
         };
@@ -15073,11 +10360,11 @@ export interface operations {
             query?: never;
             header: {
                 /** @description the operator API key */
-                "x-operator-key": string;
+                "x-operator-key": components["parameters"]["header.x-operator-key"];
                 /** @description lowercase hex HMAC-SHA256 of METHOD\nPATH\nTIMESTAMP\nBODY keyed with the API secret */
-                "x-signature": string;
+                "x-signature": components["parameters"]["header.x-signature"];
                 /** @description milliseconds since epoch; within 5 minutes of the server clock */
-                "x-timestamp": string;
+                "x-timestamp": components["parameters"]["header.x-timestamp"];
             };
             path: {
                 /** @description must be a delivery id (dlv_…) */
@@ -15090,60 +10377,25 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        attempt_log: {
-                            attempt: number;
-                            error: string | null;
-                            latency_ms: number;
-                            response_excerpt: string | null;
-                            started_at: number;
-                            status_code: number | null;
-                        }[];
-                        /** @description attempts made so far */
-                        attempts: number;
-                        created_at: number;
-                        dead_at: number | null;
-                        delivered_at: number | null;
-                        delivery_id: string;
-                        endpoint_id: string;
-                        event_id: string;
-                        event_type: string;
-                        last_error: string | null;
-                        last_status_code: number | null;
-                        next_attempt_at: number | null;
-                        resend_of: string | null;
-                        /** @description pending | delivered | dead | cancelled */
-                        status: string;
-                    };
+                    "application/json": components["schemas"]["WebhookDeliveryDetail"];
                 };
             };
             /** @description Default Response */
             400: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
@@ -15152,72 +10404,43 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             403: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             404: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             409: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
@@ -15226,12 +10449,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
@@ -15240,76 +10458,45 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             429: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
-                    /** @description seconds to wait before sending the request again */
-                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
+                    "retry-after": components["headers"]["retry-after"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             500: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             503: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
-                    /** @description seconds to wait before sending the request again */
-                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
+                    "retry-after": components["headers"]["retry-after"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
         };
@@ -15321,11 +10508,11 @@ export interface operations {
                 /** @description 1 to 255 characters: a retry under the same key (signed afresh) gets the first answer and changes nothing */
                 "idempotency-key"?: string;
                 /** @description the operator API key */
-                "x-operator-key": string;
+                "x-operator-key": components["parameters"]["header.x-operator-key"];
                 /** @description lowercase hex HMAC-SHA256 of METHOD\nPATH\nTIMESTAMP\nBODY keyed with the API secret */
-                "x-signature": string;
+                "x-signature": components["parameters"]["header.x-signature"];
                 /** @description milliseconds since epoch; within 5 minutes of the server clock */
-                "x-timestamp": string;
+                "x-timestamp": components["parameters"]["header.x-timestamp"];
             };
             path: {
                 /** @description must be a delivery id (dlv_…) */
@@ -15335,63 +10522,34 @@ export interface operations {
         };
         requestBody?: {
             content: {
-                "application/json": Record<string, never>;
+                "application/json": components["schemas"]["NoArguments"];
             };
         };
         responses: {
             /** @description Default Response */
             202: {
                 headers: {
-                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
-                    "idempotent-replay"?: "true";
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "idempotent-replay": components["headers"]["idempotent-replay"];
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description attempts made so far */
-                        attempts: number;
-                        created_at: number;
-                        dead_at: number | null;
-                        delivered_at: number | null;
-                        delivery_id: string;
-                        endpoint_id: string;
-                        event_id: string;
-                        event_type: string;
-                        last_error: string | null;
-                        last_status_code: number | null;
-                        next_attempt_at: number | null;
-                        resend_of: string | null;
-                        /** @description pending | delivered | dead | cancelled */
-                        status: string;
-                    };
+                    "application/json": components["schemas"]["WebhookDelivery"];
                 };
             };
             /** @description Default Response */
             400: {
                 headers: {
-                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
-                    "idempotent-replay"?: "true";
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "idempotent-replay": components["headers"]["idempotent-replay"];
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
@@ -15400,76 +10558,45 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             403: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             404: {
                 headers: {
-                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
-                    "idempotent-replay"?: "true";
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "idempotent-replay": components["headers"]["idempotent-replay"];
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             409: {
                 headers: {
-                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
-                    "idempotent-replay"?: "true";
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "idempotent-replay": components["headers"]["idempotent-replay"];
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
@@ -15478,12 +10605,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
@@ -15492,76 +10614,45 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             429: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
-                    /** @description seconds to wait before sending the request again */
-                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
+                    "retry-after": components["headers"]["retry-after"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             500: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             503: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
-                    /** @description seconds to wait before sending the request again */
-                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
+                    "retry-after": components["headers"]["retry-after"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
         };
@@ -15576,11 +10667,11 @@ export interface operations {
             };
             header: {
                 /** @description the operator API key */
-                "x-operator-key": string;
+                "x-operator-key": components["parameters"]["header.x-operator-key"];
                 /** @description lowercase hex HMAC-SHA256 of METHOD\nPATH\nTIMESTAMP\nBODY keyed with the API secret */
-                "x-signature": string;
+                "x-signature": components["parameters"]["header.x-signature"];
                 /** @description milliseconds since epoch; within 5 minutes of the server clock */
-                "x-timestamp": string;
+                "x-timestamp": components["parameters"]["header.x-timestamp"];
             };
             path?: never;
             cookie?: never;
@@ -15590,52 +10681,25 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description oldest first (created_at, then endpoint_id) */
-                        endpoints: {
-                            created_at: number;
-                            enabled: boolean;
-                            endpoint_id: string;
-                            events: string[];
-                            operator_id: string;
-                            /** @description until then the previous secret still signs too */
-                            previous_secret_expires_at: number | null;
-                            surface: "A" | "B";
-                            updated_at: number;
-                            url: string;
-                        }[];
-                        /** @description true: another page follows (pass the last id of this page as starting_after); false: the list ends here */
-                        has_more: boolean;
-                    };
+                    "application/json": components["schemas"]["WebhookEndpointList"];
                 };
             };
             /** @description Default Response */
             400: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
@@ -15644,72 +10708,43 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             403: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             404: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             409: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
@@ -15718,12 +10753,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
@@ -15732,76 +10762,45 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             429: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
-                    /** @description seconds to wait before sending the request again */
-                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
+                    "retry-after": components["headers"]["retry-after"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             500: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             503: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
-                    /** @description seconds to wait before sending the request again */
-                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
+                    "retry-after": components["headers"]["retry-after"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
         };
@@ -15813,80 +10812,45 @@ export interface operations {
                 /** @description 1 to 255 characters: a retry under the same key (signed afresh) gets the first answer and changes nothing */
                 "idempotency-key"?: string;
                 /** @description the operator API key */
-                "x-operator-key": string;
+                "x-operator-key": components["parameters"]["header.x-operator-key"];
                 /** @description lowercase hex HMAC-SHA256 of METHOD\nPATH\nTIMESTAMP\nBODY keyed with the API secret */
-                "x-signature": string;
+                "x-signature": components["parameters"]["header.x-signature"];
                 /** @description milliseconds since epoch; within 5 minutes of the server clock */
-                "x-timestamp": string;
+                "x-timestamp": components["parameters"]["header.x-timestamp"];
             };
             path?: never;
             cookie?: never;
         };
         requestBody: {
             content: {
-                "application/json": {
-                    /** @description must be true or false */
-                    enabled?: boolean;
-                    /** @description must be a non-empty array of: round.opened, round.closed, bet.settled, compliance.flag */
-                    events?: ("round.opened" | "round.closed" | "bet.settled" | "compliance.flag")[];
-                    /** @description A or B: the signing scheme of the deliveries; defaults to the surface the request was made on */
-                    surface?: "A" | "B";
-                    /** @description must be an https URL that resolves to a public address (at most 2048 characters) */
-                    url: string;
-                };
+                "application/json": components["schemas"]["CreateWebhookEndpointRequest"];
             };
         };
         responses: {
             /** @description Default Response */
             201: {
                 headers: {
-                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
-                    "idempotent-replay"?: "true";
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "idempotent-replay": components["headers"]["idempotent-replay"];
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        created_at: number;
-                        enabled: boolean;
-                        endpoint_id: string;
-                        events: string[];
-                        operator_id: string;
-                        /** @description until then the previous secret still signs too */
-                        previous_secret_expires_at: number | null;
-                        /** @description whsec_…: shown only in this answer; store it now */
-                        secret: string;
-                        surface: "A" | "B";
-                        updated_at: number;
-                        url: string;
-                    };
+                    "application/json": components["schemas"]["WebhookEndpointWithSecret"];
                 };
             };
             /** @description Default Response */
             400: {
                 headers: {
-                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
-                    "idempotent-replay"?: "true";
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "idempotent-replay": components["headers"]["idempotent-replay"];
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
@@ -15895,76 +10859,45 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             403: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             404: {
                 headers: {
-                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
-                    "idempotent-replay"?: "true";
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "idempotent-replay": components["headers"]["idempotent-replay"];
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             409: {
                 headers: {
-                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
-                    "idempotent-replay"?: "true";
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "idempotent-replay": components["headers"]["idempotent-replay"];
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
@@ -15973,12 +10906,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
@@ -15987,76 +10915,45 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             429: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
-                    /** @description seconds to wait before sending the request again */
-                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
+                    "retry-after": components["headers"]["retry-after"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             500: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             503: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
-                    /** @description seconds to wait before sending the request again */
-                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
+                    "retry-after": components["headers"]["retry-after"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
         };
@@ -16066,11 +10963,11 @@ export interface operations {
             query?: never;
             header: {
                 /** @description the operator API key */
-                "x-operator-key": string;
+                "x-operator-key": components["parameters"]["header.x-operator-key"];
                 /** @description lowercase hex HMAC-SHA256 of METHOD\nPATH\nTIMESTAMP\nBODY keyed with the API secret */
-                "x-signature": string;
+                "x-signature": components["parameters"]["header.x-signature"];
                 /** @description milliseconds since epoch; within 5 minutes of the server clock */
-                "x-timestamp": string;
+                "x-timestamp": components["parameters"]["header.x-timestamp"];
             };
             path: {
                 /** @description must be an endpoint id (we_…) */
@@ -16083,47 +10980,25 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        created_at: number;
-                        enabled: boolean;
-                        endpoint_id: string;
-                        events: string[];
-                        operator_id: string;
-                        /** @description until then the previous secret still signs too */
-                        previous_secret_expires_at: number | null;
-                        surface: "A" | "B";
-                        updated_at: number;
-                        url: string;
-                    };
+                    "application/json": components["schemas"]["WebhookEndpoint"];
                 };
             };
             /** @description Default Response */
             400: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
@@ -16132,72 +11007,43 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             403: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             404: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             409: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
@@ -16206,12 +11052,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
@@ -16220,76 +11061,45 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             429: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
-                    /** @description seconds to wait before sending the request again */
-                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
+                    "retry-after": components["headers"]["retry-after"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             500: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             503: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
-                    /** @description seconds to wait before sending the request again */
-                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
+                    "retry-after": components["headers"]["retry-after"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
         };
@@ -16299,11 +11109,11 @@ export interface operations {
             query?: never;
             header: {
                 /** @description the operator API key */
-                "x-operator-key": string;
+                "x-operator-key": components["parameters"]["header.x-operator-key"];
                 /** @description lowercase hex HMAC-SHA256 of METHOD\nPATH\nTIMESTAMP\nBODY keyed with the API secret */
-                "x-signature": string;
+                "x-signature": components["parameters"]["header.x-signature"];
                 /** @description milliseconds since epoch; within 5 minutes of the server clock */
-                "x-timestamp": string;
+                "x-timestamp": components["parameters"]["header.x-timestamp"];
             };
             path: {
                 /** @description must be an endpoint id (we_…) */
@@ -16316,12 +11126,9 @@ export interface operations {
             /** @description Default Response */
             204: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -16329,21 +11136,13 @@ export interface operations {
             /** @description Default Response */
             400: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
@@ -16352,72 +11151,43 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             403: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             404: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             409: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
@@ -16426,12 +11196,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
@@ -16440,76 +11205,45 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             429: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
-                    /** @description seconds to wait before sending the request again */
-                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
+                    "retry-after": components["headers"]["retry-after"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             500: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             503: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
-                    /** @description seconds to wait before sending the request again */
-                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
+                    "retry-after": components["headers"]["retry-after"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
         };
@@ -16519,11 +11253,11 @@ export interface operations {
             query?: never;
             header: {
                 /** @description the operator API key */
-                "x-operator-key": string;
+                "x-operator-key": components["parameters"]["header.x-operator-key"];
                 /** @description lowercase hex HMAC-SHA256 of METHOD\nPATH\nTIMESTAMP\nBODY keyed with the API secret */
-                "x-signature": string;
+                "x-signature": components["parameters"]["header.x-signature"];
                 /** @description milliseconds since epoch; within 5 minutes of the server clock */
-                "x-timestamp": string;
+                "x-timestamp": components["parameters"]["header.x-timestamp"];
             };
             path: {
                 /** @description must be an endpoint id (we_…) */
@@ -16533,61 +11267,32 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    /** @description must be true or false */
-                    enabled?: boolean;
-                    /** @description must be a non-empty array of: round.opened, round.closed, bet.settled, compliance.flag */
-                    events?: ("round.opened" | "round.closed" | "bet.settled" | "compliance.flag")[];
-                    /** @description must be an https URL that resolves to a public address (at most 2048 characters) */
-                    url?: string;
-                };
+                "application/json": components["schemas"]["UpdateWebhookEndpointRequest"];
             };
         };
         responses: {
             /** @description Default Response */
             200: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        created_at: number;
-                        enabled: boolean;
-                        endpoint_id: string;
-                        events: string[];
-                        operator_id: string;
-                        /** @description until then the previous secret still signs too */
-                        previous_secret_expires_at: number | null;
-                        surface: "A" | "B";
-                        updated_at: number;
-                        url: string;
-                    };
+                    "application/json": components["schemas"]["WebhookEndpoint"];
                 };
             };
             /** @description Default Response */
             400: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
@@ -16596,72 +11301,43 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             403: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             404: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             409: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
@@ -16670,12 +11346,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
@@ -16684,76 +11355,45 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             429: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
-                    /** @description seconds to wait before sending the request again */
-                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
+                    "retry-after": components["headers"]["retry-after"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             500: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             503: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
-                    /** @description seconds to wait before sending the request again */
-                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
+                    "retry-after": components["headers"]["retry-after"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
         };
@@ -16765,11 +11405,11 @@ export interface operations {
                 /** @description 1 to 255 characters: a retry under the same key (signed afresh) gets the first answer and changes nothing */
                 "idempotency-key"?: string;
                 /** @description the operator API key */
-                "x-operator-key": string;
+                "x-operator-key": components["parameters"]["header.x-operator-key"];
                 /** @description lowercase hex HMAC-SHA256 of METHOD\nPATH\nTIMESTAMP\nBODY keyed with the API secret */
-                "x-signature": string;
+                "x-signature": components["parameters"]["header.x-signature"];
                 /** @description milliseconds since epoch; within 5 minutes of the server clock */
-                "x-timestamp": string;
+                "x-timestamp": components["parameters"]["header.x-timestamp"];
             };
             path: {
                 /** @description must be an endpoint id (we_…) */
@@ -16779,63 +11419,34 @@ export interface operations {
         };
         requestBody?: {
             content: {
-                "application/json": {
-                    /** @description must be an integer of milliseconds from 0 to 30 days */
-                    overlap_ms?: number;
-                };
+                "application/json": components["schemas"]["RotateWebhookSecretRequest"];
             };
         };
         responses: {
             /** @description Default Response */
             200: {
                 headers: {
-                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
-                    "idempotent-replay"?: "true";
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "idempotent-replay": components["headers"]["idempotent-replay"];
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        created_at: number;
-                        enabled: boolean;
-                        endpoint_id: string;
-                        events: string[];
-                        operator_id: string;
-                        /** @description until then the previous secret still signs too */
-                        previous_secret_expires_at: number | null;
-                        /** @description whsec_…: shown only in this answer; store it now */
-                        secret: string;
-                        surface: "A" | "B";
-                        updated_at: number;
-                        url: string;
-                    };
+                    "application/json": components["schemas"]["WebhookEndpointWithSecret"];
                 };
             };
             /** @description Default Response */
             400: {
                 headers: {
-                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
-                    "idempotent-replay"?: "true";
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "idempotent-replay": components["headers"]["idempotent-replay"];
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
@@ -16844,76 +11455,45 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             403: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             404: {
                 headers: {
-                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
-                    "idempotent-replay"?: "true";
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "idempotent-replay": components["headers"]["idempotent-replay"];
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             409: {
                 headers: {
-                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
-                    "idempotent-replay"?: "true";
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "idempotent-replay": components["headers"]["idempotent-replay"];
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
@@ -16922,12 +11502,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
@@ -16936,76 +11511,45 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             429: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
-                    /** @description seconds to wait before sending the request again */
-                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
+                    "retry-after": components["headers"]["retry-after"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             500: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             503: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
-                    /** @description seconds to wait before sending the request again */
-                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
+                    "retry-after": components["headers"]["retry-after"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
         };
@@ -17017,11 +11561,11 @@ export interface operations {
                 /** @description 1 to 255 characters: a retry under the same key (signed afresh) gets the first answer and changes nothing */
                 "idempotency-key"?: string;
                 /** @description the operator API key */
-                "x-operator-key": string;
+                "x-operator-key": components["parameters"]["header.x-operator-key"];
                 /** @description lowercase hex HMAC-SHA256 of METHOD\nPATH\nTIMESTAMP\nBODY keyed with the API secret */
-                "x-signature": string;
+                "x-signature": components["parameters"]["header.x-signature"];
                 /** @description milliseconds since epoch; within 5 minutes of the server clock */
-                "x-timestamp": string;
+                "x-timestamp": components["parameters"]["header.x-timestamp"];
             };
             path: {
                 /** @description must be an endpoint id (we_…) */
@@ -17031,63 +11575,34 @@ export interface operations {
         };
         requestBody?: {
             content: {
-                "application/json": Record<string, never>;
+                "application/json": components["schemas"]["NoArguments"];
             };
         };
         responses: {
             /** @description Default Response */
             202: {
                 headers: {
-                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
-                    "idempotent-replay"?: "true";
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "idempotent-replay": components["headers"]["idempotent-replay"];
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description attempts made so far */
-                        attempts: number;
-                        created_at: number;
-                        dead_at: number | null;
-                        delivered_at: number | null;
-                        delivery_id: string;
-                        endpoint_id: string;
-                        event_id: string;
-                        event_type: string;
-                        last_error: string | null;
-                        last_status_code: number | null;
-                        next_attempt_at: number | null;
-                        resend_of: string | null;
-                        /** @description pending | delivered | dead | cancelled */
-                        status: string;
-                    };
+                    "application/json": components["schemas"]["WebhookDelivery"];
                 };
             };
             /** @description Default Response */
             400: {
                 headers: {
-                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
-                    "idempotent-replay"?: "true";
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "idempotent-replay": components["headers"]["idempotent-replay"];
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
@@ -17096,76 +11611,45 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             403: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             404: {
                 headers: {
-                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
-                    "idempotent-replay"?: "true";
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "idempotent-replay": components["headers"]["idempotent-replay"];
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             409: {
                 headers: {
-                    /** @description present (true) only when this is the stored answer to an earlier request with the same key and body */
-                    "idempotent-replay"?: "true";
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "idempotent-replay": components["headers"]["idempotent-replay"];
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
@@ -17174,12 +11658,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
@@ -17188,76 +11667,45 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             429: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
-                    /** @description seconds to wait before sending the request again */
-                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
+                    "retry-after": components["headers"]["retry-after"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             500: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             503: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
-                    /** @description seconds to wait before sending the request again */
-                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
+                    "retry-after": components["headers"]["retry-after"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
         };
@@ -17267,11 +11715,11 @@ export interface operations {
             query?: never;
             header: {
                 /** @description the operator API key */
-                "x-operator-key": string;
+                "x-operator-key": components["parameters"]["header.x-operator-key"];
                 /** @description lowercase hex HMAC-SHA256 of METHOD\nPATH\nTIMESTAMP\nBODY keyed with the API secret */
-                "x-signature": string;
+                "x-signature": components["parameters"]["header.x-signature"];
                 /** @description milliseconds since epoch; within 5 minutes of the server clock */
-                "x-timestamp": string;
+                "x-timestamp": components["parameters"]["header.x-timestamp"];
             };
             path?: never;
             cookie?: never;
@@ -17281,12 +11729,9 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -17298,21 +11743,13 @@ export interface operations {
             /** @description Default Response */
             400: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
@@ -17321,72 +11758,43 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             403: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             404: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             409: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
@@ -17395,12 +11803,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
@@ -17409,76 +11812,45 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             429: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
-                    /** @description seconds to wait before sending the request again */
-                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
+                    "retry-after": components["headers"]["retry-after"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             500: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             503: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
-                    /** @description seconds to wait before sending the request again */
-                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
+                    "retry-after": components["headers"]["retry-after"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
         };
@@ -17488,68 +11860,43 @@ export interface operations {
             query?: never;
             header: {
                 /** @description the operator API key */
-                "x-operator-key": string;
+                "x-operator-key": components["parameters"]["header.x-operator-key"];
                 /** @description lowercase hex HMAC-SHA256 of METHOD\nPATH\nTIMESTAMP\nBODY keyed with the API secret */
-                "x-signature": string;
+                "x-signature": components["parameters"]["header.x-signature"];
                 /** @description milliseconds since epoch; within 5 minutes of the server clock */
-                "x-timestamp": string;
+                "x-timestamp": components["parameters"]["header.x-timestamp"];
             };
             path?: never;
             cookie?: never;
         };
         requestBody: {
             content: {
-                "application/json": {
-                    /** @description must be the raw body exactly as delivered, as a string */
-                    body: string;
-                    /** @description must be the endpoint secret (whsec_…) */
-                    endpoint_secret: string;
-                    /** @description must be the x-service-signature header value */
-                    signature: string;
-                };
+                "application/json": components["schemas"]["VerifySignatureRequest"];
             };
         };
         responses: {
             /** @description Default Response */
             200: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @description why not: the header is not t=<ms>,v1=<hex>; no v1 matches this secret and body; or the signature matches but t is too old or in the future */
-                        reason?: "MALFORMED_HEADER" | "SIGNATURE_MISMATCH" | "TIMESTAMP_OUTSIDE_TOLERANCE";
-                        /** @description the t= of the header, when it could be read */
-                        timestamp?: number;
-                        valid: boolean;
-                    };
+                    "application/json": components["schemas"]["VerifySignatureResult"];
                 };
             };
             /** @description Default Response */
             400: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
@@ -17558,72 +11905,43 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             403: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             404: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             409: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
@@ -17632,12 +11950,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
@@ -17646,76 +11959,45 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             429: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
-                    /** @description seconds to wait before sending the request again */
-                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
+                    "retry-after": components["headers"]["retry-after"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             500: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             /** @description Default Response */
             503: {
                 headers: {
-                    /** @description the operator's burst: requests the bucket holds when full */
-                    "ratelimit-limit"?: string;
-                    /** @description requests left in the bucket after this one */
-                    "ratelimit-remaining"?: string;
-                    /** @description seconds until the bucket is full again */
-                    "ratelimit-reset"?: string;
-                    /** @description seconds to wait before sending the request again */
-                    "retry-after"?: string;
+                    "ratelimit-limit": components["headers"]["ratelimit-limit"];
+                    "ratelimit-remaining": components["headers"]["ratelimit-remaining"];
+                    "ratelimit-reset": components["headers"]["ratelimit-reset"];
+                    "retry-after": components["headers"]["retry-after"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        code?: string;
-                        error: string;
-                        message?: string;
-                        trace_id?: string;
-                    };
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
         };

@@ -53,15 +53,19 @@ const ComplianceFlagView = Type.Object(
     }),
   },
   {
+    title: 'ComplianceFlag',
     additionalProperties: false,
     description: 'A compliance flag and its acknowledgement; the data of compliance.flag webhooks without the latter',
   },
 );
 
-const FlagList = Type.Object({
-  flags: Type.Array(ComplianceFlagView, { description: 'newest first (created_at descending, then flag_id)' }),
-  has_more: Type.Boolean({ description: HAS_MORE_DESCRIPTION }),
-});
+const FlagList = Type.Object(
+  {
+    flags: Type.Array(ComplianceFlagView, { description: 'newest first (created_at descending, then flag_id)' }),
+    has_more: Type.Boolean({ description: HAS_MORE_DESCRIPTION }),
+  },
+  { title: 'ComplianceFlagList' },
+);
 
 const FlagIdParams = Type.Object({
   flag_id: Type.String({ minLength: 1, maxLength: 100, description: 'must be a flag id (flag_…)' }),
@@ -84,7 +88,7 @@ const AcknowledgeBody = Type.Object(
       }),
     ),
   },
-  { additionalProperties: false },
+  { title: 'AcknowledgeFlagRequest', additionalProperties: false },
 );
 
 // 503: shared state (store, Redis) unreachable, or the instance shutting down: retry after Retry-After.

@@ -23,7 +23,7 @@ const CrashOutcomesBody = Type.Object(
       description: `must be 1 to ${MAX_SCRIPTED} multipliers from 1.00 to 1000000 with at most 2 decimals`,
     }),
   },
-  { additionalProperties: false },
+  { title: 'ScriptCrashOutcomesRequest', additionalProperties: false },
 );
 
 const RaceOutcomesBody = Type.Object(
@@ -34,7 +34,7 @@ const RaceOutcomesBody = Type.Object(
       description: `must be 1 to ${MAX_SCRIPTED} stock symbols`,
     }),
   },
-  { additionalProperties: false },
+  { title: 'ScriptStockRaceOutcomesRequest', additionalProperties: false },
 );
 
 const Window = Type.Integer({
@@ -59,14 +59,17 @@ const TimingBody = Type.Object(
       ),
     ),
   },
-  { additionalProperties: false },
+  { title: 'SandboxTimingRequest', additionalProperties: false },
 );
 
-const TimingView = Type.Object({
-  livemode: Type.Boolean(),
-  crash: Type.Object({ betting_window_ms: Type.Integer(), pause_ms: Type.Integer() }),
-  stock_race: Type.Object({ betting_window_ms: Type.Integer(), race_ms: Type.Integer(), pause_ms: Type.Integer() }),
-});
+const TimingView = Type.Object(
+  {
+    livemode: Type.Boolean(),
+    crash: Type.Object({ betting_window_ms: Type.Integer(), pause_ms: Type.Integer() }),
+    stock_race: Type.Object({ betting_window_ms: Type.Integer(), race_ms: Type.Integer(), pause_ms: Type.Integer() }),
+  },
+  { title: 'SandboxTiming' },
+);
 
 const BalanceBody = Type.Object(
   {
@@ -74,17 +77,23 @@ const BalanceBody = Type.Object(
     currency: Type.String({ pattern: '^[A-Z]{3}$', description: 'must be an ISO 4217 code' }),
     balance: Type.Number({ minimum: 0, description: 'must be a non-negative decimal amount in the currency' }),
   },
-  { additionalProperties: false },
+  { title: 'SandboxBalanceRequest', additionalProperties: false },
 );
 
-const BalanceView = Type.Object({ player_ref: Type.String(), currency: Type.String(), balance: Type.Number() });
+const BalanceView = Type.Object(
+  { player_ref: Type.String(), currency: Type.String(), balance: Type.Number() },
+  { title: 'SandboxBalance' },
+);
 /** The balance as set: test data, marked as every other sandbox answer is. */
-const BalanceSetView = Type.Object({
-  livemode: Type.Boolean(),
-  player_ref: Type.String(),
-  currency: Type.String(),
-  balance: Type.Number(),
-});
+const BalanceSetView = Type.Object(
+  {
+    livemode: Type.Boolean(),
+    player_ref: Type.String(),
+    currency: Type.String(),
+    balance: Type.Number(),
+  },
+  { title: 'SandboxBalanceSet' },
+);
 
 const FailureBody = Type.Object(
   {
@@ -99,24 +108,30 @@ const FailureBody = Type.Object(
       }),
     ),
   },
-  { additionalProperties: false },
+  { title: 'SandboxWalletFailuresRequest', additionalProperties: false },
 );
 
-const FailureView = Type.Object({
-  livemode: Type.Boolean(),
-  mode: Type.String(),
-  remaining: Type.Union([Type.Integer(), Type.Null()], {
-    description: 'settle calls left to fail; null: until switched off',
-  }),
-});
+const FailureView = Type.Object(
+  {
+    livemode: Type.Boolean(),
+    mode: Type.String(),
+    remaining: Type.Union([Type.Integer(), Type.Null()], {
+      description: 'settle calls left to fail; null: until switched off',
+    }),
+  },
+  { title: 'SandboxWalletFailures' },
+);
 
-const ScriptView = Type.Object({
-  livemode: Type.Boolean(),
-  game: Type.String(),
-  pending: Type.Array(Type.Object({}, { additionalProperties: true }), {
-    description: 'queued outcomes, next first; each is used by the next sandbox round that takes a bet',
-  }),
-});
+const ScriptView = Type.Object(
+  {
+    livemode: Type.Boolean(),
+    game: Type.String(),
+    pending: Type.Array(Type.Object({}, { additionalProperties: true }), {
+      description: 'queued outcomes, next first; each is used by the next sandbox round that takes a bet',
+    }),
+  },
+  { title: 'SandboxOutcomeQueue' },
+);
 
 const presentScripts = (game: Game, scripts: SandboxScript[]) => ({
   livemode: false,

@@ -37,45 +37,57 @@ export const PlaceBetBody = Type.Object(
       }),
     ),
   },
-  { additionalProperties: false },
+  { additionalProperties: false, title: 'PlaceBetRequest' },
 );
 export type PlaceBetBody = Static<typeof PlaceBetBody>;
 
-export const PlacedBet = Type.Object({
-  bet_id: Type.String({ format: 'uuid' }),
-  external_user_id: Type.String(),
-  round_number: Type.Integer(),
-  amount: Type.Integer(),
-  auto_cashout: Type.Union([Type.Number(), Type.Null()]),
-  livemode: Type.Optional(
-    Type.Boolean({ description: 'false: placed with a test key, in a sandbox round (test data)' }),
-  ),
-});
+export const PlacedBet = Type.Object(
+  {
+    bet_id: Type.String({ format: 'uuid' }),
+    external_user_id: Type.String(),
+    round_number: Type.Integer(),
+    amount: Type.Integer(),
+    auto_cashout: Type.Union([Type.Number(), Type.Null()]),
+    livemode: Type.Optional(
+      Type.Boolean({ description: 'false: placed with a test key, in a sandbox round (test data)' }),
+    ),
+  },
+  { title: 'PlacedBet' },
+);
 
 export const CashoutBody = Type.Object(
   { bet_id: Type.String({ format: 'uuid', description: 'must be the UUID of a bet this operator placed' }) },
-  { additionalProperties: false },
+  { additionalProperties: false, title: 'CashoutRequest' },
 );
 export type CashoutBody = Static<typeof CashoutBody>;
 
-export const CashoutResult = Type.Object({
-  bet_id: Type.String({ format: 'uuid' }),
-  payout: Type.Integer(),
-  multiplier: Type.Number(),
-});
+export const CashoutResult = Type.Object(
+  {
+    bet_id: Type.String({ format: 'uuid' }),
+    payout: Type.Integer(),
+    multiplier: Type.Number(),
+  },
+  { title: 'CashoutResult' },
+);
 
-export const ErrorA = Type.Object({
-  error: Type.String({ description: 'what went wrong, in words' }),
-  code: Type.String({ description: 'stable error code from the catalogue' }),
-  trace_id: Type.Optional(Type.String()),
-});
+export const ErrorA = Type.Object(
+  {
+    error: Type.String({ description: 'what went wrong, in words' }),
+    code: Type.String({ description: 'stable error code from the catalogue' }),
+    trace_id: Type.Optional(Type.String()),
+  },
+  { title: 'PartnerError' },
+);
 
 /** A 5xx always carries the trace id (the x-request-id of the answer) to quote when reporting it. */
-export const FaultA = Type.Object({
-  error: Type.String({ description: 'what went wrong, in words (nothing about the fault itself)' }),
-  code: Type.String({ description: 'INTERNAL, or SERVICE_UNAVAILABLE: retry after Retry-After' }),
-  trace_id: Type.String({ description: 'the x-request-id of this answer: quote it to support' }),
-});
+export const FaultA = Type.Object(
+  {
+    error: Type.String({ description: 'what went wrong, in words (nothing about the fault itself)' }),
+    code: Type.String({ description: 'INTERNAL, or SERVICE_UNAVAILABLE: retry after Retry-After' }),
+    trace_id: Type.String({ description: 'the x-request-id of this answer: quote it to support' }),
+  },
+  { title: 'PartnerFault' },
+);
 
 export const RoundView = Type.Object(
   {
@@ -86,24 +98,27 @@ export const RoundView = Type.Object(
     ...crashRoundFields,
     multiplier: Type.Optional(Type.Number({ description: 'while running: the multiplier now' })),
   },
-  { additionalProperties: true },
+  { additionalProperties: true, title: 'CrashRound' },
 );
 
-export const CrashBetView = Type.Object({
-  livemode: Type.Boolean({ description: 'false for a bet of a test-mode operator (test data)' }),
-  bet_id: Type.String(),
-  external_user_id: Type.String(),
-  round_id: Type.String(),
-  round_number: Type.Integer(),
-  amount: Type.Integer(),
-  auto_cashout: Type.Union([Type.Number(), Type.Null()]),
-  status: Type.String({ description: 'active | cashed_out | lost | void' }),
-  payout: Type.Union([Type.Integer(), Type.Null()]),
-  multiplier: Type.Union([Type.Number(), Type.Null()]),
-  cashout_kind: Type.Union([Type.String(), Type.Null()]),
-  placed_at: Type.Integer(),
-  settled_at: Type.Union([Type.Integer(), Type.Null()]),
-});
+export const CrashBetView = Type.Object(
+  {
+    livemode: Type.Boolean({ description: 'false for a bet of a test-mode operator (test data)' }),
+    bet_id: Type.String(),
+    external_user_id: Type.String(),
+    round_id: Type.String(),
+    round_number: Type.Integer(),
+    amount: Type.Integer(),
+    auto_cashout: Type.Union([Type.Number(), Type.Null()]),
+    status: Type.String({ description: 'active | cashed_out | lost | void' }),
+    payout: Type.Union([Type.Integer(), Type.Null()]),
+    multiplier: Type.Union([Type.Number(), Type.Null()]),
+    cashout_kind: Type.Union([Type.String(), Type.Null()]),
+    placed_at: Type.Integer(),
+    settled_at: Type.Union([Type.Integer(), Type.Null()]),
+  },
+  { title: 'CrashBet' },
+);
 
 // Path and query parameters arrive as text and the validator does not coerce (bodies must not be
 // coerced), so numbers in paths are validated as digit strings and converted by the route.
@@ -149,10 +164,13 @@ export const CrashBetListQuery = Type.Object(
   { additionalProperties: false },
 );
 
-export const CrashBetList = Type.Object({
-  data: Type.Array(CrashBetView, { description: 'newest first (placed_at descending, then bet_id)' }),
-  has_more: Type.Boolean({
-    description:
-      'true: another page follows (pass the last bet_id of this page as starting_after); false: the list ends here',
-  }),
-});
+export const CrashBetList = Type.Object(
+  {
+    data: Type.Array(CrashBetView, { description: 'newest first (placed_at descending, then bet_id)' }),
+    has_more: Type.Boolean({
+      description:
+        'true: another page follows (pass the last bet_id of this page as starting_after); false: the list ends here',
+    }),
+  },
+  { title: 'CrashBetList' },
+);

@@ -15,17 +15,23 @@ export const AuthHeadersB = Type.Object(
 );
 
 /** A 4xx: the spec's `{error, message}`. Every 4xx has its message, so clients may rely on it. */
-export const ErrorB = Type.Object({
-  error: Type.String({ description: 'stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …)' }),
-  message: Type.String({ description: 'what went wrong, in words' }),
-});
+export const ErrorB = Type.Object(
+  {
+    error: Type.String({ description: 'stable error code from the catalogue (INVALID_SIGNATURE, BETTING_CLOSED, …)' }),
+    message: Type.String({ description: 'what went wrong, in words' }),
+  },
+  { title: 'OperatorError' },
+);
 
 /** A 5xx: the spec's `{error, trace_id}`; a 503 (retry shortly) also says what to do in `message`. */
-export const FaultB = Type.Object({
-  error: Type.String({ description: 'INTERNAL for a server fault; SERVICE_UNAVAILABLE: retry after Retry-After' }),
-  message: Type.Optional(Type.String({ description: 'on 503 only: what to do (absent on 500)' })),
-  trace_id: Type.String({ description: 'the x-request-id of this answer: quote it to support' }),
-});
+export const FaultB = Type.Object(
+  {
+    error: Type.String({ description: 'INTERNAL for a server fault; SERVICE_UNAVAILABLE: retry after Retry-After' }),
+    message: Type.Optional(Type.String({ description: 'on 503 only: what to do (absent on 500)' })),
+    trace_id: Type.String({ description: 'the x-request-id of this answer: quote it to support' }),
+  },
+  { title: 'OperatorFault' },
+);
 
 export const LaunchBody = Type.Object(
   {
@@ -37,15 +43,18 @@ export const LaunchBody = Type.Object(
       description: 'must be an absolute https URL of at most 2048 characters',
     }),
   },
-  { additionalProperties: false },
+  { additionalProperties: false, title: 'LaunchSessionRequest' },
 );
 export type LaunchBody = Static<typeof LaunchBody>;
 
-export const LaunchResult = Type.Object({
-  session_id: Type.String(),
-  launch_url: Type.String({ description: 'the player page, carrying the session token as `token`' }),
-  expires_at: Type.Integer({ description: 'milliseconds since epoch' }),
-});
+export const LaunchResult = Type.Object(
+  {
+    session_id: Type.String(),
+    launch_url: Type.String({ description: 'the player page, carrying the session token as `token`' }),
+    expires_at: Type.Integer({ description: 'milliseconds since epoch' }),
+  },
+  { title: 'LaunchedSession' },
+);
 
 export const ReserveBody = Type.Object(
   {
@@ -72,56 +81,65 @@ export const ReserveBody = Type.Object(
       description: 'must be 1 to 255 characters, unique per reservation',
     }),
   },
-  { additionalProperties: false },
+  { additionalProperties: false, title: 'ReserveRequest' },
 );
 export type ReserveBody = Static<typeof ReserveBody>;
 
-export const ReservedBetView = Type.Object({
-  livemode: Type.Optional(
-    Type.Boolean({ description: 'false: reserved with a test key, in a sandbox round (test data)' }),
-  ),
-  bet_id: Type.String({ format: 'uuid' }),
-  round_id: Type.String(),
-  round_number: Type.Integer(),
-  session_id: Type.String(),
-  player_ref: Type.String(),
-  status: Type.String({ description: 'reserved' }),
-  stake: Type.Number(),
-  currency: Type.String(),
-  selected_stocks: Type.Array(Type.String()),
-  potential_payout: Type.Number({
-    description: 'what the bet pays if one of its stocks wins (floored to the minor unit, capped)',
-  }),
-  placed_at: Type.Integer(),
-});
+export const ReservedBetView = Type.Object(
+  {
+    livemode: Type.Optional(
+      Type.Boolean({ description: 'false: reserved with a test key, in a sandbox round (test data)' }),
+    ),
+    bet_id: Type.String({ format: 'uuid' }),
+    round_id: Type.String(),
+    round_number: Type.Integer(),
+    session_id: Type.String(),
+    player_ref: Type.String(),
+    status: Type.String({ description: 'reserved' }),
+    stake: Type.Number(),
+    currency: Type.String(),
+    selected_stocks: Type.Array(Type.String()),
+    potential_payout: Type.Number({
+      description: 'what the bet pays if one of its stocks wins (floored to the minor unit, capped)',
+    }),
+    placed_at: Type.Integer(),
+  },
+  { title: 'ReservedBet' },
+);
 
-export const StockRaceBetView = Type.Object({
-  livemode: Type.Boolean({ description: 'false for a bet of a test-mode operator (test data)' }),
-  bet_id: Type.String(),
-  round_id: Type.String(),
-  round_number: Type.Integer(),
-  session_id: Type.Union([Type.String(), Type.Null()]),
-  player_ref: Type.String(),
-  status: Type.String({ description: 'reserved | won | lost | void' }),
-  stake: Type.Number(),
-  currency: Type.String(),
-  selected_stocks: Type.Array(Type.String()),
-  payout: Type.Union([Type.Number(), Type.Null()], { description: 'null until settled' }),
-  placed_at: Type.Integer(),
-  settled_at: Type.Union([Type.Integer(), Type.Null()]),
-  settlement: Type.Union(
-    [
-      Type.Object({
-        status: Type.String({ description: 'pending | delivered' }),
-        attempts: Type.Integer(),
-        next_attempt_at: Type.Union([Type.Integer(), Type.Null()]),
-        delivered_at: Type.Union([Type.Integer(), Type.Null()]),
-      }),
-      Type.Null(),
-    ],
-    { description: "the settle call to the operator's wallet; null before settlement or without a wallet_url" },
-  ),
-});
+export const StockRaceBetView = Type.Object(
+  {
+    livemode: Type.Boolean({ description: 'false for a bet of a test-mode operator (test data)' }),
+    bet_id: Type.String(),
+    round_id: Type.String(),
+    round_number: Type.Integer(),
+    session_id: Type.Union([Type.String(), Type.Null()]),
+    player_ref: Type.String(),
+    status: Type.String({ description: 'reserved | won | lost | void' }),
+    stake: Type.Number(),
+    currency: Type.String(),
+    selected_stocks: Type.Array(Type.String()),
+    payout: Type.Union([Type.Number(), Type.Null()], { description: 'null until settled' }),
+    placed_at: Type.Integer(),
+    settled_at: Type.Union([Type.Integer(), Type.Null()]),
+    settlement: Type.Union(
+      [
+        Type.Object(
+          {
+            status: Type.String({ description: 'pending | delivered' }),
+            attempts: Type.Integer(),
+            next_attempt_at: Type.Union([Type.Integer(), Type.Null()]),
+            delivered_at: Type.Union([Type.Integer(), Type.Null()]),
+          },
+          { title: 'SettleCallProgress' },
+        ),
+        Type.Null(),
+      ],
+      { description: "the settle call to the operator's wallet; null before settlement or without a wallet_url" },
+    ),
+  },
+  { title: 'StockRaceBet' },
+);
 
 export const StockRaceRoundView = Type.Object(
   {
@@ -137,7 +155,7 @@ export const StockRaceRoundView = Type.Object(
       }),
     ),
   },
-  { additionalProperties: true },
+  { additionalProperties: true, title: 'StockRaceRound' },
 );
 
 export const StockRaceBetListQuery = Type.Object(
@@ -170,41 +188,50 @@ export const StockRaceBetListQuery = Type.Object(
   { additionalProperties: false },
 );
 
-export const StockRaceBetList = Type.Object({
-  data: Type.Array(StockRaceBetView, { description: 'newest first (placed_at descending, then bet_id)' }),
-  has_more: Type.Boolean({
-    description:
-      'true: another page follows (pass the last bet_id of this page as starting_after); false: the list ends here',
-  }),
-});
+export const StockRaceBetList = Type.Object(
+  {
+    data: Type.Array(StockRaceBetView, { description: 'newest first (placed_at descending, then bet_id)' }),
+    has_more: Type.Boolean({
+      description:
+        'true: another page follows (pass the last bet_id of this page as starting_after); false: the list ends here',
+    }),
+  },
+  { title: 'StockRaceBetList' },
+);
 
-export const SettlementView = Type.Object({
-  bet_id: Type.String(),
-  operator_id: Type.String(),
-  idempotency_key: Type.String(),
-  status: Type.String({ description: 'pending | delivered' }),
-  attempts: Type.Integer(),
-  next_attempt_at: Type.Union([Type.Integer(), Type.Null()]),
-  last_status_code: Type.Union([Type.Integer(), Type.Null()]),
-  last_error: Type.Union([Type.String(), Type.Null()]),
-  created_at: Type.Integer(),
-  delivered_at: Type.Union([Type.Integer(), Type.Null()]),
-  body: Type.Object(
-    {
-      bet_id: Type.String(),
-      winner: Type.Union([Type.String(), Type.Null()]),
-      pct: Type.Union([Type.Number(), Type.Null()]),
-      payout: Type.Number(),
-      idempotency_key: Type.String(),
-    },
-    { description: 'the exact body POSTed to {wallet_url}/v1/bets/settle' },
-  ),
-});
+export const SettlementView = Type.Object(
+  {
+    bet_id: Type.String(),
+    operator_id: Type.String(),
+    idempotency_key: Type.String(),
+    status: Type.String({ description: 'pending | delivered' }),
+    attempts: Type.Integer(),
+    next_attempt_at: Type.Union([Type.Integer(), Type.Null()]),
+    last_status_code: Type.Union([Type.Integer(), Type.Null()]),
+    last_error: Type.Union([Type.String(), Type.Null()]),
+    created_at: Type.Integer(),
+    delivered_at: Type.Union([Type.Integer(), Type.Null()]),
+    body: Type.Object(
+      {
+        bet_id: Type.String(),
+        winner: Type.Union([Type.String(), Type.Null()]),
+        pct: Type.Union([Type.Number(), Type.Null()]),
+        payout: Type.Number(),
+        idempotency_key: Type.String(),
+      },
+      { description: 'the exact body POSTed to {wallet_url}/v1/bets/settle', title: 'WalletSettleRequest' },
+    ),
+  },
+  { title: 'Settlement' },
+);
 
-export const SettlementList = Type.Object({
-  settlements: Type.Array(SettlementView, { description: 'oldest first (created_at, then bet_id)' }),
-  has_more: Type.Boolean({ description: HAS_MORE_DESCRIPTION }),
-});
+export const SettlementList = Type.Object(
+  {
+    settlements: Type.Array(SettlementView, { description: 'oldest first (created_at, then bet_id)' }),
+    has_more: Type.Boolean({ description: HAS_MORE_DESCRIPTION }),
+  },
+  { title: 'SettlementList' },
+);
 
 export const SettlementQuery = Type.Object(
   {

@@ -38,12 +38,15 @@ export function keyedHeadersFor(surface: Surface) {
 }
 
 /** Both surfaces' error bodies fit this: A `{error: text, code}`, B `{error: CODE, message}`; 5xx adds trace_id. */
-export const ErrorBody = Type.Object({
-  error: Type.String(),
-  code: Type.Optional(Type.String()),
-  message: Type.Optional(Type.String()),
-  trace_id: Type.Optional(Type.String()),
-});
+export const ErrorBody = Type.Object(
+  {
+    error: Type.String(),
+    code: Type.Optional(Type.String()),
+    message: Type.Optional(Type.String()),
+    trace_id: Type.Optional(Type.String()),
+  },
+  { title: 'ApiError' },
+);
 
 /**
  * The errors a signed route of these surface families answers: its own (400, 404, 409), authentication (401,
@@ -70,7 +73,7 @@ const EventKind = Type.Union(
     Type.Literal('bet.settled'),
     Type.Literal('compliance.flag'),
   ],
-  { description: `one of ${EVENT_TYPES.join(', ')}` },
+  { title: 'WebhookEventType', description: `one of ${EVENT_TYPES.join(', ')}` },
 );
 const Events = Type.Array(EventKind, {
   minItems: 1,
@@ -94,7 +97,7 @@ export const EndpointCreateBody = Type.Object(
     ),
     enabled: Type.Optional(Type.Boolean({ description: 'must be true or false' })),
   },
-  { additionalProperties: false },
+  { title: 'CreateWebhookEndpointRequest', additionalProperties: false },
 );
 export type EndpointCreateBody = Static<typeof EndpointCreateBody>;
 
@@ -104,7 +107,7 @@ export const EndpointPatchBody = Type.Object(
     events: Type.Optional(Events),
     enabled: Type.Optional(Type.Boolean({ description: 'must be true or false' })),
   },
-  { additionalProperties: false, minProperties: 1 },
+  { title: 'UpdateWebhookEndpointRequest', additionalProperties: false, minProperties: 1 },
 );
 export type EndpointPatchBody = Static<typeof EndpointPatchBody>;
 
@@ -112,7 +115,7 @@ export type EndpointPatchBody = Static<typeof EndpointPatchBody>;
  * The body of a POST that takes no arguments (a test delivery, a re-send): none at all, or `{}`.
  * A stray field is refused rather than ignored, so a caller who meant an option learns it does not exist.
  */
-export const NoArgumentsBody = Type.Object({}, { additionalProperties: false });
+export const NoArgumentsBody = Type.Object({}, { title: 'NoArguments', additionalProperties: false });
 
 export const RotateBody = Type.Object(
   {
@@ -124,36 +127,45 @@ export const RotateBody = Type.Object(
       }),
     ),
   },
-  { additionalProperties: false },
+  { title: 'RotateWebhookSecretRequest', additionalProperties: false },
 );
 
-export const EndpointView = Type.Object({
-  endpoint_id: Type.String(),
-  operator_id: Type.String(),
-  url: Type.String(),
-  surface: Type.Union([Type.Literal('A'), Type.Literal('B')]),
-  events: Type.Array(Type.String()),
-  enabled: Type.Boolean(),
-  created_at: Type.Integer(),
-  updated_at: Type.Integer(),
-  previous_secret_expires_at: Type.Union([Type.Integer(), Type.Null()], {
-    description: 'until then the previous secret still signs too',
-  }),
-});
+export const EndpointView = Type.Object(
+  {
+    endpoint_id: Type.String(),
+    operator_id: Type.String(),
+    url: Type.String(),
+    surface: Type.Union([Type.Literal('A'), Type.Literal('B')]),
+    events: Type.Array(Type.String()),
+    enabled: Type.Boolean(),
+    created_at: Type.Integer(),
+    updated_at: Type.Integer(),
+    previous_secret_expires_at: Type.Union([Type.Integer(), Type.Null()], {
+      description: 'until then the previous secret still signs too',
+    }),
+  },
+  { title: 'WebhookEndpoint' },
+);
 
-export const EndpointWithSecret = Type.Object({
-  ...EndpointView.properties,
-  secret: Type.String({ description: 'whsec_…: shown only in this answer; store it now' }),
-});
+export const EndpointWithSecret = Type.Object(
+  {
+    ...EndpointView.properties,
+    secret: Type.String({ description: 'whsec_…: shown only in this answer; store it now' }),
+  },
+  { title: 'WebhookEndpointWithSecret' },
+);
 
 /** What `has_more` says on every list of the API: exact, one row past the page is read to know it. */
 export const HAS_MORE_DESCRIPTION =
   'true: another page follows (pass the last id of this page as starting_after); false: the list ends here';
 
-export const EndpointList = Type.Object({
-  endpoints: Type.Array(EndpointView, { description: 'oldest first (created_at, then endpoint_id)' }),
-  has_more: Type.Boolean({ description: HAS_MORE_DESCRIPTION }),
-});
+export const EndpointList = Type.Object(
+  {
+    endpoints: Type.Array(EndpointView, { description: 'oldest first (created_at, then endpoint_id)' }),
+    has_more: Type.Boolean({ description: HAS_MORE_DESCRIPTION }),
+  },
+  { title: 'WebhookEndpointList' },
+);
 
 export const EndpointQuery = Type.Object(
   {
@@ -217,40 +229,53 @@ export const DeliveryQuery = Type.Object(
 const Nullable = <T extends ReturnType<typeof Type.Integer> | ReturnType<typeof Type.String>>(t: T) =>
   Type.Union([t, Type.Null()]);
 
-export const DeliveryView = Type.Object({
-  delivery_id: Type.String(),
-  event_id: Type.String(),
-  event_type: Type.String(),
-  endpoint_id: Type.String(),
-  status: Type.String({ description: DELIVERY_STATUSES.join(' | ') }),
-  attempts: Type.Integer({ description: 'attempts made so far' }),
-  next_attempt_at: Nullable(Type.Integer()),
-  last_status_code: Nullable(Type.Integer()),
-  last_error: Nullable(Type.String()),
-  created_at: Type.Integer(),
-  delivered_at: Nullable(Type.Integer()),
-  dead_at: Nullable(
-    Type.Integer({
-      description: 'when the delivery stopped for good without a 2xx: its attempts ran out (dead) or it was cancelled',
-    }),
-  ),
-  resend_of: Nullable(Type.String({ description: 'the delivery this one re-sends' })),
-});
+export const DeliveryView = Type.Object(
+  {
+    delivery_id: Type.String(),
+    event_id: Type.String(),
+    event_type: Type.String(),
+    endpoint_id: Type.String(),
+    status: Type.String({ description: DELIVERY_STATUSES.join(' | ') }),
+    attempts: Type.Integer({ description: 'attempts made so far' }),
+    next_attempt_at: Nullable(Type.Integer()),
+    last_status_code: Nullable(Type.Integer()),
+    last_error: Nullable(Type.String()),
+    created_at: Type.Integer(),
+    delivered_at: Nullable(Type.Integer()),
+    dead_at: Nullable(
+      Type.Integer({
+        description:
+          'when the delivery stopped for good without a 2xx: its attempts ran out (dead) or it was cancelled',
+      }),
+    ),
+    resend_of: Nullable(Type.String({ description: 'the delivery this one re-sends' })),
+  },
+  { title: 'WebhookDelivery' },
+);
 
-export const AttemptView = Type.Object({
-  attempt: Type.Integer(),
-  started_at: Type.Integer(),
-  latency_ms: Type.Integer(),
-  status_code: Nullable(Type.Integer()),
-  error: Nullable(Type.String()),
-  response_excerpt: Nullable(Type.String({ description: 'the first 500 characters of the answer' })),
-});
+export const AttemptView = Type.Object(
+  {
+    attempt: Type.Integer(),
+    started_at: Type.Integer(),
+    latency_ms: Type.Integer(),
+    status_code: Nullable(Type.Integer()),
+    error: Nullable(Type.String()),
+    response_excerpt: Nullable(Type.String({ description: 'the first 500 characters of the answer' })),
+  },
+  { title: 'WebhookDeliveryAttempt' },
+);
 
-export const DeliveryDetail = Type.Object({ ...DeliveryView.properties, attempt_log: Type.Array(AttemptView) });
-export const DeliveryList = Type.Object({
-  deliveries: Type.Array(DeliveryView, { description: 'newest first (created_at descending, then delivery_id)' }),
-  has_more: Type.Boolean({ description: HAS_MORE_DESCRIPTION }),
-});
+export const DeliveryDetail = Type.Object(
+  { ...DeliveryView.properties, attempt_log: Type.Array(AttemptView) },
+  { title: 'WebhookDeliveryDetail' },
+);
+export const DeliveryList = Type.Object(
+  {
+    deliveries: Type.Array(DeliveryView, { description: 'newest first (created_at descending, then delivery_id)' }),
+    has_more: Type.Boolean({ description: HAS_MORE_DESCRIPTION }),
+  },
+  { title: 'WebhookDeliveryList' },
+);
 
 export const VerifyBody = Type.Object(
   {
@@ -266,26 +291,29 @@ export const VerifyBody = Type.Object(
       description: 'must be the x-service-signature header value',
     }),
   },
-  { additionalProperties: false },
+  { title: 'VerifySignatureRequest', additionalProperties: false },
 );
 export type VerifyBody = Static<typeof VerifyBody>;
 
-export const VerifyResult = Type.Object({
-  valid: Type.Boolean(),
-  reason: Type.Optional(
-    Type.Union(
-      [
-        Type.Literal('MALFORMED_HEADER'),
-        Type.Literal('SIGNATURE_MISMATCH'),
-        Type.Literal('TIMESTAMP_OUTSIDE_TOLERANCE'),
-      ],
-      {
-        description:
-          'why not: the header is not t=<ms>,v1=<hex>; no v1 matches this secret and body; ' +
-          'or the signature matches but t is too old or in the future',
-      },
+export const VerifyResult = Type.Object(
+  {
+    valid: Type.Boolean(),
+    reason: Type.Optional(
+      Type.Union(
+        [
+          Type.Literal('MALFORMED_HEADER'),
+          Type.Literal('SIGNATURE_MISMATCH'),
+          Type.Literal('TIMESTAMP_OUTSIDE_TOLERANCE'),
+        ],
+        {
+          description:
+            'why not: the header is not t=<ms>,v1=<hex>; no v1 matches this secret and body; ' +
+            'or the signature matches but t is too old or in the future',
+        },
+      ),
     ),
-  ),
-  message: Type.String(),
-  timestamp: Type.Optional(Type.Integer({ description: 'the t= of the header, when it could be read' })),
-});
+    message: Type.String(),
+    timestamp: Type.Optional(Type.Integer({ description: 'the t= of the header, when it could be read' })),
+  },
+  { title: 'VerifySignatureResult' },
+);
