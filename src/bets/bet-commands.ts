@@ -1,20 +1,9 @@
 import type { DomainError } from '../errors/codes';
+import type { CommandAnswer, CommandResponse, KeyClaim } from '../idempotency/idempotency-repository';
+import { claimKeySync } from '../idempotency/idempotency-repository';
 import type { Game } from '../games/engine/round';
 import type { Database, SqlExecutor, SqlParam, SyncExecutor } from '../store/database';
 import { CallBatcher } from './call-batcher';
-
-/** An idempotency key's row: the request it was first used for and the response stored under it. */
-interface KeyRow {
-  request_hash: string;
-  status_code: number | null;
-  response: string | null;
-}
-
-/** A response as the surface sends it (and as a replay sends it again). */
-export interface CommandResponse {
-  statusCode: number;
-  body: unknown;
-}
 
 export interface IdempotentAnswer extends CommandResponse {
   replayed: boolean;
@@ -50,48 +39,6 @@ export interface CommandRunner {
 export interface BetCounters {
   betPlaced(game: Game): void;
   cashedOut(game: Game, payout: number, currency: string | null): void;
-}
-
-/** What a command needs to claim its key in the same unit as its effect. */
-export interface KeyClaim {
-  operatorId: string;
-  key: string;
-  requestHash: string;
-  signature: string | null;
-  now: number;
-}
-
-/** A key that could not be claimed: used before (its row, to replay or refuse), or its signature was. */
-export type ClaimConflict = ({ outcome: 'existing' } & KeyRow) | { outcome: 'signature_replayed' };
-
-/**
- * What a one-unit command answers: the response it stored under the key, a conflict on the key, or
- * that it wrote nothing and the full interactive path must run (an uncommon case it leaves to it).
- */
-export type CommandAnswer = CommandResponse | ClaimConflict | { outcome: 'full_path' };
-
-/**
- * Claims a key with its final response inside a synchronous unit (SQLite); the PostgreSQL commands
- * do the same in rbs_claim_key (migration 007), or for a whole call of bets in rbs_place_bets
- * (migration 010). Null: claimed.
- */
-export function claimKeySync(
-  tx: SyncExecutor,
-  claim: KeyClaim,
-  statusCode: number,
-  response: string,
-): ClaimConflict | null {
-  const r = tx.run(
-    `INSERT INTO idempotency_keys (operator_id, idem_key, request_hash, status_code, response, created_at, signature)
-     VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
-    [claim.operatorId, claim.key, claim.requestHash, statusCode, response, claim.now, claim.signature],
-  );
-  if (r.changes === 1) return null;
-  const row = tx.get<KeyRow>(
-    'SELECT request_hash, status_code, response FROM idempotency_keys WHERE operator_id = ? AND idem_key = ?',
-    [claim.operatorId, claim.key],
-  );
-  return row ? { outcome: 'existing', ...row } : { outcome: 'signature_replayed' };
 }
 
 /** A response as it is stored under an idempotency key: the exact text a replay sends back. */

@@ -1,4 +1,4 @@
-import type { RunResult, SqlExecutor } from '../store/database';
+import type { RunResult, SqlExecutor, SyncExecutor } from '../store/database';
 
 /** A key's row as the interactive path reads it back: the request it was claimed for and its answer. */
 export interface KeyRow {
@@ -17,9 +17,57 @@ export interface KeyClaimRow {
   createdAt: number;
 }
 
+/** A response as the surface sends it (and as a replay sends it again). */
+export interface CommandResponse {
+  statusCode: number;
+  body: unknown;
+}
+
+/** What a one-unit command needs to claim its key in the same unit as its effect. */
+export interface KeyClaim {
+  operatorId: string;
+  key: string;
+  requestHash: string;
+  signature: string | null;
+  now: number;
+}
+
+/** A key that could not be claimed: used before (its row, to replay or refuse), or its signature was. */
+export type ClaimConflict = ({ outcome: 'existing' } & KeyRow) | { outcome: 'signature_replayed' };
+
+/**
+ * What a one-unit command answers: the response it stored under the key, a conflict on the key, or
+ * that it wrote nothing and the full interactive path must run (an uncommon case it leaves to it).
+ */
+export type CommandAnswer = CommandResponse | ClaimConflict | { outcome: 'full_path' };
+
+/**
+ * Claims a key with its final response inside a synchronous unit (SQLite); the PostgreSQL commands
+ * do the same in rbs_claim_key, or for a whole call of bets in rbs_place_bets (store/postgres/sql).
+ * Null: claimed.
+ */
+export function claimKeySync(
+  tx: SyncExecutor,
+  claim: KeyClaim,
+  statusCode: number,
+  response: string,
+): ClaimConflict | null {
+  const r = tx.run(
+    `INSERT INTO idempotency_keys (operator_id, idem_key, request_hash, status_code, response, created_at, signature)
+     VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
+    [claim.operatorId, claim.key, claim.requestHash, statusCode, response, claim.now, claim.signature],
+  );
+  if (r.changes === 1) return null;
+  const row = tx.get<KeyRow>(
+    'SELECT request_hash, status_code, response FROM idempotency_keys WHERE operator_id = ? AND idem_key = ?',
+    [claim.operatorId, claim.key],
+  );
+  return row ? { outcome: 'existing', ...row } : { outcome: 'signature_replayed' };
+}
+
 /**
  * The `idempotency_keys` table on the interactive path (IdempotencyService). The one-unit commands
- * claim their key in their own SQL (bets/bet-commands.ts and migration 007). Every function returns
+ * claim their key with claimKeySync above, or in their PostgreSQL function (store/postgres/sql). Every function returns
  * the executor's promise as it is, so the path pays no extra hop for the move into a repository.
  */
 export const idempotencyRepository = {

@@ -1,7 +1,7 @@
 import canonicalize from 'canonicalize';
 import { createHash } from 'node:crypto';
 import { DomainError, isDomainError } from '../errors/codes';
-import type { CommandAnswer, KeyClaim } from '../bets/bet-commands';
+import type { CommandAnswer, KeyClaim } from './idempotency-repository';
 import type { Database, SqlExecutor, WriteTransaction } from '../store/database';
 import { type KeyClaimRow, type KeyRow, idempotencyRepository } from './idempotency-repository';
 

@@ -3,7 +3,8 @@ import { aroundPrepared, eventually, freshDatabase, STORES } from '../../../test
 import { CallHold, type PreparedCall, PreparedCalls } from '../../../test/support/prepared-calls';
 import type { Bet, CashedOutCrashBet } from '../../bets/bet';
 import { betSettledEvent } from '../../bets/bet-events';
-import { BetCommands, type KeyClaim } from '../../bets/bet-commands';
+import { BetCommands } from '../../bets/bet-commands';
+import type { KeyClaim } from '../../idempotency/idempotency-repository';
 import type { Database, SqlParam } from '../../store/database';
 import { operatorEventRow } from '../../webhooks/event-rows';
 import type { Round } from '../engine/round';

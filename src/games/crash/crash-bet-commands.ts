@@ -2,15 +2,13 @@ import type { Bet, CashoutKind } from '../../bets/bet';
 import { type BetRow, toBet } from '../../bets/bet-repository';
 import {
   type BetCommands,
-  claimKeySync,
-  type CommandAnswer,
   FullPathNeeded,
-  type KeyClaim,
   type PlaceBetAnswer,
   type PlaceBetCommand,
   runCommand,
   type StoredText,
 } from '../../bets/bet-commands';
+import { claimKeySync, type CommandAnswer, type KeyClaim } from '../../idempotency/idempotency-repository';
 import { type BatchOutcome, CallBatcher } from '../../bets/call-batcher';
 import type { Database, SqlParam, SyncExecutor } from '../../store/database';
 import { recordOperatorEventSync } from '../../webhooks/delivery-repository';

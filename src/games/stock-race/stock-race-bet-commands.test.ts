@@ -1,7 +1,8 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { freshDatabase, STORES } from '../../../test/support/harness';
 import { type PreparedCall, PreparedCalls } from '../../../test/support/prepared-calls';
-import { BetCommands, type KeyClaim, type PlaceBetAnswer } from '../../bets/bet-commands';
+import { BetCommands, type PlaceBetAnswer } from '../../bets/bet-commands';
+import type { KeyClaim } from '../../idempotency/idempotency-repository';
 import type { PlayerSession } from '../../sessions/session';
 import type { Database, SqlExecutor, SqlParam } from '../../store/database';
 import type { Round } from '../engine/round';

@@ -1,14 +1,13 @@
 import {
   type BetCommands,
-  claimKeySync,
   FullPathNeeded,
-  type KeyClaim,
   type PlaceBetAnswer,
   type PlaceBetCommand,
   placeBetSync,
   runCommand,
   type StoredText,
 } from '../../bets/bet-commands';
+import { claimKeySync, type KeyClaim } from '../../idempotency/idempotency-repository';
 import { type BatchOutcome, CallBatcher } from '../../bets/call-batcher';
 import type { PlayerSession } from '../../sessions/session';
 import { type SessionRow, toSession } from '../../sessions/session-repository';

@@ -1,14 +1,14 @@
 import type { ReservedStockRaceBet } from '../../bets/bet';
 import { timeOrderedId } from '../../ids/time-ordered-id';
-import {
-  type BetCounters,
-  type CommandRequest,
-  type CommandResponse,
-  type CommandRunner,
-  type IdempotentAnswer,
-  type PresentRefusal,
-  type StoredText,
+import type {
+  BetCounters,
+  CommandRequest,
+  CommandRunner,
+  IdempotentAnswer,
+  PresentRefusal,
+  StoredText,
 } from '../../bets/bet-commands';
+import type { CommandResponse } from '../../idempotency/idempotency-repository';
 import type { Clock } from '../../clock/clock';
 import type { ComplianceService } from '../../compliance/compliance-service';
 import type { BetContext } from '../../bets/bet-context';
