@@ -100,7 +100,8 @@ const server = createServer((req, res) => {
 server.keepAliveTimeout = 60000;
 server.listen(0, '127.0.0.1', () => process.stdout.write(JSON.stringify({ port: server.address().port }) + '\\n'));
 process.on('message', (m) => {
-  if (m === 'reset') { ids = new Map(); total = 0; refused = 0; process.send({ total: 0, distinct: 0, refused: 0 }); return; }
+  if (m === 'reset') { ids = new Map(); total = 0; refused = 0; }
+  if (m === 'reset') { process.send({ total: 0, distinct: 0, refused: 0 }); return; }
   process.send({ total, distinct: ids.size, refused });
 });
 `;
@@ -422,7 +423,8 @@ export function fanoutLines(r: FanoutResult): string[] {
       (l) =>
         `  ${l.name.padEnd(22)} outbox ${fmt(l.perSecond)}/s (${l.seconds.toFixed(2)} s)  ` +
         `bare client ${fmt(l.barePerSecond)}/s (${l.bareSeconds.toFixed(2)} s)  ` +
-        `share ${(l.share * 100).toFixed(1)} % (target ≥ ${TARGET_SHARE * 100} %: ${l.share >= TARGET_SHARE ? 'met' : 'MISSED'})`,
+        `share ${(l.share * 100).toFixed(1)} % ` +
+        `(target ≥ ${TARGET_SHARE * 100} %: ${l.share >= TARGET_SHARE ? 'met' : 'MISSED'})`,
     ),
     ...[r.webhooks, r.wallet].map(
       (l) =>
