@@ -15,6 +15,7 @@ import * as m012walletoperators from './migrations/012_wallet_operators';
 import * as m013quotedpayouts from './migrations/013_quoted_payouts';
 import * as m014bigintmultipliers from './migrations/014_bigint_multipliers';
 import * as m015flagacks from './migrations/015_compliance_flag_acknowledgements';
+import * as m017walletclaimorder from './migrations/017_wallet_settlements_claim_order';
 import type { PostgresDatabase } from './postgres';
 import type { SqliteDatabase } from './sqlite';
 
@@ -39,6 +40,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '013_quoted_payouts': m013quotedpayouts,
   '014_bigint_multipliers': m014bigintmultipliers,
   '015_compliance_flag_acknowledgements': m015flagacks,
+  '017_wallet_settlements_claim_order': m017walletclaimorder,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };
