@@ -28,6 +28,7 @@ import { runInstancesCase } from './instances';
 import { summarizeProfile } from './profile';
 import { type Child, DEFAULT_PG_URL, sleep, startChild } from './processes';
 import { runReserveCase } from './reserve';
+import { main as runCloseAndFanoutScenario } from './scenarios/close-and-fanout';
 import { startService } from './service';
 import { countBets, countIdempotencyKeys, openStore } from './store-peek';
 import { runWebhookBench } from './webhooks';
@@ -48,6 +49,9 @@ const { values: flags } = parseArgs({
     instances: { type: 'string', default: '1' },
     store: { type: 'string' },
     'no-docs': { type: 'boolean', default: false },
+    // One load scenario of bench/scenarios/ alone (its own report), e.g. --scenario close-and-fanout [--quick].
+    scenario: { type: 'string' },
+    quick: { type: 'boolean', default: false },
   },
 });
 
@@ -450,6 +454,11 @@ function writeDocs(report: string[]): void {
 }
 
 async function main(): Promise<void> {
+  if (flags.scenario === 'close-and-fanout') {
+    process.exitCode = await runCloseAndFanoutScenario(process.argv.slice(2));
+    return;
+  }
+  if (flags.scenario) throw new Error(`--scenario: no scenario named ${flags.scenario}`);
   const started = new Date();
   const loadBefore = loadavg()[0]!;
   const storeList = stores.map((u) => (u ? 'postgresql' : 'sqlite')).join(' then ');

@@ -105,6 +105,7 @@ describe.each(STORES)('migration 004_sandbox over existing data on %s', (store) 
       '014_bigint_multipliers',
       '015_compliance_flag_acknowledgements',
       '016_money_functions_from_files',
+      '017_wallet_settlements_claim_order',
     ]);
     // 012: an operator with a wallet URL settles to it; one without stays webhook-only.
     expect(await db.all('SELECT id, settles_to_wallet FROM operators ORDER BY id')).toEqual([

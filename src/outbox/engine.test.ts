@@ -101,6 +101,28 @@ class InterleavingOutbox extends MemoryOutbox {
   }
 }
 
+/** Holds every claim from the `gateFrom`-th on until `open` (a claim that runs while attempts end). */
+class GatedClaims extends MemoryOutbox {
+  claims = 0;
+  gateFrom = Number.POSITIVE_INFINITY;
+  private gate: Promise<void> | null = null;
+  private opened: (() => void) | null = null;
+
+  override async claim(q: ClaimQuery): Promise<OutboxClaim[]> {
+    const claims = await super.claim(q);
+    if (++this.claims >= this.gateFrom) {
+      this.gate ??= new Promise<void>((r) => (this.opened = r));
+      await this.gate;
+    }
+    return claims;
+  }
+
+  open(): void {
+    this.gateFrom = Number.POSITIVE_INFINITY;
+    this.opened?.();
+  }
+}
+
 /** Answers each attempt as told, or holds it until released (to see what is in flight). */
 class ScriptedSender implements OutboxSender<OutboxClaim> {
   answer: (c: OutboxClaim) => boolean | null = () => true;
@@ -266,6 +288,44 @@ describe('OutboxEngine', () => {
     // The two stalled attempts and the other target's one: the hanging target never had a third.
     expect(sender.maxSeen).toBe(3);
     expect([...repository.rows.values()].every((r) => r.status === 'delivered')).toBe(true);
+  });
+
+  it("claims a busy target's next rows as soon as its attempts end, not a poll interval later", async () => {
+    const { clock, repository, sender, engine } = setup({ maxInFlight: 10, maxInFlightPerTarget: 2, batchSize: 2 });
+    for (let i = 0; i < 6; i++) repository.add(`r${i}`);
+    sender.hold = true;
+    await engine.start();
+    for (let i = 0; i < 5; i++) await flush();
+    expect(sender.inFlight).toBe(2);
+    const timeBefore = clock.now();
+    sender.release();
+    const delivered = () => [...repository.rows.values()].filter((r) => r.status === 'delivered').length;
+    for (let i = 0; i < 200 && delivered() < 6; i++) await flush();
+    // The clock never moved: no poll interval passed between the claims.
+    expect(clock.now()).toBe(timeBefore);
+    expect(delivered()).toBe(6);
+    expect(sender.maxSeen).toBe(2);
+    await engine.stop();
+  });
+
+  it('looks again at once for a target at its limit when a claim began, its attempts ended meanwhile', async () => {
+    const repository = new GatedClaims();
+    const { clock, sender, engine } = setup({ maxInFlight: 10, maxInFlightPerTarget: 2, batchSize: 2, repository });
+    for (let i = 0; i < 4; i++) repository.add(`r${i}`);
+    sender.hold = true;
+    repository.gateFrom = 2;
+    await engine.start();
+    for (let i = 0; i < 5; i++) await flush();
+    // The second claim saw the target full and is still running when both attempts end.
+    expect(repository.claims).toBe(2);
+    sender.release();
+    for (let i = 0; i < 5; i++) await flush();
+    repository.open();
+    const delivered = () => [...repository.rows.values()].filter((r) => r.status === 'delivered').length;
+    for (let i = 0; i < 200 && delivered() < 4; i++) await flush();
+    expect(delivered()).toBe(4);
+    expect(clock.now()).toBe(1_000_000);
+    await engine.stop();
   });
 
   it('does not end a drain on an empty claim that ran while an answer made its row due again', async () => {

@@ -136,6 +136,8 @@ export class OutboxEngine<C extends OutboxClaim> {
   private readonly inFlightByTarget = new Map<string, number>();
   private waiters: (() => void)[] = [];
   private sleeper: { handle: TimerHandle; wake: () => void } | null = null;
+  /** The targets at their limit of attempts when the last claim ran: rows of theirs may be waiting. */
+  private saturated: Set<string> | null = null;
   private finished: { claim: C; result: AttemptResult | null }[] = [];
   private flushing: Promise<void> | null = null;
   /** Batches of answers written so far: a drain that claimed nothing while one was written looks again. */
@@ -239,8 +241,14 @@ export class OutboxEngine<C extends OutboxClaim> {
         if (this.recordedBatches !== recordedBefore) continue;
         return total;
       }
-      // Something is still in flight or being written: wait for it, then look again.
-      await new Promise<void>((r) => this.waiters.push(r));
+      // Something is still in flight or being written: look again once a written answer may have made
+      // a row due again, or a target that was at its limit has room, or all is done.
+      await this.until(
+        () =>
+          this.recordedBatches !== recordedBefore ||
+          this.roomOnSaturatedTarget() ||
+          (this.inFlight === 0 && !this.flushing && this.finished.length === 0),
+      );
     }
     await this.idle();
     return total;
@@ -258,15 +266,51 @@ export class OutboxEngine<C extends OutboxClaim> {
   private async loop(): Promise<void> {
     while (this.running) {
       let claimed = 0;
+      let room = 0;
       try {
         await this.capacity(this.o.batchSize);
         if (!this.running) break;
+        room = this.claimRoom();
         claimed = await this.claimAndSend();
       } catch (error) {
         this.o.logger.error({ err: error }, `${this.o.name} claim failed; retrying`);
+        this.saturated = null;
       }
-      if (claimed === 0 && this.running) await this.sleep(this.o.pollIntervalMs);
+      if (!this.running || (claimed > 0 && claimed === room)) continue;
+      // A short claim either found nothing more due (look again after the poll interval) or left rows
+      // behind for targets at their limit: those go out as soon as one of the targets has room again,
+      // not a poll interval later, so a fast receiver is never left idle between claims.
+      if (this.saturated) await this.sleep(this.o.pollIntervalMs, () => this.roomOnSaturatedTarget());
+      else await this.sleep(this.o.pollIntervalMs);
     }
+  }
+
+  /**
+   * The targets a claim found at their limit (it left their rows out, or stopped taking them), or null
+   * when none was, and so the claim took all that was due. Read from the claim's own view of the
+   * attempts in flight: some of those may have ended while it ran, and their rows must still be looked for.
+   */
+  private noteSaturatedTargets(budget: ReadonlyMap<string, number>): void {
+    let full: Set<string> | null = null;
+    for (const [target, n] of budget) {
+      if (n >= this.o.maxInFlightPerTarget) (full ??= new Set()).add(target);
+    }
+    this.saturated = full;
+  }
+
+  /**
+   * Whether a target that was at its limit has room for a claim worth its transaction: a quarter of
+   * its share (at least one), so a receiver that answers at once gets its rows in a few claims per
+   * round trip rather than one claim per answer.
+   */
+  private roomOnSaturatedTarget(): boolean {
+    if (!this.saturated) return false;
+    const worth = Math.max(1, Math.floor(this.o.maxInFlightPerTarget / 4));
+    if (this.o.maxInFlight - this.inFlight < Math.min(worth, this.o.maxInFlight)) return false;
+    for (const target of this.saturated) {
+      if (this.o.maxInFlightPerTarget - (this.inFlightByTarget.get(target) ?? 0) >= worth) return true;
+    }
+    return false;
   }
 
   /** Resolves once at least `room` more attempts may start (never more than maxInFlight at once). */
@@ -275,18 +319,35 @@ export class OutboxEngine<C extends OutboxClaim> {
     while (this.o.maxInFlight - this.inFlight < needed) await new Promise<void>((r) => this.waiters.push(r));
   }
 
+  private async until(condition: () => boolean): Promise<void> {
+    while (!condition()) await new Promise<void>((r) => this.waiters.push(r));
+  }
+
   private async idle(): Promise<void> {
     while (this.inFlight > 0 || this.finished.length > 0) await new Promise<void>((r) => this.waiters.push(r));
     while (this.flushing) await this.flushing;
   }
 
-  private sleep(ms: number): Promise<void> {
+  /** Waits `ms`, or less: until `stop` wakes it, or until `until` holds after an attempt finished. */
+  private sleep(ms: number, until?: () => boolean): Promise<void> {
     return new Promise((resolve) => {
-      const handle = this.o.clock.schedule(ms, () => {
+      let done = false;
+      const end = (): void => {
+        if (done) return;
+        done = true;
         this.sleeper = null;
+        handle.cancel();
         resolve();
-      });
-      this.sleeper = { handle, wake: resolve };
+      };
+      const handle = this.o.clock.schedule(ms, end);
+      this.sleeper = { handle, wake: end };
+      if (!until) return;
+      const check = (): void => {
+        if (done) return;
+        if (until()) end();
+        else this.waiters.push(check);
+      };
+      check();
     });
   }
 
@@ -299,17 +360,23 @@ export class OutboxEngine<C extends OutboxClaim> {
     for (const w of this.waiters.splice(0)) w();
   }
 
+  private claimRoom(): number {
+    return Math.min(this.o.batchSize, this.o.maxInFlight - this.inFlight);
+  }
+
   private async claimAndSend(): Promise<number> {
     const now = this.o.clock.now();
-    const room = Math.min(this.o.batchSize, this.o.maxInFlight - this.inFlight);
+    const room = this.claimRoom();
     if (room <= 0) return 0;
+    // The claim's view of the attempts in flight, kept apart from the live counts that change meanwhile.
+    const budget = new Map(this.inFlightByTarget);
     const claimed = await this.o.repository.claim({
       now,
       leaseUntil: now + this.o.leaseMs,
       leaseMs: this.o.leaseMs,
       limit: room,
       maxAttempts: this.o.backoff.maxAttempts,
-      inFlightByTarget: this.inFlightByTarget,
+      inFlightByTarget: budget,
       perTargetLimit: this.o.maxInFlightPerTarget,
     });
     this.inFlight += claimed.length;
@@ -317,6 +384,8 @@ export class OutboxEngine<C extends OutboxClaim> {
       this.inFlightByTarget.set(c.target, (this.inFlightByTarget.get(c.target) ?? 0) + 1);
       void this.attempt(c);
     }
+    for (const c of claimed) budget.set(c.target, (budget.get(c.target) ?? 0) + 1);
+    this.noteSaturatedTargets(budget);
     return claimed.length;
   }
 

@@ -16,6 +16,7 @@ import * as m013quotedpayouts from './migrations/013_quoted_payouts';
 import * as m014bigintmultipliers from './migrations/014_bigint_multipliers';
 import * as m015flagacks from './migrations/015_compliance_flag_acknowledgements';
 import * as m016moneyfunctions from './migrations/016_money_functions_from_files';
+import * as m017walletclaimorder from './migrations/017_wallet_settlements_claim_order';
 import type { PostgresDatabase } from './postgres';
 import type { SqliteDatabase } from './sqlite';
 
@@ -41,6 +42,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '014_bigint_multipliers': m014bigintmultipliers,
   '015_compliance_flag_acknowledgements': m015flagacks,
   '016_money_functions_from_files': m016moneyfunctions,
+  '017_wallet_settlements_claim_order': m017walletclaimorder,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };

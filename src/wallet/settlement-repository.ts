@@ -3,7 +3,7 @@ import { DomainError } from '../errors/codes';
 import { afterCommit } from '../observability/instrumented-db';
 import { OperatorModes } from '../operators/operator-mode';
 import { LOST_ATTEMPT, TargetBudget, type ClaimQuery, type Outcome, type OutboxRepository } from '../outbox/engine';
-import { skipLocked, type Database, type SqlExecutor, nullableNumber } from '../store/database';
+import { skipLocked, type Database, type SqlExecutor, type SqlParam, nullableNumber } from '../store/database';
 import type { AttemptRow, Settlement, SettlementClaim, SettlementStatus, SettleBody } from './settlements';
 import type { OperatorMode } from '../operators/operator';
 
@@ -245,17 +245,25 @@ export class WalletSettlementOutbox implements OutboxRepository<SettlementClaim>
          ORDER BY next_attempt_at, bet_id LIMIT ?${skipLocked(tx)}`,
         [now, now, ...budget.full, limit],
       );
+      const taken = rows.filter((row) => budget.take(row.operator_id));
+      // One update leases every row taken; a row changed meanwhile is not returned and not claimed.
+      const leased = new Set<string>();
+      for (let i = 0; i < taken.length; i += ROWS_PER_STATEMENT) {
+        const part = taken.slice(i, i + ROWS_PER_STATEMENT);
+        const changed = await tx.all<{ bet_id: string }>(
+          `UPDATE wallet_settlements
+           SET claimed_until = ?, attempts = attempts + (CASE WHEN claimed_until IS NULL THEN 0 ELSE 1 END)
+           WHERE bet_id IN (${marks(part)}) AND status = 'pending' AND (claimed_until IS NULL OR claimed_until <= ?)
+           RETURNING bet_id`,
+          [leaseUntil, ...part.map((r) => r.bet_id), now],
+        );
+        for (const c of changed) leased.add(c.bet_id);
+      }
       const claimed: SettlementClaim[] = [];
-      for (const row of rows) {
-        if (!budget.take(row.operator_id)) continue;
+      for (const row of taken) {
+        if (!leased.has(row.bet_id)) continue;
         // A lease still on the row was never answered (a recorded attempt clears it): that attempt is lost.
         const lost = row.claimed_until !== null;
-        const r = await tx.run(
-          `UPDATE wallet_settlements SET claimed_until = ?, attempts = attempts + ?
-           WHERE bet_id = ? AND status = 'pending' AND (claimed_until IS NULL OR claimed_until <= ?)`,
-          [leaseUntil, lost ? 1 : 0, row.bet_id, now],
-        );
-        if (r.changes !== 1) continue;
         const recorded = Number(row.attempts) + (lost ? 1 : 0);
         if (lost) await logLostAttempt(tx, row.bet_id, recorded, Number(row.claimed_until) - leaseMs);
         // Once per claimed settlement: the fresh object is amended, not spread (docs/decisions.md).
@@ -266,43 +274,59 @@ export class WalletSettlementOutbox implements OutboxRepository<SettlementClaim>
     });
   }
 
-  /** Logs each attempt and moves its row on: delivered, or due again (a manual retry's time wins). */
+  /**
+   * Logs each attempt and moves its row on: delivered, or due again (a manual retry's time wins). A
+   * batch of answers costs a few statements, not a few per answer: one read of the rows, one insert
+   * into the attempt log per 200 answers, one update per group of confirmations that share their
+   * attempt number and status; only failed attempts are moved one by one.
+   */
   async record(outcomes: readonly Outcome<SettlementClaim>[], now: number): Promise<void> {
     await this.db.transaction(async (tx) => {
       const sandboxes = await this.modes.testModeOperators(
         tx,
         outcomes.map((o) => o.claim.settlement.operatorId),
       );
+      const current = new Map<string, { next_attempt_at: number | null; claimed_until: number | null }>();
+      const ids = outcomes.map((o) => o.claim.settlement.betId);
+      for (let i = 0; i < ids.length; i += ROWS_PER_STATEMENT) {
+        const part = ids.slice(i, i + ROWS_PER_STATEMENT);
+        const rows = await tx.all<{ bet_id: string; next_attempt_at: number | null; claimed_until: number | null }>(
+          `SELECT bet_id, next_attempt_at, claimed_until FROM wallet_settlements WHERE bet_id IN (${marks(part)})`,
+          part,
+        );
+        for (const r of rows) current.set(r.bet_id, r);
+      }
+      const counted = { delivered: 0, failed: 0 };
+      const attemptRows: SqlParam[][] = [];
+      const confirmed = new Map<string, { attempt: number; status: number | null; ids: string[] }>();
       for (const o of outcomes) {
         if (o.kind === 'dead' || o.kind === 'cancelled') throw new Error(`a wallet settlement is never ${o.kind}`);
         const { settlement: s, attempt, leaseUntil } = o.claim;
-        const current = await tx.get<{ next_attempt_at: number | null; claimed_until: number | null }>(
-          'SELECT next_attempt_at, claimed_until FROM wallet_settlements WHERE bet_id = ?',
-          [s.betId],
-        );
+        const row = current.get(s.betId);
         // Gone, or taken by another worker after this lease ran out: that worker logged this attempt as lost.
-        if (!current || nullableNumber(current.claimed_until) !== leaseUntil) continue;
+        if (!row || nullableNumber(row.claimed_until) !== leaseUntil) continue;
         const r = o.result;
-        if (!sandboxes.has(s.operatorId)) {
-          afterCommit(tx, (m) => m.walletSettlements.inc({ outcome: o.kind === 'delivered' ? 'delivered' : 'failed' }));
-        }
-        await tx.run(
-          `INSERT INTO wallet_attempts
-             (id, bet_id, attempt, started_at, latency_ms, status_code, error, response_excerpt)
-           VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-          [`wat_${randomUUID()}`, s.betId, attempt, r.startedAt, r.latencyMs, r.statusCode, r.error, r.responseExcerpt],
-        );
+        if (!sandboxes.has(s.operatorId)) counted[o.kind === 'delivered' ? 'delivered' : 'failed']++;
+        attemptRows.push([
+          `wat_${randomUUID()}`,
+          s.betId,
+          attempt,
+          r.startedAt,
+          r.latencyMs,
+          r.statusCode,
+          r.error,
+          r.responseExcerpt,
+        ]);
         if (o.kind === 'delivered') {
-          await tx.run(
-            `UPDATE wallet_settlements SET status = 'delivered', attempts = ?, claimed_until = NULL,
-               next_attempt_at = NULL, last_status_code = ?, last_error = NULL, delivered_at = ? WHERE bet_id = ?`,
-            [attempt, r.statusCode, now, s.betId],
-          );
+          const key = `${attempt}:${r.statusCode}`;
+          const group = confirmed.get(key) ?? { attempt, status: r.statusCode, ids: [] };
+          group.ids.push(s.betId);
+          confirmed.set(key, group);
           continue;
         }
         // A manual retry requested while this attempt was in flight moved next_attempt_at: honour it.
-        const retried = nullableNumber(current.next_attempt_at) !== s.nextAttemptAt;
-        const next = retried ? (nullableNumber(current.next_attempt_at) ?? now) : o.at;
+        const retried = nullableNumber(row.next_attempt_at) !== s.nextAttemptAt;
+        const next = retried ? (nullableNumber(row.next_attempt_at) ?? now) : o.at;
         await tx.run(
           `UPDATE wallet_settlements
            SET attempts = ?, claimed_until = NULL, last_status_code = ?, last_error = ?, next_attempt_at = ?
@@ -310,9 +334,39 @@ export class WalletSettlementOutbox implements OutboxRepository<SettlementClaim>
           [attempt, r.statusCode, r.error, next, s.betId],
         );
       }
+      if (counted.delivered + counted.failed > 0) {
+        afterCommit(tx, (m) => {
+          if (counted.delivered > 0) m.walletSettlements.inc({ outcome: 'delivered' }, counted.delivered);
+          if (counted.failed > 0) m.walletSettlements.inc({ outcome: 'failed' }, counted.failed);
+        });
+      }
+      for (let i = 0; i < attemptRows.length; i += ROWS_PER_STATEMENT) {
+        const part = attemptRows.slice(i, i + ROWS_PER_STATEMENT);
+        await tx.run(
+          `INSERT INTO wallet_attempts
+             (id, bet_id, attempt, started_at, latency_ms, status_code, error, response_excerpt)
+           VALUES ${part.map(() => '(?, ?, ?, ?, ?, ?, ?, ?)').join(', ')}`,
+          part.flat(),
+        );
+      }
+      for (const g of confirmed.values()) {
+        for (let i = 0; i < g.ids.length; i += ROWS_PER_STATEMENT) {
+          const part = g.ids.slice(i, i + ROWS_PER_STATEMENT);
+          await tx.run(
+            `UPDATE wallet_settlements SET status = 'delivered', attempts = ?, claimed_until = NULL,
+               next_attempt_at = NULL, last_status_code = ?, last_error = NULL, delivered_at = ?
+             WHERE bet_id IN (${marks(part)})`,
+            [g.attempt, g.status, now, ...part],
+          );
+        }
+      }
     });
   }
 }
+
+/** Rows (or ids) per statement: well under either store's limit of bound parameters. */
+const ROWS_PER_STATEMENT = 200;
+const marks = (items: readonly unknown[]): string => items.map(() => '?').join(', ');
 
 /** An attempt whose worker stopped (or lost its lease) before recording the wallet's answer. */
 async function logLostAttempt(tx: SqlExecutor, betId: string, attempt: number, startedAt: number): Promise<void> {
