@@ -14,7 +14,8 @@ import { SURFACE_A_STATUS } from '../error-maps';
 import { idempotencyKeyOf, refusalIn, replayable, replayableErrors, sendAnswer } from '../keyed-write';
 import { withRetryAfter } from '../openapi';
 import { EVENT_STREAM, operatorStreamTerms, streamFeed } from '../sse';
-import { guardSurface, type Surface } from '../surface';
+import { guardSurface } from '../surface/guard-surface';
+import type { Surface } from '../surface/surface';
 import {
   AuthHeaders,
   BetIdParams,

@@ -13,7 +13,8 @@ import { keyedPost, refusalIn, replayable, replayableErrors, sendAnswer } from '
 import { withRetryAfter } from '../openapi';
 import { keyedHeadersFor } from '../webhooks/schemas';
 import { EVENT_STREAM, operatorStreamTerms, streamFeed } from '../sse';
-import { guardSurface, type Surface } from '../surface';
+import { guardSurface } from '../surface/guard-surface';
+import type { Surface } from '../surface/surface';
 import {
   AuthHeadersB,
   BetIdParamsB,
