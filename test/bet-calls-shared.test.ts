@@ -18,7 +18,7 @@ const PLACE_CALLS = new Set(['rbs_place_bet', 'rbs_place_bets']);
  * On PostgreSQL an instance keeps one bet call in flight, whichever game the bets are for: Crash
  * place-bets (Surface A) and Stock Race reservations (Surface B) queue behind the same call and go
  * out together in the next one. Two calls at once would split the queue into smaller transactions,
- * which measured slower (docs/benchmarks.md); this holds only if both games share one BetCommands.
+ * which measured slower; this holds only if both games share one BetCommands.
  */
 describe.runIf(STORES.includes('postgres'))('bet calls of both games on postgres', () => {
   let t: TestApp;
