@@ -95,7 +95,7 @@ export class ComplianceService implements ComplianceHooks {
   private readonly settingsCache = new Map<string, { at: number; value: ComplianceSettings }>();
 
   constructor(
-    private readonly d: {
+    private readonly deps: {
       /** The app's cache of which operators play in test mode: a flag's event carries livemode from it. */
       modes: OperatorModes;
       logger?: Logger;
@@ -307,7 +307,7 @@ export class ComplianceService implements ComplianceHooks {
       const { operator_id: _operator, ...data } = presentFlag(row);
       events.push({ operatorId: f.operatorId, type: 'compliance.flag', data });
     }
-    await recordEvents(tx, this.d.modes, events, now);
+    await recordEvents(tx, this.deps.modes, events, now);
   }
 
   /**
@@ -345,7 +345,7 @@ export class ComplianceService implements ComplianceHooks {
       await fn();
     } catch (error) {
       if (isStoreError(error)) throw error;
-      this.d.logger?.error({ err: error, bet: bet.id, hook }, 'compliance rule failed; the bet is unaffected');
+      this.deps.logger?.error({ err: error, bet: bet.id, hook }, 'compliance rule failed; the bet is unaffected');
     }
   }
 }

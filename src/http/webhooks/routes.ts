@@ -46,14 +46,14 @@ const errors = SIGNED_ROUTE_ERRORS;
  * must not be stored, so it is never keyed. PATCH and DELETE set a state: repeating them is harmless.
  */
 export function webhookRoutes(surface: Surface) {
-  return async function register(app: FastifyInstance, s: AppServices): Promise<void> {
+  return async function register(app: FastifyInstance, services: AppServices): Promise<void> {
     const r = app.withTypeProvider<TypeBoxTypeProvider>();
-    guardSurface(app, surface, s);
+    guardSurface(app, surface, services);
     const headers = authHeadersFor(surface);
     const keyedHeaders = keyedHeadersFor(surface);
     const tags = ['Webhooks'];
-    const w = s.webhooks;
-    const keyed = { idempotency: s.idempotency, surface };
+    const w = services.webhooks;
+    const keyed = { idempotency: services.idempotency, surface };
 
     r.post(
       '/webhook-endpoints',
