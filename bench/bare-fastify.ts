@@ -7,17 +7,9 @@
 import Fastify from 'fastify';
 
 const port = Number(process.env.PORT ?? 0);
-// bench/server-cost.ts only: microseconds of busy work added to each request (0 everywhere else).
-const spinNs = BigInt(Math.round(Number(process.env.BENCH_BARE_SPIN_US ?? 0) * 1000));
 const app = Fastify({ logger: false });
 
 app.post('/bare', async (req) => {
-  if (spinNs > 0n) {
-    const start = process.hrtime.bigint();
-    while (process.hrtime.bigint() - start < spinNs) {
-      // busy: stands for the service's own work per request
-    }
-  }
   const body = req.body as { external_user_id?: string; amount?: number };
   return { ok: true, external_user_id: body.external_user_id ?? null, amount: body.amount ?? null };
 });

@@ -132,7 +132,7 @@ export class RedisSeenSignatures implements SeenSignatureStore {
 
   async claim(signature: string, binding: string, expiresAt: number): Promise<SignatureVerdict> {
     const ttlMs = Math.max(1000, expiresAt - this.now());
-    // The record starts with the signed timestamp (`signatureRecord` in http/surface.ts); a record
+    // The record starts with the signed timestamp (`signatureRecord` in http/surface/replay-records.ts); a record
     // without one counts as signed at 0, refused whenever the record was lost.
     const signedAt = Number.parseInt(signature, 10) || 0;
     const key = this.prefix + signature;

@@ -54,8 +54,6 @@ function cashoutKindOf(r: BetRow): CashoutKind {
   return kind;
 }
 
-// Module-level rather than closures inside toBet: tsx keeps function names, so every closure created
-// per row costs a defineProperty call (docs/benchmarks.md, 2026-11-27 morning).
 function settledFields(
   r: BetRow,
   payout: number | null,

@@ -102,7 +102,7 @@ export type SettledBet = Exclude<Bet, OpenBet>;
  * What a bet keeps for life (what it is, where and when it was placed), copied field by field: the
  * builders of a settled bet add their result to this fresh object. Not `{ ...bet, status, … }`: on
  * Node 20's V8 a spread followed by more properties takes a slow runtime path, several microseconds
- * a call, and every settlement and cash-out builds one (docs/benchmarks.md).
+ * a call, and every settlement and cash-out builds one.
  */
 export function placementOf(bet: ActiveCrashBet): Omit<ActiveCrashBet, 'status'>;
 export function placementOf(bet: ReservedStockRaceBet): Omit<ReservedStockRaceBet, 'status'>;

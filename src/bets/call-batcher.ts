@@ -30,7 +30,7 @@ interface Queued<C, A> {
  * own answer or its own error.
  *
  * Why one call in flight: under HTTP load on two cores this placed 1.8x the bets of three calls in
- * flight (4 206 against 2 389 req/s, docs/benchmarks.md). PostgreSQL shares the cores with the
+ * flight (4 206 against 2 389 req/s). PostgreSQL shares the cores with the
  * service, and each extra call only splits the queue into smaller, dearer transactions. Several
  * instances still write side by side, one call each per kind of command.
  *

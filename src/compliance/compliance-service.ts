@@ -95,7 +95,7 @@ export class ComplianceService implements ComplianceHooks {
   private readonly settingsCache = new Map<string, { at: number; value: ComplianceSettings }>();
 
   constructor(
-    private readonly d: {
+    private readonly deps: {
       /** The app's cache of which operators play in test mode: a flag's event carries livemode from it. */
       modes: OperatorModes;
       logger?: Logger;
@@ -307,7 +307,7 @@ export class ComplianceService implements ComplianceHooks {
       const { operator_id: _operator, ...data } = presentFlag(row);
       events.push({ operatorId: f.operatorId, type: 'compliance.flag', data });
     }
-    await recordEvents(tx, this.d.modes, events, now);
+    await recordEvents(tx, this.deps.modes, events, now);
   }
 
   /**
@@ -345,7 +345,7 @@ export class ComplianceService implements ComplianceHooks {
       await fn();
     } catch (error) {
       if (isStoreError(error)) throw error;
-      this.d.logger?.error({ err: error, bet: bet.id, hook }, 'compliance rule failed; the bet is unaffected');
+      this.deps.logger?.error({ err: error, bet: bet.id, hook }, 'compliance rule failed; the bet is unaffected');
     }
   }
 }
@@ -369,31 +369,31 @@ export interface FlagFilter {
   limit?: number;
 }
 
-export function presentFlag(r: FlagRow): ComplianceFlag {
-  const stored = JSON.parse(r.details) as {
+export function presentFlag(row: FlagRow): ComplianceFlag {
+  const stored = JSON.parse(row.details) as {
     context?: Record<string, string | null>;
     measurements?: Record<string, unknown>;
   };
   return {
-    flag_id: r.id,
-    operator_id: r.operator_id,
-    rule: r.rule,
-    player: r.player,
-    bet_id: r.bet_id,
+    flag_id: row.id,
+    operator_id: row.operator_id,
+    rule: row.rule,
+    player: row.player,
+    bet_id: row.bet_id,
     session_id: stored.context?.session_id ?? null,
     game: stored.context?.game ?? null,
     round_id: stored.context?.round_id ?? null,
     details: stored.measurements ?? {},
-    created_at: Number(r.created_at),
+    created_at: Number(row.created_at),
   };
 }
 
-export function presentListedFlag(r: FlagRow): ListedFlag {
-  const at = r.acknowledged_at ?? null;
+export function presentListedFlag(row: FlagRow): ListedFlag {
+  const at = row.acknowledged_at ?? null;
   return {
-    ...presentFlag(r),
+    ...presentFlag(row),
     // PostgreSQL hands a bigint back as a string.
     acknowledged_at: at === null ? null : Number(at),
-    acknowledged_by: r.acknowledged_by ?? null,
+    acknowledged_by: row.acknowledged_by ?? null,
   };
 }

@@ -49,11 +49,11 @@ const refusalMessage = (status: number): string =>
  * cookie session per signed-in user, a CSRF token on every state change. Everything it shows or
  * changes is scoped to the signed-in user's operator.
  */
-export async function dashboardRoutes(app: FastifyInstance, s: AppServices): Promise<void> {
+export async function dashboardRoutes(app: FastifyInstance, services: AppServices): Promise<void> {
   hideFromOpenApi(app);
-  const auth = s.dashboardUsers;
+  const auth = services.dashboardUsers;
   // Plain HTTP is only ever served in development and tests; everywhere else the cookie needs TLS.
-  const secure = s.config.env !== 'development' && s.config.env !== 'test';
+  const secure = services.config.env !== 'development' && services.config.env !== 'test';
   if (!app.hasRequestDecorator('cookies')) await app.register(cookie);
   // The service's root parser set is JSON only; forms are accepted here and nowhere else.
   if (!app.hasContentTypeParser('application/x-www-form-urlencoded'))
@@ -203,7 +203,7 @@ export async function dashboardRoutes(app: FastifyInstance, s: AppServices): Pro
             );
         }
       }
-      const operator = await s.operators.get(session.user.operatorId);
+      const operator = await services.operators.get(session.user.operatorId);
       // A disabled operator's users keep their sessions (enabling the operator restores them) but
       // can neither see nor change anything meanwhile: no endpoints, no secret rotation, no feed
       // (signing out still works). The status is read from the store on every request, so a
@@ -222,7 +222,8 @@ export async function dashboardRoutes(app: FastifyInstance, s: AppServices): Pro
       req.dashboard = {
         session,
         operator,
-        stillSignedIn: async () => (await auth.session(cookie)) !== null && (await s.operators.isActive(operator.id)),
+        stillSignedIn: async () =>
+          (await auth.session(cookie)) !== null && (await services.operators.isActive(operator.id)),
         user: {
           email: session.user.email,
           operatorName: operator.name,
@@ -238,10 +239,10 @@ export async function dashboardRoutes(app: FastifyInstance, s: AppServices): Pro
       return reply.redirect('/dashboard/login?signed_out=1', 303);
     });
 
-    await liveRoutes(scope, s);
-    await webhookRoutes(scope, s);
-    await credentialRoutes(scope, s);
-    await roundRoutes(scope, s);
-    await complianceRoutes(scope, s);
+    await liveRoutes(scope, services);
+    await webhookRoutes(scope, services);
+    await credentialRoutes(scope, services);
+    await roundRoutes(scope, services);
+    await complianceRoutes(scope, services);
   });
 }

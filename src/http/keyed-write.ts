@@ -2,7 +2,7 @@ import { withHeadersOn, withResponseHeaders } from './openapi';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { DomainError } from '../errors/codes';
 import type { IdempotencyService, WriteTransaction } from '../idempotency/idempotency';
-import type { Surface } from './surface';
+import type { Surface } from './surface/surface';
 
 /**
  * A POST that is not a bet command (webhook endpoints, sandbox scripts and settings), run under the

@@ -169,7 +169,8 @@ export function withOperationIds<T extends { paths?: unknown }>(document: T): T 
 }
 
 /**
- * The operator's token bucket, on every answer to a request that reached it (see afterBucket in surface.ts).
+ * The operator's token bucket, on every answer to a request that reached it (see applyDecision in
+ * surface/operator-rate-limit.ts).
  * Not required: a request refused before the bucket (401, 413, 415, or the failed-authentication budget's 429)
  * spent no token and carries none of them.
  */

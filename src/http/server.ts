@@ -12,7 +12,9 @@ import { lazyChildLoggerFactory, loggableUrl, logsAt } from './request-logger';
 import { announceDeprecations } from './deprecation';
 import { surfaceA, surfaceARoutes } from './surface-a/routes';
 import { surfaceB } from './surface-b/routes';
-import { decorateAuthenticatedRequest, errorHandler, type Surface } from './surface';
+import { errorHandler } from './surface/error-classification';
+import { decorateAuthenticatedRequest } from './surface/request-fields';
+import type { Surface } from './surface/surface';
 import { publicRoutes } from './public-routes';
 import { openApiWebhooks } from '../webhooks/payloads';
 import {

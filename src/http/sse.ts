@@ -4,7 +4,7 @@ import type { Game } from '../games/engine/round';
 import type { FeedMessage, LiveFeed } from '../games/engine/live-feed';
 import { type LiveStreams, STREAM_ALLOWANCE } from '../games/engine/live-streams';
 import type { OperatorService } from '../operators/operators';
-import { HttpProblem } from './surface';
+import { HttpProblem } from './surface/http-problem';
 
 /**
  * The 200 of a live-feed route as the document gives it: a text/event-stream, not a JSON body (the

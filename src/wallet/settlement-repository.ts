@@ -143,7 +143,6 @@ export const settlementRepository = {
 
   async attempts(db: SqlExecutor, betId: string): Promise<AttemptRow[]> {
     const rows = await db.all<AttemptRow>('SELECT * FROM wallet_attempts WHERE bet_id = ? ORDER BY attempt', [betId]);
-    // spread-ok: one settlement's attempts, read by the dashboard and the CLI.
     return rows.map((r) => ({
       ...r,
       attempt: Number(r.attempt),

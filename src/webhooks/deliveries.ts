@@ -34,21 +34,21 @@ export interface DeliveryView {
 /** One attempt of a delivery as the API shows it: the attempt log's row, field for field. */
 export type AttemptView = AttemptLogRow;
 
-function present(r: DeliveryRow): DeliveryView {
+function present(row: DeliveryRow): DeliveryView {
   return {
-    delivery_id: r.id,
-    event_id: r.event_id,
-    event_type: r.type,
-    endpoint_id: r.endpoint_id,
-    status: r.status,
-    attempts: Number(r.attempts),
-    next_attempt_at: r.status === 'pending' ? nullableNumber(r.next_attempt_at) : null,
-    last_status_code: nullableNumber(r.last_status_code),
-    last_error: r.last_error,
-    created_at: Number(r.created_at),
-    delivered_at: nullableNumber(r.delivered_at),
-    dead_at: nullableNumber(r.dead_at),
-    resend_of: r.resend_of,
+    delivery_id: row.id,
+    event_id: row.event_id,
+    event_type: row.type,
+    endpoint_id: row.endpoint_id,
+    status: row.status,
+    attempts: Number(row.attempts),
+    next_attempt_at: row.status === 'pending' ? nullableNumber(row.next_attempt_at) : null,
+    last_status_code: nullableNumber(row.last_status_code),
+    last_error: row.last_error,
+    created_at: Number(row.created_at),
+    delivered_at: nullableNumber(row.delivered_at),
+    dead_at: nullableNumber(row.dead_at),
+    resend_of: row.resend_of,
   };
 }
 

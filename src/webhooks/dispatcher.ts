@@ -64,12 +64,12 @@ class DeliveryAttempts implements OutboxSender<WebhookClaim> {
   private sender: WebhookSender;
   private readonly material = new Map<string, { at: number; value: Promise<Material> }>();
 
-  constructor(private readonly o: DispatcherOptions) {
+  constructor(private readonly options: DispatcherOptions) {
     this.sender = this.newSender();
   }
 
   private newSender(): WebhookSender {
-    const { timeoutMs, allowPrivateTargets, maxResponseBytes, resolve } = this.o;
+    const { timeoutMs, allowPrivateTargets, maxResponseBytes, resolve } = this.options;
     return new WebhookSender({ timeoutMs, allowPrivateTargets, maxResponseBytes, resolve });
   }
 
@@ -94,7 +94,7 @@ class DeliveryAttempts implements OutboxSender<WebhookClaim> {
   }
 
   private materialFor(endpointId: string): Promise<Material> {
-    const now = this.o.clock.now();
+    const now = this.options.clock.now();
     const hit = this.material.get(endpointId);
     if (hit && now - hit.at >= 0 && now - hit.at < MATERIAL_TTL_MS) return hit.value;
     const value = this.load(endpointId, now);
@@ -106,15 +106,15 @@ class DeliveryAttempts implements OutboxSender<WebhookClaim> {
   }
 
   private async load(endpointId: string, now: number): Promise<Material> {
-    const row = await this.o.endpoints.find(endpointId);
+    const row = await this.options.endpoints.find(endpointId);
     if (!row) return null;
     const surface = row.surface === 'B' ? 'B' : 'A';
-    const operator = surface === 'B' ? await this.o.operators.credentialsById(row.operator_id) : null;
+    const operator = surface === 'B' ? await this.options.operators.credentialsById(row.operator_id) : null;
     return {
       surface,
       url: row.url,
       enabled: Number(row.enabled) === 1,
-      endpointSecrets: this.o.endpoints.signingSecrets(row, now),
+      endpointSecrets: this.options.endpoints.signingSecrets(row, now),
       operatorKey: operator?.apiKey ?? null,
       operatorSecret: operator?.secrets[0] ?? null,
     };
@@ -136,29 +136,29 @@ export class WebhookDispatcher {
   private readonly attempts: DeliveryAttempts;
   private readonly backoff: Backoff;
 
-  constructor(o: DispatcherOptions) {
-    if (o.retryScheduleMs.length === 0) throw new Error('the webhook retry schedule needs at least one entry');
-    this.attempts = new DeliveryAttempts(o);
-    this.backoff = scheduleBackoff(o.retryScheduleMs, {
+  constructor(options: DispatcherOptions) {
+    if (options.retryScheduleMs.length === 0) throw new Error('the webhook retry schedule needs at least one entry');
+    this.attempts = new DeliveryAttempts(options);
+    this.backoff = scheduleBackoff(options.retryScheduleMs, {
       attempts: 'schedule',
       jitter: 0.1,
-      random: o.random,
+      random: options.random,
       honourRetryAfter: true,
     });
     this.engine = new OutboxEngine({
       name: 'webhook delivery',
       logFields: (c) => ({ delivery: c.id, endpoint: c.endpointId }),
-      clock: o.clock,
-      logger: o.logger,
-      repository: new WebhookDeliveryOutbox(o.db),
+      clock: options.clock,
+      logger: options.logger,
+      repository: new WebhookDeliveryOutbox(options.db),
       sender: this.attempts,
       backoff: this.backoff,
-      leaseMs: o.leaseMs ?? o.timeoutMs * 2 + 5_000,
-      pollIntervalMs: o.pollIntervalMs,
-      batchSize: o.batchSize ?? 200,
-      maxInFlight: o.maxInFlight ?? 1000,
+      leaseMs: options.leaseMs ?? options.timeoutMs * 2 + 5_000,
+      pollIntervalMs: options.pollIntervalMs,
+      batchSize: options.batchSize ?? 200,
+      maxInFlight: options.maxInFlight ?? 1000,
       maxInFlightPerTarget: ATTEMPTS_PER_TARGET,
-      releaseLeasesAtStart: o.db.dialect === 'sqlite',
+      releaseLeasesAtStart: options.db.dialect === 'sqlite',
     });
   }
 

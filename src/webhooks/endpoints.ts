@@ -45,17 +45,17 @@ export const MAX_ENDPOINTS_PER_OPERATOR = 20;
 /** Which operator a caller acts for; null is the service's own administration (CLI, operations). */
 export type Scope = string | null;
 
-export function toEndpoint(r: EndpointRow): WebhookEndpoint {
+export function toEndpoint(row: EndpointRow): WebhookEndpoint {
   return {
-    id: r.id,
-    operatorId: r.operator_id,
-    url: r.url,
-    surface: r.surface === 'B' ? 'B' : 'A',
-    events: JSON.parse(r.events) as EventType[],
-    enabled: Number(r.enabled) === 1,
-    createdAt: Number(r.created_at),
-    updatedAt: Number(r.updated_at),
-    previousSecretExpiresAt: r.previous_secret_expires_at === null ? null : Number(r.previous_secret_expires_at),
+    id: row.id,
+    operatorId: row.operator_id,
+    url: row.url,
+    surface: row.surface === 'B' ? 'B' : 'A',
+    events: JSON.parse(row.events) as EventType[],
+    enabled: Number(row.enabled) === 1,
+    createdAt: Number(row.created_at),
+    updatedAt: Number(row.updated_at),
+    previousSecretExpiresAt: row.previous_secret_expires_at === null ? null : Number(row.previous_secret_expires_at),
   };
 }
 

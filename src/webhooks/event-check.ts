@@ -8,10 +8,10 @@ import { WEBHOOK_EVENTS, type WebhookEvent, type WebhookTypeName } from './paylo
  * a field added at run time, a number that is not an integer).
  *
  * Cost: one compiled validator per type (TypeBox generates a plain JavaScript function at start-up).
- * `npx tsx bench/event-check.ts` on the shared 2-core machine: 0.3–0.4 µs to check a bet.settled
+ * Measured in isolation on the shared 2-core machine: 0.3–0.4 µs to check a bet.settled
  * envelope, against 263 µs of CPU for recordEvents of a cash-out's one event (its transaction
  * included) and 9.8 µs per event when a closing round writes 1 000 at once; a cash-out request costs
- * 600–720 µs of server CPU in all (docs/benchmarks.md). Under 0.1 % of a cash-out and about 4 % of
+ * 600–720 µs of server CPU in all. Under 0.1 % of a cash-out and about 4 % of
  * the outbox write of a settled bet at round close (a smaller share of the settlement as a whole):
  * cheap enough that production checks too.
  *

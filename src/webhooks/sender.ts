@@ -104,12 +104,12 @@ export class WebhookSender {
   private readonly agent: Agent;
   private readonly maxResponseBytes: number;
 
-  constructor(private readonly o: SenderOptions) {
-    this.maxResponseBytes = o.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
+  constructor(private readonly options: SenderOptions) {
+    this.maxResponseBytes = options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
     this.agent = createOutboundAgent({
-      timeoutMs: o.timeoutMs,
-      allowPrivateTargets: o.allowPrivateTargets,
-      resolve: o.resolve,
+      timeoutMs: options.timeoutMs,
+      allowPrivateTargets: options.allowPrivateTargets,
+      resolve: options.resolve,
     });
   }
 
@@ -122,7 +122,7 @@ export class WebhookSender {
     } catch {
       return failure(null, 0, 'refused: the endpoint URL is not valid');
     }
-    const refusal = refuseTarget(url, this.o.allowPrivateTargets);
+    const refusal = refuseTarget(url, this.options.allowPrivateTargets);
     if (refusal) return failure(null, 0, refusal);
     try {
       const headers = signedHeaders(m, d, now);
@@ -131,7 +131,7 @@ export class WebhookSender {
           headers,
           body: d.body,
           dispatcher: this.agent,
-          timeoutMs: this.o.timeoutMs,
+          timeoutMs: this.options.timeoutMs,
           maxResponseBytes: this.maxResponseBytes,
         }),
       );

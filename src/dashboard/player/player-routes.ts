@@ -85,7 +85,7 @@ function presentSessionBet(bet: Bet): SessionBetJson {
  * opens nothing (404 / 410 with a short explanation, never the game). Other errors take Surface B's
  * shape from the server's root handler (every path outside /api/public/ gets it).
  */
-export async function playerRoutes(app: FastifyInstance, s: AppServices): Promise<void> {
+export async function playerRoutes(app: FastifyInstance, services: AppServices): Promise<void> {
   const r = app.withTypeProvider<TypeBoxTypeProvider>();
   hideFromOpenApi(app);
 
@@ -96,13 +96,13 @@ export async function playerRoutes(app: FastifyInstance, s: AppServices): Promis
   const seen = (session: PlayerSession, req: FastifyRequest, sandbox: string | null, game: Game | null): void => {
     // Sandbox sessions are test data: they raise no compliance flags.
     if (sandbox !== null) return;
-    void s.complianceFlags
+    void services.complianceFlags
       .sessionSeen({
         operatorId: session.operatorId,
         sessionId: session.id,
         player: session.playerRef,
         place: req.ip,
-        now: s.clock.now(),
+        now: services.clock.now(),
         game,
       })
       .catch((err: unknown) => req.log.warn({ err }, 'compliance session check failed'));
@@ -119,7 +119,7 @@ export async function playerRoutes(app: FastifyInstance, s: AppServices): Promis
       ? playerRefusalPage({
           title: 'Session expired',
           message: 'This game session has ended. Go back to the operator site to start a new one.',
-          returnUrl: token ? await s.sessions.returnUrlOf(token) : null,
+          returnUrl: token ? await services.sessions.returnUrlOf(token) : null,
           nonce,
         })
       : playerRefusalPage({
@@ -142,7 +142,7 @@ export async function playerRoutes(app: FastifyInstance, s: AppServices): Promis
     options?: typeof READ_ONLY,
   ): Promise<PlayerSession | null> => {
     try {
-      return await s.sessions.byToken(token, options);
+      return await services.sessions.byToken(token, options);
     } catch (error) {
       if (!isDomainError(error)) throw error;
       await refuse(reply, token, error.code);
@@ -158,12 +158,12 @@ export async function playerRoutes(app: FastifyInstance, s: AppServices): Promis
     sandbox: string | null,
     game: 'crash' | 'stock_race',
   ): Promise<void> => {
-    const feed = sandbox === null ? s.feed : s.sandbox.feedOf(sandbox);
-    await streamFeed(req, reply, s.streams, feed, game, {
+    const feed = sandbox === null ? services.feed : services.sandbox.feedOf(sandbox);
+    await streamFeed(req, reply, services.streams, feed, game, {
       holder: { key: `player-session:${session.id}`, max: STREAM_ALLOWANCE.playerSession, name: 'session' },
-      endsInMs: session.expiresAt - s.clock.now(),
+      endsInMs: session.expiresAt - services.clock.now(),
       // The operator's players watch only while the operator is enabled.
-      stillAllowed: () => s.operators.isActive(session.operatorId),
+      stillAllowed: () => services.operators.isActive(session.operatorId),
     });
   };
 
@@ -171,10 +171,10 @@ export async function playerRoutes(app: FastifyInstance, s: AppServices): Promis
     const token = tokenOf(req.query);
     const session = await sessionForPage(reply, token, READ_ONLY);
     if (!session) return reply;
-    const sandbox = await s.sandbox.scopeOfSession(session);
+    const sandbox = await services.sandbox.scopeOfSession(session);
     seen(session, req, sandbox, 'stock_race');
-    const latest = await s.rounds.latest('stock_race', sandbox, READ_ONLY);
-    const round = latest ? { ...presentRound(latest), symbols: s.stockRaceGame.symbolsOf(latest) } : null;
+    const latest = await services.rounds.latest('stock_race', sandbox, READ_ONLY);
+    const round = latest ? { ...presentRound(latest), symbols: services.stockRaceGame.symbolsOf(latest) } : null;
     const nonce = newNonce();
     playerPageHeaders(reply, nonce);
     const feedPath = `/play/feed?token=${encodeURIComponent(token!)}`;
@@ -184,42 +184,42 @@ export async function playerRoutes(app: FastifyInstance, s: AppServices): Promis
       feedPath,
       nonce,
       token: token!,
-      serverNow: s.clock.now(),
+      serverNow: services.clock.now(),
     });
     return reply.type('text/html; charset=utf-8').send(page);
   });
 
   r.get('/play/feed', { schema: { querystring: TokenQuery } }, async (req, reply) => {
-    const session = await s.sessions.byToken(tokenOf(req.query), READ_ONLY);
-    const sandbox = await s.sandbox.scopeOfSession(session);
+    const session = await services.sessions.byToken(tokenOf(req.query), READ_ONLY);
+    const sandbox = await services.sandbox.scopeOfSession(session);
     seen(session, req, sandbox, 'stock_race');
     await streamUntilExpiry(req, reply, session, sandbox, 'stock_race');
   });
 
   app.get('/play/bets', { schema: { querystring: TokenQuery } }, async (req: TokenReq, reply) => {
-    const session = await s.sessions.byToken(tokenOf(req.query), READ_ONLY);
+    const session = await services.sessions.byToken(tokenOf(req.query), READ_ONLY);
     // The history is the player's as much as a page is: reading it from a second place is a second place.
-    seen(session, req, await s.sandbox.scopeOfSession(session), 'stock_race');
+    seen(session, req, await services.sandbox.scopeOfSession(session), 'stock_race');
     reply.header('cache-control', 'no-store');
-    return { bets: (await s.bets.ofSession(session.id, 50)).map(presentSessionBet) };
+    return { bets: (await services.bets.ofSession(session.id, 50)).map(presentSessionBet) };
   });
 
   app.get('/play/crash', { schema: { querystring: TokenQuery } }, async (req: TokenReq, reply) => {
     const token = tokenOf(req.query);
     const session = await sessionForPage(reply, token, READ_ONLY);
     if (!session) return reply;
-    const sandbox = await s.sandbox.scopeOfSession(session);
+    const sandbox = await services.sandbox.scopeOfSession(session);
     // Every page a token opens is a use of the session: a second place watching Crash is a second place.
     seen(session, req, sandbox, 'crash');
-    const latest = await s.rounds.latest('crash', sandbox, READ_ONLY);
-    const closed = await s.rounds.recentlyClosed('crash', 12, sandbox, READ_ONLY);
+    const latest = await services.rounds.latest('crash', sandbox, READ_ONLY);
+    const closed = await services.rounds.recentlyClosed('crash', 12, sandbox, READ_ONLY);
     const nonce = newNonce();
     playerPageHeaders(reply, nonce);
     const html = crashPlayerPage({
       session,
       token: token!,
       nonce,
-      serverNow: s.clock.now(),
+      serverNow: services.clock.now(),
       round: latest ? presentRound(latest) : null,
       recent: closed.map((c) => ({
         round_number: c.roundNumber,
@@ -233,9 +233,9 @@ export async function playerRoutes(app: FastifyInstance, s: AppServices): Promis
     const token = tokenOf(req.query);
     const session = await sessionForPage(reply, token, READ_ONLY);
     if (!session) return reply;
-    seen(session, req, await s.sandbox.scopeOfSession(session), null);
+    seen(session, req, await services.sandbox.scopeOfSession(session), null);
     // Only live rounds: sandbox ones are test data, outside the public fairness record.
-    const recent = await s.rounds.lastClosed(12, null, READ_ONLY);
+    const recent = await services.rounds.lastClosed(12, null, READ_ONLY);
     const asked = req.query.round;
     const roundId = typeof asked === 'string' && /^[\x21-\x7e]{1,100}$/.test(asked) ? asked : null;
     const nonce = newNonce();
@@ -244,7 +244,7 @@ export async function playerRoutes(app: FastifyInstance, s: AppServices): Promis
       session,
       token: token!,
       nonce,
-      serverNow: s.clock.now(),
+      serverNow: services.clock.now(),
       roundId,
       recent: recent.map((x) => ({ round_id: x.id, game: x.game, round_number: x.roundNumber })),
     });
@@ -252,8 +252,8 @@ export async function playerRoutes(app: FastifyInstance, s: AppServices): Promis
   });
 
   app.get('/play/crash/feed', { schema: { querystring: TokenQuery } }, async (req: TokenReq, reply) => {
-    const session = await s.sessions.byToken(tokenOf(req.query), READ_ONLY);
-    const sandbox = await s.sandbox.scopeOfSession(session);
+    const session = await services.sessions.byToken(tokenOf(req.query), READ_ONLY);
+    const sandbox = await services.sandbox.scopeOfSession(session);
     seen(session, req, sandbox, 'crash');
     await streamUntilExpiry(req, reply, session, sandbox, 'crash');
   });

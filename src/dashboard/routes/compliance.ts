@@ -23,12 +23,16 @@ function filtersFrom(values: Record<string, unknown>): FlagListFilters & { start
 }
 
 /** This operator's compliance flags, newest first, page by page; each open flag can be acknowledged. */
-export async function complianceRoutes(app: FastifyInstance, s: AppServices): Promise<void> {
+export async function complianceRoutes(app: FastifyInstance, services: AppServices): Promise<void> {
   app.get('/compliance', async (req: FastifyRequest<{ Querystring: Record<string, unknown> }>, reply) => {
     const c = ctx(req);
     const { startingAfter, ...filters } = filtersFrom(req.query);
     // One flag more than the page shows tells whether there are older ones to link to.
-    const found = await s.complianceFlags.list(c.operator.id, { ...filters, startingAfter, limit: FLAGS_PER_PAGE + 1 });
+    const found = await services.complianceFlags.list(c.operator.id, {
+      ...filters,
+      startingAfter,
+      limit: FLAGS_PER_PAGE + 1,
+    });
     const flags = found.slice(0, FLAGS_PER_PAGE);
     const notice = req.query.done === 'acknowledged' ? ACKNOWLEDGED_NOTICE : null;
     return reply.type('text/html; charset=utf-8').send(
@@ -58,7 +62,12 @@ export async function complianceRoutes(app: FastifyInstance, s: AppServices): Pr
       );
       const { startingAfter, ...filters } = filtersFrom(values);
       const back = flagListHref(filters, startingAfter);
-      await s.complianceFlags.acknowledge(c.operator.id, req.params.id, c.session.user.email, s.clock.now());
+      await services.complianceFlags.acknowledge(
+        c.operator.id,
+        req.params.id,
+        c.session.user.email,
+        services.clock.now(),
+      );
       return reply.redirect(`${back}${back.includes('?') ? '&' : '?'}done=acknowledged`, 303);
     },
   );

@@ -7,14 +7,14 @@ import { credentialsPage } from '../views/credentials';
 import { secretShownPage } from '../views/webhooks';
 
 /** The operator's API key, its secret rotation (OperatorService.rotateSecret) and the overlap window. */
-export async function credentialRoutes(app: FastifyInstance, s: AppServices): Promise<void> {
+export async function credentialRoutes(app: FastifyInstance, services: AppServices): Promise<void> {
   app.get('/credentials', async (req, reply) => {
     const c = ctx(req);
     const html = credentialsPage({
       user: c.user,
       operator: c.operator,
-      overlapMs: s.config.secretRotationOverlapMs,
-      now: s.clock.now(),
+      overlapMs: services.config.secretRotationOverlapMs,
+      now: services.clock.now(),
     });
     return reply.type('text/html; charset=utf-8').send(html);
   });
@@ -23,7 +23,7 @@ export async function credentialRoutes(app: FastifyInstance, s: AppServices): Pr
     const c = ctx(req);
     if (field(req.body as FormBody, 'confirm') !== '1')
       throw new DomainError('VALIDATION_FAILED', 'tick the confirmation box to rotate the secret');
-    const r = await s.operators.rotateSecret(c.operator.id);
+    const r = await services.operators.rotateSecret(c.operator.id);
     const html = secretShownPage({
       user: c.user,
       title: 'API secret rotated',

@@ -9,34 +9,37 @@ import { ctx } from '../context';
 import { livePage } from '../views/live';
 
 /** Home: the live games, the charts, and what needs attention. */
-export async function liveRoutes(app: FastifyInstance, s: AppServices): Promise<void> {
+export async function liveRoutes(app: FastifyInstance, services: AppServices): Promise<void> {
   app.get('/', async (req, reply) => {
     const c = ctx(req);
     const scope = c.operator.mode === 'test' ? c.operator.id : null;
-    const [crash, race] = await Promise.all([s.rounds.latest('crash', scope), s.rounds.latest('stock_race', scope)]);
+    const [crash, race] = await Promise.all([
+      services.rounds.latest('crash', scope),
+      services.rounds.latest('stock_race', scope),
+    ]);
     const html = livePage({
       user: c.user,
-      overview: await s.reports.overview(c.operator.id),
-      stats: await s.reports.liveStats(c.operator),
+      overview: await services.reports.overview(c.operator.id),
+      stats: await services.reports.liveStats(c.operator),
       crash: crash ? presentRound(crash) : null,
-      race: race ? { ...presentRound(race), symbols: s.stockRaceGame.symbolsOf(race) } : null,
-      serverNow: s.clock.now(),
+      race: race ? { ...presentRound(race), symbols: services.stockRaceGame.symbolsOf(race) } : null,
+      serverNow: services.clock.now(),
     });
     return reply.type('text/html; charset=utf-8').send(html);
   });
 
-  app.get('/api/stats', async (req) => s.reports.liveStats(ctx(req).operator));
+  app.get('/api/stats', async (req) => services.reports.liveStats(ctx(req).operator));
 
   // The same feed partners get on the API surfaces, authenticated by the dashboard session instead.
   app.get('/feed/:game', async (req: FastifyRequest<{ Params: { game: string } }>, reply) => {
     const game = req.params.game as Game;
     if (!GAMES.includes(game)) throw new DomainError('NOT_FOUND', `no live feed for "${req.params.game}"`);
     const { operator, session, stillSignedIn } = ctx(req);
-    const feed = operator.mode === 'test' ? s.sandbox.feedOf(operator.id) : s.feed;
+    const feed = operator.mode === 'test' ? services.sandbox.feedOf(operator.id) : services.feed;
     // A signed-out or expired session, or a disabled operator, must not keep watching.
-    await streamFeed(req, reply, s.streams, feed, game, {
+    await streamFeed(req, reply, services.streams, feed, game, {
       holder: { key: `dashboard-user:${session.user.id}`, max: STREAM_ALLOWANCE.dashboardUser, name: 'dashboard user' },
-      endsInMs: session.expiresAt - s.clock.now(),
+      endsInMs: session.expiresAt - services.clock.now(),
       stillAllowed: stillSignedIn,
     });
   });

@@ -23,13 +23,13 @@ function gameFilter(raw: string | undefined): Game | undefined {
 }
 
 /** Rounds with their seeds, bets with their audit trails, and the wallet settlements still pending. */
-export async function roundRoutes(app: FastifyInstance, s: AppServices): Promise<void> {
+export async function roundRoutes(app: FastifyInstance, services: AppServices): Promise<void> {
   app.get('/rounds', async (req: QueryReq, reply) => {
     const c = ctx(req);
     const game = gameFilter(queryField(req.query, 'game'));
     const scope = c.operator.mode === 'test' ? c.operator.id : null;
-    const rounds = await s.rounds.recent(game ?? null, ROUNDS_SHOWN, scope);
-    const bets = await s.bets.countsByRound(
+    const rounds = await services.rounds.recent(game ?? null, ROUNDS_SHOWN, scope);
+    const bets = await services.bets.countsByRound(
       c.operator.id,
       rounds.map((r) => r.id),
     );
@@ -49,7 +49,7 @@ export async function roundRoutes(app: FastifyInstance, s: AppServices): Promise
     if (filters.status && !(BET_STATUSES as string[]).includes(filters.status)) {
       throw new DomainError('VALIDATION_FAILED', `status must be one of ${BET_STATUSES.join(', ')}`);
     }
-    const bets = await s.bets.find({
+    const bets = await services.bets.find({
       operatorId: c.operator.id,
       player: filters.player,
       roundId: filters.round,
@@ -64,12 +64,12 @@ export async function roundRoutes(app: FastifyInstance, s: AppServices): Promise
     '/bets/:id',
     async (req: FastifyRequest<{ Params: { id: string }; Querystring: Record<string, unknown> }>, reply) => {
       const c = ctx(req);
-      const bet = await s.bets.byId(req.params.id);
+      const bet = await services.bets.byId(req.params.id);
       if (!bet || bet.operatorId !== c.operator.id)
         throw new DomainError('BET_NOT_FOUND', `no bet ${req.params.id} for this operator`);
-      const round = await s.rounds.byId(bet.roundId);
-      const settlement = (await s.settlements.byBet(bet.id)) ?? null;
-      const attempts = settlement ? await s.settlements.attempts(bet.id) : [];
+      const round = await services.rounds.byId(bet.roundId);
+      const settlement = (await services.settlements.byBet(bet.id)) ?? null;
+      const attempts = settlement ? await services.settlements.attempts(bet.id) : [];
       return reply.type('text/html; charset=utf-8').send(
         betPage({
           user: c.user,
@@ -85,14 +85,15 @@ export async function roundRoutes(app: FastifyInstance, s: AppServices): Promise
 
   app.get('/settlements', async (req: QueryReq, reply) => {
     const c = ctx(req);
-    const pending = await s.settlements.list({
+    const pending = await services.settlements.list({
       operatorId: c.operator.id,
       status: 'pending',
       limit: SETTLEMENTS_SHOWN,
     });
     // Only a full page can hide more: the count is read then, so the usual short list costs no extra query.
-    const total = pending.length < SETTLEMENTS_SHOWN ? pending.length : await s.settlements.pendingCount(c.operator.id);
-    const payouts = await s.reports.settlementPayouts(
+    const total =
+      pending.length < SETTLEMENTS_SHOWN ? pending.length : await services.settlements.pendingCount(c.operator.id);
+    const payouts = await services.reports.settlementPayouts(
       c.operator.id,
       pending.map((p) => p.betId),
     );
@@ -104,7 +105,7 @@ export async function roundRoutes(app: FastifyInstance, s: AppServices): Promise
   // The same rule as the admin CLI's `settlements retry`: due now, same idempotency_key; a confirmed one is refused.
   app.post('/settlements/:bet/retry', async (req: FastifyRequest<{ Params: { bet: string } }>, reply) => {
     const c = ctx(req);
-    const settlement = await s.settlements.retry(c.operator.id, req.params.bet);
+    const settlement = await services.settlements.retry(c.operator.id, req.params.bet);
     const back = field(req.body as FormBody, 'back');
     const target = back === `/dashboard/bets/${settlement.betId}` ? back : '/dashboard/settlements';
     return reply.redirect(`${target}?notice=settlement-retry`, 303);

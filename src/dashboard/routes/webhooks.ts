@@ -15,10 +15,10 @@ const htmlReply = (reply: FastifyReply, body: string, status = 200) =>
  * Webhook endpoints through the webhook service (the same calls as the management API): list, add,
  * edit, delete, rotate the secret, send a test, read the delivery log and re-send dead letters.
  */
-export async function webhookRoutes(app: FastifyInstance, s: AppServices): Promise<void> {
+export async function webhookRoutes(app: FastifyInstance, services: AppServices): Promise<void> {
   const log = async (operatorId: string, endpointId: string): Promise<DeliveryWithAttempts[]> => {
-    const list = await s.webhooks.listDeliveries(operatorId, { endpointId, limit: LOG_SIZE });
-    return Promise.all(list.map((d) => s.webhooks.getDelivery(operatorId, d.delivery_id)));
+    const list = await services.webhooks.listDeliveries(operatorId, { endpointId, limit: LOG_SIZE });
+    return Promise.all(list.map((d) => services.webhooks.getDelivery(operatorId, d.delivery_id)));
   };
   const back = (reply: FastifyReply, id: string, key: NoticeKey) =>
     reply.redirect(`/dashboard/webhooks/${encodeURIComponent(id)}?notice=${key}`, 303);
@@ -29,7 +29,7 @@ export async function webhookRoutes(app: FastifyInstance, s: AppServices): Promi
       reply,
       webhooksPage({
         user: c.user,
-        endpoints: await s.webhooks.listEndpoints(c.operator.id),
+        endpoints: await services.webhooks.listEndpoints(c.operator.id),
         notice: notice(req.query.notice),
       }),
     );
@@ -44,7 +44,7 @@ export async function webhookRoutes(app: FastifyInstance, s: AppServices): Promi
       surface: field(body, 'surface') === 'B' ? ('B' as const) : ('A' as const),
     };
     try {
-      const created = await s.webhooks.createEndpoint(c.operator.id, input);
+      const created = await services.webhooks.createEndpoint(c.operator.id, input);
       return htmlReply(
         reply,
         secretShownPage({
@@ -60,7 +60,7 @@ export async function webhookRoutes(app: FastifyInstance, s: AppServices): Promi
     } catch (error) {
       if (!isDomainError(error)) throw error;
       // The form comes back with what was typed and the reason, instead of a dead-end error page.
-      const endpoints = await s.webhooks.listEndpoints(c.operator.id);
+      const endpoints = await services.webhooks.listEndpoints(c.operator.id);
       return htmlReply(
         reply,
         webhooksPage({ user: c.user, endpoints, error: error.message, form: { url: input.url, events: input.events } }),
@@ -71,7 +71,7 @@ export async function webhookRoutes(app: FastifyInstance, s: AppServices): Promi
 
   app.get('/webhooks/:id', async (req: IdReq, reply) => {
     const c = ctx(req);
-    const endpoint = await s.webhooks.getEndpoint(c.operator.id, req.params.id);
+    const endpoint = await services.webhooks.getEndpoint(c.operator.id, req.params.id);
     const entries = await log(c.operator.id, endpoint.endpoint_id);
     return htmlReply(
       reply,
@@ -87,7 +87,7 @@ export async function webhookRoutes(app: FastifyInstance, s: AppServices): Promi
   // The log alone, for the page's periodic refresh.
   app.get('/webhooks/:id/log', async (req: IdReq, reply) => {
     const c = ctx(req);
-    const endpoint = await s.webhooks.getEndpoint(c.operator.id, req.params.id);
+    const endpoint = await services.webhooks.getEndpoint(c.operator.id, req.params.id);
     const entries = await log(c.operator.id, endpoint.endpoint_id);
     return htmlReply(
       reply,
@@ -104,11 +104,11 @@ export async function webhookRoutes(app: FastifyInstance, s: AppServices): Promi
       enabled: field(body, 'enabled') === '1',
     };
     try {
-      await s.webhooks.updateEndpoint(c.operator.id, req.params.id, patch);
+      await services.webhooks.updateEndpoint(c.operator.id, req.params.id, patch);
       return back(reply, req.params.id, 'endpoint-updated');
     } catch (error) {
       if (!isDomainError(error) || error.code === 'WEBHOOK_ENDPOINT_NOT_FOUND') throw error;
-      const endpoint = await s.webhooks.getEndpoint(c.operator.id, req.params.id);
+      const endpoint = await services.webhooks.getEndpoint(c.operator.id, req.params.id);
       const entries = await log(c.operator.id, endpoint.endpoint_id);
       return htmlReply(
         reply,
@@ -129,13 +129,13 @@ export async function webhookRoutes(app: FastifyInstance, s: AppServices): Promi
   });
 
   app.post('/webhooks/:id/delete', async (req: IdReq, reply) => {
-    await s.webhooks.deleteEndpoint(ctx(req).operator.id, req.params.id);
+    await services.webhooks.deleteEndpoint(ctx(req).operator.id, req.params.id);
     return reply.redirect('/dashboard/webhooks?notice=endpoint-deleted', 303);
   });
 
   app.post('/webhooks/:id/rotate', async (req: IdReq, reply) => {
     const c = ctx(req);
-    const rotated = await s.webhooks.rotateSecret(c.operator.id, req.params.id);
+    const rotated = await services.webhooks.rotateSecret(c.operator.id, req.params.id);
     return htmlReply(
       reply,
       secretShownPage({
@@ -151,7 +151,7 @@ export async function webhookRoutes(app: FastifyInstance, s: AppServices): Promi
   });
 
   app.post('/webhooks/:id/test', async (req: IdReq, reply) => {
-    await s.webhooks.sendTestEvent(ctx(req).operator.id, req.params.id);
+    await services.webhooks.sendTestEvent(ctx(req).operator.id, req.params.id);
     return back(reply, req.params.id, 'test-sent');
   });
 
@@ -159,8 +159,8 @@ export async function webhookRoutes(app: FastifyInstance, s: AppServices): Promi
     '/webhooks/:id/deliveries/:delivery/resend',
     async (req: FastifyRequest<{ Params: { id: string; delivery: string } }>, reply) => {
       const c = ctx(req);
-      const d = await s.webhooks.getDelivery(c.operator.id, req.params.delivery);
-      await s.webhooks.resend(c.operator.id, d.delivery_id);
+      const d = await services.webhooks.getDelivery(c.operator.id, req.params.delivery);
+      await services.webhooks.resend(c.operator.id, d.delivery_id);
       return back(reply, d.endpoint_id, 'resent');
     },
   );

@@ -71,9 +71,7 @@ const BETS_CLOSED = new DomainError(
 const asText = (r: CommandResponse): StoredText => ({ statusCode: r.statusCode, response: JSON.stringify(r.body) });
 
 /**
- * The machine-timing rule over a player's latest manual cash-outs (SQLite hands the rows to it). Made
- * here, not as an arrow in the plan's literal: tsx keeps function names, and a named closure created
- * per cash-out costs a defineProperty call (docs/benchmarks.md, 2026-11-27 morning).
+ * The machine-timing rule over a player's latest manual cash-outs (SQLite hands the rows to it).
  */
 function timingRule(rules: ComplianceSettings): (recent: TimedRow[]) => boolean {
   return (recent) =>

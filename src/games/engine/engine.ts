@@ -297,7 +297,6 @@ export class RoundEngine {
         openedAt: now,
         bettingClosesAt: now + this.o.driver.bettingWindowMs,
         // The salt is the chain's, fixed after its commitment; the round carries it for verification.
-        // spread-ok: once per round.
         settings: { ...this.o.driver.roundSettings(), ...(seed.salt === null ? {} : { salt: seed.salt }) },
         operatorId: this.o.operatorId ?? null,
       });
@@ -327,7 +326,6 @@ export class RoundEngine {
       const heartbeatAt = this.o.driver.heartbeatMs ? now : null;
       const fields = { running_at: now, ends_at: endsAt, heartbeat_at: heartbeatAt };
       await roundRepository.transition(tx, r, 'running', fields);
-      // spread-ok: once per round.
       const running: RunningRound = { ...r, status: 'running', runningAt: now, endsAt, heartbeatAt };
       return { by: 'this process' as const, round: running };
     });

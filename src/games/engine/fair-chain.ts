@@ -111,7 +111,6 @@ export function verifyRevealed(
       verified = h === anchor.value;
     }
     if (verified) anchor = { idx: r.idx, value: r.seed };
-    // spread-ok: a published chain's records, read by a verifier, not by bets.
     return { ...r, verified };
   });
 }
@@ -132,7 +131,7 @@ export class FairChainService {
   constructor(
     private readonly db: Database,
     private readonly lengthFor: (game: Game) => number,
-    private readonly o: FairChainOptions,
+    private readonly options: FairChainOptions,
   ) {}
 
   /**
@@ -147,7 +146,7 @@ export class FairChainService {
     const seedsLeft = cursor ? cursor.length - cursor.nextIdx : 0;
     let record = cursor && seedsLeft > 0 ? await this.record(cursor.chainId) : null;
     if (cursor && seedsLeft > 0 && !record) {
-      this.o.logger.warn(
+      this.options.logger.warn(
         { game, chain: cursor.chainId },
         'the current hash chain has no public commitment record; publishing a new chain instead',
       );
@@ -159,7 +158,7 @@ export class FairChainService {
     record = await this.autoContribute(record);
     const nextIdx = record.chainId === cursor?.chainId ? cursor.nextIdx : 0;
     const refusal =
-      refusalOf(record, this.o.allowFixtures) ??
+      refusalOf(record, this.options.allowFixtures) ??
       (await linkRefusal(this.db, record, nextIdx, await chains.seedAt(this.db, game, record.chainId, nextIdx)));
     if (refusal === null) {
       this.logged.delete(record.chainId);
@@ -169,7 +168,9 @@ export class FairChainService {
     if (this.logged.get(record.chainId) !== refusal) {
       this.logged.set(record.chainId, refusal);
       const log =
-        record.salt === null ? this.o.logger.warn.bind(this.o.logger) : this.o.logger.error.bind(this.o.logger);
+        record.salt === null
+          ? this.options.logger.warn.bind(this.options.logger)
+          : this.options.logger.error.bind(this.options.logger);
       log(
         { game, chain: record.chainId, commitment: record.commitment },
         `refusing to play: ${refusal}` +
@@ -192,7 +193,7 @@ export class FairChainService {
   }
 
   private async autoContribute(record: ChainRecord): Promise<ChainRecord> {
-    if (record.salt !== null || record.origin !== 'generated' || !this.o.autoContribute) return record;
+    if (record.salt !== null || record.origin !== 'generated' || !this.options.autoContribute) return record;
     return this.contribute(record.chainId, {
       contributor: 'service (automatic, development/test only)',
       value: randomBytes(32).toString('hex'),
@@ -207,7 +208,10 @@ export class FairChainService {
 
   private async makeCurrent(record: ChainRecord): Promise<ChainRecord> {
     await this.db.transaction((tx) => chains.setCursor(tx, record.game, record.chainId, record.length));
-    this.o.logger.info({ game: record.game, chain: record.chainId }, 'moved on to the hash chain published ahead');
+    this.options.logger.info(
+      { game: record.game, chain: record.chainId },
+      'moved on to the hash chain published ahead',
+    );
     return record;
   }
 
@@ -215,18 +219,21 @@ export class FairChainService {
    * Generates a chain and publishes its record (commitment and time) in one transaction; no salt yet.
    * `current`: play from it now (the cursor moves to it), or keep it queued behind the current one.
    */
-  private async publishChain(game: Game, o: { current: boolean }): Promise<ChainRecord> {
+  private async publishChain(game: Game, placement: { current: boolean }): Promise<ChainRecord> {
     const length = this.lengthFor(game);
     const chainId = `chain_${randomUUID()}`;
     const hashes = generateChain(randomBytes(32).toString('hex'), length);
     const commitment = previousHash(hashes[0]!);
-    const now = this.o.clock.now();
+    const now = this.options.clock.now();
     await this.db.transaction(async (tx) => {
       await chains.insertSeeds(tx, game, chainId, hashes);
       await chains.insertRecord(tx, { chainId, game, length, commitment, committedAt: now });
-      if (o.current) await chains.setCursor(tx, game, chainId, length);
+      if (placement.current) await chains.setCursor(tx, game, chainId, length);
     });
-    this.o.logger.info({ game, chain: chainId, commitment, length }, 'published the commitment of a new hash chain');
+    this.options.logger.info(
+      { game, chain: chainId, commitment, length },
+      'published the commitment of a new hash chain',
+    );
     return (await this.record(chainId))!;
   }
 
@@ -257,7 +264,7 @@ export class FairChainService {
     }
     // The salt hashes the commitment, so it cannot predate it whatever the clocks say; an instance
     // whose clock runs behind the one that published must not record an impossible order.
-    const now = Math.max(this.o.clock.now(), record.committedAt);
+    const now = Math.max(this.options.clock.now(), record.committedAt);
     const salt = deriveSalt(record.commitment, input.value);
     const contribution = {
       contribution: input.value,
@@ -268,7 +275,7 @@ export class FairChainService {
     };
     const fixed = await this.db.transaction((tx) => chains.fixSalt(tx, chainId, contribution));
     if (!fixed) throw new DomainError('ILLEGAL_TRANSITION', `chain ${chainId} already has its salt`);
-    this.o.logger.info(
+    this.options.logger.info(
       { chain: chainId, contributor: input.contributor, automatic: Boolean(input.automatic), salt },
       'fixed the salt of a hash chain',
     );
@@ -283,7 +290,7 @@ export class FairChainService {
     }
     const record = await chains.record(tx, cursor.chainId);
     if (!record) throw new Error(`hash chain ${cursor.chainId} has no public record; it cannot be played`);
-    const refusal = refusalOf(record, this.o.allowFixtures);
+    const refusal = refusalOf(record, this.options.allowFixtures);
     if (refusal !== null) throw new Error(`refusing to play: ${refusal}`);
     const idx = cursor.nextIdx;
     const seed = await chains.seedAt(tx, game, cursor.chainId, idx);
@@ -294,7 +301,7 @@ export class FairChainService {
     if (!(await chains.advanceCursor(tx, game, idx))) throw new Error('hash chain cursor moved concurrently');
     // Never before the salt was fixed, even on an instance whose clock lags the one that fixed it: the
     // verifier checks that the chain was first played after its salt was fixed.
-    const playedAt = Math.max(this.o.clock.now(), record.saltFixedAt ?? 0);
+    const playedAt = Math.max(this.options.clock.now(), record.saltFixedAt ?? 0);
     if (record.firstPlayedIdx === null) await chains.markFirstPlayed(tx, record.chainId, idx, playedAt);
     return { chainId: cursor.chainId, idx, seed, seedHash: sha256Hex(seed), salt: record.salt };
   }
@@ -343,7 +350,7 @@ export class FairChainService {
 
   statusOf(record: ChainRecord): ChainStatus {
     if (record.origin === 'generated' && record.salt === null) return 'awaiting_contribution';
-    return refusalOf(record, this.o.allowFixtures) === null ? 'playable' : 'refused';
+    return refusalOf(record, this.options.allowFixtures) === null ? 'playable' : 'refused';
   }
 
   /** Every seed the chain has revealed (closed or voided rounds), each checked against the commitment. */

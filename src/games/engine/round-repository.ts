@@ -61,9 +61,7 @@ interface RoundTimes {
 }
 
 /**
- * The state of a round that has no outcome (open, running or void), its times checked. Module-level
- * rather than a closure inside toRound: tsx keeps function names, so every closure created per row
- * costs a defineProperty call (docs/benchmarks.md, 2026-11-27 morning).
+ * The state of a round that has no outcome (open, running or void), its times checked.
  */
 function unclosedState(r: RoundRow, t: RoundTimes): StateWithoutOutcome {
   const { runningAt, endsAt, heartbeatAt, closedAt, voidedAt, outcome } = t;

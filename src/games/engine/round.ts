@@ -145,10 +145,8 @@ export function isStockRaceOutcome(o: unknown): o is StockRaceOutcome {
 
 /** A running round closed with its game's outcome; an outcome of another game is a defect. */
 export function closedWith(round: RunningRound, closedAt: number, outcome: RoundOutcome): ClosedRound {
-  // spread-ok: these three run once per round.
   if (round.game === 'crash' && isCrashOutcome(outcome)) return { ...round, status: 'closed', closedAt, outcome };
   if (round.game === 'stock_race' && isStockRaceOutcome(outcome)) {
-    // spread-ok: once per round.
     return { ...round, status: 'closed', closedAt, outcome };
   }
   throw new Error(`round ${round.id} (${round.game}) cannot close with the outcome ${JSON.stringify(outcome)}`);
@@ -156,7 +154,6 @@ export function closedWith(round: RunningRound, closedAt: number, outcome: Round
 
 /** An open or running round voided: every stake not already paid is returned. */
 export function voidedWith(round: OpenRound | RunningRound, voidedAt: number, voidReason: string): VoidRound {
-  // spread-ok: once per round.
   return { ...round, status: 'void', voidedAt, voidReason };
 }
 

@@ -8,7 +8,8 @@ import type { Game } from '../../games/engine/round';
 import type { SandboxScript } from '../../sandbox/sandbox-settings';
 import type { AppServices } from '../../services';
 import { keyedPost, replayable, replayableErrors } from '../keyed-write';
-import { guardSurface, type Surface } from '../surface';
+import { guardSurface } from '../surface/guard-surface';
+import type { Surface } from '../surface/surface';
 import { authHeadersFor, keyedHeadersFor, SIGNED_ROUTE_ERRORS } from '../webhooks/schemas';
 
 const errors = SIGNED_ROUTE_ERRORS;

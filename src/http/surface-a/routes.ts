@@ -14,7 +14,8 @@ import { SURFACE_A_STATUS } from '../error-maps';
 import { idempotencyKeyOf, refusalIn, replayable, replayableErrors, sendAnswer } from '../keyed-write';
 import { withRetryAfter } from '../openapi';
 import { EVENT_STREAM, operatorStreamTerms, streamFeed } from '../sse';
-import { guardSurface, type Surface } from '../surface';
+import { guardSurface } from '../surface/guard-surface';
+import type { Surface } from '../surface/surface';
 import {
   AuthHeaders,
   BetIdParams,
@@ -75,10 +76,6 @@ export function presentCrashBet(bet: CrashBet, livemode: boolean): Static<typeof
   };
 }
 
-// The two presenters below are module-level, not arrows in each request's literal: tsx keeps function
-// names, and a named closure created per request costs a defineProperty call (docs/benchmarks.md,
-// 2026-11-27 morning).
-
 /** place-bet's 200 body, for a bet whose auto cash-out was sent as `autoCashout`. */
 function placedPresenter(
   autoCashout: Static<typeof PlaceBetBody>['auto_cashout'] | null,
@@ -115,8 +112,8 @@ export async function surfaceARoutes(app: FastifyInstance, s: AppServices): Prom
   const r = app.withTypeProvider<TypeBoxTypeProvider>();
   guardSurface(app, surfaceA, s, { ownsNotFound: true });
   // Test-mode operators play in their own sandbox rounds.
-  const isTest = (o: Operator): boolean => o.mode === 'test';
-  const scopeOf = (o: Operator): string | null => (isTest(o) ? o.id : null);
+  const isTest = (operator: Operator): boolean => operator.mode === 'test';
+  const scopeOf = (operator: Operator): string | null => (isTest(operator) ? operator.id : null);
 
   /** The command's request: the key header (required), the route and body it hashes, the signature it records. */
   const commandRequest = (req: FastifyRequest): CommandRequest => {

@@ -17,7 +17,7 @@ export const IdempotentHeaders = Type.Object(
   {
     ...AuthHeaders.properties,
     // Required like the spec says; a request without it still answers 400 IDEMPOTENCY_KEY_MISSING
-    // (see MISSING_FIELD_CODES in ../surface.ts).
+    // (see MISSING_FIELD_CODES in ../surface/validation-wording.ts).
     'idempotency-key': Type.String({ description: '1 to 255 characters, unique per operation' }),
   },
   { additionalProperties: true },

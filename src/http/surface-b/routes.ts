@@ -13,7 +13,8 @@ import { keyedPost, refusalIn, replayable, replayableErrors, sendAnswer } from '
 import { withRetryAfter } from '../openapi';
 import { keyedHeadersFor } from '../webhooks/schemas';
 import { EVENT_STREAM, operatorStreamTerms, streamFeed } from '../sse';
-import { guardSurface, type Surface } from '../surface';
+import { guardSurface } from '../surface/guard-surface';
+import type { Surface } from '../surface/surface';
 import {
   AuthHeadersB,
   BetIdParamsB,
@@ -98,8 +99,8 @@ export async function surfaceBRoutes(app: FastifyInstance, s: AppServices): Prom
   const r = app.withTypeProvider<TypeBoxTypeProvider>();
   guardSurface(app, surfaceB, s, { ownsNotFound: true });
   // Test-mode operators play in their own sandbox rounds and raise no compliance flags.
-  const isTest = (o: Operator): boolean => o.mode === 'test';
-  const scopeOf = (o: Operator): string | null => (isTest(o) ? o.id : null);
+  const isTest = (operator: Operator): boolean => operator.mode === 'test';
+  const scopeOf = (operator: Operator): string | null => (isTest(operator) ? operator.id : null);
   const keyed = { idempotency: s.idempotency, surface: surfaceB };
   const launchHeaders = keyedHeadersFor(surfaceB);
 

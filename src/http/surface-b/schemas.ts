@@ -74,7 +74,8 @@ export const ReserveBody = Type.Object(
     }),
     stake: Type.Number({ description: 'must be a decimal amount in the session currency' }),
     // Required like every field here; a missing key still answers 400 IDEMPOTENCY_KEY_MISSING (see
-    // MISSING_FIELD_CODES in ../surface.ts), the code the service gives for any monetary write without one.
+    // MISSING_FIELD_CODES in ../surface/validation-wording.ts), the code the service gives for any monetary
+    // write without one.
     idempotency_key: Type.String({
       minLength: 1,
       maxLength: 255,

@@ -3,7 +3,8 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { absentBodyAsEmpty } from '../json-body';
 import { keyedPost, replayable, replayableErrors } from '../keyed-write';
-import { guardSurface, type Surface } from '../surface';
+import { guardSurface } from '../surface/guard-surface';
+import type { Surface } from '../surface/surface';
 import type { AppServices } from '../../services';
 import type { DeliveryStatus } from '../../webhooks/deliveries';
 import { MAX_ENDPOINTS_PER_OPERATOR } from '../../webhooks/endpoints';
@@ -45,14 +46,14 @@ const errors = SIGNED_ROUTE_ERRORS;
  * must not be stored, so it is never keyed. PATCH and DELETE set a state: repeating them is harmless.
  */
 export function webhookRoutes(surface: Surface) {
-  return async function register(app: FastifyInstance, s: AppServices): Promise<void> {
+  return async function register(app: FastifyInstance, services: AppServices): Promise<void> {
     const r = app.withTypeProvider<TypeBoxTypeProvider>();
-    guardSurface(app, surface, s);
+    guardSurface(app, surface, services);
     const headers = authHeadersFor(surface);
     const keyedHeaders = keyedHeadersFor(surface);
     const tags = ['Webhooks'];
-    const w = s.webhooks;
-    const keyed = { idempotency: s.idempotency, surface };
+    const w = services.webhooks;
+    const keyed = { idempotency: services.idempotency, surface };
 
     r.post(
       '/webhook-endpoints',

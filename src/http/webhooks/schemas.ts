@@ -1,6 +1,6 @@
 import { Type, type Static } from 'typebox';
 import { withRetryAfter } from '../openapi';
-import type { Surface } from '../surface';
+import type { Surface } from '../surface/surface';
 import { EVENT_TYPES } from '../../webhooks/domain-event';
 import { DELIVERY_STATUSES } from '../../webhooks/deliveries';
 import { MAX_URL_LENGTH } from '../../outbound/url-safety';
