@@ -9,9 +9,9 @@ set -euo pipefail
 # The supported Node LTS lines (package.json `engines`, docs/dependencies.md). A machine with another Node
 # gets Node 24 from the npm registry with `source scripts/use-node-lts.sh`.
 case "$(node -p 'process.versions.node.split(".")[0]')" in
-  24 | 26) ;;
+  24) ;;
   *)
-    echo "The tests run on Node 24 or 26 LTS, not $(node --version): run \`source scripts/use-node-lts.sh\`" \
+    echo "The tests run on Node 24 LTS, not $(node --version): run \`source scripts/use-node-lts.sh\`" \
       "(it fetches Node 24 from the npm registry for this shell), then \`npm ci\` and \`npm test\`." >&2
     exit 1
     ;;
