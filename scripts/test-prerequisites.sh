@@ -1,9 +1,27 @@
 #!/usr/bin/env bash
-# Runs before `npm test`: the suites need a PostgreSQL server on 127.0.0.1:5432 and a Redis server on
-# 127.0.0.1:6379 (their tests must run, never skip) and Debian's Chromium for the browser tests.
+# Runs before `npm test`: the suites need a supported Node, a PostgreSQL server on 127.0.0.1:5432 and a
+# Redis server on 127.0.0.1:6379 (their tests must run, never skip) and Debian's Chromium for the browser
+# tests.
 # Starts or installs what is missing when this machine allows it; otherwise says exactly what to do
 # and fails.
 set -euo pipefail
+
+# The supported Node LTS lines (package.json `engines`, docs/dependencies.md). A machine with another Node
+# gets Node 24 from the npm registry with `source scripts/use-node-lts.sh`.
+case "$(node -p 'process.versions.node.split(".")[0]')" in
+  24) ;;
+  *)
+    echo "The tests run on Node 24 LTS, not $(node --version): run \`source scripts/use-node-lts.sh\`" \
+      "(it fetches Node 24 from the npm registry for this shell), then \`npm ci\` and \`npm test\`." >&2
+    exit 1
+    ;;
+esac
+
+# better-sqlite3 is compiled for one Node ABI: after a switch of Node it must be rebuilt before anything loads it.
+if ! node -e "require('better-sqlite3')(':memory:').close()" >/dev/null 2>&1; then
+  echo "better-sqlite3 was built for another Node version; rebuilding it for $(node --version)"
+  npm rebuild better-sqlite3
+fi
 
 pg_up() { command -v pg_isready >/dev/null 2>&1 && pg_isready -h 127.0.0.1 -p 5432 -q; }
 

@@ -3,8 +3,8 @@ import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { renderTypes } from '../packages/client/scripts/generate-types';
-import { startTestApp, type TestApp } from './support/harness';
+import { renderTypes } from '../../packages/client/scripts/generate-types';
+import { startTestApp, type TestApp } from '../support/harness';
 
 /**
  * What a code generator makes of the served /openapi.json: openapi-typescript (the generator the client
@@ -13,7 +13,7 @@ import { startTestApp, type TestApp } from './support/harness';
  */
 
 // The root's TypeScript 7 has no compiler API; the client package keeps TypeScript 5 for openapi-typescript.
-const ts = createRequire(join(__dirname, '../packages/client/package.json'))('typescript');
+const ts = createRequire(join(__dirname, '../../packages/client/package.json'))('typescript');
 
 interface Generated {
   /** components.schemas: each name and its fields, `name: type` (`name?: type` when optional). */

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { migrate } from '../src/store/migrate';
-import { SqliteDatabase } from '../src/store/sqlite';
+import { migrate } from '../../src/store/migrate';
+import { SqliteDatabase } from '../../src/store/sqlite';
 
 describe('the wallet outbox claim on SQLite', () => {
   it('reads due settlements in claim order from an index, without sorting every due row', async () => {
