@@ -5,11 +5,11 @@ import { join, relative, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort } from './support/child-service';
-import { client, eventually, type TestOperator } from './support/harness';
+import { freePort } from '../support/child-service';
+import { client, eventually, type TestOperator } from '../support/harness';
 
 const run = promisify(execFile);
-const ROOT = resolve(import.meta.dirname, '..');
+const ROOT = resolve(import.meta.dirname, '../..');
 const DIST = join(ROOT, 'dist');
 
 /** Every file below `dir`, as paths relative to it. */
