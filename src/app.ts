@@ -339,7 +339,7 @@ export async function createApp(config: Config, overrides: AppOverrides = {}): P
     limiter: redis ? new RedisTokenBucketLimiter(redis, clock) : new TokenBucketLimiter(clock),
     seenSignatures,
     authFailures: new AuthFailureLimiter(redis, config.authFailureLimit),
-    dashboardUsers: new DashboardAuth(db, clock, new LoginThrottle(redis)),
+    dashboardUsers: new DashboardAuth(db, clock, new LoginThrottle(redis), box),
     crashGame,
     engines: { crash: crashEngine, stockRace: stockRaceEngine },
     stockRaceGame,
