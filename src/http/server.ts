@@ -33,6 +33,12 @@ export interface HttpOptions {
   observability?: HttpObservability;
 }
 
+/** The /docs page's signer for sandbox keys, served as one of Swagger UI's theme scripts. */
+const DOCS_SIGNING_SCRIPT = readFileSync(new URL('./static/docs-signing.js', import.meta.url), 'utf8');
+const DOCS_SIGNING_STYLE =
+  '#sandbox-signing { font: 14px sans-serif; padding: .6rem 1rem; background: #f1e9f8; ' +
+  'border-bottom: 2px solid #5b2a86; display: flex; flex-wrap: wrap; gap: .5rem 1rem; align-items: center; }';
+
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
 /** Which surface's error shape a request outside every surface scope gets: A under its prefix, else B's. */
@@ -311,7 +317,28 @@ export async function buildHttpServer(s: AppServices, options: HttpOptions = {})
       webhooks: withWebhookSecurity(openApiWebhooks()),
     },
   });
-  await app.register(swaggerUi, { routePrefix: '/docs' });
+  await app.register(swaggerUi, {
+    routePrefix: '/docs',
+    // "Try it out" signs with a sandbox key typed into the page (static/docs-signing.js).
+    theme: {
+      js: [{ filename: 'docs-signing.js', content: DOCS_SIGNING_SCRIPT }],
+      css: [{ filename: 'docs-signing.css', content: DOCS_SIGNING_STYLE }],
+    },
+    // Try it out goes to the first server: the host the page was loaded from, when PUBLIC_BASE_URL
+    // names another (a local run on another port, a staging host), so the page calls where it lives.
+    transformSpecification: (document, req) => {
+      const here = `${req.protocol}://${req.host}`;
+      const servers = (document as { servers?: { url: string }[] }).servers ?? [];
+      if (servers.some((server) => server.url === here)) return document;
+      return { ...document, servers: [{ url: here, description: 'the host this page was loaded from' }, ...servers] };
+    },
+    uiConfig: {
+      // Runs in the browser, self-contained: it hands each request to the page's signer.
+      requestInterceptor: (request) =>
+        (globalThis as { sandboxSigner?: (r: typeof request) => Promise<typeof request> }).sandboxSigner?.(request) ??
+        request,
+    },
+  });
 
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
   // Probes for process managers and load balancers; not part of the operator API (hidden from the document).
