@@ -27,7 +27,7 @@ export async function runInstancesCase(o: InstancesCaseOptions): Promise<{ rows:
   const notes: string[] = [];
   const db = openStore(store);
   try {
-    const created = await admin(env, ['operator', 'create', '--name', 'bench']);
+    const created = await admin(env, ['operator', 'create', '--name', 'bench', '--init']);
     await admin(env, ['operator', 'settings', '--id', created.operator_id, '--json', UNLIMITED]);
     const identity: SigningIdentity = {
       apiKey: String(created.api_key),

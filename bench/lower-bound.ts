@@ -233,7 +233,9 @@ async function serviceCase(kind: string, store: string | null): Promise<void> {
     });
     return;
   }
-  const env = { CRASH_BETTING_WINDOW_MS: '600000' };
+  // BENCH_LOG_LEVEL: the service's LOG_LEVEL (warn by default), to price what logging at it costs.
+  const logLevel = process.env.BENCH_LOG_LEVEL;
+  const env = { CRASH_BETTING_WINDOW_MS: '600000', ...(logLevel ? { LOG_LEVEL: logLevel } : {}) };
   const service = await startService({ pgUrl: store, env, nodeArgs: profile.nodeArgs });
   try {
     const spec = {

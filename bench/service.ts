@@ -33,7 +33,9 @@ export async function startService(options: {
   const env = serviceEnv(store, options.env);
   try {
     // Created before the service starts: its credential cache never sees the key as unknown.
-    const created = await admin(env, ['operator', 'create', '--name', 'bench'], options.root);
+    // --init: the store is new. A checkout from before that flag refuses it, and creates the store unasked.
+    const create = ['operator', 'create', '--name', 'bench'];
+    const created = await admin(env, [...create, '--init'], options.root).catch(() => admin(env, create, options.root));
     await admin(env, ['operator', 'settings', '--id', created.operator_id, '--json', UNLIMITED], options.root);
     const operator = {
       id: String(created.operator_id),

@@ -1,3 +1,4 @@
+import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import pino, { type Logger } from 'pino';
 import { settlesBy, systemClock, type Clock } from './clock/clock';
@@ -53,7 +54,7 @@ import type { AppServices } from './services';
 import { SessionService } from './sessions/session-service';
 import { StockRaceGame } from './games/stock-race/stock-race-game';
 import type { Database } from './store/database';
-import { openDatabase } from './store/open';
+import { openDatabase, storeLocation } from './store/open';
 import { PostgresDatabase } from './store/postgres';
 import { WalletSettlementWorker } from './wallet/wallet-worker';
 import { configureEventCheck } from './webhooks/event-check';
@@ -65,6 +66,11 @@ export interface AppOverrides {
   db?: Database;
   /** A Redis connection to use instead of opening one from REDIS_URL (the caller closes it). */
   redis?: Redis;
+  /**
+   * false: a store (or master key file) that does not exist yet is refused with StoreNotFoundError
+   * instead of created. The admin CLI passes it unless told --init.
+   */
+  createStore?: boolean;
 }
 
 export interface App {
@@ -122,8 +128,14 @@ export function sharedStateWarning(config: Config): string | null {
   );
 }
 
-export function secretBoxFor(config: Config): SecretBox {
-  return config.masterKey ? SecretBox.fromString(config.masterKey) : SecretBox.fromDataDir(config.dataDir);
+export function secretBoxFor(config: Config, options: { create?: boolean } = {}): SecretBox {
+  return config.masterKey ? SecretBox.fromString(config.masterKey) : SecretBox.fromDataDir(config.dataDir, options);
+}
+
+/** Which store and master key a configuration uses, for the admin CLI to say before it acts. */
+export function storeInUse(config: Config): string {
+  const key = config.masterKey ? 'MASTER_KEY' : join(config.dataDir, 'master.key');
+  return `${storeLocation(config)}, master key from ${key}`;
 }
 
 /** The composition root: the one place that builds and wires every part. */
@@ -132,7 +144,8 @@ export async function createApp(config: Config, overrides: AppOverrides = {}): P
   const logger = overrides.logger ?? createLogger(config);
   // A payload that misses its schema fails the change in tests and development, and is logged in production.
   configureEventCheck({ mode: config.env === 'production' ? 'log' : 'throw', logger });
-  const store = overrides.db ?? (await openDatabase(config));
+  const create = overrides.createStore ?? true;
+  const store = overrides.db ?? (await openDatabase(config, { mustExist: !create }));
   // The SDK is imported only when tracing is configured: off means not loaded, not merely idle.
   const tracing: Tracing | null = config.tracing
     ? new (await import('./observability/tracing')).Tracing({ ...config.tracing, dialect: store.dialect })
@@ -155,7 +168,13 @@ export async function createApp(config: Config, overrides: AppOverrides = {}): P
       : new LocalChangeBus();
   // One master-key box for everything it seals (operator and endpoint secrets, the stored answers that
   // carry one): built once, since without MASTER_KEY it is read from a file.
-  const box = secretBoxFor(config);
+  let box: SecretBox;
+  try {
+    box = secretBoxFor(config, { create });
+  } catch (error) {
+    if (!overrides.db) await store.close();
+    throw error;
+  }
   const operators = new OperatorService(
     db,
     box,
@@ -320,7 +339,7 @@ export async function createApp(config: Config, overrides: AppOverrides = {}): P
     limiter: redis ? new RedisTokenBucketLimiter(redis, clock) : new TokenBucketLimiter(clock),
     seenSignatures,
     authFailures: new AuthFailureLimiter(redis, config.authFailureLimit),
-    dashboardUsers: new DashboardAuth(db, clock, new LoginThrottle(redis)),
+    dashboardUsers: new DashboardAuth(db, clock, new LoginThrottle(redis), box),
     crashGame,
     engines: { crash: crashEngine, stockRace: stockRaceEngine },
     stockRaceGame,

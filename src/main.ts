@@ -1,5 +1,5 @@
 import { constants } from 'node:os';
-import { createApp, sharedStateWarning } from './app';
+import { createApp, sharedStateWarning, storeInUse } from './app';
 import { ConfigError, loadConfig } from './config/config';
 import { DependencyUnavailableError } from './errors/unavailable';
 
@@ -41,7 +41,8 @@ async function main(): Promise<void> {
     {
       url: config.publicBaseUrl,
       docs: `${config.publicBaseUrl}/docs`,
-      store: config.databaseUrl ? 'postgresql' : 'sqlite',
+      // The same words the admin CLI prints, so a second terminal can check it acts on this store.
+      store: storeInUse(config),
     },
     'service ready',
   );

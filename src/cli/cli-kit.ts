@@ -76,7 +76,13 @@ export function parseCommand(command: CliCommand, argv: string[]): Record<string
 }
 
 export function usage(commands: CliCommand[]): string {
-  const lines = ['usage: npm run -s admin -- <group> <command> [options]', ''];
+  const lines = [
+    'usage: npm run -s admin -- <group> <command> [options] [--init]',
+    '',
+    '  Acts on the store the service uses (DATA_DIR, or DATABASE_URL) and says which on stderr. A store',
+    '  that does not exist yet is refused; --init creates it (and its master key file without MASTER_KEY).',
+    '',
+  ];
   for (const c of commands) {
     const opts = Object.entries(c.options)
       .map(([k, v]) =>

@@ -1,7 +1,8 @@
 import type { Writable } from 'node:stream';
-import { createApp, createLogger } from '../app';
+import { createApp, createLogger, storeInUse } from '../app';
 import { ConfigError, type Env, loadConfig } from '../config/config';
 import { isDomainError } from '../errors/codes';
+import { StoreNotFoundError } from '../errors/unavailable';
 import { parseCommand, usage, UsageError, type CliCommand } from './cli-kit';
 import { operatorCommands } from './commands/operator';
 import { extraCommands } from './commands';
@@ -21,7 +22,12 @@ export interface CliIo {
  */
 const emit = (stream: Writable, text: string): Promise<void> => new Promise((done) => stream.write(text, () => done()));
 
-async function execute(argv: string[], io: CliIo): Promise<number> {
+/** Asks the CLI to create the store and master key when they do not exist (anywhere on the command line). */
+const INIT_FLAG = '--init';
+
+async function execute(args: string[], io: CliIo): Promise<number> {
+  const init = args.includes(INIT_FLAG);
+  const argv = args.filter((arg) => arg !== INIT_FLAG);
   const [group, name, ...rest] = argv;
   const command = commands.find((c) => c.path[0] === group && c.path[1] === name);
   if (!command) {
@@ -37,7 +43,16 @@ async function execute(argv: string[], io: CliIo): Promise<number> {
   // The CLI must not take the engines' lease or start workers: the service does that.
   // Its logs go to stderr: a warning on stdout would come before the JSON and break every parse.
   const logger = createLogger(config, io.stderr);
-  const app = await createApp({ ...config, runEngines: false }, { logger });
+  const app = await createApp({ ...config, runEngines: false }, { logger, createStore: init }).catch((error) => {
+    if (!(error instanceof StoreNotFoundError)) throw error;
+    throw new StoreNotFoundError(
+      `${error.message} (looked from ${process.cwd()}). Run the CLI with the service's DATA_DIR ` +
+        '(and DATABASE_URL, MASTER_KEY), from the directory the service was started in; or pass --init ' +
+        'to create a new, empty store there.',
+    );
+  });
+  // Which store a command acted on, so acting on the wrong one is visible at once (stdout stays the JSON).
+  await emit(io.stderr, `admin: using ${storeInUse(config)}\n`);
   try {
     const result = await command.run(app, values);
     await emit(io.stdout, `${JSON.stringify(result, null, 2)}\n`);
@@ -54,6 +69,8 @@ function failure(error: unknown): { code: number; error: string; message: string
   }
   if (isDomainError(error)) return { code: 1, error: error.code, message: error.message };
   if (error instanceof ConfigError) return { code: 78, error: 'CONFIG', message: error.message };
+  // sysexits' EX_NOINPUT: what the command was to read does not exist.
+  if (error instanceof StoreNotFoundError) return { code: 66, error: 'STORE_NOT_FOUND', message: error.message };
   return { code: 1, error: 'INTERNAL', message: error instanceof Error ? error.message : String(error) };
 }
 

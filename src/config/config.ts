@@ -43,6 +43,11 @@ export interface Config {
    */
   trustedProxies: number | string[] | null;
   logLevel: string;
+  /**
+   * The access log (REQUEST_LOG, REQUEST_LOG_SAMPLE_PERCENT): one info line per request, only 4xx/5xx,
+   * or none; under `all`, the percentage of successful requests written.
+   */
+  requestLog: { mode: 'all' | 'failures' | 'off'; samplePercent: number };
   bodyLimitBytes: number;
   /**
    * The most a client may take to send a whole request, headers and body (REQUEST_TIMEOUT_MS): past
@@ -154,6 +159,15 @@ const bool = (env: Env, name: string, fallback: boolean): boolean => {
   if (/^(1|true|yes|on)$/i.test(raw)) return true;
   if (/^(0|false|no|off)$/i.test(raw)) return false;
   throw new ConfigError(`${name} must be true or false, got "${raw}"`);
+};
+
+const oneOf = <T extends string>(env: Env, name: string, allowed: readonly T[], fallback: T): T => {
+  const raw = env[name]?.trim().toLowerCase();
+  if (!raw) return fallback;
+  if (!(allowed as readonly string[]).includes(raw)) {
+    throw new ConfigError(`${name} must be one of ${allowed.join(', ')}, got "${env[name]}"`);
+  }
+  return raw as T;
 };
 
 const list = (env: Env, name: string, fallback: string[]): string[] => {
@@ -350,6 +364,10 @@ export function loadConfig(env: Env = process.env, options: { serving?: boolean 
     trustProxyTls,
     trustedProxies,
     logLevel: logLevel(env, appEnv),
+    requestLog: {
+      mode: oneOf(env, 'REQUEST_LOG', ['all', 'failures', 'off'] as const, 'all'),
+      samplePercent: int(env, 'REQUEST_LOG_SAMPLE_PERCENT', 100, 1, 100),
+    },
     bodyLimitBytes: int(env, 'BODY_LIMIT_BYTES', 16 * 1024, 256, 10 * 1024 * 1024),
     requestTimeoutMs: int(env, 'REQUEST_TIMEOUT_MS', 30_000, 100, 600_000),
     liveFeedRecheckMs: int(env, 'LIVE_FEED_RECHECK_MS', 10_000, 100, 300_000),

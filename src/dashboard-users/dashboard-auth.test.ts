@@ -1,7 +1,8 @@
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FakeClock } from '../clock/clock';
 import { LoginThrottle } from '../dashboard/login-throttle';
+import { SecretBox } from '../operators/secret-box';
 import type { Database } from '../store/database';
 import { freshDatabase, STORES } from '../../test/support/harness';
 import { DASHBOARD_SESSION_TTL_MS, DashboardAuth } from './dashboard-auth';
@@ -22,7 +23,7 @@ describe.each(STORES)('dashboard users and sessions on %s', (store) => {
        VALUES (?, 'Op', 'pk_dash', 'x', 'active', '{}', 0, 0)`,
       [operatorId],
     );
-    auth = new DashboardAuth(db, clock, new LoginThrottle(null));
+    auth = new DashboardAuth(db, clock, new LoginThrottle(null), new SecretBox(randomBytes(32)));
   });
   afterAll(async () => dispose?.());
 

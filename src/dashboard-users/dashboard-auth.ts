@@ -24,10 +24,33 @@ export interface DashboardSession {
  * memory, or shared across instances in Redis). Each call may fail when shared state is unreachable.
  */
 export interface SignInThrottle {
-  /** Seconds this address or account must wait before its next try; 0: go ahead. */
-  waitSeconds(clientAddress: string, email: string): Promise<number>;
-  noteFailure(clientAddress: string, email: string): Promise<void>;
-  noteSuccess(email: string): Promise<void>;
+  /**
+   * Seconds this address or account must wait before its next try; 0: go ahead. `device`: the id in a
+   * valid device cookie of this account, whose browser others' failures on the account do not hold back.
+   */
+  waitSeconds(clientAddress: string, email: string, device: string | null): Promise<number>;
+  noteFailure(clientAddress: string, email: string, device: string | null): Promise<void>;
+  noteSuccess(email: string, device: string | null): Promise<void>;
+}
+
+/** Authenticated encryption (the master-key box): what it seals cannot be read or forged without the key. */
+export interface Sealer {
+  seal(plaintext: string): string;
+  /** Throws on anything it did not seal. */
+  open(sealed: string): string;
+}
+
+/**
+ * How long a device cookie (proof that this browser signed in to the account before) is honoured;
+ * each sign-in with it issues a fresh one.
+ */
+export const DEVICE_COOKIE_TTL_MS = 90 * 86_400_000;
+
+/** What a device cookie holds, sealed: the account it signed in to, a random device id, and when. */
+interface DeviceClaim {
+  email: string;
+  device: string;
+  issuedAt: number;
 }
 
 /** Sessions end this long after sign-in, whatever the activity: a stolen cookie does not live forever. */
@@ -77,6 +100,8 @@ export class DashboardAuth {
     private readonly clock: Clock,
     /** Shared by every sign-in path of the process (and across instances when it is Redis-backed). */
     private readonly throttle: SignInThrottle,
+    /** Seals device cookies, so one cannot be forged or moved to another account. */
+    private readonly sealer: Sealer,
   ) {}
 
   async createUser(input: { operatorId: string; email: string; password: string }): Promise<DashboardUser> {
@@ -117,15 +142,18 @@ export class DashboardAuth {
    * Checks the credentials and opens a session. One message for every failure (unknown email,
    * wrong password) so the form does not tell which emails exist; a throttled try is refused with
    * RATE_LIMITED and the wait, before any password work, whether or not the email exists.
+   * `deviceCookie`: what the browser kept from an earlier sign-in; a success returns the next one.
    */
   async signIn(
     emailRaw: string,
     password: string,
     clientAddress = 'unknown',
-  ): Promise<{ sessionId: string; session: DashboardSession }> {
+    deviceCookie?: string,
+  ): Promise<{ sessionId: string; session: DashboardSession; deviceCookie: string }> {
     const email = emailRaw.trim().toLowerCase().slice(0, 320);
     const now = this.clock.now();
-    const wait = await this.throttle.waitSeconds(clientAddress, email).catch(throttleUnavailable);
+    const device = this.deviceOf(deviceCookie, email, now);
+    const wait = await this.throttle.waitSeconds(clientAddress, email, device).catch(throttleUnavailable);
     if (wait > 0) {
       throw new DomainError('RATE_LIMITED', `too many failed sign-ins: try again in ${wait} s`, {
         retryAfterSeconds: wait,
@@ -134,17 +162,34 @@ export class DashboardAuth {
     const row = await users.byEmail(this.db, email);
     const ok = password.length <= MAX_PASSWORD_LENGTH && (await this.check(row?.password_hash, password));
     if (!row || !ok) {
-      await this.throttle.noteFailure(clientAddress, email).catch(throttleUnavailable);
+      await this.throttle.noteFailure(clientAddress, email, device).catch(throttleUnavailable);
       throw new DomainError('MISSING_CREDENTIALS', 'wrong email or password');
     }
-    await this.throttle.noteSuccess(email).catch(throttleUnavailable);
+    await this.throttle.noteSuccess(email, device).catch(throttleUnavailable);
     const sessionId = randomBytes(32).toString('base64url');
     const csrfToken = randomBytes(32).toString('base64url');
     const expiresAt = now + DASHBOARD_SESSION_TTL_MS;
     await this.db.transaction((tx) =>
       users.openSession(tx, { idHash: hashSessionId(sessionId), userId: row.id, csrfToken, now, expiresAt }),
     );
-    return { sessionId, session: { user: toUser(row), csrfToken, expiresAt } };
+    const nextDevice: DeviceClaim = { email, device: device ?? randomBytes(16).toString('base64url'), issuedAt: now };
+    return {
+      sessionId,
+      session: { user: toUser(row), csrfToken, expiresAt },
+      deviceCookie: this.sealer.seal(JSON.stringify(nextDevice)),
+    };
+  }
+
+  /** The device id of a cookie this service sealed for this account and that has not expired; else null. */
+  private deviceOf(cookie: string | undefined, email: string, now: number): string | null {
+    if (!cookie || cookie.length > 512) return null;
+    try {
+      const claim = JSON.parse(this.sealer.open(cookie)) as Partial<DeviceClaim>;
+      const fresh = typeof claim.issuedAt === 'number' && now - claim.issuedAt < DEVICE_COOKIE_TTL_MS;
+      return claim.email === email && fresh && typeof claim.device === 'string' ? claim.device : null;
+    } catch {
+      return null;
+    }
   }
 
   /** The live session a cookie value opens, or null. */

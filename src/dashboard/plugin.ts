@@ -7,7 +7,7 @@ import { SURFACE_B_STATUS } from '../http/error-maps';
 import { hideFromOpenApi } from '../http/openapi';
 import type { AppServices } from '../services';
 import { ASSET_PATH, DASHBOARD_ASSETS, serveAssets } from './assets';
-import { sameToken } from '../dashboard-users/dashboard-auth';
+import { DEVICE_COOKIE_TTL_MS, sameToken } from '../dashboard-users/dashboard-auth';
 import './context';
 import { field, hasNul, type FormBody } from './forms';
 import { complianceRoutes } from './routes/compliance';
@@ -18,6 +18,8 @@ import { webhookRoutes } from './routes/webhooks';
 import { errorPage, loginPage } from './views/login';
 
 const SESSION_COOKIE = 'dash_session';
+/** Proof that this browser signed in before: others' failed sign-ins do not hold it back (login-throttle.ts). */
+const DEVICE_COOKIE = 'dash_device';
 const LOGIN_COOKIE = 'dash_login';
 /** How long a sign-in form stays usable: its double-submit token cookie is short-lived (docs/dashboard.md). */
 const LOGIN_FORM_SECONDS = 3600;
@@ -146,7 +148,12 @@ export async function dashboardRoutes(app: FastifyInstance, services: AppService
       return showLogin(reply, { next, email, status: 403, error: 'The sign-in form expired. Please try again.' });
     }
     try {
-      const { sessionId, session } = await auth.signIn(email, field(body, 'password'), req.ip);
+      const { sessionId, session, deviceCookie } = await auth.signIn(
+        email,
+        field(body, 'password'),
+        req.ip,
+        req.cookies[DEVICE_COOKIE],
+      );
       // The session this browser held until now (another tab's, or another user's) ends here: the
       // new id replaces it, and the old one must not stay usable on the server for the rest of its 8 h.
       const previous = req.cookies[SESSION_COOKIE];
@@ -158,6 +165,14 @@ export async function dashboardRoutes(app: FastifyInstance, services: AppService
         secure,
         sameSite: 'strict',
         expires: new Date(session.expiresAt),
+      });
+      // Sent to the sign-in form only, and readable by no script.
+      reply.setCookie(DEVICE_COOKIE, deviceCookie, {
+        path: '/dashboard/login',
+        httpOnly: true,
+        secure,
+        sameSite: 'strict',
+        maxAge: DEVICE_COOKIE_TTL_MS / 1000,
       });
       return reply.redirect(next, 303);
     } catch (error) {

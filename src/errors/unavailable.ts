@@ -36,3 +36,12 @@ export class StoreUnavailableError extends Error {
     super(`the store cannot be reached: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
   }
 }
+
+/**
+ * The store, or the master key file beside it, does not exist where a process that must not create one
+ * (the admin CLI without --init) looked. Creating it would hand the caller an empty store with keys that
+ * no running service knows.
+ */
+export class StoreNotFoundError extends Error {
+  override readonly name = 'StoreNotFoundError';
+}

@@ -1,4 +1,4 @@
-import type { FastifyBaseLogger, LogLevel } from 'fastify';
+import type { FastifyBaseLogger, FastifyReply, FastifyRequest, LogLevel } from 'fastify';
 import type { Bindings, ChildLoggerOptions, Logger } from 'pino';
 
 type LevelName = Exclude<LogLevel, 'silent'>;
@@ -85,4 +85,52 @@ export function loggableUrl(url: string): string {
     if (key.trim().toLowerCase() === 'token') query.set(key, '[redacted]');
   }
   return `${url.slice(0, mark)}?${query.toString()}`;
+}
+
+/** REQUEST_LOG: every request, only those answered 4xx/5xx, or none (a 5xx is still logged as an error). */
+export type RequestLogMode = 'all' | 'failures' | 'off';
+
+export interface RequestLogSettings {
+  mode: RequestLogMode;
+  /** Under `all`, the share of requests answered below 400 that get a line (1 to 100); failures always do. */
+  samplePercent: number;
+}
+
+type Answered = (req: FastifyRequest, reply: FastifyReply) => void;
+
+/**
+ * The access log: one line per answered request, at info (error for a 5xx), with what an operator
+ * searches by. Written on the service's own logger with the id as a field, not through the request's
+ * child logger: making that child for every request costs more than the line itself.
+ * Sampling is by count, not chance: at 10 percent exactly every tenth success is written.
+ */
+export function requestLogger(logger: Logger, settings: RequestLogSettings): Answered {
+  let credit = 0;
+  const sampled = (): boolean => {
+    credit += settings.samplePercent;
+    if (credit < 100) return false;
+    credit -= 100;
+    return true;
+  };
+  return (req, reply) => {
+    const status = reply.statusCode;
+    const failed = status >= 500;
+    if (!failed) {
+      if (settings.mode === 'off' || !logger.isLevelEnabled('info')) return;
+      if (status < 400 && (settings.mode === 'failures' || !sampled())) return;
+    } else if (!logger.isLevelEnabled('error')) return;
+    const route = req.routeOptions.url;
+    const entry = {
+      trace_id: req.id,
+      method: req.method,
+      // The route's template keeps ids and tokens out; a request no route matched shows its path.
+      route: route ?? null,
+      url: route === undefined ? loggableUrl(req.url) : undefined,
+      status,
+      operator: req.operator?.id ?? null,
+      ms: Math.round(reply.elapsedTime * 10) / 10,
+    };
+    if (failed) logger.error(entry, 'request failed');
+    else logger.info(entry, 'request');
+  };
 }

@@ -8,7 +8,7 @@ import type { Duplex } from 'node:stream';
 import { DomainError, type ErrorCode } from '../errors/codes';
 import type { AppServices } from '../services';
 import { absentBodyAsEmpty, bodyEncodingRefusal, decorateRawBody, parseJsonBody } from './json-body';
-import { lazyChildLoggerFactory, loggableUrl, logsAt } from './request-logger';
+import { lazyChildLoggerFactory, requestLogger } from './request-logger';
 import { announceDeprecations } from './deprecation';
 import { surfaceA, surfaceARoutes } from './surface-a/routes';
 import { surfaceB } from './surface-b/routes';
@@ -36,6 +36,12 @@ export interface HttpOptions {
   /** Request metrics, server spans and GET /metrics. */
   observability?: HttpObservability;
 }
+
+/** The /docs page's signer for sandbox keys, served as one of Swagger UI's theme scripts. */
+const DOCS_SIGNING_SCRIPT = readFileSync(new URL('./static/docs-signing.js', import.meta.url), 'utf8');
+const DOCS_SIGNING_STYLE =
+  '#sandbox-signing { font: 14px sans-serif; padding: .6rem 1rem; background: #f1e9f8; ' +
+  'border-bottom: 2px solid #5b2a86; display: flex; flex-wrap: wrap; gap: .5rem 1rem; align-items: center; }';
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
@@ -153,8 +159,8 @@ export async function buildHttpServer(s: AppServices, options: HttpOptions = {})
     // Fastify sets this on the server after creating it (its default, 0, would turn Node's off).
     requestTimeout: deadlines.requestTimeout,
     bodyLimit: s.config.bodyLimitBytes,
-    // Per-request info logs would cost a third of the throughput; completions are logged below
-    // at debug, failures at warn/error.
+    // Fastify's own request logs (two lines, through a child logger each) would cost a third of the
+    // throughput: the onResponse hook below writes one cheaper line (REQUEST_LOG).
     logController: new LogController({ disableRequestLogging: true }),
     childLoggerFactory: lazyChildLoggerFactory,
     trustProxy: proxyTrust(s.config.trustedProxies),
@@ -239,7 +245,13 @@ export async function buildHttpServer(s: AppServices, options: HttpOptions = {})
   // Not in development, where a laptop's localhost would be pinned to https for a year.
   const hsts = Boolean(s.config.tls || s.config.trustProxyTls) && s.config.env !== 'development';
   const observe = options.observability ? instrumentHttp(app, options.observability) : null;
-  observeUnhooked = observe;
+  const logRequest = requestLogger(s.logger, s.config.requestLog);
+  // What every answered request goes through once: its access-log line, then its metrics and span.
+  const answered = (req: FastifyRequest, reply: FastifyReply): void => {
+    logRequest(req, reply);
+    if (observe) observe(req, reply);
+  };
+  observeUnhooked = answered;
   // One hook per stage for every request, each a plain callback: every hook costs a call through
   // Fastify's hook runner, and an async hook a promise and a microtask turn as well.
   app.addHook('onRequest', (req, reply, done) => {
@@ -269,20 +281,7 @@ export async function buildHttpServer(s: AppServices, options: HttpOptions = {})
     done(null, payload);
   });
   app.addHook('onResponse', (req, reply, done) => {
-    const failed = reply.statusCode >= 500;
-    if (failed || logsAt(req.log, 'debug')) {
-      const url = loggableUrl(req.url);
-      // The request's logger already carries reqId: the entry does not repeat the key.
-      const entry = {
-        method: req.method,
-        url,
-        status: reply.statusCode,
-        ms: Math.round(reply.elapsedTime),
-      };
-      if (failed) req.log.error(entry, 'request failed');
-      else req.log.debug(entry, 'request completed');
-    }
-    if (observe) observe(req, reply);
+    answered(req, reply);
     done();
   });
   announceDeprecations(app);
@@ -323,7 +322,28 @@ export async function buildHttpServer(s: AppServices, options: HttpOptions = {})
       webhooks: withWebhookSecurity(openApiWebhooks()),
     },
   });
-  await app.register(swaggerUi, { routePrefix: '/docs' });
+  await app.register(swaggerUi, {
+    routePrefix: '/docs',
+    // "Try it out" signs with a sandbox key typed into the page (static/docs-signing.js).
+    theme: {
+      js: [{ filename: 'docs-signing.js', content: DOCS_SIGNING_SCRIPT }],
+      css: [{ filename: 'docs-signing.css', content: DOCS_SIGNING_STYLE }],
+    },
+    // Try it out goes to the first server: the host the page was loaded from, when PUBLIC_BASE_URL
+    // names another (a local run on another port, a staging host), so the page calls where it lives.
+    transformSpecification: (document, req) => {
+      const here = `${req.protocol}://${req.host}`;
+      const servers = (document as { servers?: { url: string }[] }).servers ?? [];
+      if (servers.some((server) => server.url === here)) return document;
+      return { ...document, servers: [{ url: here, description: 'the host this page was loaded from' }, ...servers] };
+    },
+    uiConfig: {
+      // Runs in the browser, self-contained: it hands each request to the page's signer.
+      requestInterceptor: (request) =>
+        (globalThis as { sandboxSigner?: (r: typeof request) => Promise<typeof request> }).sandboxSigner?.(request) ??
+        request,
+    },
+  });
 
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
   // Probes for process managers and load balancers; not part of the operator API (hidden from the document).

@@ -1,6 +1,7 @@
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { StoreNotFoundError } from '../errors/unavailable';
 
 /**
  * Operator and endpoint secrets must be usable (we sign and verify with them) yet not readable from
@@ -24,11 +25,14 @@ export class SecretBox {
 
   /**
    * Development convenience: a key file beside (not inside) the database, created on first start.
-   * Production refuses to boot without MASTER_KEY (see config).
+   * Production refuses to boot without MASTER_KEY (see config). With `create: false` a missing file is
+   * refused: a new key could not open the secrets the store already holds.
    */
-  static fromDataDir(dataDir: string): SecretBox {
+  static fromDataDir(dataDir: string, options: { create?: boolean } = {}): SecretBox {
     const file = join(dataDir, 'master.key');
     if (!existsSync(file)) {
+      if (options.create === false)
+        throw new StoreNotFoundError(`no master key file at ${file} and MASTER_KEY is unset`);
       mkdirSync(dataDir, { recursive: true, mode: 0o700 });
       writeFileSync(file, randomBytes(32).toString('hex'), { mode: 0o600, flag: 'wx' });
     } else {

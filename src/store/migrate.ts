@@ -76,6 +76,23 @@ async function runMigrations(db: SqliteDatabase | PostgresDatabase, kysely: Kyse
   return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
 }
 
+/**
+ * Whether migrations have ever run on this store (Kysely's bookkeeping table is there), in the schema
+ * unqualified tables land in: a PostgreSQL database or schema nothing has set up yet answers false.
+ */
+export async function isMigrated(db: SqliteDatabase | PostgresDatabase): Promise<boolean> {
+  if (db.dialect === 'sqlite') {
+    const row = await db.get<{ n: number }>(
+      "SELECT COUNT(*) AS n FROM sqlite_master WHERE type = 'table' AND name = 'kysely_migration'",
+    );
+    return Number(row?.n) > 0;
+  }
+  const row = await db.get<{ present: boolean | null }>(
+    "SELECT to_regclass(quote_ident(current_schema()) || '.kysely_migration') IS NOT NULL AS present",
+  );
+  return row?.present === true;
+}
+
 /** The schema unqualified tables land in: the first of the connection's search_path (URL options included). */
 async function currentSchema(db: PostgresDatabase): Promise<string> {
   const row = await db.get<{ schema: string | null }>('SELECT current_schema() AS schema');

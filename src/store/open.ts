@@ -1,8 +1,9 @@
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Config } from '../config/config';
-import { addressForMessages, DependencyUnavailableError } from '../errors/unavailable';
+import { addressForMessages, DependencyUnavailableError, StoreNotFoundError } from '../errors/unavailable';
 import type { Database } from './database';
-import { migrate } from './migrate';
+import { isMigrated, migrate } from './migrate';
 import { PostgresDatabase } from './postgres';
 import { SqliteDatabase } from './sqlite';
 
@@ -13,15 +14,35 @@ import { SqliteDatabase } from './sqlite';
  */
 const STORE_CONNECT_TIMEOUT_MS = 10_000;
 
-/** Embedded SQLite under DATA_DIR by default; PostgreSQL when DATABASE_URL says so. Migrates on open. */
+type StoreConfig = Pick<Config, 'databaseUrl' | 'dataDir'> &
+  Partial<Pick<Config, 'databasePoolSize' | 'storeTimeoutMs'>>;
+
+/** Where a configuration's store is, for messages: the SQLite file or the PostgreSQL address, never a password. */
+export function storeLocation(config: Pick<Config, 'databaseUrl' | 'dataDir'>): string {
+  return config.databaseUrl
+    ? `PostgreSQL at ${addressForMessages(config.databaseUrl, '5432')} (DATABASE_URL)`
+    : `SQLite at ${join(config.dataDir, 'service.db')} (DATA_DIR)`;
+}
+
+/**
+ * Embedded SQLite under DATA_DIR by default; PostgreSQL when DATABASE_URL says so. Migrates on open.
+ * `mustExist` refuses (StoreNotFoundError) a store nothing has created yet, instead of creating it.
+ */
 export async function openDatabase(
-  config: Pick<Config, 'databaseUrl' | 'dataDir'> & Partial<Pick<Config, 'databasePoolSize' | 'storeTimeoutMs'>>,
-  options: { schema?: string } = {},
+  config: StoreConfig,
+  options: { schema?: string; mustExist?: boolean } = {},
 ): Promise<Database> {
+  const sqliteFile = join(config.dataDir, 'service.db');
+  if (options.mustExist && !config.databaseUrl && !existsSync(sqliteFile)) {
+    throw new StoreNotFoundError(`no store at ${storeLocation(config)}`);
+  }
   const db = config.databaseUrl
     ? await openPostgres(config.databaseUrl, options.schema, config.databasePoolSize, config.storeTimeoutMs)
-    : openSqlite(join(config.dataDir, 'service.db'));
+    : openSqlite(sqliteFile);
   try {
+    if (options.mustExist && !(await isMigrated(db))) {
+      throw new StoreNotFoundError(`no store at ${storeLocation(config)}: the database has no service tables`);
+    }
     await migrate(db);
   } catch (error) {
     await db.close().catch(() => {});

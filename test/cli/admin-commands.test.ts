@@ -25,7 +25,9 @@ describe('admin CLI', () => {
   const refused = adminCli(env);
 
   it('creates, lists, rotates, disables operators, printing one JSON object each time', async () => {
+    // The first command on a new DATA_DIR: --init creates its store.
     const created = await spawned(
+      '--init',
       'operator',
       'create',
       '--name',

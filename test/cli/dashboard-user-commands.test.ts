@@ -2,8 +2,8 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
-import { adminCli, adminJson } from '../support/admin-cli';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { adminCli, adminJson, initStore } from '../support/admin-cli';
 
 describe('admin CLI: dashboard-user', () => {
   const env = {
@@ -14,6 +14,7 @@ describe('admin CLI: dashboard-user', () => {
   };
   const admin = adminJson(env);
   const outcome = adminCli(env);
+  beforeAll(() => initStore(env));
 
   it('creates, lists and deletes dashboard users, printing one JSON object each time', async () => {
     const op = await admin('operator', 'create', '--name', 'Casino Two');

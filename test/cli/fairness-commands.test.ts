@@ -2,9 +2,9 @@ import { createHash, randomBytes } from 'node:crypto';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { SqliteDatabase } from '../../src/store/sqlite';
-import { adminCli, adminJson } from '../support/admin-cli';
+import { adminCli, adminJson, initStore } from '../support/admin-cli';
 
 const sha = (text: string): string => createHash('sha256').update(text).digest('hex');
 
@@ -19,6 +19,7 @@ describe('admin fairness commands', () => {
   };
   const admin = adminJson(env);
   const outcome = adminCli(env);
+  beforeAll(() => initStore(env));
   /** A chain as a production service publishes it: commitment and time, no salt yet. */
   const publishWaitingChain = async (chainId: string, game: string, commitment: string, committedAt: number) => {
     const db = new SqliteDatabase({ filename: join(dataDir, 'service.db') });

@@ -18,7 +18,7 @@ import {
   type TestApp,
   type TestOperator,
 } from '../support/harness';
-import { adminCli } from '../support/admin-cli';
+import { adminCli, initStore } from '../support/admin-cli';
 
 /**
  * Patches a black-box fuzz got stored before settings were checked, each with a field its refusal
@@ -54,6 +54,7 @@ describe('admin CLI: operator settings are checked before they are stored', () =
   const dataDir = mkdtempSync(join(tmpdir(), 'rbs-settings-cli-'));
   const env = { ...process.env, DATA_DIR: dataDir, MASTER_KEY: randomBytes(32).toString('hex'), LOG_LEVEL: 'silent' };
   const admin = adminCli(env);
+  beforeAll(() => initStore(env));
   const storedSettings = async (id: string): Promise<unknown> => {
     const db = new SqliteDatabase({ filename: join(dataDir, 'service.db') });
     try {

@@ -205,6 +205,9 @@ describe('admin CLI edges', () => {
       env,
     });
     expect(piped.stdout).toHaveLength(100);
-    expect(piped.stderr).toBe('');
+    // The line naming the store it acts on, and nothing else.
+    expect(piped.stderr).toBe(
+      `admin: using SQLite at ${env.DATA_DIR}/service.db (DATA_DIR), master key from MASTER_KEY\n`,
+    );
   }, 60_000);
 });

@@ -8,7 +8,7 @@ import { webhookCommands } from '../../src/cli/commands/webhook';
 import { parseCommand, UsageError } from '../../src/cli/cli-kit';
 import { client, eventually, startTestApp, type TestApp } from '../support/harness';
 import { TestReceiver } from '../support/webhook-receiver';
-import { adminCli } from '../support/admin-cli';
+import { adminCli, initStore } from '../support/admin-cli';
 
 /**
  * The admin commands' logic, run in-process against a live service (the CLI as its own process:
@@ -160,6 +160,7 @@ describe('webhook and compliance admin commands, as an operator runs them', () =
     LOG_LEVEL: 'silent',
   };
   const admin = adminCli(env);
+  beforeAll(() => initStore(env));
 
   it('webhook list for an unknown operator is the NOT_FOUND that webhook add gives', async () => {
     const add = await admin('webhook', 'add', '--operator', 'op_nope', '--url', 'https://hooks.example.com/in');

@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { adminJson } from '../support/admin-cli';
+import { adminJson, initStore } from '../support/admin-cli';
 import { eventually } from '../support/harness';
 import { TestReceiver } from '../support/webhook-receiver';
 
@@ -51,6 +51,7 @@ describe('webhook delivery across a crash (SQLite, real process)', () => {
   };
 
   beforeAll(async () => {
+    await initStore(env);
     base = await receiver.start();
   });
   afterAll(async () => {

@@ -4,6 +4,7 @@ import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { systemClock } from '../../src/clock/clock';
 import { DashboardAuth } from '../../src/dashboard-users/dashboard-auth';
+import { SecretBox } from '../../src/operators/secret-box';
 import { DEFAULT_LOGIN_THROTTLE, LoginThrottle } from '../../src/dashboard/login-throttle';
 import type { Database } from '../../src/store/database';
 import { freshDatabase, REDIS_URL, startTestApp, type TestApp } from '../support/harness';
@@ -21,6 +22,8 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const throttled = (o: Partial<typeof DEFAULT_LOGIN_THROTTLE>) =>
   new LoginThrottle(null, { ...DEFAULT_LOGIN_THROTTLE, ...o });
 const signedIn = { session: { user: { email: OWNER } } };
+/** The master-key box device cookies are sealed with. */
+const BOX = new SecretBox(randomBytes(32));
 const TOO_LONG = 'x'.repeat(1025); // refused before any password hashing: keeps the loops fast
 
 let db: Database;
@@ -39,7 +42,7 @@ beforeAll(async () => {
       [operatorId, `key_${randomBytes(8).toString('hex')}`],
     ),
   );
-  const auth = new DashboardAuth(db, systemClock, new LoginThrottle(null));
+  const auth = new DashboardAuth(db, systemClock, new LoginThrottle(null), BOX);
   await auth.createUser({ operatorId, email: OWNER, password: PASSWORD });
 });
 afterAll(async () => dispose?.());
@@ -59,7 +62,7 @@ async function hammer(auth: DashboardAuth, times: number, address = ATTACKER): P
 
 describe('dashboard sign-in throttle (in memory)', () => {
   it('keeps the owner out of an attacked account no longer than the bounded wait, from another address', async () => {
-    const auth = new DashboardAuth(db, systemClock, throttled({ maxAccountWaitSeconds: 2 }));
+    const auth = new DashboardAuth(db, systemClock, throttled({ maxAccountWaitSeconds: 2 }), BOX);
     const codes = await hammer(auth, 40);
     expect(codes.slice(0, 6)).toEqual(Array(6).fill('MISSING_CREDENTIALS'));
     expect(codes.slice(6).every((c) => c === 'RATE_LIMITED')).toBe(true);
@@ -75,7 +78,7 @@ describe('dashboard sign-in throttle (in memory)', () => {
   });
 
   it('refuses the address that keeps failing, whichever accounts it tries', async () => {
-    const auth = new DashboardAuth(db, systemClock, throttled({ addressFailures: 10 }));
+    const auth = new DashboardAuth(db, systemClock, throttled({ addressFailures: 10 }), BOX);
     for (let i = 0; i < 10; i++) {
       const attempt = auth.signIn(`user${i}@casino.test`, TOO_LONG, ATTACKER);
       await expect(attempt).rejects.toMatchObject({ code: 'MISSING_CREDENTIALS' });
@@ -87,7 +90,7 @@ describe('dashboard sign-in throttle (in memory)', () => {
 
   it('does not forget a throttled account when thousands of other e-mails fail, and keeps memory bounded', async () => {
     const throttle = throttled({ addressFailures: 1_000_000 });
-    const auth = new DashboardAuth(db, systemClock, throttle);
+    const auth = new DashboardAuth(db, systemClock, throttle, BOX);
     await hammer(auth, 6);
     // The account now waits 1 s. Time stands still from here (the limiter's clock and its expiry
     // timers): only eviction, never the wait running out on a slow machine, can let the owner back in.
@@ -115,7 +118,7 @@ describe('dashboard sign-in throttle shared through Redis', () => {
     const [one, two] = [0, 1].map(() => {
       const redis = new Redis(REDIS_URL, { keyPrefix });
       redisClients.push(redis);
-      return new DashboardAuth(db, systemClock, new LoginThrottle(redis));
+      return new DashboardAuth(db, systemClock, new LoginThrottle(redis), BOX);
     });
     const codes = await hammer(one!, 6);
     expect(codes).toEqual(Array(6).fill('MISSING_CREDENTIALS'));

@@ -12,7 +12,7 @@ import type { Database } from '../../src/store/database';
 import { settlementRepository } from '../../src/wallet/settlement-repository';
 import { settleIdempotencyKey } from '../../src/wallet/settlements';
 import { WalletSettlementWorker } from '../../src/wallet/wallet-worker';
-import { adminCli } from '../support/admin-cli';
+import { adminCli, initStore } from '../support/admin-cli';
 import { freshDatabase } from '../support/harness';
 
 /** The operator's wallet_url gets the webhook target policy: https, public addresses only. */
@@ -29,6 +29,7 @@ describe('SSRF: operator wallet_url in production', () => {
       delete env[name];
     }
     const admin = adminCli(env);
+    beforeAll(() => initStore(env));
     const refusal = (message: string) => ({ code: 1, stdout: '', error: { error: 'INVALID_URL', message } });
 
     it('refuses plain http and the metadata address on create and on set-wallet, and stores nothing', async () => {

@@ -75,3 +75,12 @@ export const cliEnvOf = (t: TestApp): NodeJS.ProcessEnv => ({
   MASTER_KEY: t.config.masterKey ?? '',
   LOG_LEVEL: 'silent',
 });
+
+/**
+ * Creates the store of a fresh DATA_DIR (or DATABASE_URL) as an operator does before the service's first
+ * start: a CLI command with --init. Without it the CLI refuses a store that does not exist.
+ */
+export async function initStore(env: NodeJS.ProcessEnv): Promise<void> {
+  const outcome = await adminCli(env)('--init', 'operator', 'list');
+  if (outcome.code !== 0) throw new Error(`admin --init exited ${outcome.code}: ${JSON.stringify(outcome.error)}`);
+}

@@ -21,6 +21,20 @@ for (const button of document.querySelectorAll('[data-copy]')) {
   });
 }
 
+// A long id cut short in a table cell: the button copies the whole value, or selects it for Ctrl+C.
+for (const button of document.querySelectorAll('[data-copy-text]')) {
+  button.addEventListener('click', async () => {
+    try {
+      await navigator.clipboard.writeText(button.dataset.copyText);
+      button.textContent = 'Copied';
+    } catch {
+      const text = button.previousElementSibling;
+      if (text) window.getSelection()?.selectAllChildren(text);
+      button.textContent = 'Selected';
+    }
+  });
+}
+
 for (const form of document.querySelectorAll('form[data-confirm]')) {
   form.addEventListener('submit', (e) => {
     if (!window.confirm(form.dataset.confirm)) e.preventDefault();

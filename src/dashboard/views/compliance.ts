@@ -90,7 +90,10 @@ export function compliancePage(o: {
 }): string {
   const f = o.filters;
   const rows = o.flags.map((flag) => {
-    const player = flag.player ? html`<a href="${flagListHref({ player: flag.player })}">${flag.player}</a>` : '–';
+    const player = flag.player
+      ? html`<a href="${flagListHref({ player: flag.player })}" class="long-id-text" title="${flag.player}">\
+${flag.player}</a>`
+      : '–';
     const bet = flag.bet_id
       ? html`<a href="/dashboard/bets/${flag.bet_id}" class="mono">${short(flag.bet_id, 18)}</a>`
       : '–';

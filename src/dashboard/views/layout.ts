@@ -93,6 +93,15 @@ export function time(ms: number | null | undefined): SafeHtml {
   return html`<time datetime="${d.toISOString()}">${text}</time>`;
 }
 
+/**
+ * An id of any length (a player's external id may be 128 characters) in a table cell: cut to the
+ * column with an ellipsis, the whole value on hover, and a button that copies it (forms.js).
+ */
+export function longId(value: string, what: string): SafeHtml {
+  return html`<span class="long-id"><span class="long-id-text" title="${value}">${value}</span>\
+<button type="button" class="copy-id" data-copy-text="${value}" aria-label="Copy the ${what}">Copy</button></span>`;
+}
+
 /** A wide table in a scrollable region that keyboard users can focus and scroll. */
 export function tableWrap(label: string, table: SafeHtml): SafeHtml {
   return html`<div class="table-wrap" role="region" aria-label="${label}" tabindex="0">${table}</div>`;

@@ -3,7 +3,7 @@ import type { Game } from '../../games/engine/round';
 import type { RoundJson } from '../../games/engine/round-presenter';
 import { html, queryString, type SafeHtml } from '../html';
 import { money } from '../../money/currency';
-import { badge, page, short, tableWrap, time, type PageUser } from './layout';
+import { badge, longId, page, short, tableWrap, time, type PageUser } from './layout';
 
 export const BET_STATUSES: BetStatus[] = ['active', 'reserved', 'cashed_out', 'won', 'lost', 'void'];
 const GAME_LABEL: Record<Game, string> = { crash: 'Crash', stock_race: 'Stock Race' };
@@ -80,11 +80,16 @@ export function betsPage(o: { user: PageUser; bets: Bet[]; filters: BetFilters; 
           ? `auto ${(b.autoCashout / 100).toFixed(2)}x`
           : 'manual'
         : (b.selections ?? []).join(', ');
-    return html`<tr><td>${time(b.placedAt)}</td><td>${GAME_LABEL[b.game]} #${b.roundNumber}</td><td>${b.player}</td>
-<td class="num">${money(b, b.amount)}</td>
-<td>${selection}</td>
-<td>${badge(b.status)}</td><td class="num">${money(b, resultOf(b).payout)}</td>
-<td><a href="/dashboard/bets/${b.id}">Audit trail<span class="sr-only"> of bet ${b.id}</span></a></td></tr>`;
+    // data-label: the column's name, shown beside each value where a phone stacks the row.
+    return html`<tr><td data-label="Placed">${time(b.placedAt)}</td>
+<td data-label="Round">${GAME_LABEL[b.game]} #${b.roundNumber}</td>
+<td data-label="Player" class="id-cell">${longId(b.player, 'player id')}</td>
+<td data-label="Stake" class="num">${money(b, b.amount)}</td>
+<td data-label="Selection">${selection}</td>
+<td data-label="Status">${badge(b.status)}</td>
+<td data-label="Payout" class="num">${money(b, resultOf(b).payout)}</td>
+<td data-label=""><a href="/dashboard/bets/${b.id}">Audit trail<span class="sr-only"> of bet ${b.id}</span></a></td>
+</tr>`;
   });
   const body = html`<form method="get" action="/dashboard/bets" class="filters">
 <p><label for="player">Player</label><input id="player" name="player" value="${f.player ?? ''}"></p>
@@ -96,7 +101,7 @@ ${
   o.bets.length
     ? tableWrap(
         'Bets',
-        html`<table><caption>Bets, newest first (up to ${o.limit})</caption>
+        html`<table class="stack"><caption>Bets, newest first (up to ${o.limit})</caption>
 <thead><tr><th scope="col">Placed</th><th scope="col">Round</th><th scope="col">Player</th>
 <th scope="col" class="num">Stake</th><th scope="col">Selection</th><th scope="col">Status</th>
 <th scope="col" class="num">Payout</th><th scope="col"><span class="sr-only">Details</span></th></tr></thead>
@@ -104,5 +109,5 @@ ${
       )
     : html`<p>No bets match these filters.</p>`
 }`;
-  return page({ title: 'Bets', nav: 'bets', user: o.user, body });
+  return page({ title: 'Bets', nav: 'bets', user: o.user, body, scripts: ['forms.js'] });
 }
