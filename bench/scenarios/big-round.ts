@@ -94,17 +94,20 @@ async function crashBigRound(o: ScenarioOptions): Promise<ScenarioReport> {
     const bare = closedAt === null ? null : await bareCloseWrites(db, chosen.round.id, closedAt);
     const lines = [
       `Crash: ${placing.ok2xx} of ${size.bets} bets accepted from ${size.players} players in ` +
-        `${(placing.elapsedMs! / 1000).toFixed(2)} s: ${rate(placing)} bets/s, p50 ${placing.p50} ms, p99 ${placing.p99} ms, ` +
+        `${(placing.elapsedMs! / 1000).toFixed(2)} s: ${rate(placing)} bets/s, ` +
+        `p50 ${placing.p50} ms, p99 ${placing.p99} ms, ` +
         `server CPU ${placing.cpuUsPerReq?.toFixed(0) ?? 'n/a'} µs/bet` +
         (placing.databaseCpuUsPerReq == null ? '' : ` (database backends ${placing.databaseCpuUsPerReq.toFixed(0)})`),
-      `Crash: round ${chosen.round.roundNumber} ran to ${formatMultiplier(chosen.crash)}x in ${(chosen.runMs / 1000).toFixed(1)} s; ` +
+      `Crash: round ${chosen.round.roundNumber} ran to ${formatMultiplier(chosen.crash)}x ` +
+        `in ${(chosen.runMs / 1000).toFixed(1)} s; ` +
         `${firing.ticks} ticks seen, largest gap between ticks ${firing.gapMs} ms (target <= 200 ms: ` +
         `${firing.gapMs <= 200 ? 'met' : 'NOT MET'})`,
       bare === null
         ? `Crash: crash -> round closed ${closeMs} ms; the round did not close (${closed.round.status})`
         : `Crash: crash -> every bet settled and every event written ${closeMs} ms; bare writes of the same rows ` +
           `(${bare.bets} bets updated, ${bare.events} events inserted) ${bare.ms.toFixed(0)} ms; ratio ` +
-          `${(closeMs / Math.max(1, bare.ms)).toFixed(2)}x (target <= 3x: ${closeMs <= 3 * bare.ms ? 'met' : 'NOT MET'})`,
+          `${(closeMs / Math.max(1, bare.ms)).toFixed(2)}x ` +
+          `(target <= 3x: ${closeMs <= 3 * bare.ms ? 'met' : 'NOT MET'})`,
     ];
     return { lines, checks };
   } finally {
@@ -158,13 +161,15 @@ async function crashChecks(
       'Crash bets: every acknowledged bet stored once, nothing else',
       placing.ok2xx > 0 && missing === 0 && stray === 0 && acknowledgedTwice.length === 0 && placing.errors === 0,
       `${placing.ok2xx} acknowledged (${acknowledgedTwice.length} ids twice), ${rows.length} in the round, ` +
-        `${missing} missing, ${stray} not acknowledged; ${placing.non2xx} non-2xx ${JSON.stringify(placing.statusCodes)}, ` +
+        `${missing} missing, ${stray} not acknowledged; ` +
+        `${placing.non2xx} non-2xx ${JSON.stringify(placing.statusCodes)}, ` +
         `${placing.errors} connection errors`,
     ),
     check(
       'Crash settlement: each bet paid stake x target when target <= crash, else lost',
       wrongEnd === 0 && paid === expectedPaid && winners > 0 && winners < rows.length,
-      `${wrongEnd} bets ended otherwise; ${winners} of ${rows.length} won; paid ${paid}, expected ${expectedPaid} (minor units)`,
+      `${wrongEnd} bets ended otherwise; ${winners} of ${rows.length} won; ` +
+        `paid ${paid}, expected ${expectedPaid} (minor units)`,
     ),
     check(
       'Crash events: one bet.settled per bet',

@@ -50,7 +50,8 @@ export async function cashoutStorm(o: ScenarioOptions): Promise<ScenarioReport> 
   return {
     lines: [
       ...service.lines,
-      `minimal server: ${minimal.result.ok2xx} of ${size.cashouts} cash-outs in ${(minimal.result.elapsedMs! / 1000).toFixed(2)} s: ` +
+      `minimal server: ${minimal.result.ok2xx} of ${size.cashouts} cash-outs in ` +
+        `${(minimal.result.elapsedMs! / 1000).toFixed(2)} s: ` +
         `${minimal.rate.toFixed(0)} cash-outs/s, p50 ${minimal.result.p50} ms, p99 ${minimal.result.p99} ms, ` +
         `server CPU ${minimal.result.cpuUsPerReq?.toFixed(0) ?? 'n/a'} µs/cash-out`,
       `service / minimal: ${(100 * ratio).toFixed(1)}% of the minimal server's cash-out rate ` +
@@ -126,11 +127,12 @@ async function serviceStorm(
       rate,
       checks,
       lines: [
-        `service: ${storm.ok2xx} of ${size.cashouts} cash-outs (offered at ${offeredRate}/s over ${size.connections} ` +
-          `connections) in ${(storm.elapsedMs! / 1000).toFixed(2)} s: ${rate.toFixed(0)} cash-outs/s, p50 ${storm.p50} ms, ` +
-          `p99 ${storm.p99} ms, server CPU ${cpu(storm)} µs/cash-out`,
-        `service: round ${chosen.round.roundNumber} (crash ${formatMultiplier(chosen.crash)}x): ${during.ticks} ticks during ` +
-          `the storm, largest gap ${during.gapMs} ms (target <= 200 ms: ${during.gapMs <= 200 ? 'met' : 'NOT MET'})`,
+        `service: ${storm.ok2xx} of ${size.cashouts} cash-outs (offered at ${offeredRate}/s over ` +
+          `${size.connections} connections) in ${(storm.elapsedMs! / 1000).toFixed(2)} s: ${rate.toFixed(0)} ` +
+          `cash-outs/s, p50 ${storm.p50} ms, p99 ${storm.p99} ms, server CPU ${cpu(storm)} µs/cash-out`,
+        `service: round ${chosen.round.roundNumber} (crash ${formatMultiplier(chosen.crash)}x): ` +
+          `${during.ticks} ticks during the storm, largest gap ${during.gapMs} ms ` +
+          `(target <= 200 ms: ${during.gapMs <= 200 ? 'met' : 'NOT MET'})`,
       ],
     };
   } finally {
@@ -186,7 +188,8 @@ async function stormChecks(
         rows.every((r) => seeded.has(r.id)) &&
         storm.errors === 0,
       `${storm.ok2xx} acknowledged (${acknowledgedTwice} twice), ${manual} cashed out manually in the store, ` +
-        `${wrong} bets differ from their answer or the rules; ${rows.length} bets in the round of ${betIds.length} seeded; ` +
+        `${wrong} bets differ from their answer or the rules; ` +
+        `${rows.length} bets in the round of ${betIds.length} seeded; ` +
         `${storm.non2xx} non-2xx ${JSON.stringify(storm.statusCodes)}, ${storm.errors} connection errors`,
     ),
     check(
