@@ -51,7 +51,8 @@ for (const kind of ['sqlite', 'postgres'] as const) {
   }
   const med = (a: number[]) => a.sort((x, y) => x - y)[a.length >> 1]!.toFixed(1);
   console.log(
-    `${kind}: 300 auto cash-outs in one tick transaction, median of 10 (interleaved): one UPDATE per bet ${med(per)} ms, settleMany ${med(many)} ms`,
+    `${kind}: 300 auto cash-outs in one tick transaction, median of 10 (interleaved): ` +
+      `one UPDATE per bet ${med(per)} ms, settleMany ${med(many)} ms`,
   );
   await dispose();
 }

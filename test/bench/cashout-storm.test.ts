@@ -15,7 +15,9 @@ describe('bench scenario: cash-out storm (--quick)', () => {
       expect(report.checks.length).toBe(4);
       expect(report.checks.filter((c) => !c.ok)).toEqual([]);
       const text = report.lines.join('\n');
-      expect(text).toMatch(/service: 1000 of 1000 cash-outs .* \d+ cash-outs\/s, p50 \d+ ms, p99 \d+ ms/);
+      // A host too busy to send them all before the crash sees the late ones refused (409), which the checks
+      // above hold to: refused bets lost at the crash, nothing paid twice.
+      expect(text).toMatch(/service: \d+ of 1000 cash-outs .* \d+ cash-outs\/s, p50 \d+ ms, p99 \d+ ms/);
       expect(text).toMatch(/ticks during the storm, largest gap \d+ ms/);
       expect(text).toMatch(/service \/ minimal: \d+\.\d% of the minimal server's cash-out rate/);
     }, 900_000);
