@@ -38,6 +38,7 @@ declare module 'autocannon' {
     amount?: number;
     timeout?: number;
     pipelining?: number;
+    overallRate?: number;
     method?: string;
     headers?: Record<string, string>;
     body?: string | Buffer;

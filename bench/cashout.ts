@@ -34,6 +34,8 @@ export interface CashoutOptions {
   log: (line: string) => void;
   /** Extra node flags for the service child (e.g. --cpu-prof). */
   nodeArgs?: string[];
+  /** On PostgreSQL, count the database backends' CPU in the per-request figure. */
+  countDatabaseCpu?: boolean;
 }
 
 const SURFACE_A = { key: 'x-api-key', signature: 'x-signature', timestamp: 'x-timestamp' };
@@ -106,6 +108,7 @@ export async function runCashoutCase(o: CashoutOptions): Promise<{ result: CaseR
         connections: o.connections,
         serverPid: service.child.proc.pid,
         serverEnded: service.child.ended,
+        ...(o.countDatabaseCpu && service.store.databaseUrl ? { databaseUrl: service.store.databaseUrl } : {}),
       };
       const warm = warmupS > 0 ? await runLoad({ ...common, name: 'cashout warm-up', durationS: warmupS }) : null;
       const warmed = warm?.ok2xx ?? 0;
@@ -137,7 +140,7 @@ export async function runCashoutCase(o: CashoutOptions): Promise<{ result: CaseR
   }
 }
 
-async function nextOpenRound(db: Database, after: number): Promise<Round> {
+export async function nextOpenRound(db: Database, after: number): Promise<Round> {
   const deadline = Date.now() + 120_000;
   for (;;) {
     const round = await roundRepository.latest(db, 'crash');
@@ -149,7 +152,7 @@ async function nextOpenRound(db: Database, after: number): Promise<Round> {
   }
 }
 
-async function waitRunning(db: Database, roundId: string): Promise<Round> {
+export async function waitRunning(db: Database, roundId: string): Promise<Round> {
   const deadline = Date.now() + 120_000;
   for (;;) {
     const round = await roundRepository.byId(db, roundId);
@@ -165,7 +168,7 @@ async function waitRunning(db: Database, roundId: string): Promise<Round> {
 // round would make the compliance timing rule's per-cash-out history read unrealistically long.
 // Chunks run a few at a time (PostgreSQL pays a round trip per statement) and stop short of the end
 // of the betting window; the load then works with however many bets made it in.
-async function seedBets(
+export async function seedBets(
   db: Database,
   operator: Awaited<ReturnType<OperatorService['get']>>,
   n: number,

@@ -5,6 +5,7 @@
  */
 import autocannon, { type RequestData, type Result } from 'autocannon';
 import { randomUUID } from 'node:crypto';
+import pg from 'pg';
 import { signRequest } from '../src/signing/request-signature';
 import { cpuSeconds } from './processes';
 
@@ -32,6 +33,15 @@ export interface LoadSpec {
   mimicHeaders?: boolean;
   connections: number;
   durationS: number;
+  /** Send exactly this many requests, however long they take (durationS is then ignored). */
+  amount?: number;
+  /** Requests per second across all connections; unlimited when absent. */
+  overallRate?: number;
+  /**
+   * The PostgreSQL database the server writes to: its backends' CPU time joins the server's in
+   * cpuUsPerReq, since on PostgreSQL much of a request's work runs in those processes.
+   */
+  databaseUrl?: string;
   /** The server process, whose CPU time per response is reported (Linux). */
   serverPid?: number;
   /** Non-null once the server process has exited: a run against a dead server is flagged. */
@@ -57,6 +67,10 @@ export interface CaseResult {
   cpuUsPerReq: number | null;
   /** Requests built (and therefore possibly sent) = idempotency keys used. */
   built: number;
+  /** Wall time from the first request to the last response, in ms. */
+  elapsedMs?: number;
+  /** The database backends' share of cpuUsPerReq (PostgreSQL, with databaseUrl); null otherwise. */
+  databaseCpuUsPerReq?: number | null;
   note?: string;
 }
 
@@ -100,12 +114,15 @@ export async function runLoad(spec: LoadSpec): Promise<CaseResult> {
     spec.onResponse?.(status, body);
   };
   const cpuBefore = cpuSeconds(spec.serverPid);
+  const backendsBefore = spec.databaseUrl ? await backendCpu(spec.databaseUrl) : null;
+  const startedAt = performance.now();
   const result = await new Promise<Result>((ok, fail) => {
     autocannon(
       {
         url: spec.baseUrl,
         connections: spec.connections,
-        duration: spec.durationS,
+        ...(spec.amount === undefined ? { duration: spec.durationS } : { amount: spec.amount }),
+        ...(spec.overallRate === undefined ? {} : { overallRate: spec.overallRate }),
         timeout: 30,
         requests: [{ setupRequest, onResponse }],
         title: spec.name,
@@ -113,11 +130,18 @@ export async function runLoad(spec: LoadSpec): Promise<CaseResult> {
       (error, res) => (error ? fail(error) : ok(res)),
     );
   });
+  const elapsedMs = performance.now() - startedAt;
   const cpuAfter = cpuSeconds(spec.serverPid);
+  const backendsAfter = spec.databaseUrl ? await backendCpu(spec.databaseUrl) : null;
   const ended = spec.serverEnded?.() ?? null;
   const responses = result['2xx'] + result.non2xx;
-  const cpuUsPerReq =
+  const databaseCpuUsPerReq =
+    backendsBefore && backendsAfter && responses > 0
+      ? (cpuUsedBetween(backendsBefore, backendsAfter) * 1e6) / responses
+      : null;
+  const serverCpuUsPerReq =
     cpuBefore !== null && cpuAfter !== null && responses > 0 ? ((cpuAfter - cpuBefore) * 1e6) / responses : null;
+  const cpuUsPerReq = serverCpuUsPerReq === null ? null : serverCpuUsPerReq + (databaseCpuUsPerReq ?? 0);
   const statusCodes: Record<string, number> = {};
   for (const [code, v] of Object.entries(result.statusCodeStats ?? {})) statusCodes[code] = v.count;
   return {
@@ -134,6 +158,35 @@ export async function runLoad(spec: LoadSpec): Promise<CaseResult> {
     errorSamples,
     cpuUsPerReq,
     built,
+    elapsedMs,
+    databaseCpuUsPerReq,
     ...(ended ? { note: `the server process ended during the run (${ended}): these numbers are not valid` } : {}),
   };
+}
+
+/** CPU seconds used so far by each client backend of the database (pid -> seconds). */
+async function backendCpu(databaseUrl: string): Promise<Map<number, number>> {
+  const client = new pg.Client({ connectionString: databaseUrl });
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ pid: number }>(
+      `SELECT pid FROM pg_stat_activity
+        WHERE datname = current_database() AND backend_type = 'client backend' AND pid <> pg_backend_pid()`,
+    );
+    const used = new Map<number, number>();
+    for (const { pid } of rows) {
+      const seconds = cpuSeconds(pid);
+      if (seconds !== null) used.set(pid, seconds);
+    }
+    return used;
+  } finally {
+    await client.end();
+  }
+}
+
+/** A backend that ended during the run is missed; one that started during it counts from zero. */
+function cpuUsedBetween(before: Map<number, number>, after: Map<number, number>): number {
+  let total = 0;
+  for (const [pid, seconds] of after) total += seconds - (before.get(pid) ?? 0);
+  return total;
 }

@@ -18,6 +18,8 @@ export interface ReserveOptions {
   log: (line: string) => void;
   /** Extra node flags for the service child (e.g. --cpu-prof). */
   nodeArgs?: string[];
+  /** On PostgreSQL, count the database backends' CPU in the per-request figure. */
+  countDatabaseCpu?: boolean;
 }
 
 export type ReserveOutcome = { skipped: string } | { result: CaseResult; notes: string[] };
@@ -28,7 +30,7 @@ const SURFACE_B = { key: 'X-Operator-Key', signature: 'X-Signature', timestamp: 
 // Enough players that none trips the bets-per-minute compliance rule at a few thousand req/s.
 const SESSIONS = 5_000;
 
-async function signed(
+export async function signed(
   baseUrl: string,
   op: BenchOperator,
   method: 'GET' | 'POST',
@@ -50,6 +52,49 @@ async function signed(
   return { status: res.status, json: await res.json().catch(() => null) };
 }
 
+export interface StockRound {
+  round_id: string;
+  status: string;
+  symbols: string[];
+}
+
+/** The current Stock Race round once it is open (polled for up to 20 s); null if none opened. */
+export async function openStockRound(base: string, op: BenchOperator): Promise<StockRound | null> {
+  let round: StockRound | null = null;
+  for (let i = 0; i < 200 && round?.status !== 'open'; i++) {
+    const r = await signed(base, op, 'GET', '/v1/rounds/current');
+    round = r.status === 200 ? r.json : null;
+    if (round?.status !== 'open') await sleep(100);
+  }
+  return round?.status === 'open' ? round : null;
+}
+
+/** One player session per player p00000…, launched 50 at a time. */
+export async function launchSessions(
+  base: string,
+  op: BenchOperator,
+  players: number,
+): Promise<{ sessions: string[] } | { failed: string }> {
+  const sessions: string[] = [];
+  for (let start = 0; start < players; start += 50) {
+    const batch = await Promise.all(
+      Array.from({ length: Math.min(50, players - start) }, (_, j) =>
+        signed(base, op, 'POST', LAUNCH, {
+          player_ref: `p${String(start + j).padStart(5, '0')}`,
+          currency: 'EUR',
+          return_url: 'https://casino.example/lobby',
+        }),
+      ),
+    );
+    for (const r of batch) {
+      if (r.status !== 200)
+        return { failed: `session launch answered ${r.status}: ${JSON.stringify(r.json).slice(0, 200)}` };
+      sessions.push(r.json.session_id);
+    }
+  }
+  return { sessions };
+}
+
 export async function runReserveCase(o: ReserveOptions): Promise<ReserveOutcome> {
   const service = await startService({
     pgUrl: o.pgUrl,
@@ -65,31 +110,11 @@ export async function runReserveCase(o: ReserveOptions): Promise<ReserveOutcome>
       return { skipped: `the service does not serve ${RESERVE} and ${LAUNCH}` };
 
     const op = service.operator;
-    let round: { round_id: string; status: string; symbols: string[] } | null = null;
-    for (let i = 0; i < 200 && round?.status !== 'open'; i++) {
-      const r = await signed(base, op, 'GET', '/v1/rounds/current');
-      round = r.status === 200 ? r.json : null;
-      if (round?.status !== 'open') await sleep(100);
-    }
-    if (!round || round.status !== 'open') return { skipped: 'no open Stock Race round within 20 s' };
-
-    const sessions: string[] = [];
-    for (let start = 0; start < SESSIONS; start += 50) {
-      const batch = await Promise.all(
-        Array.from({ length: 50 }, (_, j) =>
-          signed(base, op, 'POST', LAUNCH, {
-            player_ref: `p${String(start + j).padStart(5, '0')}`,
-            currency: 'EUR',
-            return_url: 'https://casino.example/lobby',
-          }),
-        ),
-      );
-      for (const r of batch) {
-        if (r.status !== 200)
-          return { skipped: `session launch answered ${r.status}: ${JSON.stringify(r.json).slice(0, 200)}` };
-        sessions.push(r.json.session_id);
-      }
-    }
+    const round = await openStockRound(base, op);
+    if (!round) return { skipped: 'no open Stock Race round within 20 s' };
+    const launched = await launchSessions(base, op, SESSIONS);
+    if ('failed' in launched) return { skipped: launched.failed };
+    const sessions = launched.sessions;
     o.log(`  reserve: ${sessions.length} sessions, round ${round.round_id}`);
 
     const pick = round.symbols[0]!;
@@ -109,6 +134,7 @@ export async function runReserveCase(o: ReserveOptions): Promise<ReserveOutcome>
       connections: o.connections,
       serverPid: service.child.proc.pid,
       serverEnded: service.child.ended,
+      ...(o.countDatabaseCpu && service.store.databaseUrl ? { databaseUrl: service.store.databaseUrl } : {}),
     };
     if (o.warmupS > 0) await runLoad({ ...spec, name: 'warm-up', durationS: o.warmupS });
     await sleep(300);

@@ -3,7 +3,9 @@
  * machine, with signed traffic. See docs/benchmarks.md for what each case means and a recorded run.
  *
  *   npm run bench -- [--duration 10] [--connections 50] [--warmup 2] [--store both|sqlite|postgresql] [--pg]
- *                    [--only bare,signed,place,…] [--profile] [--cashout-bets N] [--cashout-window-ms MS]
+ *                    [--only bare,signed,place,…,big-round,cashout-storm] [--quick] [--profile]
+ *                    [--scenario close-and-fanout]
+ *                    [--cashout-bets N] [--cashout-window-ms MS]
  *                    [--webhook-deliveries N] [--json out.json] [--instances N] [--no-docs]
  *
  * By default every case runs on both stores in one run (SQLite, then PostgreSQL at BENCH_DATABASE_URL
@@ -29,9 +31,16 @@ import { summarizeProfile } from './profile';
 import { type Child, DEFAULT_PG_URL, sleep, startChild } from './processes';
 import { runReserveCase } from './reserve';
 import { main as runCloseAndFanoutScenario } from './scenarios/close-and-fanout';
+import { bigRound } from './scenarios/big-round';
+import { cashoutStorm } from './scenarios/cashout-storm';
+import { reportLines, type Scenario } from './scenarios/scenario';
 import { startService } from './service';
 import { countBets, countIdempotencyKeys, openStore } from './store-peek';
 import { runWebhookBench } from './webhooks';
+
+/** Load scenarios (bench/scenarios), each also runnable alone; --quick runs their test-suite size. */
+const SCENARIOS: Record<string, Scenario> = { 'big-round': bigRound, 'cashout-storm': cashoutStorm };
+const DEFAULT_ONLY = ['bare,signed,place,cashout,reserve,webhooks', ...Object.keys(SCENARIOS)].join(',');
 
 const { values: flags } = parseArgs({
   options: {
@@ -39,7 +48,8 @@ const { values: flags } = parseArgs({
     connections: { type: 'string', default: '50' },
     warmup: { type: 'string', default: '2' },
     pg: { type: 'boolean', default: false },
-    only: { type: 'string', default: 'bare,signed,place,cashout,reserve,webhooks' },
+    only: { type: 'string', default: DEFAULT_ONLY },
+    quick: { type: 'boolean', default: false },
     profile: { type: 'boolean', default: false },
     'cashout-bets': { type: 'string' },
     // Crash betting window of the cash-out case's service: long enough to seed the bets.
@@ -51,7 +61,6 @@ const { values: flags } = parseArgs({
     'no-docs': { type: 'boolean', default: false },
     // One load scenario of bench/scenarios/ alone (its own report), e.g. --scenario close-and-fanout [--quick].
     scenario: { type: 'string' },
-    quick: { type: 'boolean', default: false },
   },
 });
 
@@ -80,7 +89,8 @@ if (instances > 1 && storeChoice !== 'postgresql')
 const writesDocs =
   !flags['no-docs'] &&
   storeChoice === 'both' &&
-  flags.only === 'bare,signed,place,cashout,reserve,webhooks' &&
+  flags.only === DEFAULT_ONLY &&
+  !flags.quick &&
   flags.duration === '10' &&
   flags.connections === '50' &&
   flags.warmup === '2' &&
@@ -477,6 +487,9 @@ async function main(): Promise<void> {
     if (only.has('cashout')) await besideBare(() => cashoutCase(placeRps));
     if (only.has('reserve')) await besideBare(reserveCase);
     if (only.has('webhooks')) await webhooksCase();
+    for (const [name, run] of Object.entries(SCENARIOS))
+      if (only.has(name))
+        extraLines.push('', ...reportLines(`${name} (${storeName})`, await run({ pgUrl, quick: flags.quick!, log })));
   }
   await sliceChild?.stop();
   if (writesDocs) {

@@ -38,15 +38,51 @@ export async function settleBet<S extends SettledBet>(
     },
   );
   if (!won) return null;
-  // Sandbox bets are test data: live metrics never count them.
-  if (!(await ctx.modes.isTest(tx, settled.operatorId))) {
-    afterCommit(tx, (m) => {
-      m.betsSettled.inc({ game: settled.game, outcome: settled.status });
-      if (settled.payout > 0)
-        m.payouts.inc({ game: settled.game, currency: settled.currency ?? 'none' }, settled.payout);
-    });
-  }
+  await countOnCommit(tx, ctx, settled);
   await alongside?.();
   await ctx.compliance.betSettled(tx, settled, now);
   return settled;
+}
+
+/**
+ * settleBet for many bets of one game at once (an engine tick's auto cash-outs): one conditional
+ * UPDATE for all of them, then what settleBet does after it for each bet that changed. Null in place
+ * of a bet something else settled first.
+ */
+export async function settleBets<S extends SettledBet>(
+  tx: SqlExecutor,
+  ctx: BetContext,
+  settled: readonly S[],
+  now: number,
+): Promise<(S | null)[]> {
+  if (settled.length === 0) return [];
+  const results = settled.map((s) => ({
+    id: s.id,
+    status: s.status,
+    payout: s.payout,
+    multiplier: s.cashoutMultiplier,
+    kind: s.cashoutKind,
+    at: s.settledAt,
+  }));
+  const won = await betRepository.settleMany(tx, OPEN_STATUS[settled[0]!.game], results);
+  const out: (S | null)[] = [];
+  for (const s of settled) {
+    if (!won.has(s.id)) {
+      out.push(null);
+      continue;
+    }
+    await countOnCommit(tx, ctx, s);
+    await ctx.compliance.betSettled(tx, s, now);
+    out.push(s);
+  }
+  return out;
+}
+
+/** The live metrics count a settled bet once its transaction commits; sandbox bets are test data, never counted. */
+async function countOnCommit(tx: SqlExecutor, ctx: BetContext, settled: SettledBet): Promise<void> {
+  if (await ctx.modes.isTest(tx, settled.operatorId)) return;
+  afterCommit(tx, (m) => {
+    m.betsSettled.inc({ game: settled.game, outcome: settled.status });
+    if (settled.payout > 0) m.payouts.inc({ game: settled.game, currency: settled.currency ?? 'none' }, settled.payout);
+  });
 }

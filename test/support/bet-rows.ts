@@ -1,4 +1,5 @@
 import { randomBytes, randomUUID } from 'node:crypto';
+import type { ActiveCrashBet } from '../../src/bets/bet';
 import type { BetRow } from '../../src/bets/bet-repository';
 import type { Game } from '../../src/games/engine/round';
 import { roundRepository } from '../../src/games/engine/round-repository';
@@ -68,3 +69,30 @@ export async function insertRound(
     return { id: round.id, number: round.roundNumber };
   });
 }
+
+/** A bare operator row `id` (no key or settings worth reading): what a bet row's foreign key needs. */
+export async function insertOperatorRow(db: Database, id: string): Promise<void> {
+  await db.run(
+    `INSERT INTO operators (id, name, api_key, secret_enc, status, settings, created_at, updated_at)
+     VALUES (?, 'n', ?, 'x', 'active', '{}', 1, 1)`,
+    [id, `k_${id}`],
+  );
+}
+
+/** An active Crash bet of operator op_1 in `round`, as betRepository.insert takes it. */
+export const activeCrashBet = (
+  round: { id: string; number: number },
+  over: Pick<ActiveCrashBet, 'id' | 'player' | 'amount' | 'autoCashout'>,
+): ActiveCrashBet => ({
+  operatorId: 'op_1',
+  game: 'crash',
+  roundId: round.id,
+  roundNumber: round.number,
+  sessionId: null,
+  currency: null,
+  selections: null,
+  status: 'active',
+  potentialPayout: null,
+  placedAt: 1_500,
+  ...over,
+});

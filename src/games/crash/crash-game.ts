@@ -4,7 +4,7 @@ import { type ActiveCrashBet, type CashedOutCrashBet, type EndedCrashBet, endedB
 import { betSettledEvent } from '../../bets/bet-events';
 import { betRepository } from '../../bets/bet-repository';
 import type { ComplianceHooks } from '../../bets/compliance-hooks';
-import { settleBet } from '../../bets/settle-bet';
+import { settleBet, settleBets } from '../../bets/settle-bet';
 import type { OperatorSettings } from '../../operators/operator';
 import type { OperatorModes } from '../../operators/operator-mode';
 import type { GameDriver } from '../engine/engine';
@@ -159,16 +159,16 @@ export class CrashGame implements GameDriver {
     const due: Exit[] = [];
     for (const [operatorId, queue] of this.queues) await this.collectDue(round, operatorId, queue, m, due);
     if (due.length > 0 && this.roundId === round.id) {
+      const cashedOut: CashedOutCrashBet[] = [];
+      for (const exit of due) cashedOut.push(await this.cashedOut(exit.bet, exit.at, exit.kind, now));
+      // One write for the tick's whole due prefix: a tick's cost grows with its payouts, not by a round
+      // trip per bet, so hundreds of auto cash-outs on one tick keep the cadence.
       const paid = await write(async (tx) => {
+        const settled = await settleBets(tx, this.o, cashedOut, now);
         const events: DomainEvent[] = [];
-        const payouts: (number | null)[] = [];
-        for (const exit of due) {
-          const settled = await this.settle(tx, exit.bet, exit.at, exit.kind, now);
-          payouts.push(settled ? settled.payout : null);
-          if (settled) events.push(betSettledEvent(settled));
-        }
+        for (const bet of settled) if (bet) events.push(betSettledEvent(bet));
         await recordEvents(tx, this.o.modes, events, now);
-        return payouts;
+        return settled.map((bet) => (bet ? bet.payout : null));
       });
       for (const [i, exit] of due.entries()) this.forget(exit.bet, paid[i]!);
     }
@@ -279,9 +279,17 @@ export class CrashGame implements GameDriver {
     kind: 'auto' | 'forced',
     now: number,
   ): Promise<CashedOutCrashBet | null> {
+    return settleBet(tx, this.o, await this.cashedOut(bet, multiplier, kind, now), now);
+  }
+
+  private async cashedOut(
+    bet: ActiveCrashBet,
+    multiplier: number,
+    kind: 'auto' | 'forced',
+    now: number,
+  ): Promise<CashedOutCrashBet> {
     const s = await this.settingsFor(bet.operatorId);
-    const settled = cashedOutBet(bet, multiplier, kind, s.crash.max_payout_per_bet, now);
-    return settleBet(tx, this.o, settled, now);
+    return cashedOutBet(bet, multiplier, kind, s.crash.max_payout_per_bet, now);
   }
 
   private async finish(
