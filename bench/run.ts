@@ -5,6 +5,7 @@
  *   npm run bench -- [--duration 10] [--connections 50] [--warmup 2] [--store both|sqlite|postgresql] [--pg]
  *                    [--only bare,signed,place,…] [--profile] [--cashout-bets N] [--cashout-window-ms MS]
  *                    [--webhook-deliveries N] [--json out.json] [--instances N] [--no-docs]
+ *                    [--viewers N] [--viewers-seconds S] [--viewers-pin] (--only viewers: scenarios/viewers.ts)
  *
  * By default every case runs on both stores in one run (SQLite, then PostgreSQL at BENCH_DATABASE_URL
  * or postgres://postgres@127.0.0.1:5432/test). Bare Fastify runs first and again after every HTTP case,
@@ -31,6 +32,7 @@ import { runReserveCase } from './reserve';
 import { startService } from './service';
 import { countBets, countIdempotencyKeys, openStore } from './store-peek';
 import { runWebhookBench } from './webhooks';
+import { viewersBench } from './scenarios/viewers';
 
 const { values: flags } = parseArgs({
   options: {
@@ -48,6 +50,9 @@ const { values: flags } = parseArgs({
     instances: { type: 'string', default: '1' },
     store: { type: 'string' },
     'no-docs': { type: 'boolean', default: false },
+    viewers: { type: 'string', default: '10000' },
+    'viewers-seconds': { type: 'string', default: '20' },
+    'viewers-pin': { type: 'boolean', default: false },
   },
 });
 
@@ -468,6 +473,12 @@ async function main(): Promise<void> {
     if (only.has('cashout')) await besideBare(() => cashoutCase(placeRps));
     if (only.has('reserve')) await besideBare(reserveCase);
     if (only.has('webhooks')) await webhooksCase();
+    if (only.has('viewers')) {
+      const viewers = positive('viewers', flags.viewers!);
+      const measureS = positive('viewers-seconds', flags['viewers-seconds']!);
+      const pin = flags['viewers-pin']!;
+      extraLines.push(...(await viewersBench({ pgUrl, viewers, measureS, pin, profile: flags.profile!, log })));
+    }
   }
   await sliceChild?.stop();
   if (writesDocs) {
