@@ -11,13 +11,16 @@
  * viewer is checked against: ticks lost, ticks of the instance's own, ticks without their payload.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { request } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { createApp } from '../../src/app';
 import { loadConfig } from '../../src/config/config';
 import { signRequest } from '../../src/signing/request-signature';
 import { cpuSeconds, freshStore, ROOT, serviceEnv, sleep, startChild, withOpenFiles, type Child } from '../processes';
+import { summarizeProfile } from '../profile';
 import { UNLIMITED } from '../service';
 import { LAG_BUCKETS, type ViewerGame, type ViewerReport, type ViewerSpec } from './viewer-clients';
 
@@ -38,6 +41,8 @@ export interface ViewersOptions {
   bare?: boolean;
   /** taskset CPU lists: the instance the viewers watch (and the bare broadcaster), and the client processes. */
   pin?: { server: string; clients: string };
+  /** The checkout whose service runs (another commit's, to compare designs in one run); this one by default. */
+  serviceRoot?: string;
   /** Extra node flags for the instance the viewers watch (--cpu-prof …). */
   serverNodeArgs?: string[];
   log?: (line: string) => void;
@@ -339,14 +344,16 @@ export async function runViewersScenario(o: ViewersOptions): Promise<ViewersRun[
     const launch = { openFiles: OPEN_FILES, cpus: o.pin?.server };
     const store_ = o.pgUrl ? 'postgresql' : 'sqlite';
     // The first instance takes the engine leases; a follower started after it stands by and relays.
-    const leader = await startChild('src/main.ts', env, o.follower ? [] : (o.serverNodeArgs ?? []), ROOT, launch);
+    const root = o.serviceRoot ?? ROOT;
+    const leader = await startChild('src/main.ts', env, o.follower ? [] : (o.serverNodeArgs ?? []), root, launch);
     children.push(leader);
     let watched = leader;
     if (o.follower) {
-      watched = await startChild('src/main.ts', env, o.serverNodeArgs ?? [], ROOT, launch);
+      watched = await startChild('src/main.ts', env, o.serverNodeArgs ?? [], root, launch);
       children.push(watched);
     }
-    const label = o.follower ? `service follower (${store_})` : `service (${store_})`;
+    const at = o.serviceRoot ? ` at ${o.serviceRoot}` : '';
+    const label = o.follower ? `service follower (${store_})${at}` : `service (${store_})${at}`;
     runs.push(await measure(label, watched, leader.baseUrl, specs, control, o));
     for (const c of children.splice(0).reverse()) await c.stop();
     if (o.bare) {
@@ -416,13 +423,34 @@ export async function viewersBench(o: {
     log: o.log,
     // The service on CPU 0 and its viewers' clients on CPU 1: what the design reaches with a core of its own.
     ...(o.pin ? { pin: { server: '0', clients: '1' } } : {}),
-    ...(o.profile ? { serverNodeArgs: ['--cpu-prof', `--cpu-prof-dir=${ROOT}/.bench-profiles`] } : {}),
   };
-  const runs = await runViewersScenario({ ...base, bare: !o.pgUrl });
-  if (o.pgUrl) runs.push(...(await runViewersScenario({ ...base, follower: true, bare: true })));
-  return [
+  const profiles: string[] = [];
+  /** With --profile, the watched instance runs under the V8 profiler, one directory per run. */
+  const profiled = (): { serverNodeArgs?: string[] } => {
+    if (!o.profile) return {};
+    const dir = mkdtempSync(join(tmpdir(), 'rbs-viewers-prof-'));
+    profiles.push(dir);
+    return { serverNodeArgs: ['--cpu-prof', `--cpu-prof-dir=${dir}`] };
+  };
+  const runs = await runViewersScenario({ ...base, ...profiled(), bare: !o.pgUrl });
+  if (o.pgUrl) runs.push(...(await runViewersScenario({ ...base, ...profiled(), follower: true, bare: true })));
+  const lines = [
     '',
     `viewers (${store}, ${o.viewers} live-feed connections, ${o.measureS} s window${o.pin ? ', pinned' : ''}):`,
     ...viewersLines(runs),
   ];
+  for (const [i, dir] of profiles.entries()) {
+    // The main thread's profile is the largest; its last seconds are the measured window and the stop.
+    const [main] = readdirSync(dir)
+      .map((f) => join(dir, f))
+      .sort((a, b) => statSync(b).size - statSync(a).size);
+    const label = i === 0 ? runs[0]!.label : 'service follower';
+    if (main)
+      lines.push(
+        '',
+        `profile of ${label}, its last ${o.measureS + 3} s:`,
+        ...summarizeProfile(main, 12, (o.measureS + 3) * 1000),
+      );
+  }
+  return lines;
 }
