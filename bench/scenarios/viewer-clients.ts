@@ -79,11 +79,19 @@ function onEvents(v: Viewer, chunk: string, receivedAt: number): void {
   }
 }
 
+/** A connection not answered by then counts as refused: one lost SYN must not hold the whole run up. */
+const ANSWER_WITHIN_MS = 60_000;
+
 function openOne(base: URL, v: Viewer): Promise<string | null> {
   return new Promise((done) => {
+    const timer = setTimeout(() => {
+      req.destroy();
+      done(`no answer within ${ANSWER_WITHIN_MS / 1000} s`);
+    }, ANSWER_WITHIN_MS);
     const req = request(
       { host: base.hostname, port: base.port, path: v.spec.path, headers: v.spec.headers, agent: false },
       (res) => {
+        clearTimeout(timer);
         res.setEncoding('utf8');
         if (res.statusCode !== 200) {
           let body = '';
@@ -98,6 +106,7 @@ function openOne(base: URL, v: Viewer): Promise<string | null> {
       },
     );
     req.on('error', (e) => {
+      clearTimeout(timer);
       v.open = false;
       done(e.message);
     });

@@ -355,11 +355,14 @@ export async function runViewersScenario(o: ViewersOptions): Promise<ViewersRun[
     const at = o.serviceRoot ? ` at ${o.serviceRoot}` : '';
     const label = o.follower ? `service follower (${store_})${at}` : `service (${store_})${at}`;
     runs.push(await measure(label, watched, leader.baseUrl, specs, control, o));
+    // Each run as it ends: a long scenario cut short still shows what it measured.
+    for (const line of viewersLines(runs.slice(-1)).slice(2)) log(line);
     for (const c of children.splice(0).reverse()) await c.stop();
     if (o.bare) {
       const bare = await startChild('bench/scenarios/bare-broadcaster.ts', { ...process.env }, [], ROOT, launch);
       children.push(bare);
       runs.push(await measure('bare broadcaster', bare, bare.baseUrl, specs, control, o));
+      for (const line of viewersLines(runs.slice(-1)).slice(2)) log(line);
     }
   } finally {
     for (const c of children.reverse()) await c.stop();

@@ -1,7 +1,7 @@
 import { createServer, type Server, type ServerResponse } from 'node:http';
 import { connect, type Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { encodeFrame, type FeedMessage } from '../games/engine/live-feed';
+import { type FeedMessage, singleBatch } from '../games/engine/live-feed';
 import { DISCONNECT_ABOVE_BYTES, feedWriter, SKIP_TICKS_ABOVE_BYTES } from './sse';
 
 const tick: FeedMessage = { event: 'tick', data: { pad: 'x'.repeat(8_000) } };
@@ -46,8 +46,8 @@ describe('feed writer: a viewer that stops reading', () => {
     const { fast, slow, fastBytes } = await twoViewers();
     const toFast = feedWriter(fast);
     const toSlow = feedWriter(slow);
-    const tickFrame = encodeFrame(tick);
-    const roundFrame = encodeFrame(round);
+    const tickBatch = singleBatch(tick);
+    const roundBatch = singleBatch(round);
     let slowClosed = false;
     slow.on('close', () => (slowClosed = true));
     let sent = 0;
@@ -56,11 +56,11 @@ describe('feed writer: a viewer that stops reading', () => {
     let roundWrittenWhileSkipping = false;
     for (let i = 0; i < 4_000 && !slowClosed; i++) {
       const message = i % 10 === 9 ? round : tick;
-      const frame = message === round ? roundFrame : tickFrame;
-      toFast(message, frame);
-      sent += frame.length;
+      const batch = message === round ? roundBatch : tickBatch;
+      toFast(batch);
+      sent += batch.frame.length;
       const before = slow.writableLength;
-      toSlow(message, frame);
+      toSlow(batch);
       const after = slow.writableLength;
       if (before > SKIP_TICKS_ABOVE_BYTES && before <= DISCONNECT_ABOVE_BYTES) {
         if (message === tick && after === before) tickSkipped = true;
@@ -75,7 +75,7 @@ describe('feed writer: a viewer that stops reading', () => {
     expect(tickSkipped).toBe(true);
     expect(roundWrittenWhileSkipping).toBe(true);
     // Its memory stayed bounded: never more than the cap and one frame.
-    expect(mostUnsent).toBeLessThanOrEqual(DISCONNECT_ABOVE_BYTES + roundFrame.length);
+    expect(mostUnsent).toBeLessThanOrEqual(DISCONNECT_ABOVE_BYTES + roundBatch.frame.length);
     // The reading viewer got every byte of every frame (plus the chunk framing of each write).
     const deadline = Date.now() + 10_000;
     while (fastBytes() < sent && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));

@@ -122,14 +122,14 @@ export const DISCONNECT_ABOVE_BYTES = 256 * 1024;
  * ever waiting on it: a slow reader loses ticks, then its connection, not the others' time.
  */
 export function feedWriter(res: Pick<Writable, 'writableLength' | 'write' | 'destroy'>): FeedListener {
-  return (message, frame) => {
+  return (batch) => {
     const unsent = res.writableLength;
     if (unsent > DISCONNECT_ABOVE_BYTES) {
       res.destroy();
       return;
     }
-    if (unsent > SKIP_TICKS_ABOVE_BYTES && message.event === 'tick') return;
-    res.write(frame);
+    if (unsent <= SKIP_TICKS_ABOVE_BYTES) res.write(batch.frame);
+    else if (batch.roundFrame) res.write(batch.roundFrame);
   };
 }
 

@@ -8,7 +8,7 @@ import type { Operator } from '../operators/operator';
 import type { OperatorModes } from '../operators/operator-mode';
 import type { OperatorService } from '../operators/operators';
 import { RoundEngine } from '../games/engine/engine';
-import { encodeFrame, type FeedMessage, type LiveFeed } from '../games/engine/live-feed';
+import { type FeedMessage, type LiveFeed, singleBatch } from '../games/engine/live-feed';
 import type { Game } from '../games/engine/round';
 import { presentRound } from '../games/round-presenter';
 import { roundRepository } from '../games/engine/round-repository';
@@ -127,7 +127,7 @@ export class SandboxService {
 
   /** A sandbox feed has a handful of viewers: encoded once and handed to them at once. */
   private emitFeed(key: string, message: FeedMessage): void {
-    this.feedEmitter.emit(key, message, encodeFrame(message));
+    this.feedEmitter.emit(key, singleBatch(message));
   }
 
   private async pollFollower(operatorId: string, game: Game): Promise<void> {

@@ -12,10 +12,17 @@ export interface FeedMessage {
 }
 
 /**
- * A subscriber of a feed: the message, and the same message as one Server-Sent Events frame, encoded
- * once for every subscriber (an SSE stream writes those bytes as they are).
+ * What a subscriber is handed at once: every message that waited for it, in order, and the same
+ * messages as Server-Sent Events frames encoded once for every subscriber (`frame`: all of them;
+ * `roundFrame`: only the round transitions, for a viewer too far behind to take ticks).
  */
-export type FeedListener = (message: FeedMessage, frame: Buffer) => void;
+export interface FeedBatch {
+  messages: FeedMessage[];
+  frame: Buffer;
+  roundFrame: Buffer | null;
+}
+
+export type FeedListener = (batch: FeedBatch) => void;
 
 /** The SSE frame of a message whose data is already JSON. */
 function frameOf(event: FeedMessage['event'], dataJson: string): Buffer {
@@ -26,9 +33,23 @@ export function encodeFrame(message: FeedMessage): Buffer {
   return frameOf(message.event, JSON.stringify(message.data));
 }
 
+function batchOf(queued: { message: FeedMessage; frame: Buffer }[]): FeedBatch {
+  const rounds = queued.filter((q) => q.message.event === 'round').map((q) => q.frame);
+  return {
+    messages: queued.map((q) => q.message),
+    frame: queued.length === 1 ? queued[0]!.frame : Buffer.concat(queued.map((q) => q.frame)),
+    roundFrame: rounds.length === 0 ? null : Buffer.concat(rounds),
+  };
+}
+
+/** One message as a batch of its own (a feed with a handful of viewers hands each message at once). */
+export function singleBatch(message: FeedMessage): FeedBatch {
+  return batchOf([{ message, frame: encodeFrame(message) }]);
+}
+
 /**
- * Subscribers handed one message per turn of the event loop at most this many at a time: a tick
- * reaches 10,000 viewers in slices, with the engine's timers and the sockets' I/O running between them.
+ * Subscribers handed a batch per turn of the event loop at most this many at a time: a tick reaches
+ * 10,000 viewers in slices, with the engine's timers and the sockets' I/O running between them.
  */
 const FAN_OUT_SLICE = 256;
 
@@ -39,12 +60,14 @@ interface Subscriber {
 
 /**
  * One game's subscribers and the messages on their way to them. The engine only queues a message (its
- * timer never waits on a viewer); the fan-out runs later, one message after the other so each
- * subscriber sees them in order, in slices that yield to the event loop.
+ * timer never waits on a viewer); a fan-out pass runs later and hands each subscriber, in slices that
+ * yield to the event loop, every message queued when the pass began, in one batch. A pass costs one
+ * write per viewer however many ticks it carries: when the viewers outnumber what one tick's time can
+ * serve, ticks are grouped, never queued without bound, and none is lost.
  */
 class GameFanOut {
   private readonly subscribers = new Set<Subscriber>();
-  private readonly queue: { message: FeedMessage; frame: Buffer }[] = [];
+  private queue: { message: FeedMessage; frame: Buffer }[] = [];
   private delivering = false;
 
   get size(): number {
@@ -65,38 +88,39 @@ class GameFanOut {
     this.queue.push({ message, frame });
     if (this.delivering) return;
     this.delivering = true;
-    setImmediate(() => this.deliverNext());
+    setImmediate(() => this.nextPass());
   }
 
   clear(): void {
     for (const s of this.subscribers) s.active = false;
     this.subscribers.clear();
-    this.queue.length = 0;
+    this.queue = [];
   }
 
-  private deliverNext(): void {
-    const next = this.queue.shift();
-    if (!next) {
+  private nextPass(): void {
+    if (this.queue.length === 0) {
       this.delivering = false;
       return;
     }
-    // Who subscribed when the message's turn came; one who leaves meanwhile is skipped.
-    this.deliverSlice(Array.from(this.subscribers), 0, next.message, next.frame);
+    const batch = batchOf(this.queue);
+    this.queue = [];
+    // Who subscribed when the pass began; one who leaves meanwhile is skipped.
+    this.deliverSlice(Array.from(this.subscribers), 0, batch);
   }
 
-  private deliverSlice(to: Subscriber[], from: number, message: FeedMessage, frame: Buffer): void {
+  private deliverSlice(to: Subscriber[], from: number, batch: FeedBatch): void {
     const end = Math.min(to.length, from + FAN_OUT_SLICE);
     for (let i = from; i < end; i++) {
       const s = to[i]!;
       if (!s.active) continue;
       try {
-        s.listener(message, frame);
+        s.listener(batch);
       } catch {
-        // One subscriber's failure (a socket torn down under it) is its own: the others still get the message.
+        // One subscriber's failure (a socket torn down under it) is its own: the others still get the batch.
       }
     }
-    if (end < to.length) setImmediate(() => this.deliverSlice(to, end, message, frame));
-    else setImmediate(() => this.deliverNext());
+    if (end < to.length) setImmediate(() => this.deliverSlice(to, end, batch));
+    else setImmediate(() => this.nextPass());
   }
 }
 
