@@ -376,7 +376,8 @@ export function viewersLines(runs: ViewersRun[]): string[] {
   const bare = runs.find((r) => r.label === 'bare broadcaster');
   const lines = [
     '| viewers on | viewers | held | engine ticks | lost (total / most by one) | extra | no payload | ' +
-      'lag p50 / p99 / max ms | largest tick gap ms | CPU % (idle) | CPU %/1k viewers | RSS MB (idle) | MB/1k viewers |',
+      'lag p50 / p99 / max ms | largest tick gap ms | CPU % (idle) | CPU %/1k viewers | ' +
+      'RSS MB (idle) | MB/1k viewers |',
     '|:--|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|',
   ];
   for (const r of runs) {
