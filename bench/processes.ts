@@ -106,17 +106,31 @@ export interface Child {
 }
 
 /**
+ * A command line that runs `command args…` with its open-files limit raised to `limit` (or to the hard
+ * limit, when that is lower and the user may not raise it): a process holding thousands of sockets.
+ */
+export function withOpenFiles(limit: number, command: string, args: string[], cpus?: string): [string, string[]] {
+  // Pinned to `cpus` when given (taskset): a process with cores of its own, away from its load generator.
+  const pin = cpus ? `taskset -c ${cpus} ` : '';
+  const raise = `ulimit -n ${limit} 2>/dev/null || ulimit -n "$(ulimit -Hn)"; exec ${pin}"$0" "$@"`;
+  return ['bash', ['-c', raise, command, ...args]];
+}
+
+/**
  * Starts `node --import tsx <entry>` (in `cwd`, this checkout by default) and resolves once
- * GET /healthz answers 200 (within 180 s).
+ * GET /healthz answers 200 (within 180 s). `launch` raises the process's open-files limit first, and pins it to CPUs.
  */
 export async function startChild(
   entry: string,
   env: NodeJS.ProcessEnv,
   nodeArgs: string[] = [],
   cwd = ROOT,
+  launch?: { openFiles: number; cpus?: string },
 ): Promise<Child> {
   const port = await freePort();
-  const proc = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', entry], {
+  const node: [string, string[]] = [process.execPath, [...nodeArgs, '--import', 'tsx', entry]];
+  const [command, args] = launch ? withOpenFiles(launch.openFiles, ...node, launch.cpus) : node;
+  const proc = spawn(command, args, {
     cwd,
     env: { ...env, PORT: String(port) },
     stdio: ['ignore', 'inherit', 'inherit'],

@@ -7,6 +7,7 @@
  *                    [--scenario close-and-fanout]
  *                    [--cashout-bets N] [--cashout-window-ms MS]
  *                    [--webhook-deliveries N] [--json out.json] [--instances N] [--no-docs]
+ *                    [--viewers N] [--viewers-seconds S] [--viewers-pin] (--only viewers: scenarios/viewers.ts)
  *
  * By default every case runs on both stores in one run (SQLite, then PostgreSQL at BENCH_DATABASE_URL
  * or postgres://postgres@127.0.0.1:5432/test). Bare Fastify runs first and again after every HTTP case,
@@ -37,6 +38,7 @@ import { reportLines, type Scenario } from './scenarios/scenario';
 import { startService } from './service';
 import { countBets, countIdempotencyKeys, openStore } from './store-peek';
 import { runWebhookBench } from './webhooks';
+import { viewersBench } from './scenarios/viewers';
 
 /** Load scenarios (bench/scenarios), each also runnable alone; --quick runs their test-suite size. */
 const SCENARIOS: Record<string, Scenario> = { 'big-round': bigRound, 'cashout-storm': cashoutStorm };
@@ -61,6 +63,9 @@ const { values: flags } = parseArgs({
     'no-docs': { type: 'boolean', default: false },
     // One load scenario of bench/scenarios/ alone (its own report), e.g. --scenario close-and-fanout [--quick].
     scenario: { type: 'string' },
+    viewers: { type: 'string', default: '10000' },
+    'viewers-seconds': { type: 'string', default: '20' },
+    'viewers-pin': { type: 'boolean', default: false },
   },
 });
 
@@ -490,6 +495,12 @@ async function main(): Promise<void> {
     for (const [name, run] of Object.entries(SCENARIOS))
       if (only.has(name))
         extraLines.push('', ...reportLines(`${name} (${storeName})`, await run({ pgUrl, quick: flags.quick!, log })));
+    if (only.has('viewers')) {
+      const viewers = positive('viewers', flags.viewers!);
+      const measureS = positive('viewers-seconds', flags['viewers-seconds']!);
+      const pin = flags['viewers-pin']!;
+      extraLines.push(...(await viewersBench({ pgUrl, viewers, measureS, pin, profile: flags.profile!, log })));
+    }
   }
   await sliceChild?.stop();
   if (writesDocs) {

@@ -1,7 +1,8 @@
 import type { OutgoingHttpHeaders } from 'node:http';
+import type { Writable } from 'node:stream';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Game } from '../games/engine/round';
-import type { FeedMessage, LiveFeed } from '../games/engine/live-feed';
+import { encodeFrame, type FeedListener, type LiveFeed } from '../games/engine/live-feed';
 import { type LiveStreams, STREAM_ALLOWANCE } from '../games/engine/live-streams';
 import type { OperatorService } from '../operators/operators';
 import { HttpProblem } from './surface/http-problem';
@@ -81,12 +82,10 @@ export async function streamFeed(
   reply.hijack();
   const res = reply.raw;
   res.writeHead(200, headers);
-  const write = (m: FeedMessage): void => {
-    res.write(`event: ${m.event}\ndata: ${JSON.stringify(m.data)}\n\n`);
-  };
+  const write = feedWriter(res);
   res.write('retry: 2000\n\n');
   const snapshot = await feed.snapshot(game);
-  if (snapshot) write(snapshot);
+  if (snapshot) res.write(encodeFrame(snapshot));
   const unsubscribe = feed.subscribe(game, write);
   const heartbeat = setInterval(() => res.write(': keep-alive\n\n'), 15_000);
   const recheck = terms.stillAllowed ? watchAccess(terms.stillAllowed, streams.recheckMs, () => res.end()) : null;
@@ -105,6 +104,33 @@ export async function streamFeed(
   };
   req.raw.on('close', cleanup);
   res.on('close', cleanup);
+}
+
+/**
+ * Bytes a viewer's connection may hold unsent before its ticks are skipped: the next tick supersedes
+ * a skipped one, and round transitions still go out. About a hundred ticks.
+ */
+export const SKIP_TICKS_ABOVE_BYTES = 32 * 1024;
+/**
+ * Past this the viewer is disconnected (its client reconnects after the `retry` delay and starts from a
+ * snapshot), so a stalled reader costs at most this much memory, never a growing queue.
+ */
+export const DISCONNECT_ABOVE_BYTES = 256 * 1024;
+
+/**
+ * Writes the feed's frames, already encoded once for every viewer, to one viewer's connection without
+ * ever waiting on it: a slow reader loses ticks, then its connection, not the others' time.
+ */
+export function feedWriter(res: Pick<Writable, 'writableLength' | 'write' | 'destroy'>): FeedListener {
+  return (batch) => {
+    const unsent = res.writableLength;
+    if (unsent > DISCONNECT_ABOVE_BYTES) {
+      res.destroy();
+      return;
+    }
+    if (unsent <= SKIP_TICKS_ABOVE_BYTES) res.write(batch.frame);
+    else if (batch.roundFrame) res.write(batch.roundFrame);
+  };
 }
 
 /**

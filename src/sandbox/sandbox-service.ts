@@ -8,7 +8,7 @@ import type { Operator } from '../operators/operator';
 import type { OperatorModes } from '../operators/operator-mode';
 import type { OperatorService } from '../operators/operators';
 import { RoundEngine } from '../games/engine/engine';
-import type { FeedMessage, LiveFeed } from '../games/engine/live-feed';
+import { type FeedMessage, type LiveFeed, singleBatch } from '../games/engine/live-feed';
 import type { Game } from '../games/engine/round';
 import { presentRound } from '../games/round-presenter';
 import { roundRepository } from '../games/engine/round-repository';
@@ -125,6 +125,11 @@ export class SandboxService {
     this.followers.delete(key);
   }
 
+  /** A sandbox feed has a handful of viewers: encoded once and handed to them at once. */
+  private emitFeed(key: string, message: FeedMessage): void {
+    this.feedEmitter.emit(key, singleBatch(message));
+  }
+
   private async pollFollower(operatorId: string, game: Game): Promise<void> {
     const key = `${operatorId}:${game}`;
     if (this.running.get(key)?.engine.isLeader) return;
@@ -133,12 +138,12 @@ export class SandboxService {
     const seen = `${round.id}:${round.status}`;
     if (this.lastSeen.get(key) !== seen) {
       this.lastSeen.set(key, seen);
-      this.feedEmitter.emit(key, { event: 'round', data: { ...presentRound(round) } });
+      this.emitFeed(key, { event: 'round', data: { ...presentRound(round) } });
     }
     if (round.status === 'running' && round.runningAt !== null) {
       const now = this.o.clock.now();
       const data = { round_id: round.id, round_number: round.roundNumber, at: now, elapsed_ms: now - round.runningAt };
-      this.feedEmitter.emit(key, { event: 'tick', data });
+      this.emitFeed(key, { event: 'tick', data });
     }
   }
 
@@ -328,7 +333,7 @@ export class SandboxService {
           ? { event: 'tick', data: { round_id: e.round.id, round_number: e.round.roundNumber, at: e.at, ...e.data } }
           : { event: 'round', data: { ...presentRound(e.round) } };
       if (e.type !== 'round.tick') this.lastSeen.set(feedKey, `${e.round.id}:${e.round.status}`);
-      this.feedEmitter.emit(feedKey, message);
+      this.emitFeed(feedKey, message);
     });
     const entry: Running = { operatorId, game, engine, crash, lastUsed: this.o.clock.now() };
     this.running.set(`${operatorId}:${game}`, entry);

@@ -44,3 +44,23 @@ export function withShortCommittedCrashChain(count: number, min = 100, max = 125
     return { chainId, commitment, contribution, salt, hashes, points, seed };
   }
 }
+
+/**
+ * A fixture chain (chosen seeds played with bustabit's salt, not a hash chain): the store's first
+ * Crash rounds play `seeds` in order, so a test knows each crash point in advance.
+ */
+export async function seedCrashFixtureChain(db: Database, seeds: string[], salt: string): Promise<void> {
+  await db.transaction(async (tx) => {
+    for (const [i, seed] of seeds.entries()) {
+      await tx.run(`INSERT INTO fair_chains (game, chain_id, idx, hash) VALUES ('crash', 'c1', ?, ?)`, [i, seed]);
+    }
+    await tx.run(`INSERT INTO fair_chain_cursor (game, chain_id, next_idx, length) VALUES ('crash', 'c1', 0, ?)`, [
+      seeds.length,
+    ]);
+    await tx.run(
+      `INSERT INTO fair_chain_records (chain_id, game, length, origin, commitment, committed_at, salt, salt_fixed_at)
+       VALUES ('c1', 'crash', ?, 'fixture', ?, 0, ?, 0)`,
+      [seeds.length, seeds[0]!, salt],
+    );
+  });
+}

@@ -172,7 +172,12 @@ export class CrashGame implements GameDriver {
       });
       for (const [i, exit] of due.entries()) this.forget(exit.bet, paid[i]!);
     }
-    // The live feed goes to every operator and player: it carries the curve only, nothing about bets.
+    return this.liveTick(round, now);
+  }
+
+  // The live feed goes to every operator and player: it carries the curve only, nothing about bets.
+  liveTick(round: RunningRound, now: number): Record<string, unknown> {
+    const m = liveMultiplier(now - round.runningAt, this.crashPoint(round));
     return { multiplier: formatMultiplier(m), elapsed_ms: Math.max(0, now - round.runningAt) };
   }
 

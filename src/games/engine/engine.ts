@@ -52,6 +52,11 @@ export interface GameDriver {
   /** Prepares in-memory state for a running round (also after a takeover with recoverRunning 'finish'). */
   onRunning(round: RunningRound): Promise<void>;
   /**
+   * The live-feed payload of a running round at `now` (Crash: the multiplier), with no side effect: what
+   * onTick returns after its work, and what an instance that does not drive the round shows meanwhile.
+   */
+  liveTick(round: RunningRound, now: number): Record<string, unknown>;
+  /**
    * Work due at `now` while running (auto cash-outs); returns the live-feed payload. Its writes go
    * through `write`, the engine's own transaction, so they too are refused once the lease is lost.
    */
@@ -147,6 +152,11 @@ export class RoundEngine {
   /** The round without the game's own fields: what the live feed carries. */
   presentRound(round: Round): RoundJson {
     return presentRoundAs(round, (r) => this.o.driver.presentOutcome(r));
+  }
+
+  /** A running round's live-feed payload at `now`, as this game's ticks carry it. */
+  liveTick(round: RunningRound, now: number): Record<string, unknown> {
+    return this.o.driver.liveTick(round, now);
   }
 
   get isLeader(): boolean {

@@ -92,6 +92,10 @@ export class StockRaceGame implements GameDriver {
   async onRunning(): Promise<void> {}
 
   async onTick(round: RunningRound, now: number): Promise<Record<string, unknown>> {
+    return this.liveTick(round, now);
+  }
+
+  liveTick(round: RunningRound, now: number): Record<string, unknown> {
     return { ...this.frame(round, now) };
   }
 
