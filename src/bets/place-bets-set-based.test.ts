@@ -302,7 +302,8 @@ describe.runIf(STORES.includes('postgres'))('set-based rbs_place_bets on postgre
     for (const tally of [outcomes.set, outcomes.loop])
       for (const outcome of ['placed', 'refused', 'existing', 'signature_replayed', 'full_path'])
         expect(tally.get(outcome) ?? 0, outcome).toBeGreaterThan(0);
-  });
+    // 400 transactions of round trips: about 30 s on a busy shared host, so the default limit is too tight.
+  }, 180_000);
 
   it('counts a player’s earlier bet of the same call toward the velocity limit', async () => {
     // v1 has one stored bet in the window; limit 2: the first of the call is placed, the second is not.
