@@ -133,7 +133,7 @@ describe('partner dashboard operations in Chromium', () => {
     );
 
     await page.getByRole('link', { name: 'Bets', exact: true }).click();
-    await page.getByLabel('Player').fill('carol');
+    await page.getByLabel('Player', { exact: true }).fill('carol');
     await page.getByRole('button', { name: 'Filter' }).click();
     await page.getByRole('link', { name: /Audit trail/ }).click();
     const trail = page.locator('ol.timeline');
@@ -154,7 +154,7 @@ describe('partner dashboard operations in Chromium', () => {
     const { page } = w;
     await page.getByRole('link', { name: 'Compliance' }).click();
     await page.getByLabel('Rule').selectOption('large_stake');
-    await page.getByLabel('Player').fill('carol');
+    await page.getByLabel('Player', { exact: true }).fill('carol');
     await page.getByRole('button', { name: 'Filter' }).click();
     const rows = page.locator('tbody tr');
     expect(await rows.count()).toBe(1);

@@ -199,7 +199,7 @@ describe('partner dashboard in Chromium', () => {
     expect(fairness.commitment_holds).toBe(true);
 
     await page.getByRole('link', { name: 'Bets', exact: true }).click();
-    await page.getByLabel('Player').fill('player-7');
+    await page.getByLabel('Player', { exact: true }).fill('player-7');
     await page.getByRole('button', { name: 'Filter' }).click();
     const rows = page.locator('tbody tr');
     expect(await rows.count()).toBe(1);

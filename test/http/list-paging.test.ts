@@ -12,6 +12,7 @@ import { recordEvents } from '../../src/webhooks/events';
 import { crashRow, insertRound, stockRaceRow } from '../support/bet-rows';
 import { client, STORES, startTestApp, type SignedResponse, type TestApp, type TestOperator } from '../support/harness';
 import { betSettled } from '../support/webhook-events';
+import { followed } from '../support/openapi-refs';
 
 /**
  * Every list endpoint of both surfaces, run through the same checks an integrator's generic paginator
@@ -420,7 +421,7 @@ describe.each(STORES)('every list endpoint pages the same way (%s)', (store) => 
       expect(operation.description, c.name).toContain('`starting_after`');
       const names = operation.parameters.filter((p: { in: string }) => p.in === 'query').map((p: any) => p.name);
       expect(names, c.name).toEqual(expect.arrayContaining(['limit', 'starting_after']));
-      const body = operation.responses['200'].content['application/json'].schema;
+      const body = followed(doc, operation.responses['200'].content['application/json'].schema);
       expect(body.required, c.name).toEqual(expect.arrayContaining([c.items, 'has_more']));
     }
   });

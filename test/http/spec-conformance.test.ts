@@ -13,6 +13,7 @@ import {
   type TestOperator,
 } from '../support/harness';
 import { TestReceiver } from '../support/webhook-receiver';
+import { followed } from '../support/openapi-refs';
 
 /**
  * The interface spec (shared/seeds/000_b3c62b439d309f36.txt) read table by table, as an operator's
@@ -397,7 +398,7 @@ describe('spec conformance, table by table', () => {
 
     it('promises the Errors table shapes: B 4xx {error, message}, B 5xx {error, trace_id}, A 409 {error}', () => {
       const schemaOf = (path: string, status: string): JsonSchema =>
-        doc.paths[path]!.post!.responses[status]!.content!['application/json']!.schema;
+        followed(doc, doc.paths[path]!.post!.responses[status]!.content!['application/json']!.schema);
       for (const status of ['400', '401', '409']) {
         expect(schemaOf('/v1/bets/reserve', status).required, `reserve ${status}`).toEqual(
           expect.arrayContaining(['error', 'message']),

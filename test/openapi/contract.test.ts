@@ -14,6 +14,7 @@ import {
   advanceUntil,
 } from '../support/harness';
 import { TestReceiver } from '../support/webhook-receiver';
+import { followed, pointerTarget } from '../support/openapi-refs';
 
 /**
  * The published contract against what the service really answers: every response of a realistic session over
@@ -43,21 +44,6 @@ function operations(doc: Json): { method: string; path: string; op: Json }[] {
   }
   return out;
 }
-
-/** What a local `$ref` (a JSON pointer within the document) points at; undefined when nothing. */
-function pointerTarget(doc: Json, ref: string): any {
-  if (!ref.startsWith('#/')) return undefined;
-  let at: any = doc;
-  for (const raw of ref.slice(2).split('/')) {
-    const key = decodeURIComponent(raw).replace(/~1/g, '/').replace(/~0/g, '~');
-    at = at?.[key];
-  }
-  return at;
-}
-
-/** A header or parameter object, or the one its `$ref` names. */
-const followed = (doc: Json, node: Json): Json =>
-  typeof node.$ref === 'string' ? pointerTarget(doc, node.$ref) : node;
 
 /** Every `$ref` of the document, with whether it resolves to something (JSON pointer within the document). */
 function unresolvedRefs(doc: Json): string[] {
