@@ -11,7 +11,7 @@ import type { Database } from '../../src/store/database';
 import { migrate } from '../../src/store/migrate';
 import { PostgresDatabase } from '../../src/store/postgres';
 import { SqliteDatabase } from '../../src/store/sqlite';
-import { adminJson } from './admin-cli';
+import { adminJson, initStore } from './admin-cli';
 import { PG_URL, type StoreKind } from './harness';
 
 const ROOT = resolve(import.meta.dirname, '../..');
@@ -57,6 +57,8 @@ export class ChildService {
   readonly store: StoreKind;
   /** The PostgreSQL schema this service's tables live in (store 'postgres'). */
   readonly schema: string | null;
+  /** The `--init` run that makes sure the store exists before the first admin command (once per service). */
+  private storeInitialised: Promise<void> | null = null;
   private readonly owner: boolean;
   private child: ChildProcess | null = null;
   private output = '';
@@ -217,7 +219,11 @@ export class ChildService {
   }
 
   /** Runs the admin CLI (in this process, src/cli/run-admin.ts) against this service's store: its JSON output. */
-  admin(...args: string[]): Promise<any> {
-    return adminJson({ ...process.env, ...this.env, LOG_LEVEL: 'silent' })(...args);
+  async admin(...args: string[]): Promise<any> {
+    const env = { ...process.env, ...this.env, LOG_LEVEL: 'silent' };
+    // A test may set up its operators before the service's first start, as an operator does with --init.
+    this.storeInitialised ??= initStore(env);
+    await this.storeInitialised;
+    return adminJson(env)(...args);
   }
 }
