@@ -121,7 +121,7 @@ export function requestLogger(logger: Logger, settings: RequestLogSettings): Ans
     } else if (!logger.isLevelEnabled('error')) return;
     const route = req.routeOptions.url;
     const entry = {
-      trace_id: req.id,
+      reqId: req.id,
       method: req.method,
       // The route's template keeps ids and tokens out; a request no route matched shows its path.
       route: route ?? null,

@@ -49,7 +49,7 @@ describe('access log: one line per request', () => {
     expect(lines[0]).toMatchObject({
       level: 30,
       msg: 'request',
-      trace_id: traceOk,
+      reqId: traceOk,
       method: 'GET',
       route: '/api/public/v1/bets',
       status: 200,
@@ -63,7 +63,7 @@ describe('access log: one line per request', () => {
       status: 401,
       operator: null,
       route: '/api/public/v1/rounds/current',
-      trace_id: unknownKey.headers['x-request-id'],
+      reqId: unknownKey.headers['x-request-id'],
     });
     expect(lines[2]).toMatchObject({ status: 400, route: expect.stringMatching(/^\/api\/public\/v1\/bets\/:/) });
     // No route matched: the path shows, with a launch token's value redacted.
