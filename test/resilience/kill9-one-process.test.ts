@@ -161,9 +161,11 @@ describe('PostgreSQL, one process: killed mid place-bet burst', () => {
   it('keeps each acknowledged bet once; a keyed retry replays it and places the others at most once', async () => {
     const call = client(svc.baseUrl, op);
     const round = await openRoundWithTimeLeft(call, 'crash', 3_500);
+    // Spread over about 600 ms, so calls still arrive after the holder below takes the round row, on a
+    // fast host too (at 8 every 15 ms the whole burst could be answered before the lock was taken).
     const { sent } = await burstWithKill([call], '/api/public/v1/place-bet', placeBodies('pg', 80), {
-      perStep: 8,
-      gapMs: 15,
+      perStep: 4,
+      gapMs: 30,
       killAfter: 15,
       victim: svc,
       keyHeader: true,
